@@ -1,0 +1,245 @@
+//! ServiceDefinitions: `catalog/<svc>.yaml` read into a raw form that mirrors the file
+//! (unknown fields are errors, every value keeps its location), then validated into
+//! `Service`. Validation reports every problem of every file, not just the first, and a name
+//! reaches the rest of fluxwave only after it passed the DNS-1123 check, so it is safe in paths.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+
+use crate::config::is_dns_label;
+use crate::error::{Error, Result, SourceError};
+use crate::yaml::{self, Text};
+
+pub const API_VERSION: &str = "fluxwave.dev/v1alpha1";
+pub const KIND: &str = "ServiceDefinition";
+
+#[derive(Debug, Clone)]
+pub struct Service {
+    pub name: String,
+    /// Path relative to the repository root, as shown to the user.
+    pub path: String,
+    pub text: Text,
+    pub dependencies: Vec<Dependency>,
+    pub image: Image,
+    pub port: Option<u16>,
+    pub ingress: Option<Ingress>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Dependency {
+    pub to: String,
+    /// Byte span of the target's name in the catalog file.
+    pub span: (usize, usize),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Image {
+    pub repository: String,
+    pub tag: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ingress {
+    pub host: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawServiceDefinition {
+    api_version: Spanned<String>,
+    kind: Spanned<String>,
+    metadata: RawMetadata,
+    spec: RawSpec,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMetadata {
+    name: Spanned<String>,
+    #[allow(dead_code)]
+    labels: Option<std::collections::BTreeMap<String, String>>,
+    #[allow(dead_code)]
+    annotations: Option<std::collections::BTreeMap<String, String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSpec {
+    dependencies: Option<Vec<RawDependency>>,
+    image: Image,
+    port: Option<u16>,
+    ingress: Option<Ingress>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDependency {
+    to: Spanned<String>,
+}
+
+/// Parses and validates one catalog file. `path` is how the user sees it; `stem` is the file
+/// name without its extension, which the service's name must equal.
+pub fn parse(path: &str, stem: &str, text: Text) -> std::result::Result<Service, Vec<SourceError>> {
+    let raw: Option<RawServiceDefinition> = yaml::parse(path, &text).map_err(|e| vec![e])?;
+    let Some(raw) = raw else {
+        return Err(vec![SourceError::new(path, "the file is empty")
+            .help("a catalog file holds one ServiceDefinition; delete the file or fill it in")]);
+    };
+    let mut errors = Vec::new();
+    let at = |s: &Spanned<String>| yaml::spanned(&text, s);
+    if raw.api_version.value != API_VERSION {
+        errors.push(
+            SourceError::new(path, format!("apiVersion is `{}`", raw.api_version.value))
+                .at(&text, at(&raw.api_version))
+                .help(format!("ServiceDefinitions have `apiVersion: {API_VERSION}`")),
+        );
+    }
+    if raw.kind.value != KIND {
+        errors.push(
+            SourceError::new(path, format!("kind is `{}`", raw.kind.value))
+                .at(&text, at(&raw.kind))
+                .help(format!("catalog files hold `kind: {KIND}`")),
+        );
+    }
+    let name = &raw.metadata.name;
+    if !is_dns_label(&name.value) {
+        errors.push(
+            SourceError::new(path, format!("`{}` is not a DNS-1123 label", name.value))
+                .at(&text, at(name))
+                .help("a service name is 1-63 lower-case letters, digits and `-`, starting and ending with a letter or digit"),
+        );
+    } else if name.value != stem {
+        errors.push(
+            SourceError::new(path, format!("metadata.name `{}` differs from the file name", name.value))
+                .at(&text, at(name))
+                .help(format!("rename the file to `{}.yaml`, or the service to `{stem}`", name.value)),
+        );
+    }
+    let mut dependencies: Vec<Dependency> = Vec::new();
+    for d in raw.spec.dependencies.unwrap_or_default() {
+        let span = at(&d.to);
+        if !is_dns_label(&d.to.value) {
+            errors.push(
+                SourceError::new(path, format!("dependency `{}` is not a DNS-1123 label", d.to.value))
+                    .at(&text, span)
+                    .help("name a catalog service, an extra unit or a `<svc>-db` database"),
+            );
+        } else if dependencies.iter().any(|x| x.to == d.to.value) {
+            errors.push(
+                SourceError::new(path, format!("`{}` is listed twice", d.to.value))
+                    .at(&text, span)
+                    .help("remove the second entry"),
+            );
+        } else {
+            dependencies.push(Dependency { to: d.to.value, span });
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(Service {
+        name: name.value.clone(),
+        path: path.to_string(),
+        text,
+        dependencies,
+        image: raw.spec.image,
+        port: raw.spec.port,
+        ingress: raw.spec.ingress,
+    })
+}
+
+/// Reads every `*.yaml` / `*.yml` file of the catalog folder, in parallel; other files are
+/// ignored. Services come back sorted by name. A missing folder is an empty catalog.
+pub fn load(root: &Path, dir: &str) -> Result<Vec<Service>> {
+    let abs = root.join(dir);
+    let entries = match std::fs::read_dir(&abs) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
+        Err(e) => return Err(Error::io(&abs, e)),
+    };
+    let mut files = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(&abs, e))?;
+        let file_name = entry.file_name();
+        let Some(file_name) = file_name.to_str() else { continue };
+        let Some(stem) = file_name.strip_suffix(".yaml").or_else(|| file_name.strip_suffix(".yml")) else {
+            continue;
+        };
+        let ft = entry.file_type().map_err(|e| Error::io(&entry.path(), e))?;
+        if ft.is_dir() {
+            continue;
+        }
+        files.push((format!("{dir}/{file_name}"), stem.to_string(), entry.path()));
+    }
+    files.sort();
+    let results = crate::par::map(&files, |(shown, stem, abs)| {
+        let text = std::fs::read_to_string(abs).map_err(|e| Error::io(abs, e))?;
+        Ok::<_, Error>(parse(shown, stem, Text::new(text)))
+    });
+    let mut services = Vec::with_capacity(files.len());
+    let mut errors = Vec::new();
+    for r in results {
+        match r? {
+            Ok(s) => services.push(s),
+            Err(e) => errors.extend(e),
+        }
+    }
+    services.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut seen: HashMap<&str, &Service> = HashMap::new();
+    for s in &services {
+        if let Some(first) = seen.insert(&s.name, s) {
+            errors.push(
+                SourceError::new(&s.path, format!("service `{}` is also defined in {}", s.name, first.path))
+                    .help("keep one file per service: catalog/<name>.yaml"),
+            );
+        }
+    }
+    if errors.is_empty() {
+        Ok(services)
+    } else {
+        Err(Error::Input(errors))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_str(stem: &str, s: &str) -> std::result::Result<Service, Vec<SourceError>> {
+        parse(&format!("catalog/{stem}.yaml"), stem, Text::new(s.to_string()))
+    }
+
+    const SONARR: &str = "apiVersion: fluxwave.dev/v1alpha1\nkind: ServiceDefinition\nmetadata:\n  name: sonarr\nspec:\n  dependencies:\n    - to: qbittorrent\n    - to: jackett\n  image: {repository: lscr.io/linuxserver/sonarr, tag: \"4.0.9\"}\n  port: 8989\n  ingress: {host: sonarr.home.example}\n";
+
+    #[test]
+    fn reads_the_contract_fields() {
+        let s = parse_str("sonarr", SONARR).unwrap();
+        let deps: Vec<_> = s.dependencies.iter().map(|d| d.to.as_str()).collect();
+        assert_eq!(deps, ["qbittorrent", "jackett"]);
+        assert_eq!(s.port, Some(8989));
+        assert_eq!(s.image.tag, "4.0.9");
+        assert_eq!(crate::error::line_col(&s.text, s.dependencies[1].span.0), (8, 11));
+    }
+
+    #[test]
+    fn unknown_field_is_located() {
+        let bad = SONARR.replace("  port: 8989", "  prot: 8989");
+        let errs = parse_str("sonarr", &bad).unwrap_err();
+        assert_eq!(errs.len(), 1);
+        assert!(errs[0].message.contains("prot"), "{}", errs[0].message);
+        assert_eq!(errs[0].line_col().map(|l| l.0), Some(10));
+    }
+
+    #[test]
+    fn name_must_match_the_file_and_be_a_label() {
+        let errs = parse_str("radarr", SONARR).unwrap_err();
+        assert!(errs[0].message.contains("differs from the file name"));
+        let errs = parse_str("x", &SONARR.replace("name: sonarr", "name: ../x")).unwrap_err();
+        assert!(errs[0].message.contains("not a DNS-1123 label"));
+    }
+}

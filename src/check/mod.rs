@@ -1,0 +1,87 @@
+//! Lints. A finding is data (a code, a severity, a place, a message and what to do), never
+//! an error: every finding is gathered and the exit code is decided at the end by counting
+//! errors. Drift findings come from the same change set `apply` carries out, so `check` is
+//! clean exactly when `apply` has nothing to do.
+
+mod decryption;
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::plan::changes::{self, Op};
+use crate::plan::Plan;
+use crate::repo::Repo;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    pub code: &'static str,
+    pub severity: Severity,
+    pub path: String,
+    pub message: String,
+    pub help: String,
+}
+
+/// Every lint over the repository at `root`. `Err` only for unreadable input.
+pub fn run(root: &Path) -> Result<Vec<Finding>> {
+    let repo = Repo::load(root)?;
+    let plan = Plan::for_repo(&repo);
+    let mut findings: Vec<Finding> = plan
+        .problems
+        .iter()
+        .map(|p| Finding {
+            code: p.code(),
+            severity: if p.blocks() { Severity::Error } else { Severity::Warning },
+            path: match p {
+                crate::plan::Problem::Unowned { file } => file.clone(),
+                crate::plan::Problem::Foreign { path, .. } => path.clone(),
+                _ => repo.apps.dir.clone(),
+            },
+            message: p.message(),
+            help: p.help().to_string(),
+        })
+        .collect();
+    if plan.blocking().next().is_none() {
+        if !repo.apps.is_waved() && plan.waves > 0 {
+            findings.push(Finding {
+                code: "not-waved",
+                severity: Severity::Error,
+                path: repo.apps.dir.clone(),
+                message: format!(
+                    "the app tier is one flat folder: {} files wait to be placed in {} waves",
+                    plan.placements.len(),
+                    plan.waves
+                ),
+                help: "run `fluxwave plan` to see the placement and `fluxwave apply` to carry it out".into(),
+            });
+        } else {
+            for c in changes::compute(&repo, &plan)? {
+                let (path, message) = match &c.op {
+                    Op::Move { from, to } => (from.clone(), format!("belongs in {to} ({})", c.why)),
+                    Op::Write { path, old: None, .. } => (path.clone(), format!("is missing ({})", c.why)),
+                    Op::Write { path, .. } => (path.clone(), format!("is out of step with the catalog ({})", c.why)),
+                    Op::Remove { path } | Op::RemoveDir { path } => (path.clone(), format!("should not exist ({})", c.why)),
+                };
+                findings.push(Finding {
+                    code: c.drift.code(),
+                    severity: Severity::Error,
+                    path,
+                    message,
+                    help: "run `fluxwave apply`".into(),
+                });
+            }
+        }
+    }
+    findings.extend(decryption::sops_without_decryption(&repo)?);
+    findings.sort_by(|a, b| (&a.path, a.severity, a.code, &a.message).cmp(&(&b.path, b.severity, b.code, &b.message)));
+    findings.dedup_by(|a, b| a.path == b.path && a.code == b.code && a.message == b.message);
+    Ok(findings)
+}

@@ -1,0 +1,45 @@
+//! `fluxwave apply [--dry-run]`: computes the whole change set first (every edit verified in
+//! memory), then carries it out; with `--dry-run` prints it, with diffs of edited files.
+
+use std::io::Write;
+use std::path::Path;
+
+use super::{io, Outcome};
+use crate::error::Result;
+use crate::plan::changes::{self, Change, Op};
+
+pub fn run(root: &Path, dry_run: bool, out: &mut impl Write) -> Result<Outcome> {
+    let (repo, plan) = super::plan::load(root)?;
+    let changes = changes::compute(&repo, &plan)?;
+    let mut s = String::new();
+    for c in &changes {
+        s.push_str(&describe(c, dry_run));
+    }
+    if !dry_run {
+        changes::execute(&repo, &changes)?;
+    }
+    s.push_str(&match (changes.len(), dry_run) {
+        (0, _) => "nothing to change\n".to_string(),
+        (n, true) => format!("{n} changes would be made (dry run: nothing written)\n"),
+        (n, false) => format!("{n} changes made\n"),
+    });
+    out.write_all(s.as_bytes()).map_err(io)?;
+    Ok(Outcome::Clean)
+}
+
+fn describe(c: &Change, dry_run: bool) -> String {
+    let mut s = match &c.op {
+        Op::Move { from, to } => format!("move    {from} -> {to}  ({})\n", c.why),
+        Op::Write { path, old: None, .. } => format!("create  {path}  ({})\n", c.why),
+        Op::Write { path, .. } => format!("update  {path}  ({})\n", c.why),
+        Op::Remove { path } => format!("remove  {path}  ({})\n", c.why),
+        Op::RemoveDir { path } => format!("rmdir   {path}  ({})\n", c.why),
+    };
+    if dry_run {
+        if let Op::Write { path, old: Some(old), new } = &c.op {
+            let diff = similar::TextDiff::from_lines(old.as_str(), new.as_str());
+            s.push_str(&diff.unified_diff().context_radius(2).header(&format!("a/{path}"), &format!("b/{path}")).to_string());
+        }
+    }
+    s
+}

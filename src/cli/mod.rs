@@ -1,0 +1,134 @@
+//! The command line: one file per command, the only place that prints. Errors go to stderr
+//! as located diagnostics; results go to stdout; the exit code is decided here once.
+
+mod apply;
+mod check;
+mod plan;
+mod waves;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::error::Error;
+
+/// How a successful run ended: with nothing to report, or with findings (exit 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Clean,
+    Findings,
+}
+
+const AFTER_HELP: &str = "Exit status: 0 fine, 1 findings, 2 bad input or usage.";
+
+#[derive(Parser)]
+#[command(
+    name = "fluxwave",
+    version,
+    about = "Split a Flux app tier into dependency-ordered waves and keep it in step with the catalog",
+    after_help = AFTER_HELP
+)]
+struct Cli {
+    /// The GitOps repository (default: the current directory)
+    #[arg(long, global = true, value_name = "DIR", default_value = ".")]
+    repo: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+    Markdown,
+    Mermaid,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Every node with its wave, kind, placement and the dependency path that sets its wave
+    #[command(after_help = "Example:\n  fluxwave --repo examples/homelab waves --format markdown\n\nExit status: 0 fine, 2 bad input (a cycle, an unknown dependency, ...).")]
+    Waves {
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// Which file goes to which wave, and which files must move (read-only)
+    #[command(after_help = "Example:\n  fluxwave --repo examples/homelab plan --format json\n\nExit status: 0 fine, 2 bad input (a file no unit owns, ...).")]
+    Plan {
+        #[arg(long, value_enum, default_value = "text")]
+        format: ReportFormat,
+    },
+    /// Move files into their waves and keep the Flux wiring in step (idempotent)
+    #[command(after_help = "Example:\n  fluxwave --repo examples/homelab apply --dry-run\n\nExit status: 0 done (or nothing to do), 2 bad input; nothing is written then.")]
+    Apply {
+        /// Print the changes, with diffs of edited files, and write nothing
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Every lint, for CI and pre-commit
+    #[command(after_help = "Example:\n  fluxwave --repo examples/homelab check --format json\n\nExit status: 0 no errors, 1 errors found, 2 bad input.")]
+    Check {
+        #[arg(long, value_enum, default_value = "text")]
+        format: ReportFormat,
+    },
+}
+
+/// The formats of `plan` and `check`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    Text,
+    Json,
+}
+
+/// Runs the command line; `Err` carries the exit code of a failure (already reported).
+pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return match e.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => Ok(Outcome::Clean),
+                _ => Err(2),
+            };
+        }
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let result = match cli.command {
+        Command::Waves { format } => waves::run(&cli.repo, format, &mut out),
+        Command::Plan { format } => plan::run(&cli.repo, format, &mut out),
+        Command::Apply { dry_run } => apply::run(&cli.repo, dry_run, &mut out),
+        Command::Check { format } => check::run(&cli.repo, format, &mut out),
+    };
+    let _ = out.flush();
+    match result {
+        Ok(outcome) => Ok(outcome),
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => Ok(Outcome::Clean),
+        Err(e) => {
+            report(&e);
+            Err(2)
+        }
+    }
+}
+
+fn report(e: &Error) {
+    match e {
+        Error::Input(errors) => {
+            for err in errors {
+                eprintln!("{:?}", err.report());
+            }
+            if errors.len() > 1 {
+                eprintln!("fluxwave: {} problems; nothing was written", errors.len());
+            }
+        }
+        other => eprintln!("fluxwave: {other}"),
+    }
+}
+
+/// Writes to stdout, turning a write failure (a closed pipe) into an error.
+pub(crate) fn io(e: std::io::Error) -> Error {
+    Error::io(std::path::Path::new("<stdout>"), e)
+}
+

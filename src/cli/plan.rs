@@ -1,0 +1,83 @@
+//! `fluxwave plan`: which file goes to which wave and which files must move. Read-only.
+
+use std::io::Write;
+use std::path::Path;
+
+use serde_json::json;
+
+use super::{io, Outcome, ReportFormat};
+use crate::error::{Error, Result, SourceError};
+use crate::plan::Plan;
+use crate::repo::{Location, Repo};
+
+/// The plan of a repository, or every problem that stops it as an input error.
+pub(crate) fn load(root: &Path) -> Result<(Repo, Plan)> {
+    let repo = Repo::load(root)?;
+    let plan = Plan::for_repo(&repo);
+    let blocking: Vec<SourceError> = plan
+        .blocking()
+        .map(|p| SourceError::new(&repo.apps.dir, p.message()).help(p.help()))
+        .collect();
+    if !blocking.is_empty() {
+        return Err(Error::Input(blocking));
+    }
+    for p in plan.problems.iter().filter(|p| !p.blocks()) {
+        eprintln!("fluxwave: warning: {} (left as it is)", p.message());
+    }
+    Ok((repo, plan))
+}
+
+pub fn run(root: &Path, format: ReportFormat, out: &mut impl Write) -> Result<Outcome> {
+    let (repo, plan) = load(root)?;
+    let apps = &repo.apps;
+    let g = &repo.graph;
+    let unplaced: Vec<_> = (0..g.nodes.len()).filter(|&i| !plan.placed[i]).collect();
+    let moves = plan.placements.iter().filter(|p| p.moves()).count();
+    let text = match format {
+        ReportFormat::Json => {
+            let waves: Vec<_> = (0..plan.waves)
+                .map(|n| {
+                    let files: Vec<_> = plan
+                        .files_in(n)
+                        .map(|p| {
+                            json!({
+                                "file": p.file,
+                                "owner": g.nodes[p.owner].name,
+                                "from": apps.path_of(&p.file, p.from),
+                                "to": apps.path_of(&p.file, Location::Wave(p.wave)),
+                                "move": p.moves(),
+                            })
+                        })
+                        .collect();
+                    json!({"wave": n, "name": repo.config.wave_name(n), "path": apps.wave_dir(n), "files": files})
+                })
+                .collect();
+            let not_placed: Vec<_> = unplaced.iter().map(|&i| json!({"name": g.nodes[i].name, "wave": g.nodes[i].wave})).collect();
+            let doc = json!({"waves": waves, "notPlaced": not_placed, "files": plan.placements.len(), "moves": moves});
+            serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+        }
+        ReportFormat::Text => {
+            let mut s = String::new();
+            for n in 0..plan.waves {
+                s.push_str(&format!("wave {n}: {} -> ./{}\n", repo.config.wave_name(n), apps.wave_dir(n)));
+                for p in plan.files_in(n) {
+                    let from = apps.path_of(&p.file, p.from);
+                    if p.moves() {
+                        let to = apps.path_of(&p.file, Location::Wave(p.wave));
+                        s.push_str(&format!("  move  {from} -> {to}  ({})\n", g.nodes[p.owner].name));
+                    } else {
+                        s.push_str(&format!("  keep  {from}  ({})\n", g.nodes[p.owner].name));
+                    }
+                }
+            }
+            if !unplaced.is_empty() {
+                let names: Vec<_> = unplaced.iter().map(|&i| format!("{} (wave {})", g.nodes[i].name, g.nodes[i].wave)).collect();
+                s.push_str(&format!("not placed (no manifest): {}\n", names.join(", ")));
+            }
+            s.push_str(&format!("{} files in {} waves, {} to move\n", plan.placements.len(), plan.waves, moves));
+            s
+        }
+    };
+    out.write_all(text.as_bytes()).map_err(io)?;
+    Ok(Outcome::Clean)
+}

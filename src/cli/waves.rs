@@ -1,0 +1,155 @@
+//! `fluxwave waves`: every node, its wave, kind, whether it is placed, and why.
+
+use std::io::Write;
+use std::path::Path;
+
+use serde_json::json;
+
+use super::{io, Format, Outcome};
+use crate::error::Result;
+use crate::graph::NodeKind;
+use crate::plan::Plan;
+use crate::repo::Repo;
+
+pub fn run(root: &Path, format: Format, out: &mut impl Write) -> Result<Outcome> {
+    let repo = Repo::load(root)?;
+    let plan = Plan::for_repo(&repo);
+    let text = match format {
+        Format::Text => text(&repo, &plan),
+        Format::Json => json(&repo, &plan),
+        Format::Markdown => markdown(&repo, &plan),
+        Format::Mermaid => mermaid(&repo, &plan),
+    };
+    out.write_all(text.as_bytes()).map_err(io)?;
+    Ok(Outcome::Clean)
+}
+
+fn above(repo: &Repo) -> impl Fn(&str) -> bool + '_ {
+    |name| repo.config.units.iter().any(|u| u.name == name && u.above)
+}
+
+/// Node indices sorted by (wave, name).
+fn order(repo: &Repo) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..repo.graph.nodes.len()).collect();
+    idx.sort_by_key(|&i| (repo.graph.nodes[i].wave, i));
+    idx
+}
+
+fn files_of<'a>(plan: &'a Plan, node: usize) -> Vec<&'a str> {
+    plan.placements.iter().filter(|p| p.owner == node).map(|p| p.file.as_str()).collect()
+}
+
+fn text(repo: &Repo, plan: &Plan) -> String {
+    let g = &repo.graph;
+    let width = g.nodes.iter().map(|n| n.name.len()).max().unwrap_or(4).max(4);
+    let mut s = format!("{:<4}  {:<width$}  {:<8}  {:<10}  REASON\n", "WAVE", "NAME", "KIND", "PLACED");
+    for i in order(repo) {
+        let n = &g.nodes[i];
+        let placed = if plan.placed[i] { "placed" } else { "not placed" };
+        s.push_str(&format!(
+            "{:<4}  {:<width$}  {:<8}  {:<10}  {}\n",
+            n.wave,
+            n.name,
+            n.kind.as_str(),
+            placed,
+            g.reason(i, above(repo))
+        ));
+    }
+    let unplaced = plan.placed.iter().filter(|p| !**p).count();
+    s.push_str(&format!(
+        "\n{} waves, {} nodes, {} placed, {} not placed\n",
+        plan.waves,
+        g.nodes.len(),
+        g.nodes.len() - unplaced,
+        unplaced
+    ));
+    s
+}
+
+fn json(repo: &Repo, plan: &Plan) -> String {
+    let g = &repo.graph;
+    let nodes: Vec<_> = order(repo)
+        .into_iter()
+        .map(|i| {
+            let n = &g.nodes[i];
+            json!({
+                "name": n.name,
+                "wave": n.wave,
+                "kind": n.kind.as_str(),
+                "placed": plan.placed[i],
+                "files": files_of(plan, i),
+                "dependsOn": n.edges.iter().map(|e| g.nodes[e.to].name.as_str()).collect::<Vec<_>>(),
+                "path": g.path(i).iter().map(|&j| g.nodes[j].name.as_str()).collect::<Vec<_>>(),
+                "reason": g.reason(i, above(repo)),
+            })
+        })
+        .collect();
+    let doc = json!({"waves": plan.waves, "nodes": nodes});
+    serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+}
+
+/// The seed's wave table: one row per placed node, its main file first.
+fn markdown(repo: &Repo, plan: &Plan) -> String {
+    let g = &repo.graph;
+    let mut s = String::from("| Wave | File | Kind | Reason (dependency path) |\n|---|---|---|---|\n");
+    let mut last_wave = None;
+    for i in order(repo).into_iter().filter(|&i| plan.placed[i]) {
+        let n = &g.nodes[i];
+        let mut files = files_of(plan, i);
+        let main = format!("{}.yaml", n.name);
+        files.sort_by_key(|f| (*f != main, *f));
+        let file = match files.split_first() {
+            Some((first, [])) => format!("`{first}`"),
+            Some((first, rest)) => format!(
+                "`{first}` (+ {})",
+                rest.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
+            ),
+            None => String::new(),
+        };
+        let wave = if last_wave != Some(n.wave) { format!("**{}**", n.wave) } else { n.wave.to_string() };
+        last_wave = Some(n.wave);
+        let kind = match n.kind {
+            NodeKind::Service => "service",
+            NodeKind::Database => "database",
+            NodeKind::Unit => "unit",
+        };
+        s.push_str(&format!("| {wave} | {file} | {kind} | {} |\n", g.reason(i, above(repo)).replace('|', "\\|")));
+    }
+    let unplaced: Vec<String> = order(repo)
+        .into_iter()
+        .filter(|&i| !plan.placed[i])
+        .map(|i| format!("`{}` (w{})", g.nodes[i].name, g.nodes[i].wave))
+        .collect();
+    if !unplaced.is_empty() {
+        s.push_str(&format!("\nComputed but not placed (no manifest yet): {}.\n", unplaced.join(", ")));
+    }
+    s
+}
+
+/// A flowchart: one subgraph per wave, an arrow from each dependency to its dependant.
+fn mermaid(repo: &Repo, plan: &Plan) -> String {
+    let g = &repo.graph;
+    let mut s = String::from("flowchart LR\n");
+    for wave in 0..=g.max_wave() {
+        let members: Vec<usize> = order(repo).into_iter().filter(|&i| g.nodes[i].wave == wave).collect();
+        if members.is_empty() {
+            continue;
+        }
+        s.push_str(&format!("  subgraph w{wave}[\"wave {wave}\"]\n"));
+        for i in members {
+            s.push_str(&format!("    n{i}[\"{}\"]\n", g.nodes[i].name));
+        }
+        s.push_str("  end\n");
+    }
+    for (i, n) in g.nodes.iter().enumerate() {
+        for e in &n.edges {
+            s.push_str(&format!("  n{} --> n{i}\n", e.to));
+        }
+    }
+    let unplaced: Vec<String> = (0..g.nodes.len()).filter(|&i| !plan.placed[i]).map(|i| format!("n{i}")).collect();
+    if !unplaced.is_empty() {
+        s.push_str("  classDef unplaced stroke-dasharray: 5 5\n");
+        s.push_str(&format!("  class {} unplaced\n", unplaced.join(",")));
+    }
+    s
+}

@@ -1,0 +1,358 @@
+//! `fluxwave.yaml`: every setting is optional and takes the default of PRODUCT.md, so the
+//! seed's repository needs nothing but its `units`. Paths are checked to stay inside the
+//! repository; names that become file or object names are checked to be DNS-1123 labels.
+
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use serde_saphyr::Spanned;
+
+use crate::error::{Result, SourceError};
+use crate::yaml::{self, Text};
+
+pub const FILE: &str = "fluxwave.yaml";
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub catalog: String,
+    pub apps: String,
+    pub base: String,
+    pub environments: Vec<Environment>,
+    pub waves: Waves,
+    pub units: Vec<Unit>,
+    /// Text of fluxwave.yaml when there is one (for locating unit errors).
+    pub text: Option<Text>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Environment {
+    pub name: String,
+    pub path: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct Waves {
+    pub name_prefix: String,
+    pub upstream: Vec<String>,
+    pub namespace: String,
+    /// Copied into the spec of every wave Kustomization, in this key order.
+    pub spec: Map<String, Value>,
+    pub decryption: Value,
+}
+
+/// An app-tier unit with no ServiceDefinition, placed relative to its anchor.
+#[derive(Debug, Clone)]
+pub struct Unit {
+    pub name: String,
+    pub anchor: String,
+    pub above: bool,
+    pub name_span: (usize, usize),
+    pub anchor_span: (usize, usize),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawConfig {
+    #[allow(dead_code)]
+    api_version: Option<String>,
+    kind: Option<Spanned<String>>,
+    catalog: Option<Spanned<String>>,
+    apps: Option<Spanned<String>>,
+    clusters: Option<RawClusters>,
+    waves: Option<RawWaves>,
+    units: Option<Vec<RawUnit>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawClusters {
+    base: Option<Spanned<String>>,
+    environments: Option<Vec<RawEnvironment>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEnvironment {
+    name: Spanned<String>,
+    path: Spanned<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawWaves {
+    name_prefix: Option<Spanned<String>>,
+    upstream: Option<Vec<String>>,
+    namespace: Option<Spanned<String>>,
+    spec: Option<Map<String, Value>>,
+    decryption: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawUnit {
+    name: Spanned<String>,
+    anchor: Spanned<String>,
+    #[serde(default)]
+    above: bool,
+}
+
+pub fn default_spec() -> Map<String, Value> {
+    match json!({
+        "interval": "10m",
+        "retryInterval": "1m",
+        "timeout": "5m",
+        "prune": true,
+        "wait": true,
+        "sourceRef": {"kind": "GitRepository", "name": "flux-system"},
+        "postBuild": {"substituteFrom": [{"kind": "ConfigMap", "name": "cluster-vars"}]},
+    }) {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            catalog: "catalog".into(),
+            apps: "apps".into(),
+            base: "clusters/base".into(),
+            environments: vec![Environment {
+                name: "dev".into(),
+                path: "clusters/dev".into(),
+            }],
+            waves: Waves {
+                name_prefix: "apps-wave-".into(),
+                upstream: vec!["platform-config".into()],
+                namespace: "flux-system".into(),
+                spec: default_spec(),
+                decryption: json!({"provider": "sops", "secretRef": {"name": "sops-age"}}),
+            },
+            units: vec![],
+            text: None,
+        }
+    }
+}
+
+impl Config {
+    /// Reads `fluxwave.yaml` under `root`; a missing file means every default.
+    pub fn load(root: &Path) -> Result<Config> {
+        let path = root.join(FILE);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => Text::new(t),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+            Err(e) => return Err(crate::error::Error::io(&path, e)),
+        };
+        Config::parse(&text)
+    }
+
+    pub fn parse(text: &Text) -> Result<Config> {
+        let raw: Option<RawConfig> = yaml::parse(FILE, text)?;
+        let mut config = Config {
+            text: Some(text.clone()),
+            ..Config::default()
+        };
+        let Some(raw) = raw else { return Ok(config) };
+        let mut errors = Vec::new();
+        let err = |s: &Spanned<String>, msg: String, help: &str| {
+            SourceError::new(FILE, msg).at(text, yaml::spanned(text, s)).help(help)
+        };
+        if let Some(kind) = &raw.kind {
+            if kind.value != "Config" {
+                errors.push(err(kind, format!("kind is `{}`", kind.value), "fluxwave.yaml has `kind: Config`"));
+            }
+        }
+        let mut path_field = |field: Option<Spanned<String>>, slot: &mut String| {
+            if let Some(p) = field {
+                match repo_relative(&p.value) {
+                    Some(clean) => *slot = clean,
+                    None => errors.push(err(
+                        &p,
+                        format!("`{}` is not a path inside the repository", p.value),
+                        "give a relative path without `..`, such as `clusters/dev`",
+                    )),
+                }
+            }
+        };
+        path_field(raw.catalog, &mut config.catalog);
+        path_field(raw.apps, &mut config.apps);
+        if let Some(clusters) = raw.clusters {
+            path_field(clusters.base, &mut config.base);
+            if let Some(envs) = clusters.environments {
+                config.environments.clear();
+                for env in envs {
+                    let mut path = String::new();
+                    path_field(Some(env.path), &mut path);
+                    config.environments.push(Environment {
+                        name: env.name.value,
+                        path,
+                    });
+                }
+            }
+        }
+        if let Some(waves) = raw.waves {
+            if let Some(prefix) = waves.name_prefix {
+                let probe = format!("{}0", prefix.value);
+                if is_dns_label(&probe) {
+                    config.waves.name_prefix = prefix.value;
+                } else {
+                    errors.push(err(
+                        &prefix,
+                        format!("namePrefix `{}` does not make DNS-1123 names", prefix.value),
+                        "use lower-case letters, digits and `-`, such as `apps-wave-`",
+                    ));
+                }
+            }
+            if let Some(up) = waves.upstream {
+                config.waves.upstream = up;
+            }
+            if let Some(ns) = waves.namespace {
+                if is_dns_label(&ns.value) {
+                    config.waves.namespace = ns.value;
+                } else {
+                    errors.push(err(&ns, format!("namespace `{}` is not a DNS-1123 label", ns.value), "use a namespace name such as `flux-system`"));
+                }
+            }
+            if let Some(spec) = waves.spec {
+                merge(&mut config.waves.spec, spec);
+            }
+            if let Some(d) = waves.decryption {
+                config.waves.decryption = d;
+            }
+        }
+        for u in raw.units.unwrap_or_default() {
+            for field in [&u.name, &u.anchor] {
+                if !is_dns_label(&field.value) {
+                    errors.push(err(
+                        field,
+                        format!("`{}` is not a DNS-1123 label", field.value),
+                        "unit names use lower-case letters, digits and `-`, at most 63 characters",
+                    ));
+                }
+            }
+            config.units.push(Unit {
+                name_span: yaml::spanned(text, &u.name),
+                anchor_span: yaml::spanned(text, &u.anchor),
+                name: u.name.value,
+                anchor: u.anchor.value,
+                above: u.above,
+            });
+        }
+        let mut seen = std::collections::HashMap::new();
+        for u in &config.units {
+            if let Some(first) = seen.insert(u.name.clone(), u.name_span) {
+                let (line, _) = crate::error::line_col(text, first.0);
+                errors.push(
+                    SourceError::new(FILE, format!("unit `{}` is declared twice", u.name))
+                        .at(text, u.name_span)
+                        .help(format!("remove one of the two; the first is on line {line}")),
+                );
+            }
+        }
+        if errors.is_empty() {
+            Ok(config)
+        } else {
+            Err(errors.into())
+        }
+    }
+
+    /// The Flux Kustomization name of wave `n`.
+    pub fn wave_name(&self, n: usize) -> String {
+        format!("{}{}", self.waves.name_prefix, n)
+    }
+
+    /// The wave number of a Flux Kustomization name made by `wave_name`.
+    pub fn wave_of_name(&self, name: &str) -> Option<usize> {
+        wave_number(name.strip_prefix(&self.waves.name_prefix)?)
+    }
+}
+
+/// `N` of a canonical decimal (`0`, `12`, not `012`).
+pub fn wave_number(s: &str) -> Option<usize> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) || (s.len() > 1 && s.starts_with('0')) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// Recursively overlays the user's settings on the defaults: mappings merge, the rest replaces.
+fn merge(base: &mut Map<String, Value>, over: Map<String, Value>) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(Value::Object(b)), Value::Object(o)) => merge(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+}
+
+/// A DNS-1123 label: 1 to 63 lower-case letters, digits and `-`, starting and ending with a
+/// letter or digit. Every name that becomes a path or an object name passes this first.
+pub fn is_dns_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b[0] != b'-'
+        && b[b.len() - 1] != b'-'
+}
+
+/// A relative path that stays inside the repository, normalised (`./a//b/` -> `a/b`).
+pub fn repo_relative(p: &str) -> Option<String> {
+    if p.starts_with('/') || p.contains('\\') {
+        return None;
+    }
+    let mut parts = Vec::new();
+    for part in p.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => return None,
+            other => parts.push(other),
+        }
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    Some(parts.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_without_a_file() {
+        let c = Config::parse(&Text::new(String::new())).unwrap();
+        assert_eq!(c.apps, "apps");
+        assert_eq!(c.wave_name(2), "apps-wave-2");
+        assert_eq!(c.environments[0].path, "clusters/dev");
+    }
+
+    #[test]
+    fn spec_overrides_merge_into_the_defaults() {
+        let c = Config::parse(&Text::new("waves:\n  spec:\n    timeout: 15m\n    sourceRef: {name: fleet}\n".into())).unwrap();
+        assert_eq!(c.waves.spec["timeout"], "15m");
+        assert_eq!(c.waves.spec["sourceRef"]["kind"], "GitRepository");
+        assert_eq!(c.waves.spec["sourceRef"]["name"], "fleet");
+        assert_eq!(c.waves.spec["prune"], true);
+    }
+
+    #[test]
+    fn rejects_paths_out_of_the_repository_and_bad_names() {
+        let text = Text::new("apps: ../elsewhere\nunits:\n  - {name: ../x, anchor: gitea}\n".into());
+        let Err(crate::error::Error::Input(errs)) = Config::parse(&text) else { panic!() };
+        assert_eq!(errs.len(), 2);
+        assert_eq!(errs[0].line_col(), Some((1, 7)));
+        assert_eq!(errs[1].line_col().unwrap().0, 3);
+    }
+
+    #[test]
+    fn wave_numbers_are_canonical() {
+        assert_eq!(wave_number("12"), Some(12));
+        assert_eq!(wave_number("012"), None);
+        assert_eq!(wave_number(""), None);
+        assert_eq!(wave_number("1a"), None);
+    }
+}

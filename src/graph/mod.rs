@@ -1,0 +1,365 @@
+//! The dependency graph of the app tier: catalog services, `<svc>-db` database leaves and
+//! the extra units of `fluxwave.yaml`. A node's wave is the length of its longest dependency
+//! path (a dependency costs one wave, a unit's anchor one with `above: true` and none
+//! without). Computed iteratively, so a 100,000-node chain cannot overflow the stack; a cycle
+//! is an error that prints the whole cycle from its alphabetically first node.
+
+use std::collections::HashMap;
+
+use crate::catalog::Service;
+use crate::config::{self, Config};
+use crate::error::{Error, Result, SourceError};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum NodeKind {
+    Service,
+    Database,
+    Unit,
+}
+
+impl NodeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NodeKind::Service => "service",
+            NodeKind::Database => "database",
+            NodeKind::Unit => "unit",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Edge {
+    pub to: usize,
+    /// Waves this edge adds: 1 for a dependency and an `above` anchor, 0 for a plain anchor.
+    pub weight: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub name: String,
+    pub kind: NodeKind,
+    pub edges: Vec<Edge>,
+    pub wave: usize,
+    /// The edge that sets the wave (the first, by name, of the highest): the reason.
+    pub via: Option<usize>,
+    /// Nodes with an edge to this one, sorted.
+    pub dependants: Vec<usize>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Graph {
+    /// Sorted by name; indices are stable identifiers.
+    pub nodes: Vec<Node>,
+    pub index: HashMap<String, usize>,
+}
+
+/// Where an edge was declared, for error messages.
+#[derive(Clone)]
+enum Origin {
+    Catalog { service: usize, dep: usize },
+    Unit(usize),
+}
+
+impl Graph {
+    pub fn build(services: &[Service], config: &Config) -> Result<Graph> {
+        let mut errors = Vec::new();
+        let service_names: HashMap<&str, usize> =
+            services.iter().enumerate().map(|(i, s)| (s.name.as_str(), i)).collect();
+        let config_text = config.text.clone().unwrap_or_default();
+        let mut names: Vec<(String, NodeKind)> =
+            services.iter().map(|s| (s.name.clone(), NodeKind::Service)).collect();
+        let mut unit_names: HashMap<&str, usize> = HashMap::new();
+        for (i, u) in config.units.iter().enumerate() {
+            if service_names.contains_key(u.name.as_str()) {
+                errors.push(
+                    SourceError::new(config::FILE, format!("unit `{}` has the name of a catalog service", u.name))
+                        .at(&config_text, u.name_span)
+                        .help(format!("rename the unit, or delete it and give catalog/{}.yaml its dependencies", u.name)),
+                );
+                continue;
+            }
+            unit_names.insert(&u.name, i);
+            names.push((u.name.clone(), NodeKind::Unit));
+        }
+        let known = |n: &str| service_names.contains_key(n) || unit_names.contains_key(n);
+        // Every unknown `-db` target is a database leaf.
+        let mut leaves: Vec<&str> = services
+            .iter()
+            .flat_map(|s| s.dependencies.iter().map(|d| d.to.as_str()))
+            .chain(config.units.iter().map(|u| u.anchor.as_str()))
+            .filter(|t| !known(t) && t.ends_with("-db"))
+            .collect();
+        leaves.sort_unstable();
+        leaves.dedup();
+        names.extend(leaves.iter().map(|l| (l.to_string(), NodeKind::Database)));
+        names.sort();
+        let index: HashMap<String, usize> =
+            names.iter().enumerate().map(|(i, (n, _))| (n.clone(), i)).collect();
+
+        let suggest = |target: &str| -> String {
+            let best = names
+                .iter()
+                .map(|(n, _)| (strsim::levenshtein(n, target), n))
+                .min();
+            match best {
+                Some((d, n)) if d <= target.len().max(3) / 2 + 1 => format!("did you mean `{n}`?"),
+                _ => "name a catalog service, an extra unit of fluxwave.yaml, or a `<svc>-db` database".into(),
+            }
+        };
+
+        let mut nodes: Vec<Node> = names
+            .iter()
+            .map(|(name, kind)| Node {
+                name: name.clone(),
+                kind: *kind,
+                edges: vec![],
+                wave: 0,
+                via: None,
+                dependants: vec![],
+            })
+            .collect();
+        let mut origins: HashMap<(usize, usize), Origin> = HashMap::new();
+        for (si, s) in services.iter().enumerate() {
+            let from = index[&s.name];
+            for (di, d) in s.dependencies.iter().enumerate() {
+                match index.get(&d.to) {
+                    Some(&to) => {
+                        nodes[from].edges.push(Edge { to, weight: 1 });
+                        origins.insert((from, to), Origin::Catalog { service: si, dep: di });
+                    }
+                    None => errors.push(
+                        SourceError::new(&s.path, format!("unknown dependency `{}`", d.to))
+                            .at(&s.text, d.span)
+                            .help(suggest(&d.to)),
+                    ),
+                }
+            }
+        }
+        for (ui, u) in config.units.iter().enumerate() {
+            let Some(&from) = unit_names.get(u.name.as_str()).and_then(|_| index.get(&u.name)) else {
+                continue;
+            };
+            match index.get(&u.anchor) {
+                Some(&to) => {
+                    nodes[from].edges.push(Edge { to, weight: usize::from(u.above) });
+                    origins.insert((from, to), Origin::Unit(ui));
+                }
+                None => errors.push(
+                    SourceError::new(config::FILE, format!("unit `{}` anchors on unknown `{}`", u.name, u.anchor))
+                        .at(&config_text, u.anchor_span)
+                        .help(suggest(&u.anchor)),
+                ),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(Error::Input(errors));
+        }
+        for (i, n) in nodes.iter_mut().enumerate() {
+            n.edges.sort_by_key(|e| e.to);
+            let _ = i;
+        }
+        let mut graph = Graph { nodes, index };
+        if let Err(cycle) = graph.compute_waves() {
+            let first = cycle[0];
+            let text = cycle.iter().chain(std::iter::once(&first)).map(|&i| graph.nodes[i].name.as_str()).collect::<Vec<_>>().join(" -> ");
+            let message = format!("dependency cycle: {text}");
+            let help = "a wave needs every dependency in a lower wave: remove one of these dependencies";
+            let err = match origins.get(&(cycle[0], cycle[1 % cycle.len()])) {
+                Some(Origin::Catalog { service, dep }) => {
+                    let s = &services[*service];
+                    SourceError::new(&s.path, message).at(&s.text, s.dependencies[*dep].span)
+                }
+                Some(Origin::Unit(u)) => SourceError::new(config::FILE, message).at(&config_text, config.units[*u].anchor_span),
+                None => SourceError::new(config::FILE, message),
+            };
+            return Err(err.help(help).into());
+        }
+        for i in 0..graph.nodes.len() {
+            for e in graph.nodes[i].edges.clone() {
+                graph.nodes[e.to].dependants.push(i);
+            }
+        }
+        Ok(graph)
+    }
+
+    /// Longest-path waves by an iterative depth-first search; on a cycle, returns its nodes
+    /// starting from the alphabetically first (the lowest index).
+    fn compute_waves(&mut self) -> std::result::Result<(), Vec<usize>> {
+        #[derive(Clone, Copy, PartialEq)]
+        enum Mark {
+            New,
+            Open,
+            Done,
+        }
+        let n = self.nodes.len();
+        let mut mark = vec![Mark::New; n];
+        let mut stack: Vec<(usize, usize)> = Vec::new();
+        for root in 0..n {
+            if mark[root] != Mark::New {
+                continue;
+            }
+            stack.push((root, 0));
+            mark[root] = Mark::Open;
+            while let Some(&mut (node, ref mut next)) = stack.last_mut() {
+                if let Some(&edge) = self.nodes[node].edges.get(*next) {
+                    *next += 1;
+                    match mark[edge.to] {
+                        Mark::New => {
+                            mark[edge.to] = Mark::Open;
+                            stack.push((edge.to, 0));
+                        }
+                        Mark::Open => {
+                            let pos = stack.iter().position(|&(v, _)| v == edge.to).unwrap_or(0);
+                            let mut cycle: Vec<usize> = stack[pos..].iter().map(|&(v, _)| v).collect();
+                            let min = cycle.iter().enumerate().min_by_key(|(_, &v)| v).map_or(0, |(i, _)| i);
+                            cycle.rotate_left(min);
+                            return Err(cycle);
+                        }
+                        Mark::Done => {}
+                    }
+                } else {
+                    let (mut wave, mut via) = (0, None);
+                    for e in &self.nodes[node].edges {
+                        let w = self.nodes[e.to].wave + e.weight;
+                        if via.is_none() || w > wave {
+                            wave = w;
+                            via = Some(e.to);
+                        }
+                    }
+                    self.nodes[node].wave = wave;
+                    self.nodes[node].via = via;
+                    mark[node] = Mark::Done;
+                    stack.pop();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Node> {
+        self.index.get(name).map(|&i| &self.nodes[i])
+    }
+
+    /// The dependency path that sets a node's wave: the node, then each `via` in turn.
+    pub fn path(&self, node: usize) -> Vec<usize> {
+        let mut path = vec![node];
+        let mut cur = node;
+        while let Some(next) = self.nodes[cur].via {
+            path.push(next);
+            cur = next;
+        }
+        path
+    }
+
+    /// Why a node is in its wave, in words (the seed's Reason column).
+    pub fn reason(&self, i: usize, unit_above: impl Fn(&str) -> bool) -> String {
+        let node = &self.nodes[i];
+        let name_wave = |j: usize| format!("`{}` (w{})", self.nodes[j].name, self.nodes[j].wave);
+        match node.kind {
+            NodeKind::Unit => {
+                let anchor = node.edges.first().map(|e| e.to);
+                match anchor {
+                    Some(a) if unit_above(&node.name) => format!("unit: anchor {}, above -> one wave up", name_wave(a)),
+                    Some(a) => format!("unit: anchor {}, same wave", name_wave(a)),
+                    None => "unit".into(),
+                }
+            }
+            NodeKind::Database if node.edges.is_empty() => {
+                let users: Vec<String> = node.dependants.iter().map(|&d| format!("`{}`", self.nodes[d].name)).collect();
+                if users.is_empty() {
+                    "database leaf".into()
+                } else {
+                    format!("database leaf; strictly below {}", users.join(", "))
+                }
+            }
+            _ if node.edges.is_empty() => "no dependencies (leaf)".into(),
+            _ => {
+                let deps: Vec<String> = node.edges.iter().map(|e| name_wave(e.to)).collect();
+                format!("-> {}", deps.join(", "))
+            }
+        }
+    }
+
+    /// The largest wave of any node (0 for an empty graph).
+    pub fn max_wave(&self) -> usize {
+        self.nodes.iter().map(|n| n.wave).max().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog;
+    use crate::yaml::Text;
+
+    fn service(name: &str, deps: &[&str]) -> Service {
+        let deps: String = deps.iter().map(|d| format!("    - to: {d}\n")).collect();
+        let text = format!(
+            "apiVersion: fluxwave.dev/v1alpha1\nkind: ServiceDefinition\nmetadata:\n  name: {name}\nspec:\n  dependencies:\n{deps}  image: {{repository: x, tag: \"1\"}}\n"
+        );
+        catalog::parse(&format!("catalog/{name}.yaml"), name, Text::new(text)).unwrap()
+    }
+
+    fn config(units: &str) -> Config {
+        Config::parse(&Text::new(format!("units:\n{units}"))).unwrap()
+    }
+
+    fn waves(g: &Graph) -> Vec<(String, usize)> {
+        g.nodes.iter().map(|n| (n.name.clone(), n.wave)).collect()
+    }
+
+    #[test]
+    fn longest_path_with_database_leaves_and_units() {
+        let services = vec![
+            service("gitea", &[]),
+            service("jackett", &[]),
+            service("nextcloud", &["nextcloud-db"]),
+            service("seerr", &["sonarr", "jackett"]),
+            service("sonarr", &["jackett"]),
+        ];
+        let g = Graph::build(&services, &config("  - {name: gitea-actions, anchor: gitea, above: true}\n  - {name: db-backup, anchor: nextcloud-db}\n")).unwrap();
+        let w: HashMap<_, _> = waves(&g).into_iter().collect();
+        assert_eq!(w["seerr"], 2);
+        assert_eq!(w["sonarr"], 1);
+        assert_eq!(w["nextcloud-db"], 0);
+        assert_eq!(w["nextcloud"], 1);
+        assert_eq!(w["gitea-actions"], 1);
+        assert_eq!(w["db-backup"], 0);
+        assert_eq!(g.get("nextcloud-db").unwrap().kind, NodeKind::Database);
+        let path: Vec<_> = g.path(g.index["seerr"]).iter().map(|&i| g.nodes[i].name.clone()).collect();
+        assert_eq!(path, ["seerr", "sonarr", "jackett"]);
+    }
+
+    #[test]
+    fn cycle_is_printed_from_its_first_node() {
+        let services = vec![service("b", &["c"]), service("c", &["a"]), service("a", &["b"]), service("d", &["a"])];
+        let mut sorted = services.clone();
+        sorted.sort_by(|x, y| x.name.cmp(&y.name));
+        let err = Graph::build(&sorted, &Config::default()).unwrap_err().to_string();
+        assert!(err.contains("dependency cycle: a -> b -> c -> a"), "{err}");
+        assert!(err.starts_with("catalog/a.yaml:"), "{err}");
+    }
+
+    #[test]
+    fn unknown_dependency_suggests_the_closest_name() {
+        let err = Graph::build(&[service("sonarr", &["jacket"]), service("jackett", &[])], &Config::default()).unwrap_err();
+        let Error::Input(errs) = err else { panic!() };
+        assert_eq!(errs[0].message, "unknown dependency `jacket`");
+        assert_eq!(errs[0].help.as_deref(), Some("did you mean `jackett`?"));
+    }
+
+    #[test]
+    fn unit_clashing_with_a_service_is_an_error() {
+        let err = Graph::build(&[service("gitea", &[])], &config("  - {name: gitea, anchor: gitea}\n")).unwrap_err();
+        assert!(err.to_string().contains("has the name of a catalog service"));
+    }
+
+    #[test]
+    fn long_chains_do_not_overflow() {
+        let services: Vec<Service> = (0..20_000)
+            .map(|i| if i == 0 { service("s00000", &[]) } else { service(&format!("s{i:05}"), &[&format!("s{:05}", i - 1)]) })
+            .collect();
+        let g = Graph::build(&services, &Config::default()).unwrap();
+        assert_eq!(g.max_wave(), 19_999);
+    }
+}

@@ -1,0 +1,18 @@
+//! fluxwave keeps a Flux app tier split into dependency-ordered waves.
+//!
+//! Data flows one way: `config` and `catalog` read the repository's intent, `graph` computes
+//! each unit's wave (its longest dependency path), `repo` reads the tree as it is, `plan`
+//! places every file and derives the change set, `flux` emits the wave Kustomizations, and
+//! `check` reports what is out of step. `cli` is the only place that prints.
+
+pub mod catalog;
+pub mod check;
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod flux;
+pub mod graph;
+mod par;
+pub mod plan;
+pub mod repo;
+pub mod yaml;

@@ -1,0 +1,286 @@
+//! The change set: what `apply` must do to bring the tree in step with the plan, computed
+//! whole (every file read, every edit made and verified in memory) before anything is
+//! written. `apply --dry-run` prints it, `apply` carries it out, and `check` reports each
+//! change as drift — one computation, so the three can never disagree.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use crate::error::{Error, Result, SourceError};
+use crate::flux::{self, FluxKustomization};
+use crate::plan::Plan;
+use crate::repo::kedit::{self, FluxRef};
+use crate::repo::{fsops, read_optional, Location, Repo};
+use crate::yaml::{self, Text};
+
+/// What kind of drift a change repairs (the `check` code it is reported under).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Drift {
+    MisplacedFile,
+    WaveFolder,
+    WaveKustomization,
+    BaseEntries,
+    Decryption,
+    FlatKustomization,
+    RetiredKustomization,
+}
+
+impl Drift {
+    pub fn code(self) -> &'static str {
+        match self {
+            Drift::MisplacedFile => "misplaced-file",
+            Drift::WaveFolder => "wave-folder-drift",
+            Drift::WaveKustomization => "wave-kustomization-drift",
+            Drift::BaseEntries => "base-entries-drift",
+            Drift::Decryption => "missing-decryption",
+            Drift::FlatKustomization => "flat-kustomization",
+            Drift::RetiredKustomization => "retired-kustomization",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// A rename; the file's bytes are not touched.
+    Move { from: String, to: String },
+    Write { path: String, old: Option<String>, new: String },
+    Remove { path: String },
+    /// Removes a folder when it is left empty.
+    RemoveDir { path: String },
+}
+
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub op: Op,
+    pub drift: Drift,
+    /// One line on why, for people.
+    pub why: String,
+}
+
+impl Change {
+    pub fn path(&self) -> &str {
+        match &self.op {
+            Op::Move { from, .. } => from,
+            Op::Write { path, .. } | Op::Remove { path } | Op::RemoveDir { path } => path,
+        }
+    }
+}
+
+fn parse_docs(rel: &str, text: &str) -> Result<Vec<Value>> {
+    Ok(yaml::parse_all(rel, &Text::new(text.to_string()))?)
+}
+
+fn require(repo: &Repo, rel: &str, help: &str) -> Result<String> {
+    read_optional(&repo.root, rel)?.ok_or_else(|| SourceError::new(rel, "not found").help(help).into())
+}
+
+fn edit_failed(rel: &str, why: String) -> Error {
+    SourceError::new(rel, format!("cannot edit this file safely: {why}"))
+        .help("make the edit by hand, or simplify the file's layout, then run `fluxwave apply` again")
+        .into()
+}
+
+/// The change set of a plan with no blocking problems.
+pub fn compute(repo: &Repo, plan: &Plan) -> Result<Vec<Change>> {
+    let mut changes = Vec::new();
+    if plan.waves == 0 {
+        return Ok(changes);
+    }
+    let apps = &repo.apps;
+    let config = &repo.config;
+
+    for p in plan.placements.iter().filter(|p| p.moves()) {
+        changes.push(Change {
+            op: Op::Move { from: apps.path_of(&p.file, p.from), to: apps.path_of(&p.file, Location::Wave(p.wave)) },
+            drift: Drift::MisplacedFile,
+            why: format!("owned by `{}`, wave {}", repo.graph.nodes[p.owner].name, p.wave),
+        });
+    }
+
+    for n in 0..plan.waves {
+        let rel = format!("{}/kustomization.yaml", apps.wave_dir(n));
+        let new = flux::wave_dir_kustomization_text(n, plan.files_in(n).map(|p| p.file.as_str()));
+        write_if_changed(&mut changes, read_optional(&repo.root, &rel)?, rel, new, Drift::WaveFolder, format!("the files of wave {n}"));
+    }
+    for (n, k) in apps.wave_dirs.iter().filter(|(n, _)| *n >= plan.waves) {
+        let dir = apps.wave_dir(*n);
+        if let Some(k) = k {
+            changes.push(Change { op: Op::Remove { path: format!("{dir}/{k}") }, drift: Drift::WaveFolder, why: format!("wave {n} no longer exists") });
+        }
+        changes.push(Change { op: Op::RemoveDir { path: dir }, drift: Drift::WaveFolder, why: format!("wave {n} no longer exists") });
+    }
+    if let Some(k) = &apps.root_kustomization {
+        changes.push(Change {
+            op: Op::Remove { path: format!("{}/{k}", apps.dir) },
+            drift: Drift::FlatKustomization,
+            why: "nothing points at the flat app tier once it is waved".into(),
+        });
+    }
+
+    // clusters/base: the wave Kustomizations, the retired single one, the resource entries.
+    let base = &config.base;
+    let base_rel = format!("{base}/kustomization.yaml");
+    let base_text = require(repo, &base_rel, "fluxwave keeps the wave entries of clusters.base's kustomization.yaml; create it, or set clusters.base in fluxwave.yaml")?;
+    let base_doc: Value = yaml::parse(&base_rel, &Text::new(base_text.clone()))?;
+    let entries: Vec<String> = base_doc
+        .get("resources")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().map(|v| v.as_str().unwrap_or("").to_string()).collect())
+        .unwrap_or_default();
+    let wave_file = |entry: &str| -> Option<usize> {
+        config.wave_of_name(flux::normalize_path(entry).strip_suffix(".yaml")?)
+    };
+    let mut retired_names: BTreeSet<String> = BTreeSet::new();
+    let mut managed: Vec<usize> = Vec::new();
+    for (i, entry) in entries.iter().enumerate() {
+        if wave_file(entry).is_some() {
+            managed.push(i);
+            continue;
+        }
+        let file = flux::normalize_path(entry);
+        if !(file.ends_with(".yaml") || file.ends_with(".yml")) || file.contains('/') {
+            continue;
+        }
+        let rel = format!("{base}/{file}");
+        let Some(text) = read_optional(&repo.root, &rel)? else { continue };
+        let docs = parse_docs(&rel, &text)?;
+        let retired: Vec<FluxKustomization> = docs
+            .iter()
+            .filter_map(FluxKustomization::from_value)
+            .filter(|k| k.path == config.apps)
+            .collect();
+        if retired.is_empty() {
+            continue;
+        }
+        if docs.len() > 1 {
+            return Err(SourceError::new(&rel, format!("holds other objects beside the Flux Kustomization `{}` that points at ./{}", retired[0].name, config.apps))
+                .help("move the other objects to a file of their own, then run `fluxwave apply` again")
+                .into());
+        }
+        retired_names.insert(retired[0].name.clone());
+        managed.push(i);
+        changes.push(Change {
+            op: Op::Remove { path: rel },
+            drift: Drift::RetiredKustomization,
+            why: format!("the single `{}` Kustomization is replaced by the waves", retired[0].name),
+        });
+    }
+    for n in 0..plan.waves {
+        let rel = format!("{base}/{}.yaml", config.wave_name(n));
+        let new = flux::wave_kustomization_text(config, n);
+        write_if_changed(&mut changes, read_optional(&repo.root, &rel)?, rel, new, Drift::WaveKustomization, format!("Flux Kustomization of wave {n}"));
+    }
+    let mut stale_waves: Vec<usize> = Vec::new();
+    if let Ok(dir) = std::fs::read_dir(repo.path(base)) {
+        for entry in dir.flatten() {
+            if let Some(n) = entry.file_name().to_str().and_then(|f| wave_file(f)) {
+                if n >= plan.waves {
+                    stale_waves.push(n);
+                }
+            }
+        }
+    }
+    stale_waves.sort_unstable();
+    for n in &stale_waves {
+        changes.push(Change {
+            op: Op::Remove { path: format!("{base}/{}.yaml", config.wave_name(*n)) },
+            drift: Drift::WaveKustomization,
+            why: format!("wave {n} no longer exists"),
+        });
+    }
+    let desired: Vec<String> = (0..plan.waves).map(|n| format!("{}.yaml", config.wave_name(n))).collect();
+    let current: Vec<&str> = managed.iter().map(|&i| entries[i].as_str()).collect();
+    if current != desired {
+        let new = kedit::edit_sequence(&base_text, "resources", &managed, managed.first().copied(), &desired)
+            .map_err(|e| edit_failed(&base_rel, e))?;
+        changes.push(Change {
+            op: Op::Write { path: base_rel.clone(), old: Some(base_text.clone()), new },
+            drift: Drift::BaseEntries,
+            why: "one entry per wave, the retired entry removed".into(),
+        });
+    }
+
+    // Every environment: one decryption patch per wave; none for what no longer exists.
+    let gone: BTreeSet<String> = retired_names
+        .iter()
+        .cloned()
+        .chain(stale_waves.iter().map(|&n| config.wave_name(n)))
+        .collect();
+    let wave_names: Vec<String> = (0..plan.waves).map(|n| config.wave_name(n)).collect();
+    let template_decrypts = config.waves.spec.get("decryption").is_some_and(Value::is_object);
+    for env in &config.environments {
+        let rel = format!("{}/kustomization.yaml", env.path);
+        let text = require(repo, &rel, "list your environments under clusters.environments in fluxwave.yaml")?;
+        let doc: Value = yaml::parse(&rel, &Text::new(text.clone()))?;
+        let env_dir = repo.path(&env.path);
+        let read = |p: &str| std::fs::read_to_string(env_dir.join(p)).ok();
+        let patches = kedit::decryption_patches(&doc, &read).map_err(|e| Error::from(SourceError::new(&rel, e)))?;
+        let removed: Vec<&kedit::DecryptionPatch> =
+            patches.iter().filter(|p| p.literal_name().is_some_and(|n| gone.contains(n))).collect();
+        let empty = Default::default();
+        let mut items = Vec::new();
+        for name in &wave_names {
+            let obj = FluxRef { name, namespace: &config.waves.namespace, labels: &empty, annotations: &empty };
+            let covered = template_decrypts
+                || patches.iter().any(|p| p.covers(&obj) && !removed.iter().any(|r| std::ptr::eq(*r, p)));
+            if !covered {
+                items.push(kedit::decryption_patch_item(name, &config.waves.namespace, &config.waves.decryption));
+            }
+        }
+        let mut new = text.clone();
+        for field in ["patches", "patchesStrategicMerge", "patchesJson6902"] {
+            let remove: Vec<usize> = removed.iter().filter(|p| p.field == field).map(|p| p.index).collect();
+            let insert: &[String] = if field == "patches" { &items } else { &[] };
+            if remove.is_empty() && insert.is_empty() {
+                continue;
+            }
+            let at = remove.first().copied().or_else(|| {
+                patches
+                    .iter()
+                    .filter(|p| p.field == "patches" && p.literal_name().is_some_and(|n| wave_names.iter().any(|w| w == n)))
+                    .map(|p| p.index + 1)
+                    .max()
+            });
+            new = kedit::edit_sequence(&new, field, &remove, at, insert).map_err(|e| edit_failed(&rel, e))?;
+        }
+        if new != text {
+            changes.push(Change {
+                op: Op::Write { path: rel, old: Some(text), new },
+                drift: Drift::Decryption,
+                why: format!("environment `{}`: SOPS decryption for every wave", env.name),
+            });
+        }
+    }
+    Ok(changes)
+}
+
+fn write_if_changed(changes: &mut Vec<Change>, old: Option<String>, path: String, new: String, drift: Drift, why: String) {
+    if old.as_deref() != Some(new.as_str()) {
+        changes.push(Change { op: Op::Write { path, old, new }, drift, why });
+    }
+}
+
+/// Carries a change set out: moves first (into new wave folders), then writes, then removals,
+/// so that at every moment each manifest exists exactly once.
+pub fn execute(repo: &Repo, changes: &[Change]) -> Result<()> {
+    let rank = |c: &Change| match c.op {
+        Op::Move { .. } => 0,
+        Op::Write { .. } => 1,
+        Op::Remove { .. } => 2,
+        Op::RemoveDir { .. } => 3,
+    };
+    let mut ordered: Vec<&Change> = changes.iter().collect();
+    ordered.sort_by_key(|c| rank(c));
+    for c in ordered {
+        match &c.op {
+            Op::Move { from, to } => fsops::move_file(&repo.path(from), &repo.path(to))?,
+            Op::Write { path, new, .. } => fsops::write_atomic(&repo.path(path), new)?,
+            Op::Remove { path } => fsops::remove_file(&repo.path(path))?,
+            Op::RemoveDir { path } => {
+                fsops::remove_empty_dir(&repo.path(path))?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,154 @@
+//! The app tier as it is on disk. A file is known by its name alone: the same name in two
+//! places (flat and in a wave, or in two waves) is a problem, because ownership and the
+//! generated kustomizations are keyed by file name.
+
+use std::path::Path;
+
+use crate::config::wave_number;
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Location {
+    Flat,
+    Wave(usize),
+}
+
+#[derive(Debug, Clone)]
+pub struct AppFile {
+    pub name: String,
+    pub location: Location,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct AppTier {
+    /// The app tier folder, relative to the repository root.
+    pub dir: String,
+    /// Every `*.yaml` / `*.yml` file but kustomizations, sorted by (name, location).
+    pub files: Vec<AppFile>,
+    /// The flat layout's own kustomization file, when present (`kustomization.yaml`).
+    pub root_kustomization: Option<String>,
+    /// `wave-<N>` folders, sorted, with their kustomization file name when they have one.
+    pub wave_dirs: Vec<(usize, Option<String>)>,
+    /// Entries fluxwave does not manage and will not touch: other folders, links, names that
+    /// are not UTF-8 (repository-relative paths).
+    pub foreign: Vec<(String, &'static str)>,
+}
+
+const KUSTOMIZATION_NAMES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
+
+fn is_manifest(name: &str) -> bool {
+    name.ends_with(".yaml") || name.ends_with(".yml")
+}
+
+impl AppTier {
+    pub fn scan(root: &Path, dir: &str) -> Result<AppTier> {
+        let mut tier = AppTier {
+            dir: dir.to_string(),
+            ..AppTier::default()
+        };
+        let abs = root.join(dir);
+        let entries = match std::fs::read_dir(&abs) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(tier),
+            Err(e) => return Err(Error::io(&abs, e)),
+        };
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io(&abs, e))?;
+            let ft = entry.file_type().map_err(|e| Error::io(&entry.path(), e))?;
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                tier.foreign.push((format!("{dir}/{}", entry.file_name().to_string_lossy()), "name is not UTF-8"));
+                continue;
+            };
+            if ft.is_symlink() {
+                tier.foreign.push((format!("{dir}/{name}"), "symbolic link (not followed)"));
+            } else if ft.is_dir() {
+                match name.strip_prefix("wave-").and_then(wave_number) {
+                    Some(n) => {
+                        let k = tier.scan_wave(&entry.path(), dir, &name, n)?;
+                        tier.wave_dirs.push((n, k));
+                    }
+                    None => tier.foreign.push((format!("{dir}/{name}"), "folder that is not a wave")),
+                }
+            } else if KUSTOMIZATION_NAMES.contains(&name.as_str()) {
+                tier.root_kustomization = Some(name);
+            } else if is_manifest(&name) {
+                tier.files.push(AppFile { name, location: Location::Flat });
+            }
+        }
+        tier.files.sort_by(|a, b| (&a.name, a.location).cmp(&(&b.name, b.location)));
+        tier.wave_dirs.sort();
+        tier.foreign.sort();
+        Ok(tier)
+    }
+
+    fn scan_wave(&mut self, abs: &Path, dir: &str, wave_dir: &str, n: usize) -> Result<Option<String>> {
+        let mut kustomization = None;
+        for entry in std::fs::read_dir(abs).map_err(|e| Error::io(abs, e))? {
+            let entry = entry.map_err(|e| Error::io(abs, e))?;
+            let ft = entry.file_type().map_err(|e| Error::io(&entry.path(), e))?;
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                self.foreign.push((format!("{dir}/{wave_dir}/{}", entry.file_name().to_string_lossy()), "name is not UTF-8"));
+                continue;
+            };
+            if ft.is_symlink() {
+                self.foreign.push((format!("{dir}/{wave_dir}/{name}"), "symbolic link (not followed)"));
+            } else if ft.is_dir() {
+                self.foreign.push((format!("{dir}/{wave_dir}/{name}"), "folder inside a wave"));
+            } else if KUSTOMIZATION_NAMES.contains(&name.as_str()) {
+                kustomization = Some(name);
+            } else if is_manifest(&name) {
+                self.files.push(AppFile { name, location: Location::Wave(n) });
+            }
+        }
+        Ok(kustomization)
+    }
+
+    /// Repository-relative path of a file at a location.
+    pub fn path_of(&self, name: &str, location: Location) -> String {
+        match location {
+            Location::Flat => format!("{}/{name}", self.dir),
+            Location::Wave(n) => format!("{}/wave-{n}/{name}", self.dir),
+        }
+    }
+
+    pub fn wave_dir(&self, n: usize) -> String {
+        format!("{}/wave-{n}", self.dir)
+    }
+
+    /// Whether the tier has been migrated (any wave folder exists).
+    pub fn is_waved(&self) -> bool {
+        !self.wave_dirs.is_empty()
+    }
+}
+
+/// The unit that owns a file: the longest node name that is a prefix of the file name and is
+/// followed there by `-` or `.` (`gitea-actions-runner-secret.sops.yaml` -> `gitea-actions`).
+pub fn owner_of<'a, T>(file: &str, nodes: &'a std::collections::HashMap<String, T>) -> Option<&'a T> {
+    file.char_indices()
+        .rev()
+        .filter(|&(i, c)| i > 0 && (c == '-' || c == '.'))
+        .find_map(|(i, _)| nodes.get(&file[..i]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn longest_prefix_followed_by_dash_or_dot() {
+        let nodes: HashMap<String, &str> = ["gitea", "gitea-actions", "nextcloud", "nextcloud-db", "plex"]
+            .iter()
+            .map(|n| (n.to_string(), *n))
+            .collect();
+        let owner = |f: &str| owner_of(f, &nodes).copied();
+        assert_eq!(owner("gitea-actions-runner-secret.sops.yaml"), Some("gitea-actions"));
+        assert_eq!(owner("gitea-actions.yaml"), Some("gitea-actions"));
+        assert_eq!(owner("gitea.yaml"), Some("gitea"));
+        assert_eq!(owner("nextcloud-db-app.sops.yaml"), Some("nextcloud-db"));
+        assert_eq!(owner("nextcloud-bootstrap-secret.sops.yaml"), Some("nextcloud"));
+        assert_eq!(owner("plexus.yaml"), None);
+        assert_eq!(owner("plex"), None);
+        assert_eq!(owner(".yaml"), None);
+    }
+}

@@ -1,0 +1,62 @@
+//! Every write fluxwave makes. A file is written whole or not at all (temporary file, fsync,
+//! rename, fsync of the folder), and a move is a rename, so a manifest's bytes are never
+//! rewritten and git records the move as a rename.
+
+use std::io::Write;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
+pub fn write_atomic(path: &Path, contents: &str) -> Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    }
+    let mut file = atomic_write_file::AtomicWriteFile::options()
+        .open(path)
+        .map_err(|e| Error::io(path, e))?;
+    file.write_all(contents.as_bytes()).map_err(|e| Error::io(path, e))?;
+    file.commit().map_err(|e| Error::io(path, e))
+}
+
+/// Moves a file by renaming it; the target must not exist (a rename never overwrites).
+pub fn move_file(from: &Path, to: &Path) -> Result<()> {
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    }
+    if to.symlink_metadata().is_ok() {
+        return Err(Error::Usage(format!(
+            "{} already exists; fluxwave will not overwrite it with {}",
+            to.display(),
+            from.display()
+        )));
+    }
+    std::fs::rename(from, to).map_err(|e| Error::io(from, e))?;
+    sync_dir(to.parent())?;
+    sync_dir(from.parent())
+}
+
+pub fn remove_file(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Ok(()) => sync_dir(path.parent()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
+
+/// Removes a folder only when it is empty; a folder that still holds something stays.
+pub fn remove_empty_dir(path: &Path) -> Result<bool> {
+    match std::fs::remove_dir(path) {
+        Ok(()) => sync_dir(path.parent()).map(|()| true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
+        Err(_) => Ok(false),
+    }
+}
+
+fn sync_dir(dir: Option<&Path>) -> Result<()> {
+    let Some(dir) = dir else { return Ok(()) };
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    match std::fs::File::open(dir).and_then(|f| f.sync_all()) {
+        Ok(()) => Ok(()),
+        Err(e) => Err(Error::io(dir, e)),
+    }
+}

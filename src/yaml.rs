@@ -1,0 +1,232 @@
+//! One place where YAML is read and written. Reading goes through serde-saphyr with its
+//! default budgets (alias bombs and absurd nesting fail fast, in bounded time and memory) and
+//! turns its errors into located `SourceError`s. Writing is a small block-style emitter whose
+//! output is deterministic to the byte and quotes every scalar a YAML 1.1 reader would misread.
+
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use serde_saphyr::{Location, Spanned};
+
+use crate::error::SourceError;
+
+/// A parsed file's text, shared by every error that points into it.
+pub type Text = Arc<String>;
+
+/// Byte span of a location in `text` (the location's span when it has byte info, else the
+/// token that starts at its line and column).
+pub fn span_of(text: &str, loc: &Location) -> (usize, usize) {
+    let span = loc.span();
+    if let (Some(off), Some(len)) = (span.byte_offset(), span.byte_len()) {
+        let (off, len) = (off as usize, len as usize);
+        if off <= text.len() {
+            return (off, len.max(token_len(&text[off..])));
+        }
+    }
+    let (line, col) = (loc.line() as usize, loc.column() as usize);
+    let mut offset = 0;
+    for (i, l) in text.split_inclusive('\n').enumerate() {
+        if i + 1 == line {
+            let start = offset + l.chars().take(col.saturating_sub(1)).map(char::len_utf8).sum::<usize>();
+            return (start, token_len(&text[start.min(text.len())..]));
+        }
+        offset += l.len();
+    }
+    (text.len(), 0)
+}
+
+/// Length of the token at the start of `rest`: up to the end of the line, less a trailing
+/// comment and blanks.
+fn token_len(rest: &str) -> usize {
+    let line = rest.split('\n').next().unwrap_or("");
+    let line = match line.find(" #") {
+        Some(i) => &line[..i],
+        None => line,
+    };
+    line.trim_end().len()
+}
+
+/// The span of a `Spanned` value.
+pub fn spanned<T>(text: &str, value: &Spanned<T>) -> (usize, usize) {
+    span_of(text, &value.referenced)
+}
+
+fn located(path: &str, text: &Text, err: serde_saphyr::Error) -> SourceError {
+    let message = plain_message(&err);
+    let e = SourceError::new(path, message);
+    match err.location() {
+        Some(loc) if loc.line() > 0 => e.at(text, span_of(text, &loc)),
+        _ => e,
+    }
+}
+
+/// serde-saphyr's message, without its own location suffix and snippet (ours are attached).
+fn plain_message(err: &serde_saphyr::Error) -> String {
+    let full = err.to_string();
+    let first = full.lines().next().unwrap_or("invalid YAML").trim();
+    let first = match first.find(" at line ") {
+        Some(i) => &first[..i],
+        None => first,
+    };
+    let first = first.trim_start_matches("error: ").trim();
+    if first.is_empty() {
+        "invalid YAML".to_string()
+    } else {
+        first.to_string()
+    }
+}
+
+/// Parses one YAML document into `T`.
+pub fn parse<T: DeserializeOwned>(path: &str, text: &Text) -> Result<T, SourceError> {
+    serde_saphyr::from_str::<T>(text).map_err(|e| located(path, text, e))
+}
+
+/// Parses every document of a multi-document file into untyped values (empty documents are
+/// left out).
+pub fn parse_all(path: &str, text: &Text) -> Result<Vec<Value>, SourceError> {
+    let docs: Vec<Value> =
+        serde_saphyr::from_multiple::<Value>(text).map_err(|e| located(path, text, e))?;
+    Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
+}
+
+/// Writes `value` as block YAML at `indent` spaces; mappings keep their key order.
+pub fn emit(value: &Value) -> String {
+    let mut out = String::new();
+    emit_into(&mut out, value, 0);
+    out
+}
+
+fn emit_into(out: &mut String, value: &Value, indent: usize) {
+    let pad = " ".repeat(indent);
+    match value {
+        Value::Object(map) if !map.is_empty() => {
+            for (k, v) in map {
+                out.push_str(&pad);
+                out.push_str(&scalar(&Value::String(k.clone())));
+                out.push(':');
+                emit_child(out, v, indent);
+            }
+        }
+        Value::Array(items) if !items.is_empty() => {
+            for v in items {
+                out.push_str(&pad);
+                out.push('-');
+                match v {
+                    Value::Object(map) if !map.is_empty() => {
+                        // The first key goes on the dash line; the rest align with it.
+                        let mut nested = String::new();
+                        emit_into(&mut nested, v, indent + 2);
+                        out.push(' ');
+                        out.push_str(&nested[indent + 2..]);
+                    }
+                    _ => emit_child(out, v, indent),
+                }
+            }
+        }
+        other => {
+            out.push_str(&pad);
+            out.push_str(&scalar(other));
+            out.push('\n');
+        }
+    }
+}
+
+fn emit_child(out: &mut String, v: &Value, indent: usize) {
+    match v {
+        Value::Object(m) if !m.is_empty() => {
+            out.push('\n');
+            emit_into(out, v, indent + 2);
+        }
+        Value::Array(a) if !a.is_empty() => {
+            out.push('\n');
+            emit_into(out, v, indent + 2);
+        }
+        _ => {
+            out.push(' ');
+            out.push_str(&scalar(v));
+            out.push('\n');
+        }
+    }
+}
+
+/// A scalar as YAML text: plain where every reader (1.1 and 1.2) reads it back as the same
+/// string, double-quoted otherwise.
+pub fn scalar(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => {
+            if plain_safe(s) {
+                s.clone()
+            } else {
+                serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+            }
+        }
+        Value::Array(_) => "[]".into(),
+        Value::Object(_) => "{}".into(),
+    }
+}
+
+fn plain_safe(s: &str) -> bool {
+    const RESERVED: &[&str] = &[
+        "y", "n", "yes", "no", "on", "off", "true", "false", "null", "~", "",
+    ];
+    if RESERVED.contains(&s.to_ascii_lowercase().as_str()) {
+        return false;
+    }
+    let first = s.chars().next().unwrap_or(' ');
+    if first.is_ascii_digit() || matches!(first, '-' | '+' | '.') {
+        // Numbers, dates, versions like 1.20 and octal-looking 012: always quoted.
+        if s.chars().all(|c| c.is_ascii_digit() || "-+.:_eExXoObB".contains(c)) {
+            return false;
+        }
+    }
+    if "!&*{}[],#|>@`\"'%?:- ".contains(first) {
+        return first == '-' && s.len() > 1 && !s.starts_with("- ") && !s.starts_with("--- ")
+            && plain_tail(s);
+    }
+    plain_tail(s) && !s.ends_with(' ') && !s.ends_with(':')
+}
+
+fn plain_tail(s: &str) -> bool {
+    !s.contains(": ") && !s.contains(" #") && !s.contains('\n') && !s.contains('\t')
+        && s.chars().all(|c| !c.is_control())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn emits_block_yaml_in_key_order() {
+        let v = json!({"spec": {"dependsOn": [{"name": "platform-config"}], "prune": true,
+            "interval": "10m", "path": "./apps/wave-0", "list": ["a", "b"],
+            "postBuild": {"substituteFrom": [{"kind": "ConfigMap", "name": "cluster-vars"}]}}});
+        assert_eq!(
+            emit(&v),
+            "spec:\n  dependsOn:\n    - name: platform-config\n  prune: true\n  interval: 10m\n  \
+             path: ./apps/wave-0\n  list:\n    - a\n    - b\n  postBuild:\n    substituteFrom:\n      \
+             - kind: ConfigMap\n        name: cluster-vars\n"
+        );
+    }
+
+    #[test]
+    fn quotes_what_yaml_1_1_misreads() {
+        for s in ["on", "yes", "No", "1.20", "012", "true", "", "a: b", "#x", "*x", "1e3"] {
+            assert!(scalar(&json!(s)).starts_with('"'), "{s} must be quoted");
+        }
+        for s in ["sops", "./apps/wave-0", "flux-system", "10m", "sops-age"] {
+            assert_eq!(scalar(&json!(s)), s);
+        }
+    }
+
+    #[test]
+    fn emitted_text_reads_back_equal() {
+        let v = json!({"a": ["on", "1.20", {"b": "x: y", "c": [1, 2]}], "d": {"e": null}});
+        let back: Value = serde_saphyr::from_str(&emit(&v)).unwrap();
+        assert_eq!(back, v);
+    }
+}
