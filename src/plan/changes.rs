@@ -220,11 +220,13 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<Vec<Change>> {
             patches.iter().filter(|p| p.literal_name().is_some_and(|n| gone.contains(n))).collect();
         let empty = Default::default();
         let mut items = Vec::new();
+        let mut undecrypted = Vec::new();
         for name in &wave_names {
             let obj = FluxRef { name, namespace: &config.waves.namespace, labels: &empty, annotations: &empty };
             let covered = template_decrypts
                 || patches.iter().any(|p| p.covers(&obj) && !removed.iter().any(|r| std::ptr::eq(*r, p)));
             if !covered {
+                undecrypted.push(format!("`{name}`"));
                 items.push(kedit::decryption_patch_item(name, &config.waves.namespace, &config.waves.decryption));
             }
         }
@@ -245,10 +247,19 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<Vec<Change>> {
             new = kedit::edit_sequence(&new, field, &remove, at, insert).map_err(|e| edit_failed(&rel, e))?;
         }
         if new != text {
+            let mut why = Vec::new();
+            if !undecrypted.is_empty() {
+                why.push(format!("no SOPS decryption for {}", undecrypted.join(", ")));
+            }
+            let mut stale: Vec<String> = removed.iter().filter_map(|p| p.literal_name()).map(|n| format!("`{n}`")).collect();
+            stale.dedup();
+            if !stale.is_empty() {
+                why.push(format!("a decryption patch for {}, which no longer exists", stale.join(", ")));
+            }
             changes.push(Change {
                 op: Op::Write { path: rel, old: Some(text), new },
                 drift: Drift::Decryption,
-                why: format!("environment `{}`: SOPS decryption for every wave", env.name),
+                why: format!("environment `{}`: {}", env.name, why.join("; ")),
             });
         }
     }

@@ -1,9 +1,8 @@
 //! Lossless editing of kustomization.yaml lists, and analysis of SOPS decryption patches.
 //!
-//! Invariant: an edit keeps every byte outside the edited list items (header comments, other
-//! keys, blank lines, the final newline or its absence), every comment is kept, and every edit
-//! is re-parsed and compared with the intended result before it is returned; a mismatch is an
-//! error, never a wrong edit.
+//! Invariant: an edit keeps every byte outside the edited list items, every comment is kept,
+//! and every edit is re-parsed and compared with the intended result before it is returned
+//! (a mismatch is an error, never a wrong edit).
 
 use regex::Regex;
 use serde_json::{Map, Value};
@@ -51,7 +50,7 @@ pub fn edit_sequence(
     }
 
     // What the document means now, and what it must mean after the edit.
-    let original = parse_single_doc(text, "the file")?;
+    let original = parse_single_doc(text, "edit_sequence: the file")?;
     let map = match original {
         Value::Object(m) => m,
         Value::Null => Map::new(),
@@ -90,7 +89,10 @@ pub fn edit_sequence(
                 "edit_sequence: new item {i} contains a CR character"
             ));
         }
-        new_values.push(parse_single_doc(item, &format!("new item {i}"))?);
+        new_values.push(parse_single_doc(
+            item,
+            &format!("edit_sequence: new item {i}"),
+        )?);
     }
     let expected_list = apply_list_edit(&orig_list, &removed, at, &new_values);
     let mut expected_map = map.clone();
@@ -503,113 +505,9 @@ fn render_item(indent: usize, item: &str) -> Vec<String> {
         .collect()
 }
 
-// ---------------------------------------------------------------------------------------------
-// Block YAML rendering of JSON values
-// ---------------------------------------------------------------------------------------------
-
 /// A value as item text for `edit_sequence` (YAML at column 0).
 fn render_value_item(v: &Value) -> String {
-    let mut out = Vec::new();
-    match v {
-        Value::Object(m) if !m.is_empty() => render_mapping(m, 0, &mut out),
-        Value::Array(a) if !a.is_empty() => render_seq(a, 0, &mut out),
-        _ => out.push(render_scalar(v)),
-    }
-    out.join("\n")
-}
-
-fn render_mapping(m: &Map<String, Value>, indent: usize, out: &mut Vec<String>) {
-    let pad = " ".repeat(indent);
-    for (k, v) in m {
-        let key = yaml_str(k);
-        match v {
-            Value::Object(inner) if !inner.is_empty() => {
-                out.push(format!("{pad}{key}:"));
-                render_mapping(inner, indent + 2, out);
-            }
-            Value::Array(items) if !items.is_empty() => {
-                out.push(format!("{pad}{key}:"));
-                render_seq(items, indent + 2, out);
-            }
-            _ => out.push(format!("{pad}{key}: {}", render_scalar(v))),
-        }
-    }
-}
-
-fn render_seq(items: &[Value], indent: usize, out: &mut Vec<String>) {
-    let pad = " ".repeat(indent);
-    for item in items {
-        match item {
-            Value::Object(m) if !m.is_empty() => {
-                let mut inner = Vec::new();
-                render_mapping(m, indent + 2, &mut inner);
-                for (i, line) in inner.into_iter().enumerate() {
-                    if i == 0 {
-                        out.push(format!("{pad}- {}", line.trim_start_matches(' ')));
-                    } else {
-                        out.push(line);
-                    }
-                }
-            }
-            Value::Array(a) if !a.is_empty() => {
-                out.push(format!("{pad}-"));
-                render_seq(a, indent + 2, out);
-            }
-            _ => out.push(format!("{pad}- {}", render_scalar(item))),
-        }
-    }
-}
-
-/// A scalar (or empty collection) on one line.
-fn render_scalar(v: &Value) -> String {
-    match v {
-        Value::Null => "null".to_string(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => yaml_str(s),
-        Value::Array(_) => "[]".to_string(),
-        Value::Object(_) => "{}".to_string(),
-    }
-}
-
-/// A string as a YAML scalar: plain when YAML reads it back as the same string, else quoted.
-fn yaml_str(s: &str) -> String {
-    if plain_ok(s) {
-        s.to_string()
-    } else if !s.chars().any(char::is_control) {
-        format!("'{}'", s.replace('\'', "''"))
-    } else {
-        let mut q = String::from("\"");
-        for c in s.chars() {
-            match c {
-                '"' => q.push_str("\\\""),
-                '\\' => q.push_str("\\\\"),
-                '\n' => q.push_str("\\n"),
-                '\t' => q.push_str("\\t"),
-                '\r' => q.push_str("\\r"),
-                c if c.is_control() => q.push_str(&format!("\\u{:04x}", c as u32)),
-                c => q.push(c),
-            }
-        }
-        q.push('"');
-        q
-    }
-}
-
-fn plain_ok(s: &str) -> bool {
-    let Some(first) = s.chars().next() else {
-        return false;
-    };
-    if s.trim() != s
-        || "-?:,[]{}#&*!|>'\"%@`".contains(first)
-        || s.contains(": ")
-        || s.contains(" #")
-        || s.ends_with(':')
-        || s.chars().any(char::is_control)
-    {
-        return false;
-    }
-    matches!(serde_saphyr::from_str::<Value>(s), Ok(Value::String(ref back)) if back == s)
+    crate::yaml::emit(v).trim_end_matches('\n').to_string()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1265,30 +1163,21 @@ pub fn decryption_patches(
 
 /// The inline strategic-merge patch `apply` writes for one wave, as item text for edit_sequence.
 pub fn decryption_patch_item(name: &str, namespace: &str, decryption: &Value) -> String {
-    let mut body: Vec<String> = vec![
-        format!("apiVersion: {FLUX_GROUP}/v1"),
-        "kind: Kustomization".to_string(),
-        "metadata:".to_string(),
-        format!("  name: {}", yaml_str(name)),
-    ];
+    let mut metadata = Map::new();
+    metadata.insert("name".into(), Value::String(name.into()));
     if !namespace.is_empty() {
-        body.push(format!("  namespace: {}", yaml_str(namespace)));
+        metadata.insert("namespace".into(), Value::String(namespace.into()));
     }
-    body.push("spec:".to_string());
-    match decryption {
-        Value::Object(m) if !m.is_empty() => {
-            body.push("  decryption:".to_string());
-            render_mapping(m, 4, &mut body);
-        }
-        other => body.push(format!("  decryption: {}", render_scalar(other))),
-    }
+    let patch = serde_json::json!({
+        "apiVersion": format!("{FLUX_GROUP}/v1"),
+        "kind": "Kustomization",
+        "metadata": metadata,
+        "spec": {"decryption": decryption},
+    });
     let mut s = String::from("patch: |-");
-    for line in body {
-        s.push('\n');
-        if !line.is_empty() {
-            s.push_str("  ");
-            s.push_str(&line);
-        }
+    for line in crate::yaml::emit(&patch).lines() {
+        s.push_str("\n  ");
+        s.push_str(line);
     }
     s
 }
@@ -1574,6 +1463,71 @@ patches:
             out,
             "resources:\n    - target:\n        kind: Kustomization\n      patch: |-\n        - op: add\n          path: /x\n    - a\n"
         );
+    }
+
+    #[test]
+    fn block_scalar_item_with_blank_line() {
+        let item = "patch: |-\n  a\n\n  b".to_string();
+        let out = edit_sequence("patches:\n  - x\n", "patches", &[], None, &[item]).unwrap();
+        assert_eq!(out, "patches:\n  - x\n  - patch: |-\n      a\n\n      b\n");
+        assert_eq!(parse(&out)["patches"][1]["patch"], json!("a\n\nb"));
+    }
+
+    /// Truncated and line-dropped variants of the fixtures: never a panic, and every Ok edit
+    /// parses to the intended list.
+    #[test]
+    fn never_panics_on_mangled_input() {
+        let item = decryption_patch_item("apps-wave-0", "flux-system", &sops());
+        let extra = [
+            "resources: [a, \"b]\n",
+            "resources: &x\n  - a\nother: *x\n",
+            "---\nresources:\n- a\n...\n",
+            "resources:\n  - a\n    - b\n  -\n  - - c\n",
+            "r: |\n  resources:\n  - x\n",
+        ];
+        let mut texts: Vec<String> = Vec::new();
+        for f in [BASE, DEV, DEV_JSON].iter().chain(extra.iter()) {
+            for (i, _) in f.char_indices() {
+                texts.push(f[..i].to_string());
+            }
+            let lines: Vec<&str> = f.lines().collect();
+            for skip in 0..lines.len() {
+                let v: Vec<&str> = lines
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| *i != skip)
+                    .map(|(_, l)| *l)
+                    .collect();
+                texts.push(v.join("\n") + "\n");
+            }
+        }
+        let ops: Vec<(Vec<usize>, Option<usize>, Vec<String>)> = vec![
+            (vec![0], None, s(&["x"])),
+            (vec![], Some(0), vec![item.clone()]),
+            (vec![1], Some(1), vec![]),
+        ];
+        let mut ok = 0;
+        for t in &texts {
+            for key in ["resources", "patches"] {
+                for (rm, at, new) in &ops {
+                    if let Ok(out) = edit_sequence(t, key, rm, *at, new) {
+                        ok += 1;
+                        let before = parse(t);
+                        let after = parse(&out);
+                        let old = before.get(key).and_then(Value::as_array).cloned();
+                        let old = old.unwrap_or_default();
+                        let removed: Vec<bool> = (0..old.len()).map(|i| rm.contains(&i)).collect();
+                        let new_v: Vec<Value> = new.iter().map(|n| parse(n)).collect();
+                        let want = apply_list_edit(&old, &removed, at.unwrap_or(old.len()), &new_v);
+                        assert_eq!(after[key], Value::Array(want), "{t:?} -> {out:?}");
+                    }
+                }
+            }
+            if let Ok(v) = serde_saphyr::from_str::<Value>(t) {
+                let _ = decryption_patches(&v, &|_: &str| Some(t.clone()));
+            }
+        }
+        assert!(ok > 100, "only {ok} edits succeeded");
     }
 
     // ----- Part 2 -----

@@ -1,0 +1,205 @@
+//! Test harness: a repository in a temporary folder and the real binary run on it.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+pub struct TestRepo {
+    dir: tempfile::TempDir,
+}
+
+pub fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")
+}
+
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+impl TestRepo {
+    pub fn empty() -> TestRepo {
+        TestRepo { dir: tempfile::tempdir().unwrap() }
+    }
+
+    /// A copy of `examples/<name>`.
+    pub fn example(name: &str) -> TestRepo {
+        let repo = TestRepo::empty();
+        copy_tree(&examples().join(name), repo.path());
+        repo
+    }
+
+    /// A copy of `tests/fixtures/<name>`.
+    pub fn fixture(name: &str) -> TestRepo {
+        let repo = TestRepo::empty();
+        copy_tree(&fixtures().join(name), repo.path());
+        repo
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn write(&self, rel: &str, text: &str) -> &Self {
+        let p = self.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+        self
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+    }
+
+    pub fn exists(&self, rel: &str) -> bool {
+        self.path().join(rel).exists()
+    }
+
+    pub fn remove(&self, rel: &str) {
+        std::fs::remove_file(self.path().join(rel)).unwrap();
+    }
+
+    /// Writes a ServiceDefinition with the contract fields.
+    pub fn service(&self, name: &str, deps: &[&str]) -> &Self {
+        let deps = if deps.is_empty() {
+            String::new()
+        } else {
+            format!("  dependencies:\n{}", deps.iter().map(|d| format!("    - to: {d}\n")).collect::<String>())
+        };
+        self.write(
+            &format!("catalog/{name}.yaml"),
+            &format!("apiVersion: fluxwave.dev/v1alpha1\nkind: ServiceDefinition\nmetadata:\n  name: {name}\nspec:\n{deps}  image:\n    repository: ghcr.io/example/{name}\n    tag: \"1.0.0\"\n  port: 8080\n  ingress:\n    host: {name}.example.org\n"),
+        )
+    }
+
+    /// Writes a small manifest (a ConfigMap) that a unit owns.
+    pub fn manifest(&self, rel: &str) -> &Self {
+        let name = Path::new(rel).file_stem().unwrap().to_str().unwrap().replace('.', "-");
+        self.write(rel, &format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: default\ndata:\n  file: {rel}\n"))
+    }
+
+    /// The minimal Flux wiring of a flat repository: base with an `apps` Kustomization and a
+    /// dev environment with its decryption patch.
+    pub fn flux_wiring(&self) -> &Self {
+        self.write("clusters/base/kustomization.yaml", "# shared Flux objects\napiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - platform-config.yaml\n  # the app tier\n  - apps.yaml\n")
+            .write("clusters/base/platform-config.yaml", "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: platform-config\n  namespace: flux-system\nspec:\n  interval: 1h\n  path: ./platform-config\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n")
+            .write("clusters/base/apps.yaml", "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  dependsOn:\n    - name: platform-config\n  interval: 10m\n  path: ./apps\n  prune: true\n  wait: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n")
+            .write("clusters/dev/kustomization.yaml", "# dev\napiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../base\npatches:\n  # decryption for the app tier\n  - target:\n      kind: Kustomization\n      name: apps\n    patch: |-\n      - op: add\n        path: /spec/decryption\n        value:\n          provider: sops\n          secretRef:\n            name: sops-age\n")
+    }
+
+    /// Writes `apps/kustomization.yaml` listing every manifest of the flat app tier.
+    pub fn flat_kustomization(&self) -> &Self {
+        let mut files: Vec<String> = std::fs::read_dir(self.path().join("apps"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|f| f.ends_with(".yaml") && f != "kustomization.yaml")
+            .collect();
+        files.sort();
+        let list: String = files.iter().map(|f| format!("  - {f}\n")).collect();
+        self.write("apps/kustomization.yaml", &format!("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n{list}"))
+    }
+
+    /// Runs `fluxwave --repo <this> ARGS...`; temporary paths in the output become `[REPO]`.
+    pub fn run(&self, args: &[&str]) -> Run {
+        let out = Command::new(env!("CARGO_BIN_EXE_fluxwave"))
+            .arg("--repo")
+            .arg(self.path())
+            .args(args)
+            .env("NO_COLOR", "1")
+            .env("COLUMNS", "100")
+            .output()
+            .unwrap();
+        let redact = |b: &[u8]| String::from_utf8_lossy(b).replace(&self.path().display().to_string(), "[REPO]");
+        Run { code: out.status.code().unwrap_or(-1), stdout: redact(&out.stdout), stderr: redact(&out.stderr) }
+    }
+
+    /// Every file under the repository with its bytes (the `.git` folder left out).
+    pub fn snapshot(&self) -> BTreeMap<String, Vec<u8>> {
+        fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+            for e in std::fs::read_dir(dir).unwrap() {
+                let e = e.unwrap();
+                if e.file_name() == ".git" {
+                    continue;
+                }
+                if e.file_type().unwrap().is_dir() {
+                    walk(root, &e.path(), out);
+                } else {
+                    let rel = e.path().strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                    out.insert(rel, std::fs::read(e.path()).unwrap());
+                }
+            }
+        }
+        let mut out = BTreeMap::new();
+        walk(self.path(), self.path(), &mut out);
+        out
+    }
+
+    pub fn git(&self, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(self.path())
+            .args(["-c", "user.name=fluxwave-test", "-c", "user.email=test@fluxwave.dev", "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main"])
+            .args(args)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    pub fn commit_all(&self, message: &str) {
+        if !self.path().join(".git").exists() {
+            self.git(&["init", "-q"]);
+        }
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "--no-verify", "-m", message]);
+    }
+}
+
+/// `kubectl kustomize DIR`: the real kustomize. Panics with its stderr on failure.
+pub fn kustomize(dir: &Path) -> String {
+    let out = Command::new("kubectl").arg("kustomize").arg(dir).output().expect("kubectl must be installed");
+    assert!(out.status.success(), "kubectl kustomize {}: {}", dir.display(), String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The objects of a kustomize build, as sorted `kind/namespace/name` strings with their bytes.
+pub fn objects(build: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = build
+        .split("\n---\n")
+        .filter(|d| !d.trim().is_empty())
+        .map(|doc| {
+            let v: serde_json::Value = serde_saphyr::from_str(doc).unwrap();
+            let id = format!(
+                "{}/{}/{}",
+                v["kind"].as_str().unwrap_or(""),
+                v["metadata"]["namespace"].as_str().unwrap_or(""),
+                v["metadata"]["name"].as_str().unwrap_or("")
+            );
+            (id, serde_json::to_string(&v).unwrap())
+        })
+        .collect();
+    out.sort();
+    out
+}

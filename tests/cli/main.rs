@@ -1,0 +1,9 @@
+//! The one integration-test binary: small repositories built in temporary folders, the real
+//! `fluxwave` binary run on them, outputs compared with snapshots (temporary paths redacted),
+//! emitted trees built with the real kustomize and revisions made with the real git.
+
+mod common;
+
+mod apply;
+mod bad_input;
+mod homelab;
