@@ -156,11 +156,17 @@ impl Config {
         let Some(raw) = raw else { return Ok(config) };
         let mut errors = Vec::new();
         let err = |s: &Spanned<String>, msg: String, help: &str| {
-            SourceError::new(FILE, msg).at(text, yaml::spanned(text, s)).help(help)
+            SourceError::new(FILE, msg)
+                .at(text, yaml::spanned(text, s))
+                .help(help)
         };
         if let Some(kind) = &raw.kind {
             if kind.value != "Config" {
-                errors.push(err(kind, format!("kind is `{}`", kind.value), "fluxwave.yaml has `kind: Config`"));
+                errors.push(err(
+                    kind,
+                    format!("kind is `{}`", kind.value),
+                    "fluxwave.yaml has `kind: Config`",
+                ));
             }
         }
         let mut path_field = |field: Option<Spanned<String>>, slot: &mut String| {
@@ -211,7 +217,11 @@ impl Config {
                 if is_dns_label(&ns.value) {
                     config.waves.namespace = ns.value;
                 } else {
-                    errors.push(err(&ns, format!("namespace `{}` is not a DNS-1123 label", ns.value), "use a namespace name such as `flux-system`"));
+                    errors.push(err(
+                        &ns,
+                        format!("namespace `{}` is not a DNS-1123 label", ns.value),
+                        "use a namespace name such as `flux-system`",
+                    ));
                 }
             }
             if let Some(spec) = waves.spec {
@@ -246,7 +256,9 @@ impl Config {
                 errors.push(
                     SourceError::new(FILE, format!("unit `{}` is declared twice", u.name))
                         .at(text, u.name_span)
-                        .help(format!("remove one of the two; the first is on line {line}")),
+                        .help(format!(
+                            "remove one of the two; the first is on line {line}"
+                        )),
                 );
             }
         }
@@ -270,7 +282,8 @@ impl Config {
 
 /// `N` of a canonical decimal (`0`, `12`, not `012`).
 pub fn wave_number(s: &str) -> Option<usize> {
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) || (s.len() > 1 && s.starts_with('0')) {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) || (s.len() > 1 && s.starts_with('0'))
+    {
         return None;
     }
     s.parse().ok()
@@ -294,7 +307,8 @@ pub fn is_dns_label(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
         && b.len() <= 63
-        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
         && b[0] != b'-'
         && b[b.len() - 1] != b'-'
 }
@@ -332,7 +346,10 @@ mod tests {
 
     #[test]
     fn spec_overrides_merge_into_the_defaults() {
-        let c = Config::parse(&Text::new("waves:\n  spec:\n    timeout: 15m\n    sourceRef: {name: fleet}\n".into())).unwrap();
+        let c = Config::parse(&Text::new(
+            "waves:\n  spec:\n    timeout: 15m\n    sourceRef: {name: fleet}\n".into(),
+        ))
+        .unwrap();
         assert_eq!(c.waves.spec["timeout"], "15m");
         assert_eq!(c.waves.spec["sourceRef"]["kind"], "GitRepository");
         assert_eq!(c.waves.spec["sourceRef"]["name"], "fleet");
@@ -341,8 +358,11 @@ mod tests {
 
     #[test]
     fn rejects_paths_out_of_the_repository_and_bad_names() {
-        let text = Text::new("apps: ../elsewhere\nunits:\n  - {name: ../x, anchor: gitea}\n".into());
-        let Err(crate::error::Error::Input(errs)) = Config::parse(&text) else { panic!() };
+        let text =
+            Text::new("apps: ../elsewhere\nunits:\n  - {name: ../x, anchor: gitea}\n".into());
+        let Err(crate::error::Error::Input(errs)) = Config::parse(&text) else {
+            panic!()
+        };
         assert_eq!(errs.len(), 2);
         assert_eq!(errs[0].line_col(), Some((1, 7)));
         assert_eq!(errs[1].line_col().unwrap().0, 3);

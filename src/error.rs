@@ -81,7 +81,9 @@ impl std::error::Error for SourceError {}
 
 impl Diagnostic for SourceError {
     fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
-        self.help.as_ref().map(|h| Box::new(h) as Box<dyn fmt::Display>)
+        self.help
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn fmt::Display>)
     }
 
     fn source_code(&self) -> Option<&dyn SourceCode> {
@@ -98,8 +100,7 @@ impl SourceError {
     pub fn report(&self) -> miette::Report {
         let mut report = miette::Report::new(Plain(self.clone()));
         if let (Some(src), Some(_)) = (&self.source, self.span) {
-            report =
-                report.with_source_code(NamedSource::new(&self.path, src.as_str().to_owned()));
+            report = report.with_source_code(NamedSource::new(&self.path, src.as_str().to_owned()));
         }
         report
     }
@@ -124,7 +125,10 @@ impl std::error::Error for Plain {}
 
 impl Diagnostic for Plain {
     fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
-        self.0.help.as_ref().map(|h| Box::new(h) as Box<dyn fmt::Display>)
+        self.0
+            .help
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn fmt::Display>)
     }
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
@@ -142,7 +146,10 @@ impl Diagnostic for Plain {
 #[derive(Debug)]
 pub enum Error {
     Input(Vec<SourceError>),
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     Usage(String),
 }
 

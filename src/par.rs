@@ -2,7 +2,9 @@
 //! pool): reading and parsing thousands of small files is the hot path of every command.
 
 pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(16);
     if threads < 2 || items.len() < 64 {
         return items.iter().map(&f).collect();
     }

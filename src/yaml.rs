@@ -28,7 +28,11 @@ pub fn span_of(text: &str, loc: &Location) -> (usize, usize) {
     let mut offset = 0;
     for (i, l) in text.split_inclusive('\n').enumerate() {
         if i + 1 == line {
-            let start = offset + l.chars().take(col.saturating_sub(1)).map(char::len_utf8).sum::<usize>();
+            let start = offset
+                + l.chars()
+                    .take(col.saturating_sub(1))
+                    .map(char::len_utf8)
+                    .sum::<usize>();
             return (start, token_len(&text[start.min(text.len())..]));
         }
         offset += l.len();
@@ -179,19 +183,27 @@ fn plain_safe(s: &str) -> bool {
     let first = s.chars().next().unwrap_or(' ');
     if first.is_ascii_digit() || matches!(first, '-' | '+' | '.') {
         // Numbers, dates, versions like 1.20 and octal-looking 012: always quoted.
-        if s.chars().all(|c| c.is_ascii_digit() || "-+.:_eExXoObB".contains(c)) {
+        if s.chars()
+            .all(|c| c.is_ascii_digit() || "-+.:_eExXoObB".contains(c))
+        {
             return false;
         }
     }
     if "!&*{}[],#|>@`\"'%?:- ".contains(first) {
-        return first == '-' && s.len() > 1 && !s.starts_with("- ") && !s.starts_with("--- ")
+        return first == '-'
+            && s.len() > 1
+            && !s.starts_with("- ")
+            && !s.starts_with("--- ")
             && plain_tail(s);
     }
     plain_tail(s) && !s.ends_with(' ') && !s.ends_with(':')
 }
 
 fn plain_tail(s: &str) -> bool {
-    !s.contains(": ") && !s.contains(" #") && !s.contains('\n') && !s.contains('\t')
+    !s.contains(": ")
+        && !s.contains(" #")
+        && !s.contains('\n')
+        && !s.contains('\t')
         && s.chars().all(|c| !c.is_control())
 }
 
@@ -215,7 +227,9 @@ mod tests {
 
     #[test]
     fn quotes_what_yaml_1_1_misreads() {
-        for s in ["on", "yes", "No", "1.20", "012", "true", "", "a: b", "#x", "*x", "1e3"] {
+        for s in [
+            "on", "yes", "No", "1.20", "012", "true", "", "a: b", "#x", "*x", "1e3",
+        ] {
             assert!(scalar(&json!(s)).starts_with('"'), "{s} must be quoted");
         }
         for s in ["sops", "./apps/wave-0", "flux-system", "10m", "sops-age"] {

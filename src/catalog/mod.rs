@@ -87,8 +87,9 @@ struct RawDependency {
 pub fn parse(path: &str, stem: &str, text: Text) -> std::result::Result<Service, Vec<SourceError>> {
     let raw: Option<RawServiceDefinition> = yaml::parse(path, &text).map_err(|e| vec![e])?;
     let Some(raw) = raw else {
-        return Err(vec![SourceError::new(path, "the file is empty")
-            .help("a catalog file holds one ServiceDefinition; delete the file or fill it in")]);
+        return Err(vec![SourceError::new(path, "the file is empty").help(
+            "a catalog file holds one ServiceDefinition; delete the file or fill it in",
+        )]);
     };
     let mut errors = Vec::new();
     let at = |s: &Spanned<String>| yaml::spanned(&text, s);
@@ -96,7 +97,9 @@ pub fn parse(path: &str, stem: &str, text: Text) -> std::result::Result<Service,
         errors.push(
             SourceError::new(path, format!("apiVersion is `{}`", raw.api_version.value))
                 .at(&text, at(&raw.api_version))
-                .help(format!("ServiceDefinitions have `apiVersion: {API_VERSION}`")),
+                .help(format!(
+                    "ServiceDefinitions have `apiVersion: {API_VERSION}`"
+                )),
         );
     }
     if raw.kind.value != KIND {
@@ -115,9 +118,15 @@ pub fn parse(path: &str, stem: &str, text: Text) -> std::result::Result<Service,
         );
     } else if name.value != stem {
         errors.push(
-            SourceError::new(path, format!("metadata.name `{}` differs from the file name", name.value))
-                .at(&text, at(name))
-                .help(format!("rename the file to `{}.yaml`, or the service to `{stem}`", name.value)),
+            SourceError::new(
+                path,
+                format!("metadata.name `{}` differs from the file name", name.value),
+            )
+            .at(&text, at(name))
+            .help(format!(
+                "rename the file to `{}.yaml`, or the service to `{stem}`",
+                name.value
+            )),
         );
     }
     let mut dependencies: Vec<Dependency> = Vec::new();
@@ -125,9 +134,12 @@ pub fn parse(path: &str, stem: &str, text: Text) -> std::result::Result<Service,
         let span = at(&d.to);
         if !is_dns_label(&d.to.value) {
             errors.push(
-                SourceError::new(path, format!("dependency `{}` is not a DNS-1123 label", d.to.value))
-                    .at(&text, span)
-                    .help("name a catalog service, an extra unit or a `<svc>-db` database"),
+                SourceError::new(
+                    path,
+                    format!("dependency `{}` is not a DNS-1123 label", d.to.value),
+                )
+                .at(&text, span)
+                .help("name a catalog service, an extra unit or a `<svc>-db` database"),
             );
         } else if dependencies.iter().any(|x| x.to == d.to.value) {
             errors.push(
@@ -136,7 +148,10 @@ pub fn parse(path: &str, stem: &str, text: Text) -> std::result::Result<Service,
                     .help("remove the second entry"),
             );
         } else {
-            dependencies.push(Dependency { to: d.to.value, span });
+            dependencies.push(Dependency {
+                to: d.to.value,
+                span,
+            });
         }
     }
     if !errors.is_empty() {
@@ -166,8 +181,13 @@ pub fn load(root: &Path, dir: &str) -> Result<Vec<Service>> {
     for entry in entries {
         let entry = entry.map_err(|e| Error::io(&abs, e))?;
         let file_name = entry.file_name();
-        let Some(file_name) = file_name.to_str() else { continue };
-        let Some(stem) = file_name.strip_suffix(".yaml").or_else(|| file_name.strip_suffix(".yml")) else {
+        let Some(file_name) = file_name.to_str() else {
+            continue;
+        };
+        let Some(stem) = file_name
+            .strip_suffix(".yaml")
+            .or_else(|| file_name.strip_suffix(".yml"))
+        else {
             continue;
         };
         let ft = entry.file_type().map_err(|e| Error::io(&entry.path(), e))?;
@@ -194,8 +214,11 @@ pub fn load(root: &Path, dir: &str) -> Result<Vec<Service>> {
     for s in &services {
         if let Some(first) = seen.insert(&s.name, s) {
             errors.push(
-                SourceError::new(&s.path, format!("service `{}` is also defined in {}", s.name, first.path))
-                    .help("keep one file per service: catalog/<name>.yaml"),
+                SourceError::new(
+                    &s.path,
+                    format!("service `{}` is also defined in {}", s.name, first.path),
+                )
+                .help("keep one file per service: catalog/<name>.yaml"),
             );
         }
     }
@@ -211,7 +234,11 @@ mod tests {
     use super::*;
 
     fn parse_str(stem: &str, s: &str) -> std::result::Result<Service, Vec<SourceError>> {
-        parse(&format!("catalog/{stem}.yaml"), stem, Text::new(s.to_string()))
+        parse(
+            &format!("catalog/{stem}.yaml"),
+            stem,
+            Text::new(s.to_string()),
+        )
     }
 
     const SONARR: &str = "apiVersion: fluxwave.dev/v1alpha1\nkind: ServiceDefinition\nmetadata:\n  name: sonarr\nspec:\n  dependencies:\n    - to: qbittorrent\n    - to: jackett\n  image: {repository: lscr.io/linuxserver/sonarr, tag: \"4.0.9\"}\n  port: 8989\n  ingress: {host: sonarr.home.example}\n";
@@ -223,7 +250,10 @@ mod tests {
         assert_eq!(deps, ["qbittorrent", "jackett"]);
         assert_eq!(s.port, Some(8989));
         assert_eq!(s.image.tag, "4.0.9");
-        assert_eq!(crate::error::line_col(&s.text, s.dependencies[1].span.0), (8, 11));
+        assert_eq!(
+            crate::error::line_col(&s.text, s.dependencies[1].span.0),
+            (8, 11)
+        );
     }
 
     #[test]

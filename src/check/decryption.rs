@@ -25,7 +25,12 @@ pub fn sops_without_decryption(repo: &Repo) -> Result<Vec<Finding>> {
             if repo.config.wave_of_name(&k.name).is_some() {
                 continue;
             }
-            let obj = FluxRef { name: &k.name, namespace: &k.namespace, labels: &k.labels, annotations: &k.annotations };
+            let obj = FluxRef {
+                name: &k.name,
+                namespace: &k.namespace,
+                labels: &k.labels,
+                annotations: &k.annotations,
+            };
             if k.has_decryption || patches.iter().any(|p| p.covers(&obj)) {
                 continue;
             }
@@ -48,19 +53,35 @@ pub fn sops_without_decryption(repo: &Repo) -> Result<Vec<Finding>> {
 
 /// Collects the Flux Kustomizations and decryption patches reachable from the kustomization
 /// in `dir` (repository-relative). Unreadable or missing parts are left to other lints.
-fn walk(root: &Path, dir: &str, depth: usize, objects: &mut Vec<FluxKustomization>, patches: &mut Vec<DecryptionPatch>) -> Result<()> {
+fn walk(
+    root: &Path,
+    dir: &str,
+    depth: usize,
+    objects: &mut Vec<FluxKustomization>,
+    patches: &mut Vec<DecryptionPatch>,
+) -> Result<()> {
     if depth > 16 {
         return Ok(());
     }
     let rel = format!("{dir}/kustomization.yaml");
-    let Ok(text) = std::fs::read_to_string(root.join(&rel)) else { return Ok(()) };
-    let Ok(doc) = yaml::parse::<Value>(&rel, &Text::new(text)) else { return Ok(()) };
+    let Ok(text) = std::fs::read_to_string(root.join(&rel)) else {
+        return Ok(());
+    };
+    let Ok(doc) = yaml::parse::<Value>(&rel, &Text::new(text)) else {
+        return Ok(());
+    };
     let abs_dir = root.join(dir);
     let read = |p: &str| std::fs::read_to_string(abs_dir.join(p)).ok();
     if let Ok(found) = kedit::decryption_patches(&doc, &read) {
         patches.extend(found);
     }
-    for r in doc.get("resources").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+    for r in doc
+        .get("resources")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
         let Some(child) = join(dir, r) else { continue };
         let abs = root.join(&child);
         if abs.is_dir() {
@@ -76,7 +97,10 @@ fn walk(root: &Path, dir: &str, depth: usize, objects: &mut Vec<FluxKustomizatio
 
 /// `dir` joined with a relative entry, normalised; `None` when it leaves the repository.
 fn join(dir: &str, entry: &str) -> Option<String> {
-    let mut parts: Vec<&str> = dir.split('/').filter(|s| !s.is_empty() && *s != ".").collect();
+    let mut parts: Vec<&str> = dir
+        .split('/')
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect();
     for part in entry.split('/') {
         match part {
             "" | "." => {}
@@ -93,7 +117,9 @@ fn join(dir: &str, entry: &str) -> Option<String> {
 fn first_sops_file(root: &Path, path: &str) -> Option<String> {
     let mut stack: Vec<PathBuf> = vec![root.join(normalize_path(path))];
     while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         let mut entries: Vec<_> = entries.flatten().collect();
         entries.sort_by_key(|e| std::cmp::Reverse(e.file_name()));
         for e in entries {
@@ -102,7 +128,10 @@ fn first_sops_file(root: &Path, path: &str) -> Option<String> {
             if ft.is_dir() {
                 stack.push(p);
             } else if ft.is_file() && is_sops(&p) {
-                return p.strip_prefix(root).ok().map(|r| r.to_string_lossy().into_owned());
+                return p
+                    .strip_prefix(root)
+                    .ok()
+                    .map(|r| r.to_string_lossy().into_owned());
             }
         }
     }
@@ -114,5 +143,6 @@ fn is_sops(path: &Path) -> bool {
     if !(name.ends_with(".yaml") || name.ends_with(".yml")) {
         return false;
     }
-    std::fs::read_to_string(path).is_ok_and(|t| t.contains("\nsops:") && t.contains("ENC[") && t.contains("mac:"))
+    std::fs::read_to_string(path)
+        .is_ok_and(|t| t.contains("\nsops:") && t.contains("ENC[") && t.contains("mac:"))
 }

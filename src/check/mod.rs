@@ -39,7 +39,11 @@ pub fn run(root: &Path) -> Result<Vec<Finding>> {
         .iter()
         .map(|p| Finding {
             code: p.code(),
-            severity: if p.blocks() { Severity::Error } else { Severity::Warning },
+            severity: if p.blocks() {
+                Severity::Error
+            } else {
+                Severity::Warning
+            },
             path: match p {
                 crate::plan::Problem::Unowned { file } => file.clone(),
                 crate::plan::Problem::Foreign { path, .. } => path.clone(),
@@ -60,15 +64,24 @@ pub fn run(root: &Path) -> Result<Vec<Finding>> {
                     plan.placements.len(),
                     plan.waves
                 ),
-                help: "run `fluxwave plan` to see the placement and `fluxwave apply` to carry it out".into(),
+                help:
+                    "run `fluxwave plan` to see the placement and `fluxwave apply` to carry it out"
+                        .into(),
             });
         } else {
             for c in changes::compute(&repo, &plan)? {
                 let (path, message) = match &c.op {
                     Op::Move { from, to } => (from.clone(), format!("belongs in {to} ({})", c.why)),
-                    Op::Write { path, old: None, .. } => (path.clone(), format!("is missing ({})", c.why)),
-                    Op::Write { path, .. } => (path.clone(), format!("is out of step with the catalog ({})", c.why)),
-                    Op::Remove { path } | Op::RemoveDir { path } => (path.clone(), format!("should not exist ({})", c.why)),
+                    Op::Write {
+                        path, old: None, ..
+                    } => (path.clone(), format!("is missing ({})", c.why)),
+                    Op::Write { path, .. } => (
+                        path.clone(),
+                        format!("is out of step with the catalog ({})", c.why),
+                    ),
+                    Op::Remove { path } | Op::RemoveDir { path } => {
+                        (path.clone(), format!("should not exist ({})", c.why))
+                    }
                 };
                 findings.push(Finding {
                     code: c.drift.code(),
@@ -81,7 +94,9 @@ pub fn run(root: &Path) -> Result<Vec<Finding>> {
         }
     }
     findings.extend(decryption::sops_without_decryption(&repo)?);
-    findings.sort_by(|a, b| (&a.path, a.severity, a.code, &a.message).cmp(&(&b.path, b.severity, b.code, &b.message)));
+    findings.sort_by(|a, b| {
+        (&a.path, a.severity, a.code, &a.message).cmp(&(&b.path, b.severity, b.code, &b.message))
+    });
     findings.dedup_by(|a, b| a.path == b.path && a.code == b.code && a.message == b.message);
     Ok(findings)
 }

@@ -30,15 +30,28 @@ pub fn run(root: &Path, dry_run: bool, out: &mut impl Write) -> Result<Outcome> 
 fn describe(c: &Change, dry_run: bool) -> String {
     let mut s = match &c.op {
         Op::Move { from, to } => format!("move    {from} -> {to}  ({})\n", c.why),
-        Op::Write { path, old: None, .. } => format!("create  {path}  ({})\n", c.why),
+        Op::Write {
+            path, old: None, ..
+        } => format!("create  {path}  ({})\n", c.why),
         Op::Write { path, .. } => format!("update  {path}  ({})\n", c.why),
         Op::Remove { path } => format!("remove  {path}  ({})\n", c.why),
         Op::RemoveDir { path } => format!("rmdir   {path}  ({})\n", c.why),
     };
     if dry_run {
-        if let Op::Write { path, old: Some(old), new } = &c.op {
+        if let Op::Write {
+            path,
+            old: Some(old),
+            new,
+        } = &c.op
+        {
             let diff = similar::TextDiff::from_lines(old.as_str(), new.as_str());
-            s.push_str(&diff.unified_diff().context_radius(2).header(&format!("a/{path}"), &format!("b/{path}")).to_string());
+            s.push_str(
+                &diff
+                    .unified_diff()
+                    .context_radius(2)
+                    .header(&format!("a/{path}"), &format!("b/{path}"))
+                    .to_string(),
+            );
         }
     }
     s

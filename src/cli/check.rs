@@ -11,11 +11,18 @@ use crate::error::Result;
 
 pub fn run(root: &Path, format: ReportFormat, out: &mut impl Write) -> Result<Outcome> {
     let findings = check::run(root)?;
-    let errors = findings.iter().filter(|f| f.severity == Severity::Error).count();
+    let errors = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Error)
+        .count();
     let warnings = findings.len() - errors;
     let text = match format {
         ReportFormat::Json => {
-            serde_json::to_string_pretty(&json!({"findings": findings, "errors": errors, "warnings": warnings})).unwrap_or_default() + "\n"
+            serde_json::to_string_pretty(
+                &json!({"findings": findings, "errors": errors, "warnings": warnings}),
+            )
+            .unwrap_or_default()
+                + "\n"
         }
         ReportFormat::Text => {
             let mut s = String::new();
@@ -24,12 +31,19 @@ pub fn run(root: &Path, format: ReportFormat, out: &mut impl Write) -> Result<Ou
                     Severity::Error => "error",
                     Severity::Warning => "warning",
                 };
-                s.push_str(&format!("{sev}[{}]: {}: {}\n  help: {}\n", f.code, f.path, f.message, f.help));
+                s.push_str(&format!(
+                    "{sev}[{}]: {}: {}\n  help: {}\n",
+                    f.code, f.path, f.message, f.help
+                ));
             }
             s.push_str(&format!("{errors} errors, {warnings} warnings\n"));
             s
         }
     };
     out.write_all(text.as_bytes()).map_err(io)?;
-    Ok(if errors > 0 { Outcome::Findings } else { Outcome::Clean })
+    Ok(if errors > 0 {
+        Outcome::Findings
+    } else {
+        Outcome::Clean
+    })
 }

@@ -49,26 +49,34 @@ pub enum Format {
 #[derive(Subcommand)]
 enum Command {
     /// Every node with its wave, kind, placement and the dependency path that sets its wave
-    #[command(after_help = "Example:\n  fluxwave --repo examples/homelab waves --format markdown\n\nExit status: 0 fine, 2 bad input (a cycle, an unknown dependency, ...).")]
+    #[command(
+        after_help = "Example:\n  fluxwave --repo examples/homelab waves --format markdown\n\nExit status: 0 fine, 2 bad input (a cycle, an unknown dependency, ...)."
+    )]
     Waves {
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
     /// Which file goes to which wave, and which files must move (read-only)
-    #[command(after_help = "Example:\n  fluxwave --repo examples/homelab plan --format json\n\nExit status: 0 fine, 2 bad input (a file no unit owns, ...).")]
+    #[command(
+        after_help = "Example:\n  fluxwave --repo examples/homelab plan --format json\n\nExit status: 0 fine, 2 bad input (a file no unit owns, ...)."
+    )]
     Plan {
         #[arg(long, value_enum, default_value = "text")]
         format: ReportFormat,
     },
     /// Move files into their waves and keep the Flux wiring in step (idempotent)
-    #[command(after_help = "Example:\n  fluxwave --repo examples/homelab apply --dry-run\n\nExit status: 0 done (or nothing to do), 2 bad input; nothing is written then.")]
+    #[command(
+        after_help = "Example:\n  fluxwave --repo examples/homelab apply --dry-run\n\nExit status: 0 done (or nothing to do), 2 bad input; nothing is written then."
+    )]
     Apply {
         /// Print the changes, with diffs of edited files, and write nothing
         #[arg(long)]
         dry_run: bool,
     },
     /// Every lint, for CI and pre-commit
-    #[command(after_help = "Example:\n  fluxwave --repo examples/homelab check --format json\n\nExit status: 0 no errors, 1 errors found, 2 bad input.")]
+    #[command(
+        after_help = "Example:\n  fluxwave --repo examples/homelab check --format json\n\nExit status: 0 no errors, 1 errors found, 2 bad input."
+    )]
     Check {
         #[arg(long, value_enum, default_value = "text")]
         format: ReportFormat,
@@ -89,7 +97,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
         Err(e) => {
             let _ = e.print();
             return match e.kind() {
-                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => Ok(Outcome::Clean),
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                    Ok(Outcome::Clean)
+                }
                 _ => Err(2),
             };
         }
@@ -105,7 +115,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
     let _ = out.flush();
     match result {
         Ok(outcome) => Ok(outcome),
-        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => Ok(Outcome::Clean),
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => {
+            Ok(Outcome::Clean)
+        }
         Err(e) => {
             report(&e);
             Err(2)
@@ -131,4 +143,3 @@ fn report(e: &Error) {
 pub(crate) fn io(e: std::io::Error) -> Error {
     Error::io(std::path::Path::new("<stdout>"), e)
 }
-

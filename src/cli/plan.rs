@@ -52,29 +52,47 @@ pub fn run(root: &Path, format: ReportFormat, out: &mut impl Write) -> Result<Ou
                     json!({"wave": n, "name": repo.config.wave_name(n), "path": apps.wave_dir(n), "files": files})
                 })
                 .collect();
-            let not_placed: Vec<_> = unplaced.iter().map(|&i| json!({"name": g.nodes[i].name, "wave": g.nodes[i].wave})).collect();
+            let not_placed: Vec<_> = unplaced
+                .iter()
+                .map(|&i| json!({"name": g.nodes[i].name, "wave": g.nodes[i].wave}))
+                .collect();
             let doc = json!({"waves": waves, "notPlaced": not_placed, "files": plan.placements.len(), "moves": moves});
             serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
         }
         ReportFormat::Text => {
             let mut s = String::new();
             for n in 0..plan.waves {
-                s.push_str(&format!("wave {n}: {} -> ./{}\n", repo.config.wave_name(n), apps.wave_dir(n)));
+                s.push_str(&format!(
+                    "wave {n}: {} -> ./{}\n",
+                    repo.config.wave_name(n),
+                    apps.wave_dir(n)
+                ));
                 for p in plan.files_in(n) {
                     let from = apps.path_of(&p.file, p.from);
                     if p.moves() {
                         let to = apps.path_of(&p.file, Location::Wave(p.wave));
-                        s.push_str(&format!("  move  {from} -> {to}  ({})\n", g.nodes[p.owner].name));
+                        s.push_str(&format!(
+                            "  move  {from} -> {to}  ({})\n",
+                            g.nodes[p.owner].name
+                        ));
                     } else {
                         s.push_str(&format!("  keep  {from}  ({})\n", g.nodes[p.owner].name));
                     }
                 }
             }
             if !unplaced.is_empty() {
-                let names: Vec<_> = unplaced.iter().map(|&i| format!("{} (wave {})", g.nodes[i].name, g.nodes[i].wave)).collect();
+                let names: Vec<_> = unplaced
+                    .iter()
+                    .map(|&i| format!("{} (wave {})", g.nodes[i].name, g.nodes[i].wave))
+                    .collect();
                 s.push_str(&format!("not placed (no manifest): {}\n", names.join(", ")));
             }
-            s.push_str(&format!("{} files in {} waves, {} to move\n", plan.placements.len(), plan.waves, moves));
+            s.push_str(&format!(
+                "{} files in {} waves, {} to move\n",
+                plan.placements.len(),
+                plan.waves,
+                moves
+            ));
             s
         }
     };

@@ -35,17 +35,34 @@ fn order(repo: &Repo) -> Vec<usize> {
     idx
 }
 
-fn files_of<'a>(plan: &'a Plan, node: usize) -> Vec<&'a str> {
-    plan.placements.iter().filter(|p| p.owner == node).map(|p| p.file.as_str()).collect()
+fn files_of(plan: &Plan, node: usize) -> Vec<&str> {
+    plan.placements
+        .iter()
+        .filter(|p| p.owner == node)
+        .map(|p| p.file.as_str())
+        .collect()
 }
 
 fn text(repo: &Repo, plan: &Plan) -> String {
     let g = &repo.graph;
-    let width = g.nodes.iter().map(|n| n.name.len()).max().unwrap_or(4).max(4);
-    let mut s = format!("{:<4}  {:<width$}  {:<8}  {:<10}  REASON\n", "WAVE", "NAME", "KIND", "PLACED");
+    let width = g
+        .nodes
+        .iter()
+        .map(|n| n.name.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let mut s = format!(
+        "{:<4}  {:<width$}  {:<8}  {:<10}  REASON\n",
+        "WAVE", "NAME", "KIND", "PLACED"
+    );
     for i in order(repo) {
         let n = &g.nodes[i];
-        let placed = if plan.placed[i] { "placed" } else { "not placed" };
+        let placed = if plan.placed[i] {
+            "placed"
+        } else {
+            "not placed"
+        };
         s.push_str(&format!(
             "{:<4}  {:<width$}  {:<8}  {:<10}  {}\n",
             n.wave,
@@ -91,7 +108,8 @@ fn json(repo: &Repo, plan: &Plan) -> String {
 /// The seed's wave table: one row per placed node, its main file first.
 fn markdown(repo: &Repo, plan: &Plan) -> String {
     let g = &repo.graph;
-    let mut s = String::from("| Wave | File | Kind | Reason (dependency path) |\n|---|---|---|---|\n");
+    let mut s =
+        String::from("| Wave | File | Kind | Reason (dependency path) |\n|---|---|---|---|\n");
     let mut last_wave = None;
     for i in order(repo).into_iter().filter(|&i| plan.placed[i]) {
         let n = &g.nodes[i];
@@ -102,18 +120,28 @@ fn markdown(repo: &Repo, plan: &Plan) -> String {
             Some((first, [])) => format!("`{first}`"),
             Some((first, rest)) => format!(
                 "`{first}` (+ {})",
-                rest.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
+                rest.iter()
+                    .map(|f| format!("`{f}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             None => String::new(),
         };
-        let wave = if last_wave != Some(n.wave) { format!("**{}**", n.wave) } else { n.wave.to_string() };
+        let wave = if last_wave != Some(n.wave) {
+            format!("**{}**", n.wave)
+        } else {
+            n.wave.to_string()
+        };
         last_wave = Some(n.wave);
         let kind = match n.kind {
             NodeKind::Service => "service",
             NodeKind::Database => "database",
             NodeKind::Unit => "unit",
         };
-        s.push_str(&format!("| {wave} | {file} | {kind} | {} |\n", g.reason(i, above(repo)).replace('|', "\\|")));
+        s.push_str(&format!(
+            "| {wave} | {file} | {kind} | {} |\n",
+            g.reason(i, above(repo)).replace('|', "\\|")
+        ));
     }
     let unplaced: Vec<String> = order(repo)
         .into_iter()
@@ -121,7 +149,10 @@ fn markdown(repo: &Repo, plan: &Plan) -> String {
         .map(|i| format!("`{}` (w{})", g.nodes[i].name, g.nodes[i].wave))
         .collect();
     if !unplaced.is_empty() {
-        s.push_str(&format!("\nComputed but not placed (no manifest yet): {}.\n", unplaced.join(", ")));
+        s.push_str(&format!(
+            "\nComputed but not placed (no manifest yet): {}.\n",
+            unplaced.join(", ")
+        ));
     }
     s
 }
@@ -131,7 +162,10 @@ fn mermaid(repo: &Repo, plan: &Plan) -> String {
     let g = &repo.graph;
     let mut s = String::from("flowchart LR\n");
     for wave in 0..=g.max_wave() {
-        let members: Vec<usize> = order(repo).into_iter().filter(|&i| g.nodes[i].wave == wave).collect();
+        let members: Vec<usize> = order(repo)
+            .into_iter()
+            .filter(|&i| g.nodes[i].wave == wave)
+            .collect();
         if members.is_empty() {
             continue;
         }
@@ -146,7 +180,10 @@ fn mermaid(repo: &Repo, plan: &Plan) -> String {
             s.push_str(&format!("  n{} --> n{i}\n", e.to));
         }
     }
-    let unplaced: Vec<String> = (0..g.nodes.len()).filter(|&i| !plan.placed[i]).map(|i| format!("n{i}")).collect();
+    let unplaced: Vec<String> = (0..g.nodes.len())
+        .filter(|&i| !plan.placed[i])
+        .map(|i| format!("n{i}"))
+        .collect();
     if !unplaced.is_empty() {
         s.push_str("  classDef unplaced stroke-dasharray: 5 5\n");
         s.push_str(&format!("  class {} unplaced\n", unplaced.join(",")));

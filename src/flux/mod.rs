@@ -20,7 +20,10 @@ pub fn wave_kustomization(config: &Config, n: usize) -> Value {
     };
     let mut spec = Map::new();
     if !upstream.is_empty() {
-        spec.insert("dependsOn".into(), upstream.iter().map(|u| json!({"name": u})).collect());
+        spec.insert(
+            "dependsOn".into(),
+            upstream.iter().map(|u| json!({"name": u})).collect(),
+        );
     }
     for (k, v) in &config.waves.spec {
         if k != "dependsOn" && k != "path" {
@@ -73,22 +76,38 @@ impl FluxKustomization {
     /// The Flux Kustomization in a parsed document, if it is one.
     pub fn from_value(doc: &Value) -> Option<FluxKustomization> {
         let api = doc.get("apiVersion")?.as_str()?;
-        if !api.starts_with(&format!("{KUSTOMIZE_GROUP}/")) || doc.get("kind")?.as_str()? != "Kustomization" {
+        if !api.starts_with(&format!("{KUSTOMIZE_GROUP}/"))
+            || doc.get("kind")?.as_str()? != "Kustomization"
+        {
             return None;
         }
         let meta = doc.get("metadata")?;
         let strings = |key: &str| -> std::collections::BTreeMap<String, String> {
             meta.get(key)
                 .and_then(Value::as_object)
-                .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect())
+                .map(|m| {
+                    m.iter()
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                        .collect()
+                })
                 .unwrap_or_default()
         };
         let spec = doc.get("spec");
         Some(FluxKustomization {
             name: meta.get("name")?.as_str()?.to_string(),
-            namespace: meta.get("namespace").and_then(Value::as_str).unwrap_or("").to_string(),
-            path: normalize_path(spec.and_then(|s| s.get("path")).and_then(Value::as_str).unwrap_or("")),
-            has_decryption: spec.and_then(|s| s.get("decryption")).is_some_and(Value::is_object),
+            namespace: meta
+                .get("namespace")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            path: normalize_path(
+                spec.and_then(|s| s.get("path"))
+                    .and_then(Value::as_str)
+                    .unwrap_or(""),
+            ),
+            has_decryption: spec
+                .and_then(|s| s.get("decryption"))
+                .is_some_and(Value::is_object),
             labels: strings("labels"),
             annotations: strings("annotations"),
             object: doc.clone(),
@@ -98,7 +117,10 @@ impl FluxKustomization {
 
 /// `./apps/` -> `apps`; `./` -> ``.
 pub fn normalize_path(p: &str) -> String {
-    p.split('/').filter(|s| !s.is_empty() && *s != ".").collect::<Vec<_>>().join("/")
+    p.split('/')
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 #[cfg(test)]
@@ -135,7 +157,10 @@ spec:
 "
         );
         let w0 = wave_kustomization(&c, 0);
-        assert_eq!(w0["spec"]["dependsOn"], json!([{"name": "platform-config"}]));
+        assert_eq!(
+            w0["spec"]["dependsOn"],
+            json!([{"name": "platform-config"}])
+        );
     }
 
     #[test]
@@ -143,7 +168,10 @@ spec:
         let doc: Value = serde_saphyr::from_str("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps, namespace: flux-system}\nspec: {path: ./apps/}\n").unwrap();
         let k = FluxKustomization::from_value(&doc).unwrap();
         assert_eq!((k.name.as_str(), k.path.as_str()), ("apps", "apps"));
-        let doc: Value = serde_saphyr::from_str("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n").unwrap();
+        let doc: Value = serde_saphyr::from_str(
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n",
+        )
+        .unwrap();
         assert!(FluxKustomization::from_value(&doc).is_none());
     }
 }

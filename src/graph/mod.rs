@@ -63,18 +63,29 @@ enum Origin {
 impl Graph {
     pub fn build(services: &[Service], config: &Config) -> Result<Graph> {
         let mut errors = Vec::new();
-        let service_names: HashMap<&str, usize> =
-            services.iter().enumerate().map(|(i, s)| (s.name.as_str(), i)).collect();
+        let service_names: HashMap<&str, usize> = services
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.name.as_str(), i))
+            .collect();
         let config_text = config.text.clone().unwrap_or_default();
-        let mut names: Vec<(String, NodeKind)> =
-            services.iter().map(|s| (s.name.clone(), NodeKind::Service)).collect();
+        let mut names: Vec<(String, NodeKind)> = services
+            .iter()
+            .map(|s| (s.name.clone(), NodeKind::Service))
+            .collect();
         let mut unit_names: HashMap<&str, usize> = HashMap::new();
         for (i, u) in config.units.iter().enumerate() {
             if service_names.contains_key(u.name.as_str()) {
                 errors.push(
-                    SourceError::new(config::FILE, format!("unit `{}` has the name of a catalog service", u.name))
-                        .at(&config_text, u.name_span)
-                        .help(format!("rename the unit, or delete it and give catalog/{}.yaml its dependencies", u.name)),
+                    SourceError::new(
+                        config::FILE,
+                        format!("unit `{}` has the name of a catalog service", u.name),
+                    )
+                    .at(&config_text, u.name_span)
+                    .help(format!(
+                        "rename the unit, or delete it and give catalog/{}.yaml its dependencies",
+                        u.name
+                    )),
                 );
                 continue;
             }
@@ -93,8 +104,11 @@ impl Graph {
         leaves.dedup();
         names.extend(leaves.iter().map(|l| (l.to_string(), NodeKind::Database)));
         names.sort();
-        let index: HashMap<String, usize> =
-            names.iter().enumerate().map(|(i, (n, _))| (n.clone(), i)).collect();
+        let index: HashMap<String, usize> = names
+            .iter()
+            .enumerate()
+            .map(|(i, (n, _))| (n.clone(), i))
+            .collect();
 
         let suggest = |target: &str| -> String {
             let best = names
@@ -125,7 +139,13 @@ impl Graph {
                 match index.get(&d.to) {
                     Some(&to) => {
                         nodes[from].edges.push(Edge { to, weight: 1 });
-                        origins.insert((from, to), Origin::Catalog { service: si, dep: di });
+                        origins.insert(
+                            (from, to),
+                            Origin::Catalog {
+                                service: si,
+                                dep: di,
+                            },
+                        );
                     }
                     None => errors.push(
                         SourceError::new(&s.path, format!("unknown dependency `{}`", d.to))
@@ -136,40 +156,55 @@ impl Graph {
             }
         }
         for (ui, u) in config.units.iter().enumerate() {
-            let Some(&from) = unit_names.get(u.name.as_str()).and_then(|_| index.get(&u.name)) else {
+            let Some(&from) = unit_names
+                .get(u.name.as_str())
+                .and_then(|_| index.get(&u.name))
+            else {
                 continue;
             };
             match index.get(&u.anchor) {
                 Some(&to) => {
-                    nodes[from].edges.push(Edge { to, weight: usize::from(u.above) });
+                    nodes[from].edges.push(Edge {
+                        to,
+                        weight: usize::from(u.above),
+                    });
                     origins.insert((from, to), Origin::Unit(ui));
                 }
                 None => errors.push(
-                    SourceError::new(config::FILE, format!("unit `{}` anchors on unknown `{}`", u.name, u.anchor))
-                        .at(&config_text, u.anchor_span)
-                        .help(suggest(&u.anchor)),
+                    SourceError::new(
+                        config::FILE,
+                        format!("unit `{}` anchors on unknown `{}`", u.name, u.anchor),
+                    )
+                    .at(&config_text, u.anchor_span)
+                    .help(suggest(&u.anchor)),
                 ),
             }
         }
         if !errors.is_empty() {
             return Err(Error::Input(errors));
         }
-        for (i, n) in nodes.iter_mut().enumerate() {
+        for n in &mut nodes {
             n.edges.sort_by_key(|e| e.to);
-            let _ = i;
         }
         let mut graph = Graph { nodes, index };
         if let Err(cycle) = graph.compute_waves() {
             let first = cycle[0];
-            let text = cycle.iter().chain(std::iter::once(&first)).map(|&i| graph.nodes[i].name.as_str()).collect::<Vec<_>>().join(" -> ");
+            let text = cycle
+                .iter()
+                .chain(std::iter::once(&first))
+                .map(|&i| graph.nodes[i].name.as_str())
+                .collect::<Vec<_>>()
+                .join(" -> ");
             let message = format!("dependency cycle: {text}");
-            let help = "a wave needs every dependency in a lower wave: remove one of these dependencies";
+            let help =
+                "a wave needs every dependency in a lower wave: remove one of these dependencies";
             let err = match origins.get(&(cycle[0], cycle[1 % cycle.len()])) {
                 Some(Origin::Catalog { service, dep }) => {
                     let s = &services[*service];
                     SourceError::new(&s.path, message).at(&s.text, s.dependencies[*dep].span)
                 }
-                Some(Origin::Unit(u)) => SourceError::new(config::FILE, message).at(&config_text, config.units[*u].anchor_span),
+                Some(Origin::Unit(u)) => SourceError::new(config::FILE, message)
+                    .at(&config_text, config.units[*u].anchor_span),
                 None => SourceError::new(config::FILE, message),
             };
             return Err(err.help(help).into());
@@ -210,8 +245,13 @@ impl Graph {
                         }
                         Mark::Open => {
                             let pos = stack.iter().position(|&(v, _)| v == edge.to).unwrap_or(0);
-                            let mut cycle: Vec<usize> = stack[pos..].iter().map(|&(v, _)| v).collect();
-                            let min = cycle.iter().enumerate().min_by_key(|(_, &v)| v).map_or(0, |(i, _)| i);
+                            let mut cycle: Vec<usize> =
+                                stack[pos..].iter().map(|&(v, _)| v).collect();
+                            let min = cycle
+                                .iter()
+                                .enumerate()
+                                .min_by_key(|(_, &v)| v)
+                                .map_or(0, |(i, _)| i);
                             cycle.rotate_left(min);
                             return Err(cycle);
                         }
@@ -259,13 +299,19 @@ impl Graph {
             NodeKind::Unit => {
                 let anchor = node.edges.first().map(|e| e.to);
                 match anchor {
-                    Some(a) if unit_above(&node.name) => format!("unit: anchor {}, above -> one wave up", name_wave(a)),
+                    Some(a) if unit_above(&node.name) => {
+                        format!("unit: anchor {}, above -> one wave up", name_wave(a))
+                    }
                     Some(a) => format!("unit: anchor {}, same wave", name_wave(a)),
                     None => "unit".into(),
                 }
             }
             NodeKind::Database if node.edges.is_empty() => {
-                let users: Vec<String> = node.dependants.iter().map(|&d| format!("`{}`", self.nodes[d].name)).collect();
+                let users: Vec<String> = node
+                    .dependants
+                    .iter()
+                    .map(|&d| format!("`{}`", self.nodes[d].name))
+                    .collect();
                 if users.is_empty() {
                     "database leaf".into()
                 } else {
@@ -326,23 +372,38 @@ mod tests {
         assert_eq!(w["gitea-actions"], 1);
         assert_eq!(w["db-backup"], 0);
         assert_eq!(g.get("nextcloud-db").unwrap().kind, NodeKind::Database);
-        let path: Vec<_> = g.path(g.index["seerr"]).iter().map(|&i| g.nodes[i].name.clone()).collect();
+        let path: Vec<_> = g
+            .path(g.index["seerr"])
+            .iter()
+            .map(|&i| g.nodes[i].name.clone())
+            .collect();
         assert_eq!(path, ["seerr", "sonarr", "jackett"]);
     }
 
     #[test]
     fn cycle_is_printed_from_its_first_node() {
-        let services = vec![service("b", &["c"]), service("c", &["a"]), service("a", &["b"]), service("d", &["a"])];
+        let services = vec![
+            service("b", &["c"]),
+            service("c", &["a"]),
+            service("a", &["b"]),
+            service("d", &["a"]),
+        ];
         let mut sorted = services.clone();
         sorted.sort_by(|x, y| x.name.cmp(&y.name));
-        let err = Graph::build(&sorted, &Config::default()).unwrap_err().to_string();
+        let err = Graph::build(&sorted, &Config::default())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("dependency cycle: a -> b -> c -> a"), "{err}");
         assert!(err.starts_with("catalog/a.yaml:"), "{err}");
     }
 
     #[test]
     fn unknown_dependency_suggests_the_closest_name() {
-        let err = Graph::build(&[service("sonarr", &["jacket"]), service("jackett", &[])], &Config::default()).unwrap_err();
+        let err = Graph::build(
+            &[service("sonarr", &["jacket"]), service("jackett", &[])],
+            &Config::default(),
+        )
+        .unwrap_err();
         let Error::Input(errs) = err else { panic!() };
         assert_eq!(errs[0].message, "unknown dependency `jacket`");
         assert_eq!(errs[0].help.as_deref(), Some("did you mean `jackett`?"));
@@ -350,14 +411,26 @@ mod tests {
 
     #[test]
     fn unit_clashing_with_a_service_is_an_error() {
-        let err = Graph::build(&[service("gitea", &[])], &config("  - {name: gitea, anchor: gitea}\n")).unwrap_err();
-        assert!(err.to_string().contains("has the name of a catalog service"));
+        let err = Graph::build(
+            &[service("gitea", &[])],
+            &config("  - {name: gitea, anchor: gitea}\n"),
+        )
+        .unwrap_err();
+        assert!(err
+            .to_string()
+            .contains("has the name of a catalog service"));
     }
 
     #[test]
     fn long_chains_do_not_overflow() {
         let services: Vec<Service> = (0..20_000)
-            .map(|i| if i == 0 { service("s00000", &[]) } else { service(&format!("s{i:05}"), &[&format!("s{:05}", i - 1)]) })
+            .map(|i| {
+                if i == 0 {
+                    service("s00000", &[])
+                } else {
+                    service(&format!("s{i:05}"), &[&format!("s{:05}", i - 1)])
+                }
+            })
             .collect();
         let g = Graph::build(&services, &Config::default()).unwrap();
         assert_eq!(g.max_wave(), 19_999);

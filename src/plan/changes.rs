@@ -43,11 +43,22 @@ impl Drift {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
     /// A rename; the file's bytes are not touched.
-    Move { from: String, to: String },
-    Write { path: String, old: Option<String>, new: String },
-    Remove { path: String },
+    Move {
+        from: String,
+        to: String,
+    },
+    Write {
+        path: String,
+        old: Option<String>,
+        new: String,
+    },
+    Remove {
+        path: String,
+    },
     /// Removes a folder when it is left empty.
-    RemoveDir { path: String },
+    RemoveDir {
+        path: String,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -72,12 +83,15 @@ fn parse_docs(rel: &str, text: &str) -> Result<Vec<Value>> {
 }
 
 fn require(repo: &Repo, rel: &str, help: &str) -> Result<String> {
-    read_optional(&repo.root, rel)?.ok_or_else(|| SourceError::new(rel, "not found").help(help).into())
+    read_optional(&repo.root, rel)?
+        .ok_or_else(|| SourceError::new(rel, "not found").help(help).into())
 }
 
 fn edit_failed(rel: &str, why: String) -> Error {
     SourceError::new(rel, format!("cannot edit this file safely: {why}"))
-        .help("make the edit by hand, or simplify the file's layout, then run `fluxwave apply` again")
+        .help(
+            "make the edit by hand, or simplify the file's layout, then run `fluxwave apply` again",
+        )
         .into()
 }
 
@@ -92,27 +106,52 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<Vec<Change>> {
 
     for p in plan.placements.iter().filter(|p| p.moves()) {
         changes.push(Change {
-            op: Op::Move { from: apps.path_of(&p.file, p.from), to: apps.path_of(&p.file, Location::Wave(p.wave)) },
+            op: Op::Move {
+                from: apps.path_of(&p.file, p.from),
+                to: apps.path_of(&p.file, Location::Wave(p.wave)),
+            },
             drift: Drift::MisplacedFile,
-            why: format!("owned by `{}`, wave {}", repo.graph.nodes[p.owner].name, p.wave),
+            why: format!(
+                "owned by `{}`, wave {}",
+                repo.graph.nodes[p.owner].name, p.wave
+            ),
         });
     }
 
     for n in 0..plan.waves {
         let rel = format!("{}/kustomization.yaml", apps.wave_dir(n));
         let new = flux::wave_dir_kustomization_text(n, plan.files_in(n).map(|p| p.file.as_str()));
-        write_if_changed(&mut changes, read_optional(&repo.root, &rel)?, rel, new, Drift::WaveFolder, format!("the files of wave {n}"));
+        write_if_changed(
+            &mut changes,
+            read_optional(&repo.root, &rel)?,
+            rel,
+            new,
+            Drift::WaveFolder,
+            format!("the files of wave {n}"),
+        );
     }
     for (n, k) in apps.wave_dirs.iter().filter(|(n, _)| *n >= plan.waves) {
         let dir = apps.wave_dir(*n);
         if let Some(k) = k {
-            changes.push(Change { op: Op::Remove { path: format!("{dir}/{k}") }, drift: Drift::WaveFolder, why: format!("wave {n} no longer exists") });
+            changes.push(Change {
+                op: Op::Remove {
+                    path: format!("{dir}/{k}"),
+                },
+                drift: Drift::WaveFolder,
+                why: format!("wave {n} no longer exists"),
+            });
         }
-        changes.push(Change { op: Op::RemoveDir { path: dir }, drift: Drift::WaveFolder, why: format!("wave {n} no longer exists") });
+        changes.push(Change {
+            op: Op::RemoveDir { path: dir },
+            drift: Drift::WaveFolder,
+            why: format!("wave {n} no longer exists"),
+        });
     }
     if let Some(k) = &apps.root_kustomization {
         changes.push(Change {
-            op: Op::Remove { path: format!("{}/{k}", apps.dir) },
+            op: Op::Remove {
+                path: format!("{}/{k}", apps.dir),
+            },
             drift: Drift::FlatKustomization,
             why: "nothing points at the flat app tier once it is waved".into(),
         });
@@ -126,7 +165,11 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<Vec<Change>> {
     let entries: Vec<String> = base_doc
         .get("resources")
         .and_then(Value::as_array)
-        .map(|a| a.iter().map(|v| v.as_str().unwrap_or("").to_string()).collect())
+        .map(|a| {
+            a.iter()
+                .map(|v| v.as_str().unwrap_or("").to_string())
+                .collect()
+        })
         .unwrap_or_default();
     let wave_file = |entry: &str| -> Option<usize> {
         config.wave_of_name(flux::normalize_path(entry).strip_suffix(".yaml")?)
@@ -143,7 +186,9 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<Vec<Change>> {
             continue;
         }
         let rel = format!("{base}/{file}");
-        let Some(text) = read_optional(&repo.root, &rel)? else { continue };
+        let Some(text) = read_optional(&repo.root, &rel)? else {
+            continue;
+        };
         let docs = parse_docs(&rel, &text)?;
         let retired: Vec<FluxKustomization> = docs
             .iter()
@@ -154,27 +199,43 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<Vec<Change>> {
             continue;
         }
         if docs.len() > 1 {
-            return Err(SourceError::new(&rel, format!("holds other objects beside the Flux Kustomization `{}` that points at ./{}", retired[0].name, config.apps))
-                .help("move the other objects to a file of their own, then run `fluxwave apply` again")
-                .into());
+            return Err(SourceError::new(
+                &rel,
+                format!(
+                    "holds other objects beside the Flux Kustomization `{}` that points at ./{}",
+                    retired[0].name, config.apps
+                ),
+            )
+            .help("move the other objects to a file of their own, then run `fluxwave apply` again")
+            .into());
         }
         retired_names.insert(retired[0].name.clone());
         managed.push(i);
         changes.push(Change {
             op: Op::Remove { path: rel },
             drift: Drift::RetiredKustomization,
-            why: format!("the single `{}` Kustomization is replaced by the waves", retired[0].name),
+            why: format!(
+                "the single `{}` Kustomization is replaced by the waves",
+                retired[0].name
+            ),
         });
     }
     for n in 0..plan.waves {
         let rel = format!("{base}/{}.yaml", config.wave_name(n));
         let new = flux::wave_kustomization_text(config, n);
-        write_if_changed(&mut changes, read_optional(&repo.root, &rel)?, rel, new, Drift::WaveKustomization, format!("Flux Kustomization of wave {n}"));
+        write_if_changed(
+            &mut changes,
+            read_optional(&repo.root, &rel)?,
+            rel,
+            new,
+            Drift::WaveKustomization,
+            format!("Flux Kustomization of wave {n}"),
+        );
     }
     let mut stale_waves: Vec<usize> = Vec::new();
     if let Ok(dir) = std::fs::read_dir(repo.path(base)) {
         for entry in dir.flatten() {
-            if let Some(n) = entry.file_name().to_str().and_then(|f| wave_file(f)) {
+            if let Some(n) = entry.file_name().to_str().and_then(&wave_file) {
                 if n >= plan.waves {
                     stale_waves.push(n);
                 }
@@ -184,18 +245,32 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<Vec<Change>> {
     stale_waves.sort_unstable();
     for n in &stale_waves {
         changes.push(Change {
-            op: Op::Remove { path: format!("{base}/{}.yaml", config.wave_name(*n)) },
+            op: Op::Remove {
+                path: format!("{base}/{}.yaml", config.wave_name(*n)),
+            },
             drift: Drift::WaveKustomization,
             why: format!("wave {n} no longer exists"),
         });
     }
-    let desired: Vec<String> = (0..plan.waves).map(|n| format!("{}.yaml", config.wave_name(n))).collect();
+    let desired: Vec<String> = (0..plan.waves)
+        .map(|n| format!("{}.yaml", config.wave_name(n)))
+        .collect();
     let current: Vec<&str> = managed.iter().map(|&i| entries[i].as_str()).collect();
     if current != desired {
-        let new = kedit::edit_sequence(&base_text, "resources", &managed, managed.first().copied(), &desired)
-            .map_err(|e| edit_failed(&base_rel, e))?;
+        let new = kedit::edit_sequence(
+            &base_text,
+            "resources",
+            &managed,
+            managed.first().copied(),
+            &desired,
+        )
+        .map_err(|e| edit_failed(&base_rel, e))?;
         changes.push(Change {
-            op: Op::Write { path: base_rel.clone(), old: Some(base_text.clone()), new },
+            op: Op::Write {
+                path: base_rel.clone(),
+                old: Some(base_text.clone()),
+                new,
+            },
             drift: Drift::BaseEntries,
             why: "one entry per wave, the retired entry removed".into(),
         });
@@ -208,31 +283,57 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<Vec<Change>> {
         .chain(stale_waves.iter().map(|&n| config.wave_name(n)))
         .collect();
     let wave_names: Vec<String> = (0..plan.waves).map(|n| config.wave_name(n)).collect();
-    let template_decrypts = config.waves.spec.get("decryption").is_some_and(Value::is_object);
+    let template_decrypts = config
+        .waves
+        .spec
+        .get("decryption")
+        .is_some_and(Value::is_object);
     for env in &config.environments {
         let rel = format!("{}/kustomization.yaml", env.path);
-        let text = require(repo, &rel, "list your environments under clusters.environments in fluxwave.yaml")?;
+        let text = require(
+            repo,
+            &rel,
+            "list your environments under clusters.environments in fluxwave.yaml",
+        )?;
         let doc: Value = yaml::parse(&rel, &Text::new(text.clone()))?;
         let env_dir = repo.path(&env.path);
         let read = |p: &str| std::fs::read_to_string(env_dir.join(p)).ok();
-        let patches = kedit::decryption_patches(&doc, &read).map_err(|e| Error::from(SourceError::new(&rel, e)))?;
-        let removed: Vec<&kedit::DecryptionPatch> =
-            patches.iter().filter(|p| p.literal_name().is_some_and(|n| gone.contains(n))).collect();
+        let patches = kedit::decryption_patches(&doc, &read)
+            .map_err(|e| Error::from(SourceError::new(&rel, e)))?;
+        let removed: Vec<&kedit::DecryptionPatch> = patches
+            .iter()
+            .filter(|p| p.literal_name().is_some_and(|n| gone.contains(n)))
+            .collect();
         let empty = Default::default();
         let mut items = Vec::new();
         let mut undecrypted = Vec::new();
         for name in &wave_names {
-            let obj = FluxRef { name, namespace: &config.waves.namespace, labels: &empty, annotations: &empty };
+            let obj = FluxRef {
+                name,
+                namespace: &config.waves.namespace,
+                labels: &empty,
+                annotations: &empty,
+            };
             let covered = template_decrypts
-                || patches.iter().any(|p| p.covers(&obj) && !removed.iter().any(|r| std::ptr::eq(*r, p)));
+                || patches
+                    .iter()
+                    .any(|p| p.covers(&obj) && !removed.iter().any(|r| std::ptr::eq(*r, p)));
             if !covered {
                 undecrypted.push(format!("`{name}`"));
-                items.push(kedit::decryption_patch_item(name, &config.waves.namespace, &config.waves.decryption));
+                items.push(kedit::decryption_patch_item(
+                    name,
+                    &config.waves.namespace,
+                    &config.waves.decryption,
+                ));
             }
         }
         let mut new = text.clone();
         for field in ["patches", "patchesStrategicMerge", "patchesJson6902"] {
-            let remove: Vec<usize> = removed.iter().filter(|p| p.field == field).map(|p| p.index).collect();
+            let remove: Vec<usize> = removed
+                .iter()
+                .filter(|p| p.field == field)
+                .map(|p| p.index)
+                .collect();
             let insert: &[String] = if field == "patches" { &items } else { &[] };
             if remove.is_empty() && insert.is_empty() {
                 continue;
@@ -240,24 +341,40 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<Vec<Change>> {
             let at = remove.first().copied().or_else(|| {
                 patches
                     .iter()
-                    .filter(|p| p.field == "patches" && p.literal_name().is_some_and(|n| wave_names.iter().any(|w| w == n)))
+                    .filter(|p| {
+                        p.field == "patches"
+                            && p.literal_name()
+                                .is_some_and(|n| wave_names.iter().any(|w| w == n))
+                    })
                     .map(|p| p.index + 1)
                     .max()
             });
-            new = kedit::edit_sequence(&new, field, &remove, at, insert).map_err(|e| edit_failed(&rel, e))?;
+            new = kedit::edit_sequence(&new, field, &remove, at, insert)
+                .map_err(|e| edit_failed(&rel, e))?;
         }
         if new != text {
             let mut why = Vec::new();
             if !undecrypted.is_empty() {
                 why.push(format!("no SOPS decryption for {}", undecrypted.join(", ")));
             }
-            let mut stale: Vec<String> = removed.iter().filter_map(|p| p.literal_name()).map(|n| format!("`{n}`")).collect();
+            let mut stale: Vec<String> = removed
+                .iter()
+                .filter_map(|p| p.literal_name())
+                .map(|n| format!("`{n}`"))
+                .collect();
             stale.dedup();
             if !stale.is_empty() {
-                why.push(format!("a decryption patch for {}, which no longer exists", stale.join(", ")));
+                why.push(format!(
+                    "a decryption patch for {}, which no longer exists",
+                    stale.join(", ")
+                ));
             }
             changes.push(Change {
-                op: Op::Write { path: rel, old: Some(text), new },
+                op: Op::Write {
+                    path: rel,
+                    old: Some(text),
+                    new,
+                },
                 drift: Drift::Decryption,
                 why: format!("environment `{}`: {}", env.name, why.join("; ")),
             });
@@ -266,9 +383,20 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<Vec<Change>> {
     Ok(changes)
 }
 
-fn write_if_changed(changes: &mut Vec<Change>, old: Option<String>, path: String, new: String, drift: Drift, why: String) {
+fn write_if_changed(
+    changes: &mut Vec<Change>,
+    old: Option<String>,
+    path: String,
+    new: String,
+    drift: Drift,
+    why: String,
+) {
     if old.as_deref() != Some(new.as_str()) {
-        changes.push(Change { op: Op::Write { path, old, new }, drift, why });
+        changes.push(Change {
+            op: Op::Write { path, old, new },
+            drift,
+            why,
+        });
     }
 }
 

@@ -51,7 +51,9 @@ impl Problem {
     pub fn message(&self) -> String {
         match self {
             Problem::Unowned { file } => format!("{file} belongs to no unit"),
-            Problem::Duplicate { file, paths } => format!("`{file}` is in more than one place: {}", paths.join(", ")),
+            Problem::Duplicate { file, paths } => {
+                format!("`{file}` is in more than one place: {}", paths.join(", "))
+            }
             Problem::MissingDependency { node, dependency } => {
                 format!("`{node}` is placed but depends on `{dependency}`, which has no manifest")
             }
@@ -132,10 +134,18 @@ impl Plan {
                 }
             }
         }
-        problems.extend(apps.foreign.iter().map(|(path, what)| Problem::Foreign { path: path.clone(), what }));
+        problems.extend(apps.foreign.iter().map(|(path, what)| Problem::Foreign {
+            path: path.clone(),
+            what,
+        }));
         placements.sort_by(|a, b| (a.wave, &a.file).cmp(&(b.wave, &b.file)));
         let waves = placements.iter().map(|p| p.wave + 1).max().unwrap_or(0);
-        Plan { placements, placed, waves, problems }
+        Plan {
+            placements,
+            placed,
+            waves,
+            problems,
+        }
     }
 
     pub fn for_repo(repo: &Repo) -> Plan {

@@ -56,48 +56,74 @@ impl AppTier {
             let entry = entry.map_err(|e| Error::io(&abs, e))?;
             let ft = entry.file_type().map_err(|e| Error::io(&entry.path(), e))?;
             let Some(name) = entry.file_name().to_str().map(str::to_string) else {
-                tier.foreign.push((format!("{dir}/{}", entry.file_name().to_string_lossy()), "name is not UTF-8"));
+                tier.foreign.push((
+                    format!("{dir}/{}", entry.file_name().to_string_lossy()),
+                    "name is not UTF-8",
+                ));
                 continue;
             };
             if ft.is_symlink() {
-                tier.foreign.push((format!("{dir}/{name}"), "symbolic link (not followed)"));
+                tier.foreign
+                    .push((format!("{dir}/{name}"), "symbolic link (not followed)"));
             } else if ft.is_dir() {
                 match name.strip_prefix("wave-").and_then(wave_number) {
                     Some(n) => {
                         let k = tier.scan_wave(&entry.path(), dir, &name, n)?;
                         tier.wave_dirs.push((n, k));
                     }
-                    None => tier.foreign.push((format!("{dir}/{name}"), "folder that is not a wave")),
+                    None => tier
+                        .foreign
+                        .push((format!("{dir}/{name}"), "folder that is not a wave")),
                 }
             } else if KUSTOMIZATION_NAMES.contains(&name.as_str()) {
                 tier.root_kustomization = Some(name);
             } else if is_manifest(&name) {
-                tier.files.push(AppFile { name, location: Location::Flat });
+                tier.files.push(AppFile {
+                    name,
+                    location: Location::Flat,
+                });
             }
         }
-        tier.files.sort_by(|a, b| (&a.name, a.location).cmp(&(&b.name, b.location)));
+        tier.files
+            .sort_by(|a, b| (&a.name, a.location).cmp(&(&b.name, b.location)));
         tier.wave_dirs.sort();
         tier.foreign.sort();
         Ok(tier)
     }
 
-    fn scan_wave(&mut self, abs: &Path, dir: &str, wave_dir: &str, n: usize) -> Result<Option<String>> {
+    fn scan_wave(
+        &mut self,
+        abs: &Path,
+        dir: &str,
+        wave_dir: &str,
+        n: usize,
+    ) -> Result<Option<String>> {
         let mut kustomization = None;
         for entry in std::fs::read_dir(abs).map_err(|e| Error::io(abs, e))? {
             let entry = entry.map_err(|e| Error::io(abs, e))?;
             let ft = entry.file_type().map_err(|e| Error::io(&entry.path(), e))?;
             let Some(name) = entry.file_name().to_str().map(str::to_string) else {
-                self.foreign.push((format!("{dir}/{wave_dir}/{}", entry.file_name().to_string_lossy()), "name is not UTF-8"));
+                self.foreign.push((
+                    format!("{dir}/{wave_dir}/{}", entry.file_name().to_string_lossy()),
+                    "name is not UTF-8",
+                ));
                 continue;
             };
             if ft.is_symlink() {
-                self.foreign.push((format!("{dir}/{wave_dir}/{name}"), "symbolic link (not followed)"));
+                self.foreign.push((
+                    format!("{dir}/{wave_dir}/{name}"),
+                    "symbolic link (not followed)",
+                ));
             } else if ft.is_dir() {
-                self.foreign.push((format!("{dir}/{wave_dir}/{name}"), "folder inside a wave"));
+                self.foreign
+                    .push((format!("{dir}/{wave_dir}/{name}"), "folder inside a wave"));
             } else if KUSTOMIZATION_NAMES.contains(&name.as_str()) {
                 kustomization = Some(name);
             } else if is_manifest(&name) {
-                self.files.push(AppFile { name, location: Location::Wave(n) });
+                self.files.push(AppFile {
+                    name,
+                    location: Location::Wave(n),
+                });
             }
         }
         Ok(kustomization)
@@ -123,7 +149,10 @@ impl AppTier {
 
 /// The unit that owns a file: the longest node name that is a prefix of the file name and is
 /// followed there by `-` or `.` (`gitea-actions-runner-secret.sops.yaml` -> `gitea-actions`).
-pub fn owner_of<'a, T>(file: &str, nodes: &'a std::collections::HashMap<String, T>) -> Option<&'a T> {
+pub fn owner_of<'a, T>(
+    file: &str,
+    nodes: &'a std::collections::HashMap<String, T>,
+) -> Option<&'a T> {
     file.char_indices()
         .rev()
         .filter(|&(i, c)| i > 0 && (c == '-' || c == '.'))
@@ -137,16 +166,28 @@ mod tests {
 
     #[test]
     fn longest_prefix_followed_by_dash_or_dot() {
-        let nodes: HashMap<String, &str> = ["gitea", "gitea-actions", "nextcloud", "nextcloud-db", "plex"]
-            .iter()
-            .map(|n| (n.to_string(), *n))
-            .collect();
+        let nodes: HashMap<String, &str> = [
+            "gitea",
+            "gitea-actions",
+            "nextcloud",
+            "nextcloud-db",
+            "plex",
+        ]
+        .iter()
+        .map(|n| (n.to_string(), *n))
+        .collect();
         let owner = |f: &str| owner_of(f, &nodes).copied();
-        assert_eq!(owner("gitea-actions-runner-secret.sops.yaml"), Some("gitea-actions"));
+        assert_eq!(
+            owner("gitea-actions-runner-secret.sops.yaml"),
+            Some("gitea-actions")
+        );
         assert_eq!(owner("gitea-actions.yaml"), Some("gitea-actions"));
         assert_eq!(owner("gitea.yaml"), Some("gitea"));
         assert_eq!(owner("nextcloud-db-app.sops.yaml"), Some("nextcloud-db"));
-        assert_eq!(owner("nextcloud-bootstrap-secret.sops.yaml"), Some("nextcloud"));
+        assert_eq!(
+            owner("nextcloud-bootstrap-secret.sops.yaml"),
+            Some("nextcloud")
+        );
         assert_eq!(owner("plexus.yaml"), None);
         assert_eq!(owner("plex"), None);
         assert_eq!(owner(".yaml"), None);

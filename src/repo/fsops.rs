@@ -14,7 +14,8 @@ pub fn write_atomic(path: &Path, contents: &str) -> Result<()> {
     let mut file = atomic_write_file::AtomicWriteFile::options()
         .open(path)
         .map_err(|e| Error::io(path, e))?;
-    file.write_all(contents.as_bytes()).map_err(|e| Error::io(path, e))?;
+    file.write_all(contents.as_bytes())
+        .map_err(|e| Error::io(path, e))?;
     file.commit().map_err(|e| Error::io(path, e))
 }
 
@@ -54,7 +55,11 @@ pub fn remove_empty_dir(path: &Path) -> Result<bool> {
 
 fn sync_dir(dir: Option<&Path>) -> Result<()> {
     let Some(dir) = dir else { return Ok(()) };
-    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
     match std::fs::File::open(dir).and_then(|f| f.sync_all()) {
         Ok(()) => Ok(()),
         Err(e) => Err(Error::io(dir, e)),

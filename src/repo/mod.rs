@@ -6,7 +6,6 @@ pub mod apptier;
 pub mod fsops;
 pub mod kedit;
 
-
 use std::path::{Path, PathBuf};
 
 use crate::catalog::{self, Service};

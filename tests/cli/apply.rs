@@ -7,7 +7,12 @@ use crate::common::{kustomize, TestRepo};
 /// a <- b, both with manifests, flat, with Flux wiring; then applied.
 fn waved() -> TestRepo {
     let repo = TestRepo::empty();
-    repo.service("a", &[]).service("b", &["a"]).manifest("apps/a.yaml").manifest("apps/b.yaml").flat_kustomization().flux_wiring();
+    repo.service("a", &[])
+        .service("b", &["a"])
+        .manifest("apps/a.yaml")
+        .manifest("apps/b.yaml")
+        .flat_kustomization()
+        .flux_wiring();
     let run = repo.run(&["apply"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     repo
@@ -27,7 +32,12 @@ fn flux_names(repo: &TestRepo, env: &str) -> Vec<(String, bool)> {
     let mut out: Vec<(String, bool)> = build
         .split("\n---\n")
         .map(|d| serde_saphyr::from_str::<serde_json::Value>(d).unwrap())
-        .map(|v| (v["metadata"]["name"].as_str().unwrap().to_string(), v["spec"]["decryption"].is_object()))
+        .map(|v| {
+            (
+                v["metadata"]["name"].as_str().unwrap().to_string(),
+                v["spec"]["decryption"].is_object(),
+            )
+        })
         .collect();
     out.sort();
     out
@@ -36,18 +46,42 @@ fn flux_names(repo: &TestRepo, env: &str) -> Vec<(String, bool)> {
 #[test]
 fn a_new_deepest_wave_is_wired_without_manual_edits() {
     let repo = waved();
-    assert_eq!(flux_names(&repo, "clusters/dev"), [("apps-wave-0".into(), true), ("apps-wave-1".into(), true), ("platform-config".into(), false)]);
+    assert_eq!(
+        flux_names(&repo, "clusters/dev"),
+        [
+            ("apps-wave-0".into(), true),
+            ("apps-wave-1".into(), true),
+            ("platform-config".into(), false)
+        ]
+    );
     repo.service("c", &["b"]).manifest("apps/c.yaml");
     let run = repo.run(&["check"]);
     assert_eq!(run.code, 1);
-    assert!(run.stdout.contains("error[misplaced-file]: apps/c.yaml: belongs in apps/wave-2/c.yaml"), "{}", run.stdout);
-    assert!(run.stdout.contains("error[missing-decryption]: clusters/dev/kustomization.yaml"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("error[misplaced-file]: apps/c.yaml: belongs in apps/wave-2/c.yaml"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("error[missing-decryption]: clusters/dev/kustomization.yaml"),
+        "{}",
+        run.stdout
+    );
     let run = repo.run(&["apply"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(repo.read("clusters/base/kustomization.yaml").contains("  - apps-wave-2.yaml\n"));
+    assert!(repo
+        .read("clusters/base/kustomization.yaml")
+        .contains("  - apps-wave-2.yaml\n"));
     assert_eq!(
         flux_names(&repo, "clusters/dev"),
-        [("apps-wave-0".into(), true), ("apps-wave-1".into(), true), ("apps-wave-2".into(), true), ("platform-config".into(), false)]
+        [
+            ("apps-wave-0".into(), true),
+            ("apps-wave-1".into(), true),
+            ("apps-wave-2".into(), true),
+            ("platform-config".into(), false)
+        ]
     );
     kustomize(&repo.path().join("apps/wave-2"));
     assert_idempotent(&repo);
@@ -63,16 +97,29 @@ fn a_wave_that_empties_is_removed_everywhere() {
     assert!(repo.exists("apps/wave-0/b.yaml"));
     assert!(!repo.exists("apps/wave-1"));
     assert!(!repo.exists("clusters/base/apps-wave-1.yaml"));
-    assert!(!repo.read("clusters/base/kustomization.yaml").contains("apps-wave-1"));
-    assert!(!repo.read("clusters/dev/kustomization.yaml").contains("apps-wave-1"));
-    assert_eq!(flux_names(&repo, "clusters/dev"), [("apps-wave-0".into(), true), ("platform-config".into(), false)]);
+    assert!(!repo
+        .read("clusters/base/kustomization.yaml")
+        .contains("apps-wave-1"));
+    assert!(!repo
+        .read("clusters/dev/kustomization.yaml")
+        .contains("apps-wave-1"));
+    assert_eq!(
+        flux_names(&repo, "clusters/dev"),
+        [
+            ("apps-wave-0".into(), true),
+            ("platform-config".into(), false)
+        ]
+    );
     assert_idempotent(&repo);
 }
 
 #[test]
 fn a_service_moves_between_waves() {
     let repo = TestRepo::empty();
-    repo.service("a", &[]).service("b", &["a"]).service("c", &["b"]).service("d", &[]);
+    repo.service("a", &[])
+        .service("b", &["a"])
+        .service("c", &["b"])
+        .service("d", &[]);
     for f in ["a", "b", "c", "d"] {
         repo.manifest(&format!("apps/{f}.yaml"));
     }
@@ -82,28 +129,58 @@ fn a_service_moves_between_waves() {
     repo.service("d", &["b"]);
     let run = repo.run(&["apply"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(run.stdout.contains("move    apps/wave-0/d.yaml -> apps/wave-2/d.yaml"), "{}", run.stdout);
-    assert_eq!(std::fs::read(repo.path().join("apps/wave-2/d.yaml")).unwrap(), moved, "moves keep the bytes");
-    assert_eq!(repo.read("apps/wave-2/kustomization.yaml").lines().filter(|l| l.starts_with("  - ")).count(), 2);
+    assert!(
+        run.stdout
+            .contains("move    apps/wave-0/d.yaml -> apps/wave-2/d.yaml"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        std::fs::read(repo.path().join("apps/wave-2/d.yaml")).unwrap(),
+        moved,
+        "moves keep the bytes"
+    );
+    assert_eq!(
+        repo.read("apps/wave-2/kustomization.yaml")
+            .lines()
+            .filter(|l| l.starts_with("  - "))
+            .count(),
+        2
+    );
     assert_idempotent(&repo);
 }
 
 #[test]
 fn a_regex_patch_that_covers_every_wave_is_kept_and_no_patch_is_added() {
     let repo = TestRepo::empty();
-    repo.service("a", &[]).service("b", &["a"]).manifest("apps/a.yaml").manifest("apps/b.yaml").flat_kustomization().flux_wiring();
+    repo.service("a", &[])
+        .service("b", &["a"])
+        .manifest("apps/a.yaml")
+        .manifest("apps/b.yaml")
+        .flat_kustomization()
+        .flux_wiring();
     let env = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../base\npatches:\n  - target:\n      kind: Kustomization\n      name: apps.*\n    patch: |-\n      - op: add\n        path: /spec/decryption\n        value:\n          provider: sops\n          secretRef:\n            name: sops-age\n";
     repo.write("clusters/dev/kustomization.yaml", env);
     assert_eq!(repo.run(&["apply"]).code, 0);
     assert_eq!(repo.read("clusters/dev/kustomization.yaml"), env);
-    assert_eq!(flux_names(&repo, "clusters/dev"), [("apps-wave-0".into(), true), ("apps-wave-1".into(), true), ("platform-config".into(), false)]);
+    assert_eq!(
+        flux_names(&repo, "clusters/dev"),
+        [
+            ("apps-wave-0".into(), true),
+            ("apps-wave-1".into(), true),
+            ("platform-config".into(), false)
+        ]
+    );
     assert_idempotent(&repo);
 }
 
 #[test]
 fn a_legacy_strategic_merge_patch_for_the_retired_kustomization_is_replaced() {
     let repo = TestRepo::empty();
-    repo.service("a", &[]).manifest("apps/a.yaml").flat_kustomization().flux_wiring();
+    repo.service("a", &[])
+        .manifest("apps/a.yaml")
+        .flat_kustomization()
+        .flux_wiring();
     repo.write("clusters/dev/decrypt-apps.yaml", "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  decryption:\n    provider: sops\n    secretRef:\n      name: sops-age\n");
     repo.write("clusters/dev/kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../base\npatchesStrategicMerge:\n  - decrypt-apps.yaml\n");
     kustomize(&repo.path().join("clusters/dev"));
@@ -111,21 +188,42 @@ fn a_legacy_strategic_merge_patch_for_the_retired_kustomization_is_replaced() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     let env = repo.read("clusters/dev/kustomization.yaml");
     assert!(!env.contains("decrypt-apps.yaml"), "{env}");
-    assert_eq!(flux_names(&repo, "clusters/dev"), [("apps-wave-0".into(), true), ("platform-config".into(), false)]);
+    assert_eq!(
+        flux_names(&repo, "clusters/dev"),
+        [
+            ("apps-wave-0".into(), true),
+            ("platform-config".into(), false)
+        ]
+    );
     assert_idempotent(&repo);
 }
 
 #[test]
 fn every_environment_gets_its_patches() {
     let repo = TestRepo::empty();
-    repo.service("a", &[]).service("b", &["a"]).manifest("apps/a.yaml").manifest("apps/b.yaml").flat_kustomization().flux_wiring();
+    repo.service("a", &[])
+        .service("b", &["a"])
+        .manifest("apps/a.yaml")
+        .manifest("apps/b.yaml")
+        .flat_kustomization()
+        .flux_wiring();
     repo.write("clusters/prod/kustomization.yaml", "# prod: no patches yet\napiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../base\n");
     repo.write("fluxwave.yaml", "clusters:\n  environments:\n    - {name: dev, path: clusters/dev}\n    - {name: prod, path: clusters/prod}\n");
     assert_eq!(repo.run(&["apply"]).code, 0);
     for env in ["clusters/dev", "clusters/prod"] {
-        assert_eq!(flux_names(&repo, env), [("apps-wave-0".into(), true), ("apps-wave-1".into(), true), ("platform-config".into(), false)], "{env}");
+        assert_eq!(
+            flux_names(&repo, env),
+            [
+                ("apps-wave-0".into(), true),
+                ("apps-wave-1".into(), true),
+                ("platform-config".into(), false)
+            ],
+            "{env}"
+        );
     }
-    assert!(repo.read("clusters/prod/kustomization.yaml").starts_with("# prod: no patches yet\n"));
+    assert!(repo
+        .read("clusters/prod/kustomization.yaml")
+        .starts_with("# prod: no patches yet\n"));
     assert_idempotent(&repo);
 }
 
@@ -138,9 +236,21 @@ fn a_wave_without_decryption_in_an_environment_is_an_error() {
     let run = repo.run(&["check", "--format", "json"]);
     assert_eq!(run.code, 1);
     let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-    let codes: Vec<&str> = doc["findings"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap()).collect();
+    let codes: Vec<&str> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
     assert_eq!(codes, ["missing-decryption"]);
-    assert!(doc["findings"][0]["message"].as_str().unwrap().contains("apps-wave-1"), "{}", run.stdout);
+    assert!(
+        doc["findings"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("apps-wave-1"),
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]
@@ -148,7 +258,10 @@ fn a_sops_file_under_a_kustomization_without_decryption_is_an_error() {
     let repo = waved();
     repo.write("clusters/base/infra.yaml", "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: infra\n  namespace: flux-system\nspec:\n  interval: 1h\n  path: ./infra\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n");
     let base = repo.read("clusters/base/kustomization.yaml");
-    repo.write("clusters/base/kustomization.yaml", &format!("{base}  - infra.yaml\n"));
+    repo.write(
+        "clusters/base/kustomization.yaml",
+        &format!("{base}  - infra.yaml\n"),
+    );
     repo.write("infra/token.sops.yaml", "apiVersion: v1\nkind: Secret\nmetadata:\n    name: token\n    namespace: infra\ndata:\n    token: ENC[AES256_GCM,data:abc=,iv:def=,tag:ghi=,type:str]\nsops:\n    mac: ENC[AES256_GCM,data:xyz=,iv:a=,tag:b=,type:str]\n    version: 3.8.1\n");
     let run = repo.run(&["check"]);
     assert_eq!(run.code, 1, "{}", run.stdout);
@@ -162,10 +275,19 @@ fn a_sops_file_under_a_kustomization_without_decryption_is_an_error() {
 #[test]
 fn a_file_in_the_wrong_wave_is_reported_then_moved() {
     let repo = waved();
-    std::fs::rename(repo.path().join("apps/wave-1/b.yaml"), repo.path().join("apps/wave-0/b.yaml")).unwrap();
+    std::fs::rename(
+        repo.path().join("apps/wave-1/b.yaml"),
+        repo.path().join("apps/wave-0/b.yaml"),
+    )
+    .unwrap();
     let run = repo.run(&["check"]);
     assert_eq!(run.code, 1);
-    assert!(run.stdout.contains("error[misplaced-file]: apps/wave-0/b.yaml: belongs in apps/wave-1/b.yaml"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("error[misplaced-file]: apps/wave-0/b.yaml: belongs in apps/wave-1/b.yaml"),
+        "{}",
+        run.stdout
+    );
     assert_eq!(repo.run(&["apply"]).code, 0);
     assert!(repo.exists("apps/wave-1/b.yaml"));
     assert_idempotent(&repo);

@@ -39,7 +39,9 @@ fn copy_tree(from: &Path, to: &Path) {
 
 impl TestRepo {
     pub fn empty() -> TestRepo {
-        TestRepo { dir: tempfile::tempdir().unwrap() }
+        TestRepo {
+            dir: tempfile::tempdir().unwrap(),
+        }
     }
 
     /// A copy of `examples/<name>`.
@@ -84,7 +86,12 @@ impl TestRepo {
         let deps = if deps.is_empty() {
             String::new()
         } else {
-            format!("  dependencies:\n{}", deps.iter().map(|d| format!("    - to: {d}\n")).collect::<String>())
+            format!(
+                "  dependencies:\n{}",
+                deps.iter()
+                    .map(|d| format!("    - to: {d}\n"))
+                    .collect::<String>()
+            )
         };
         self.write(
             &format!("catalog/{name}.yaml"),
@@ -94,7 +101,12 @@ impl TestRepo {
 
     /// Writes a small manifest (a ConfigMap) that a unit owns.
     pub fn manifest(&self, rel: &str) -> &Self {
-        let name = Path::new(rel).file_stem().unwrap().to_str().unwrap().replace('.', "-");
+        let name = Path::new(rel)
+            .file_stem()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .replace('.', "-");
         self.write(rel, &format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: default\ndata:\n  file: {rel}\n"))
     }
 
@@ -129,8 +141,14 @@ impl TestRepo {
             .env("COLUMNS", "100")
             .output()
             .unwrap();
-        let redact = |b: &[u8]| String::from_utf8_lossy(b).replace(&self.path().display().to_string(), "[REPO]");
-        Run { code: out.status.code().unwrap_or(-1), stdout: redact(&out.stdout), stderr: redact(&out.stderr) }
+        let redact = |b: &[u8]| {
+            String::from_utf8_lossy(b).replace(&self.path().display().to_string(), "[REPO]")
+        };
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: redact(&out.stdout),
+            stderr: redact(&out.stderr),
+        }
     }
 
     /// Every file under the repository with its bytes (the `.git` folder left out).
@@ -144,7 +162,12 @@ impl TestRepo {
                 if e.file_type().unwrap().is_dir() {
                     walk(root, &e.path(), out);
                 } else {
-                    let rel = e.path().strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                    let rel = e
+                        .path()
+                        .strip_prefix(root)
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned();
                     out.insert(rel, std::fs::read(e.path()).unwrap());
                 }
             }
@@ -158,13 +181,26 @@ impl TestRepo {
         let out = Command::new("git")
             .arg("-C")
             .arg(self.path())
-            .args(["-c", "user.name=fluxwave-test", "-c", "user.email=test@fluxwave.dev", "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main"])
+            .args([
+                "-c",
+                "user.name=fluxwave-test",
+                "-c",
+                "user.email=test@fluxwave.dev",
+                "-c",
+                "commit.gpgsign=false",
+                "-c",
+                "init.defaultBranch=main",
+            ])
             .args(args)
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .output()
             .unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
@@ -179,8 +215,17 @@ impl TestRepo {
 
 /// `kubectl kustomize DIR`: the real kustomize. Panics with its stderr on failure.
 pub fn kustomize(dir: &Path) -> String {
-    let out = Command::new("kubectl").arg("kustomize").arg(dir).output().expect("kubectl must be installed");
-    assert!(out.status.success(), "kubectl kustomize {}: {}", dir.display(), String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("kubectl")
+        .arg("kustomize")
+        .arg(dir)
+        .output()
+        .expect("kubectl must be installed");
+    assert!(
+        out.status.success(),
+        "kubectl kustomize {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 

@@ -15,14 +15,37 @@ fn waves_prints_the_seeds_table() {
     let run = repo.run(&["waves", "--format", "json"]);
     let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     let wave_of = |name: &str| {
-        let node = doc["nodes"].as_array().unwrap().iter().find(|n| n["name"] == name).unwrap();
-        (node["wave"].as_u64().unwrap(), node["placed"].as_bool().unwrap(), node["kind"].as_str().unwrap().to_string())
+        let node = doc["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["name"] == name)
+            .unwrap();
+        (
+            node["wave"].as_u64().unwrap(),
+            node["placed"].as_bool().unwrap(),
+            node["kind"].as_str().unwrap().to_string(),
+        )
     };
-    for name in ["pihole", "gitea", "jackett", "plex", "qbittorrent", "nextcloud-db", "semaphore-db"] {
+    for name in [
+        "pihole",
+        "gitea",
+        "jackett",
+        "plex",
+        "qbittorrent",
+        "nextcloud-db",
+        "semaphore-db",
+    ] {
         assert_eq!(wave_of(name).0, 0, "{name}");
         assert!(wave_of(name).1, "{name}");
     }
-    for name in ["sonarr", "radarr", "nextcloud", "semaphore", "gitea-actions"] {
+    for name in [
+        "sonarr",
+        "radarr",
+        "nextcloud",
+        "semaphore",
+        "gitea-actions",
+    ] {
         assert_eq!(wave_of(name).0, 1, "{name}");
     }
     assert_eq!(wave_of("seerr").0, 2);
@@ -46,7 +69,11 @@ fn plan_is_read_only() {
     let dry = repo.run(&["apply", "--dry-run"]);
     assert_eq!(dry.code, 0, "{}", dry.stderr);
     insta::assert_snapshot!("homelab_apply_dry_run", dry.stdout);
-    assert_eq!(repo.snapshot(), before, "plan and apply --dry-run write nothing");
+    assert_eq!(
+        repo.snapshot(),
+        before,
+        "plan and apply --dry-run write nothing"
+    );
 }
 
 #[test]
@@ -58,8 +85,16 @@ fn migration_builds_the_same_objects_and_is_idempotent() {
     assert_eq!(flat_dev.matches("decryption:").count(), 1);
 
     let check = repo.run(&["check"]);
-    assert_eq!(check.code, 1, "a flat repository is not waved yet: {}", check.stdout);
-    assert!(check.stdout.contains("error[not-waved]"), "{}", check.stdout);
+    assert_eq!(
+        check.code, 1,
+        "a flat repository is not waved yet: {}",
+        check.stdout
+    );
+    assert!(
+        check.stdout.contains("error[not-waved]"),
+        "{}",
+        check.stdout
+    );
 
     let run = repo.run(&["apply"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -86,8 +121,21 @@ fn migration_builds_the_same_objects_and_is_idempotent() {
         .map(|d| serde_saphyr::from_str(d).unwrap())
         .filter(|v: &serde_json::Value| v["kind"] == "Kustomization")
         .collect();
-    let names: Vec<&str> = flux.iter().map(|v| v["metadata"]["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["apps-wave-0", "apps-wave-1", "apps-wave-2", "flux-system", "platform", "platform-config"]);
+    let names: Vec<&str> = flux
+        .iter()
+        .map(|v| v["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "apps-wave-0",
+            "apps-wave-1",
+            "apps-wave-2",
+            "flux-system",
+            "platform",
+            "platform-config"
+        ]
+    );
     for v in &flux[..3] {
         assert_eq!(v["spec"]["decryption"]["provider"], "sops", "{v}");
         assert_eq!(v["spec"]["prune"], true);
@@ -101,11 +149,18 @@ fn migration_builds_the_same_objects_and_is_idempotent() {
 
     // Comments of the hand-kept files survive.
     let base = repo.read("clusters/base/kustomization.yaml");
-    for comment in ["# Flux objects shared by every cluster", "# controllers and CRDs", "# the app tier"] {
+    for comment in [
+        "# Flux objects shared by every cluster",
+        "# controllers and CRDs",
+        "# the app tier",
+    ] {
         assert!(base.contains(comment), "{base}");
     }
     let env = repo.read("clusters/dev/kustomization.yaml");
-    assert!(env.contains("# SOPS decryption for the app tier. Load-bearing"), "{env}");
+    assert!(
+        env.contains("# SOPS decryption for the app tier. Load-bearing"),
+        "{env}"
+    );
     insta::assert_snapshot!("homelab_base_kustomization_after_apply", base);
     insta::assert_snapshot!("homelab_dev_kustomization_after_apply", env);
 
@@ -121,5 +176,8 @@ fn migration_builds_the_same_objects_and_is_idempotent() {
     assert_eq!(again.stdout, "nothing to change\n");
     assert_eq!(repo.snapshot(), after);
     let check = repo.run(&["check"]);
-    assert_eq!((check.code, check.stdout.as_str()), (0, "0 errors, 0 warnings\n"));
+    assert_eq!(
+        (check.code, check.stdout.as_str()),
+        (0, "0 errors, 0 warnings\n")
+    );
 }
