@@ -411,15 +411,28 @@ pub fn execute(repo: &Repo, changes: &[Change]) -> Result<()> {
     };
     let mut ordered: Vec<&Change> = changes.iter().collect();
     ordered.sort_by_key(|c| rank(c));
+    let mut touched: Vec<std::path::PathBuf> = Vec::new();
+    let mut parent = |p: &std::path::Path| touched.extend(p.parent().map(std::path::Path::to_path_buf));
     for c in ordered {
         match &c.op {
-            Op::Move { from, to } => fsops::move_file(&repo.path(from), &repo.path(to))?,
+            Op::Move { from, to } => {
+                let (from, to) = (repo.path(from), repo.path(to));
+                fsops::move_file(&from, &to)?;
+                parent(&from);
+                parent(&to);
+            }
             Op::Write { path, new, .. } => fsops::write_atomic(&repo.path(path), new)?,
-            Op::Remove { path } => fsops::remove_file(&repo.path(path))?,
+            Op::Remove { path } => {
+                let path = repo.path(path);
+                fsops::remove_file(&path)?;
+                parent(&path);
+            }
             Op::RemoveDir { path } => {
-                fsops::remove_empty_dir(&repo.path(path))?;
+                let path = repo.path(path);
+                fsops::remove_empty_dir(&path)?;
+                parent(&path);
             }
         }
     }
-    Ok(())
+    fsops::sync_dirs(touched.iter().map(|p| p.as_path()).filter(|p| p.exists()))
 }

@@ -19,7 +19,8 @@ pub fn write_atomic(path: &Path, contents: &str) -> Result<()> {
     file.commit().map_err(|e| Error::io(path, e))
 }
 
-/// Moves a file by renaming it; the target must not exist (a rename never overwrites).
+/// Moves a file by renaming it; the target must not exist (a rename never overwrites). The
+/// two folders are not synced here: the caller syncs each touched folder once (`sync_dirs`).
 pub fn move_file(from: &Path, to: &Path) -> Result<()> {
     if let Some(parent) = to.parent() {
         std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
@@ -31,14 +32,21 @@ pub fn move_file(from: &Path, to: &Path) -> Result<()> {
             from.display()
         )));
     }
-    std::fs::rename(from, to).map_err(|e| Error::io(from, e))?;
-    sync_dir(to.parent())?;
-    sync_dir(from.parent())
+    std::fs::rename(from, to).map_err(|e| Error::io(from, e))
 }
 
+/// Makes the renames and removals in these folders durable.
+pub fn sync_dirs<'a>(dirs: impl IntoIterator<Item = &'a Path>) -> Result<()> {
+    let mut dirs: Vec<&Path> = dirs.into_iter().collect();
+    dirs.sort();
+    dirs.dedup();
+    dirs.into_iter().try_for_each(|d| sync_dir(Some(d)))
+}
+
+/// Removes a file (the caller syncs its folder).
 pub fn remove_file(path: &Path) -> Result<()> {
     match std::fs::remove_file(path) {
-        Ok(()) => sync_dir(path.parent()),
+        Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(Error::io(path, e)),
     }
@@ -47,7 +55,7 @@ pub fn remove_file(path: &Path) -> Result<()> {
 /// Removes a folder only when it is empty; a folder that still holds something stays.
 pub fn remove_empty_dir(path: &Path) -> Result<bool> {
     match std::fs::remove_dir(path) {
-        Ok(()) => sync_dir(path.parent()).map(|()| true),
+        Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
         Err(_) => Ok(false),
     }
