@@ -97,7 +97,27 @@ impl Diagnostic for SourceError {
 
 impl SourceError {
     /// A miette report with the file's text attached, for rendering.
+    /// A line too long to show (minified or hostile input) is left out: the location alone
+    /// is printed then.
     pub fn report(&self) -> miette::Report {
+        const MAX_SHOWN_LINE: usize = 400;
+        let long_line = match (&self.source, self.span) {
+            (Some(src), Some((start, _))) => {
+                let line_start = src[..start.min(src.len())].rfind('\n').map_or(0, |i| i + 1);
+                src[line_start..].split('\n').next().map_or(0, str::len) > MAX_SHOWN_LINE
+            }
+            _ => false,
+        };
+        if long_line {
+            let (line, col) = self.line_col().unwrap_or((0, 0));
+            let located = SourceError {
+                path: format!("{}:{line}:{col}", self.path),
+                source: None,
+                span: None,
+                ..self.clone()
+            };
+            return miette::Report::new(Plain(located));
+        }
         let mut report = miette::Report::new(Plain(self.clone()));
         if let (Some(src), Some(_)) = (&self.source, self.span) {
             report = report.with_source_code(NamedSource::new(&self.path, src.as_str().to_owned()));

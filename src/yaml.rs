@@ -21,7 +21,14 @@ pub fn span_of(text: &str, loc: &Location) -> (usize, usize) {
     if let (Some(off), Some(len)) = (span.byte_offset(), span.byte_len()) {
         let (off, len) = (off as usize, len as usize);
         if off <= text.len() {
-            return (off, len.max(token_len(&text[off..])));
+            return (
+                off,
+                if len > 0 {
+                    len
+                } else {
+                    token_len(&text[off..])
+                },
+            );
         }
     }
     let (line, col) = (loc.line() as usize, loc.column() as usize);
@@ -40,15 +47,20 @@ pub fn span_of(text: &str, loc: &Location) -> (usize, usize) {
     (text.len(), 0)
 }
 
-/// Length of the token at the start of `rest`: up to the end of the line, less a trailing
-/// comment and blanks.
+/// Length of the token at the start of `rest`: up to a mapping key's colon, a trailing
+/// comment or the end of the line, less trailing blanks.
 fn token_len(rest: &str) -> usize {
     let line = rest.split('\n').next().unwrap_or("");
-    let line = match line.find(" #") {
-        Some(i) => &line[..i],
-        None => line,
-    };
-    line.trim_end().len()
+    let end = [
+        line.find(": "),
+        line.find(" #"),
+        line.strip_suffix(':').map(str::len),
+    ]
+    .into_iter()
+    .flatten()
+    .min()
+    .unwrap_or(line.len());
+    line[..end].trim_end().len()
 }
 
 /// The span of a `Spanned` value.
@@ -69,11 +81,24 @@ fn located(path: &str, text: &Text, err: serde_saphyr::Error) -> SourceError {
 fn plain_message(err: &serde_saphyr::Error) -> String {
     let full = err.to_string();
     let first = full.lines().next().unwrap_or("invalid YAML").trim();
+    let first = first.trim_start_matches("error: ");
     let first = match first.find(" at line ") {
         Some(i) => &first[..i],
         None => first,
     };
-    let first = first.trim_start_matches("error: ").trim();
+    // serde-saphyr may also lead with the location: `line 11 column 3: ...`.
+    let first = match first.strip_prefix("line ").and_then(|r| r.split_once(": ")) {
+        Some((loc, rest))
+            if loc
+                .split(' ')
+                .next()
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit())) =>
+        {
+            rest
+        }
+        _ => first,
+    };
+    let first = first.trim();
     if first.is_empty() {
         "invalid YAML".to_string()
     } else {

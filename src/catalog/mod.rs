@@ -22,6 +22,8 @@ pub struct Service {
     /// Path relative to the repository root, as shown to the user.
     pub path: String,
     pub text: Text,
+    /// Byte span of `metadata.name`.
+    pub name_span: (usize, usize),
     pub dependencies: Vec<Dependency>,
     pub image: Image,
     pub port: Option<u16>,
@@ -160,6 +162,7 @@ pub fn parse(path: &str, stem: &str, text: Text) -> std::result::Result<Service,
     Ok(Service {
         name: name.value.clone(),
         path: path.to_string(),
+        name_span: at(name),
         text,
         dependencies,
         image: raw.spec.image,
@@ -198,7 +201,14 @@ pub fn load(root: &Path, dir: &str) -> Result<Vec<Service>> {
     }
     files.sort();
     let results = crate::par::map(&files, |(shown, stem, abs)| {
-        let text = std::fs::read_to_string(abs).map_err(|e| Error::io(abs, e))?;
+        let bytes = std::fs::read(abs).map_err(|e| Error::io(abs, e))?;
+        let Ok(text) = String::from_utf8(bytes) else {
+            return Ok(Err(vec![SourceError::new(
+                shown.as_str(),
+                "the file is not UTF-8 text",
+            )
+            .help("catalog files are UTF-8 YAML; re-save it as UTF-8")]));
+        };
         Ok::<_, Error>(parse(shown, stem, Text::new(text)))
     });
     let mut services = Vec::with_capacity(files.len());
@@ -218,6 +228,7 @@ pub fn load(root: &Path, dir: &str) -> Result<Vec<Service>> {
                     &s.path,
                     format!("service `{}` is also defined in {}", s.name, first.path),
                 )
+                .at(&s.text, s.name_span)
                 .help("keep one file per service: catalog/<name>.yaml"),
             );
         }

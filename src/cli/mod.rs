@@ -126,6 +126,10 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
 }
 
 fn report(e: &Error) {
+    // Messages are not wrapped, so that a path or a name is never split across lines.
+    let _ = miette::set_hook(Box::new(|_| {
+        Box::new(miette::MietteHandlerOpts::new().wrap_lines(false).build())
+    }));
     match e {
         Error::Input(errors) => {
             for err in errors {

@@ -7,17 +7,14 @@ use serde_json::json;
 
 use super::{io, Outcome, ReportFormat};
 use crate::error::{Error, Result, SourceError};
-use crate::plan::Plan;
+use crate::plan::{Plan, Problem};
 use crate::repo::{Location, Repo};
 
 /// The plan of a repository, or every problem that stops it as an input error.
 pub(crate) fn load(root: &Path) -> Result<(Repo, Plan)> {
     let repo = Repo::load(root)?;
     let plan = Plan::for_repo(&repo);
-    let blocking: Vec<SourceError> = plan
-        .blocking()
-        .map(|p| SourceError::new(&repo.apps.dir, p.message()).help(p.help()))
-        .collect();
+    let blocking: Vec<SourceError> = plan.blocking().map(|p| locate(&repo, p)).collect();
     if !blocking.is_empty() {
         return Err(Error::Input(blocking));
     }
@@ -25,6 +22,33 @@ pub(crate) fn load(root: &Path) -> Result<(Repo, Plan)> {
         eprintln!("fluxwave: warning: {} (left as it is)", p.message());
     }
     Ok((repo, plan))
+}
+
+/// A blocking problem as an input error, at the dependency entry when a catalog file declares it.
+fn locate(repo: &Repo, p: &Problem) -> SourceError {
+    let plain = |path: &str| SourceError::new(path, p.message()).help(p.help());
+    match p {
+        Problem::Unowned { file } => plain(file),
+        Problem::Duplicate { paths, .. } => {
+            plain(paths.first().map_or(repo.apps.dir.as_str(), String::as_str))
+        }
+        Problem::MissingDependency { node, dependency } => {
+            let declared = repo
+                .services
+                .iter()
+                .find(|s| &s.name == node)
+                .and_then(|s| {
+                    let d = s.dependencies.iter().find(|d| &d.to == dependency)?;
+                    Some(
+                        SourceError::new(&s.path, p.message())
+                            .at(&s.text, d.span)
+                            .help(p.help()),
+                    )
+                });
+            declared.unwrap_or_else(|| plain(crate::config::FILE))
+        }
+        Problem::Foreign { path, .. } => plain(path),
+    }
 }
 
 pub fn run(root: &Path, format: ReportFormat, out: &mut impl Write) -> Result<Outcome> {

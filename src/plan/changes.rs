@@ -412,7 +412,8 @@ pub fn execute(repo: &Repo, changes: &[Change]) -> Result<()> {
     let mut ordered: Vec<&Change> = changes.iter().collect();
     ordered.sort_by_key(|c| rank(c));
     let mut touched: Vec<std::path::PathBuf> = Vec::new();
-    let mut parent = |p: &std::path::Path| touched.extend(p.parent().map(std::path::Path::to_path_buf));
+    let mut parent =
+        |p: &std::path::Path| touched.extend(p.parent().map(std::path::Path::to_path_buf));
     for c in ordered {
         match &c.op {
             Op::Move { from, to } => {

@@ -100,6 +100,10 @@ impl Plan {
         names.sort();
         for (file, locations) in names {
             if locations.len() > 1 {
+                // The owner has manifests all the same: only the duplicate is a problem.
+                if let Some(&owner) = owner_of(file, &graph.index) {
+                    placed[owner] = true;
+                }
                 problems.push(Problem::Duplicate {
                     file: file.to_string(),
                     paths: locations.iter().map(|&l| apps.path_of(file, l)).collect(),

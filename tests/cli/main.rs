@@ -2,6 +2,8 @@
 //! `fluxwave` binary run on them, outputs compared with snapshots (temporary paths redacted),
 //! emitted trees built with the real kustomize and revisions made with the real git.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 mod apply;
