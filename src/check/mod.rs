@@ -33,7 +33,7 @@ pub struct Finding {
 /// Every lint over the repository at `root`. `Err` only for unreadable input.
 pub fn run(root: &Path) -> Result<Vec<Finding>> {
     let repo = Repo::load(root)?;
-    let plan = Plan::for_repo(&repo);
+    let plan = Plan::for_repo(&repo)?;
     let mut findings: Vec<Finding> = plan
         .problems
         .iter()
@@ -44,17 +44,22 @@ pub fn run(root: &Path) -> Result<Vec<Finding>> {
             } else {
                 Severity::Warning
             },
-            path: match p {
-                crate::plan::Problem::Unowned { file } => file.clone(),
-                crate::plan::Problem::Foreign { path, .. } => path.clone(),
-                _ => repo.apps.dir.clone(),
-            },
+            path: p.path(&repo.apps.dir).to_string(),
             message: p.message(),
             help: p.help().to_string(),
         })
         .collect();
     if plan.blocking().next().is_none() {
+        let set = changes::compute(&repo, &plan)?;
+        findings.extend(set.warnings.into_iter().map(|w| Finding {
+            code: w.code,
+            severity: Severity::Warning,
+            path: w.path,
+            message: w.message,
+            help: w.help,
+        }));
         if !repo.apps.is_waved() && plan.waves > 0 {
+            // Before the first apply every file is out of place: one finding says it all.
             findings.push(Finding {
                 code: "not-waved",
                 severity: Severity::Error,
@@ -69,28 +74,7 @@ pub fn run(root: &Path) -> Result<Vec<Finding>> {
                         .into(),
             });
         } else {
-            for c in changes::compute(&repo, &plan)? {
-                let (path, message) = match &c.op {
-                    Op::Move { from, to } => (from.clone(), format!("belongs in {to} ({})", c.why)),
-                    Op::Write {
-                        path, old: None, ..
-                    } => (path.clone(), format!("is missing ({})", c.why)),
-                    Op::Write { path, .. } => (
-                        path.clone(),
-                        format!("is out of step with the catalog ({})", c.why),
-                    ),
-                    Op::Remove { path } | Op::RemoveDir { path } => {
-                        (path.clone(), format!("should not exist ({})", c.why))
-                    }
-                };
-                findings.push(Finding {
-                    code: c.drift.code(),
-                    severity: Severity::Error,
-                    path,
-                    message,
-                    help: "run `fluxwave apply`".into(),
-                });
-            }
+            findings.extend(set.changes.iter().map(drift_finding));
         }
     }
     findings.extend(decryption::sops_without_decryption(&repo)?);
@@ -99,4 +83,28 @@ pub fn run(root: &Path) -> Result<Vec<Finding>> {
     });
     findings.dedup_by(|a, b| a.path == b.path && a.code == b.code && a.message == b.message);
     Ok(findings)
+}
+
+/// A change `apply` would make, as the drift it repairs.
+fn drift_finding(c: &changes::Change) -> Finding {
+    let (path, message) = match &c.op {
+        Op::Move { from, to } => (from.clone(), format!("belongs in {to} ({})", c.why)),
+        Op::Write {
+            path, old: None, ..
+        } => (path.clone(), format!("is missing ({})", c.why)),
+        Op::Write { path, .. } => (
+            path.clone(),
+            format!("is out of step with the catalog ({})", c.why),
+        ),
+        Op::Remove { path } | Op::RemoveDir { path } => {
+            (path.clone(), format!("should not exist ({})", c.why))
+        }
+    };
+    Finding {
+        code: c.drift.code(),
+        severity: Severity::Error,
+        path,
+        message,
+        help: "run `fluxwave apply`".into(),
+    }
 }

@@ -10,7 +10,14 @@ use crate::plan::changes::{self, Change, Op};
 
 pub fn run(root: &Path, dry_run: bool, out: &mut impl Write) -> Result<Outcome> {
     let (repo, plan) = super::plan::load(root)?;
-    let changes = changes::compute(&repo, &plan)?;
+    let set = changes::compute(&repo, &plan)?;
+    for w in &set.warnings {
+        eprintln!(
+            "fluxwave: warning[{}]: {}: {}\n  help: {}",
+            w.code, w.path, w.message, w.help
+        );
+    }
+    let changes = set.changes;
     let mut s = String::new();
     for c in &changes {
         s.push_str(&describe(c, dry_run));

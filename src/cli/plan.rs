@@ -13,13 +13,19 @@ use crate::repo::{Location, Repo};
 /// The plan of a repository, or every problem that stops it as an input error.
 pub(crate) fn load(root: &Path) -> Result<(Repo, Plan)> {
     let repo = Repo::load(root)?;
-    let plan = Plan::for_repo(&repo);
+    let plan = Plan::for_repo(&repo)?;
     let blocking: Vec<SourceError> = plan.blocking().map(|p| locate(&repo, p)).collect();
     if !blocking.is_empty() {
         return Err(Error::Input(blocking));
     }
     for p in plan.problems.iter().filter(|p| !p.blocks()) {
-        eprintln!("fluxwave: warning: {} (left as it is)", p.message());
+        eprintln!(
+            "fluxwave: warning[{}]: {}: {}\n  help: {}",
+            p.code(),
+            p.path(&repo.apps.dir),
+            p.message(),
+            p.help()
+        );
     }
     Ok((repo, plan))
 }
@@ -47,7 +53,7 @@ fn locate(repo: &Repo, p: &Problem) -> SourceError {
                 });
             declared.unwrap_or_else(|| plain(crate::config::FILE))
         }
-        Problem::Foreign { path, .. } => plain(path),
+        other => plain(other.path(&repo.apps.dir)),
     }
 }
 

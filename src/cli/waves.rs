@@ -13,7 +13,7 @@ use crate::repo::Repo;
 
 pub fn run(root: &Path, format: Format, out: &mut impl Write) -> Result<Outcome> {
     let repo = Repo::load(root)?;
-    let plan = Plan::for_repo(&repo);
+    let plan = Plan::new(&repo.graph, &repo.apps);
     let text = match format {
         Format::Text => text(&repo, &plan),
         Format::Json => json(&repo, &plan),

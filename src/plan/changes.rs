@@ -69,6 +69,22 @@ pub struct Change {
     pub why: String,
 }
 
+/// Something `apply` carries out faithfully but that may not be what the user meant.
+#[derive(Debug, Clone)]
+pub struct Warning {
+    pub code: &'static str,
+    pub path: String,
+    pub message: String,
+    pub help: String,
+}
+
+/// What `apply` would do, and what it would do that deserves a second look.
+#[derive(Debug, Clone, Default)]
+pub struct ChangeSet {
+    pub changes: Vec<Change>,
+    pub warnings: Vec<Warning>,
+}
+
 impl Change {
     pub fn path(&self) -> &str {
         match &self.op {
@@ -96,10 +112,11 @@ fn edit_failed(rel: &str, why: String) -> Error {
 }
 
 /// The change set of a plan with no blocking problems.
-pub fn compute(repo: &Repo, plan: &Plan) -> Result<Vec<Change>> {
+pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
     let mut changes = Vec::new();
+    let mut warnings = Vec::new();
     if plan.waves == 0 {
-        return Ok(changes);
+        return Ok(ChangeSet::default());
     }
     let apps = &repo.apps;
     let config = &repo.config;
@@ -209,6 +226,7 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<Vec<Change>> {
             .help("move the other objects to a file of their own, then run `fluxwave apply` again")
             .into());
         }
+        warnings.extend(dropped_settings(config, &rel, &retired[0]));
         retired_names.insert(retired[0].name.clone());
         managed.push(i);
         changes.push(Change {
@@ -380,7 +398,40 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<Vec<Change>> {
             });
         }
     }
-    Ok(changes)
+    Ok(ChangeSet { changes, warnings })
+}
+
+/// Settings of the retired Kustomization's spec that the waves, made from `waves.spec`, would
+/// not carry or would change. (`path` and `dependsOn` are the waves' own; decryption comes from
+/// the environments' patches.)
+fn dropped_settings(
+    config: &crate::config::Config,
+    rel: &str,
+    retired: &FluxKustomization,
+) -> Vec<Warning> {
+    let Some(spec) = retired.object.get("spec").and_then(Value::as_object) else {
+        return vec![];
+    };
+    spec.iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "path" | "dependsOn" | "decryption"))
+        .filter(|(k, v)| config.waves.spec.get(k.as_str()) != Some(v))
+        .map(|(k, v)| {
+            let now = match config.waves.spec.get(k.as_str()) {
+                Some(w) => format!("`{}`", serde_json::to_string(w).unwrap_or_default()),
+                None => "nothing".to_string(),
+            };
+            Warning {
+                code: "retired-setting-dropped",
+                path: rel.to_string(),
+                message: format!(
+                    "`{}` sets spec.{k}: {}; the waves get {now} from waves.spec",
+                    retired.name,
+                    serde_json::to_string(v).unwrap_or_default()
+                ),
+                help: format!("set waves.spec.{k} in fluxwave.yaml to keep it"),
+            }
+        })
+        .collect()
 }
 
 fn write_if_changed(

@@ -7,6 +7,9 @@ pub mod changes;
 
 use std::collections::HashMap;
 
+use serde_json::Value;
+
+use crate::error::Result;
 use crate::graph::Graph;
 use crate::repo::apptier::owner_of;
 use crate::repo::{AppTier, Location, Repo};
@@ -36,6 +39,18 @@ pub enum Problem {
     MissingDependency { node: String, dependency: String },
     /// An entry fluxwave does not read (a link, a foreign folder, a name that is not UTF-8).
     Foreign { path: String, what: &'static str },
+    /// The flat kustomization lists something no wave would build: Flux would prune it.
+    FlatListsUnplaced {
+        kustomization: String,
+        entry: String,
+    },
+    /// The flat kustomization sets a field the generated wave kustomizations would drop.
+    FlatSetsField {
+        kustomization: String,
+        field: String,
+    },
+    /// A manifest the flat kustomization does not list: once waved, Flux deploys it.
+    NotDeployedYet { file: String, kustomization: String },
 }
 
 impl Problem {
@@ -45,19 +60,34 @@ impl Problem {
             Problem::Duplicate { .. } => "duplicate-file",
             Problem::MissingDependency { .. } => "unplaced-dependency",
             Problem::Foreign { .. } => "foreign-entry",
+            Problem::FlatListsUnplaced { .. } | Problem::FlatSetsField { .. } => {
+                "flat-kustomization-loss"
+            }
+            Problem::NotDeployedYet { .. } => "not-deployed-yet",
         }
     }
 
     pub fn message(&self) -> String {
         match self {
-            Problem::Unowned { file } => format!("{file} belongs to no unit"),
+            Problem::Unowned { .. } => "belongs to no unit".to_string(),
             Problem::Duplicate { file, paths } => {
                 format!("`{file}` is in more than one place: {}", paths.join(", "))
             }
             Problem::MissingDependency { node, dependency } => {
                 format!("`{node}` is placed but depends on `{dependency}`, which has no manifest")
             }
-            Problem::Foreign { path, what } => format!("{path}: {what}"),
+            Problem::Foreign { what, .. } => what.to_string(),
+            Problem::FlatListsUnplaced { entry, .. } => {
+                format!(
+                    "lists `{entry}`, which no wave would build: Flux would prune what it builds"
+                )
+            }
+            Problem::FlatSetsField { field, .. } => {
+                format!("sets `{field}`, which the generated wave kustomizations would not carry")
+            }
+            Problem::NotDeployedYet { kustomization, .. } => {
+                format!("is not listed in {kustomization}: Flux does not deploy it today, and will once it is in a wave")
+            }
         }
     }
 
@@ -67,12 +97,30 @@ impl Problem {
             Problem::Duplicate { .. } => "keep one copy of the file",
             Problem::MissingDependency { .. } => "commit the dependency's manifest, or remove the dependency: Flux would start this unit without what it needs",
             Problem::Foreign { .. } => "the app tier holds only manifests and wave folders: move it out of the app tier",
+            Problem::FlatListsUnplaced { .. } => "move what it lists into the app tier as a file a unit owns, or into a Flux Kustomization of its own, then run `fluxwave apply` again",
+            Problem::FlatSetsField { .. } => "move the setting into the manifests (or a Flux Kustomization's spec), then run `fluxwave apply` again",
+            Problem::NotDeployedYet { .. } => "delete the file if it is not meant to run, or list it to confirm it is",
         }
     }
 
-    /// Whether it stops `apply` (a foreign entry is left where it is and only reported).
+    /// Whether it stops `apply` (the others are left as they are and only reported).
     pub fn blocks(&self) -> bool {
-        !matches!(self, Problem::Foreign { .. })
+        !matches!(
+            self,
+            Problem::Foreign { .. } | Problem::NotDeployedYet { .. }
+        )
+    }
+
+    /// The file the problem is about, as the user sees it.
+    pub fn path<'a>(&'a self, apps_dir: &'a str) -> &'a str {
+        match self {
+            Problem::Unowned { file } | Problem::NotDeployedYet { file, .. } => file,
+            Problem::Duplicate { paths, .. } => paths.first().map_or(apps_dir, String::as_str),
+            Problem::Foreign { path, .. } => path,
+            Problem::FlatListsUnplaced { kustomization, .. }
+            | Problem::FlatSetsField { kustomization, .. } => kustomization,
+            Problem::MissingDependency { .. } => apps_dir,
+        }
     }
 }
 
@@ -152,8 +200,13 @@ impl Plan {
         }
     }
 
-    pub fn for_repo(repo: &Repo) -> Plan {
-        Plan::new(&repo.graph, &repo.apps)
+    /// The plan with what migrating the flat layout would lose: its kustomization may list
+    /// more than the app tier's files, or set fields, or leave files out.
+    pub fn for_repo(repo: &Repo) -> Result<Plan> {
+        let mut plan = Plan::new(&repo.graph, &repo.apps);
+        plan.problems
+            .extend(flat_kustomization_problems(repo, &plan)?);
+        Ok(plan)
     }
 
     /// The files of wave `n`, sorted.
@@ -164,4 +217,72 @@ impl Plan {
     pub fn blocking(&self) -> impl Iterator<Item = &Problem> {
         self.problems.iter().filter(|p| p.blocks())
     }
+}
+
+/// What removing the flat kustomization would change in what Flux builds.
+fn flat_kustomization_problems(repo: &Repo, plan: &Plan) -> Result<Vec<Problem>> {
+    let apps = &repo.apps;
+    let Some(name) = &apps.root_kustomization else {
+        return Ok(vec![]);
+    };
+    if plan.waves == 0 {
+        return Ok(vec![]);
+    }
+    let rel = format!("{}/{name}", apps.dir);
+    let Some(text) = crate::repo::read_optional(&repo.root, &rel)? else {
+        return Ok(vec![]);
+    };
+    let doc: Value = crate::yaml::parse(&rel, &crate::yaml::Text::new(text))?;
+    let mut problems = Vec::new();
+    for field in doc.as_object().into_iter().flat_map(|m| m.keys()) {
+        if !matches!(
+            field.as_str(),
+            "apiVersion" | "kind" | "resources" | "metadata"
+        ) {
+            problems.push(Problem::FlatSetsField {
+                kustomization: rel.clone(),
+                field: field.clone(),
+            });
+        }
+    }
+    // Every flat manifest counts as listed-and-built, placed or not: a file with a problem of
+    // its own is reported once, under that problem.
+    let placed: std::collections::HashSet<&str> =
+        plan.placements.iter().map(|p| p.file.as_str()).collect();
+    let flat: HashMap<&str, bool> = apps
+        .files
+        .iter()
+        .filter(|f| f.location == Location::Flat)
+        .map(|f| (f.name.as_str(), placed.contains(f.name.as_str())))
+        .collect();
+    let mut listed = std::collections::HashSet::new();
+    for entry in doc
+        .get("resources")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let text = entry.as_str().unwrap_or("");
+        let file = crate::flux::normalize_path(text);
+        if flat.contains_key(file.as_str()) {
+            listed.insert(file);
+        } else {
+            problems.push(Problem::FlatListsUnplaced {
+                kustomization: rel.clone(),
+                entry: text.to_string(),
+            });
+        }
+    }
+    for file in flat
+        .iter()
+        .filter(|(f, placed)| **placed && !listed.contains(**f))
+        .map(|(f, _)| f)
+    {
+        problems.push(Problem::NotDeployedYet {
+            file: apps.path_of(file, Location::Flat),
+            kustomization: rel.clone(),
+        });
+    }
+    problems.sort_by(|a, b| (a.path(""), a.message()).cmp(&(b.path(""), b.message())));
+    Ok(problems)
 }

@@ -292,3 +292,102 @@ fn a_file_in_the_wrong_wave_is_reported_then_moved() {
     assert!(repo.exists("apps/wave-1/b.yaml"));
     assert_idempotent(&repo);
 }
+
+#[test]
+fn a_flat_kustomization_that_lists_more_than_the_files_stops_apply() {
+    let repo = TestRepo::empty();
+    repo.service("a", &[])
+        .manifest("apps/a.yaml")
+        .manifest("apps/extra/cm.yaml")
+        .flux_wiring();
+    repo.write("apps/extra/kustomization.yaml", "resources:\n  - cm.yaml\n");
+    repo.write("apps/kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - a.yaml\n  - ./extra\n");
+    kustomize(&repo.path().join("apps"));
+    let before = repo.snapshot();
+    let run = repo.run(&["apply"]);
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(run.stderr.contains("apps/kustomization.yaml: lists `./extra`, which no wave would build: Flux would prune what it builds"), "{}", run.stderr);
+    assert_eq!(repo.snapshot(), before);
+    let check = repo.run(&["check"]);
+    assert_eq!(check.code, 1);
+    assert!(
+        check
+            .stdout
+            .contains("error[flat-kustomization-loss]: apps/kustomization.yaml"),
+        "{}",
+        check.stdout
+    );
+    assert!(
+        check
+            .stdout
+            .contains("warning[foreign-entry]: apps/extra: folder that is not a wave\n"),
+        "{}",
+        check.stdout
+    );
+}
+
+#[test]
+fn a_flat_kustomization_with_transformers_stops_apply() {
+    let repo = TestRepo::empty();
+    repo.service("a", &[]).manifest("apps/a.yaml").flux_wiring();
+    repo.write("apps/kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: media\nresources:\n  - a.yaml\n");
+    let run = repo.run(&["apply", "--dry-run"]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr
+            .contains("sets `namespace`, which the generated wave kustomizations would not carry"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_manifest_the_flat_kustomization_left_out_is_a_warning() {
+    let repo = TestRepo::empty();
+    repo.service("a", &[])
+        .service("b", &[])
+        .manifest("apps/a.yaml")
+        .flux_wiring();
+    repo.write("apps/kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - a.yaml\n");
+    repo.manifest("apps/b.yaml");
+    let run = repo.run(&["apply"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "warning[not-deployed-yet]: apps/b.yaml: is not listed in apps/kustomization.yaml"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(repo.exists("apps/wave-0/b.yaml"));
+}
+
+#[test]
+fn a_setting_of_the_retired_kustomization_the_waves_drop_is_a_warning() {
+    let repo = TestRepo::empty();
+    repo.service("a", &[])
+        .manifest("apps/a.yaml")
+        .flat_kustomization()
+        .flux_wiring();
+    let apps = repo.read("clusters/base/apps.yaml").replace(
+        "  interval: 10m\n",
+        "  interval: 10m\n  timeout: 15m\n  targetNamespace: media\n",
+    );
+    repo.write("clusters/base/apps.yaml", &apps);
+    let run = repo.run(&["apply", "--dry-run"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.contains("warning[retired-setting-dropped]: clusters/base/apps.yaml: `apps` sets spec.timeout: \"15m\"; the waves get `\"5m\"` from waves.spec"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "`apps` sets spec.targetNamespace: \"media\"; the waves get nothing from waves.spec"
+        ),
+        "{}",
+        run.stderr
+    );
+    let check = repo.run(&["check"]);
+    assert!(
+        check.stdout.contains("warning[retired-setting-dropped]"),
+        "{}",
+        check.stdout
+    );
+}

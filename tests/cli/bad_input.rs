@@ -470,7 +470,12 @@ fn app_tier_file_that_belongs_to_no_unit() {
         .flat_kustomization();
     for args in [&["plan"][..], &["apply"][..]] {
         let run = refused(&repo, args);
-        has(&run, "apps/unknown-thing.yaml belongs to no unit");
+        has(&run, "apps/unknown-thing.yaml: belongs to no unit");
+        assert!(
+            !run.stderr.contains("no wave would build"),
+            "one problem, reported once: {}",
+            run.stderr
+        );
         has(&run, "help: name the file after its unit");
     }
 }
