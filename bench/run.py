@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Side-by-side benchmarks of fluxwave, the Python peer and kubectl kustomize.
+
+    python3 bench/run.py [--sizes 1000,10000,100000] [--runs 5] [--out BENCHMARKS.md]
+
+Generates repositories with ../shared/bench/gen_repo.py (cached under target/bench/), then
+times, in one run: `fluxwave waves`, `plan`, `apply` (on a fresh copy each time), `check`
+(of the applied tree) and `cutover` between the flat and the applied commit (when the
+binary has it); `baseline_render.py --print-waves` and `--emit-waves` (fresh copy each time);
+`kubectl kustomize` of the flat app tier where it finishes within --kustomize-limit seconds;
+and the floor: reading every byte of the tree once. Medians of --runs runs, peak memory of
+each process (ru_maxrss), ratios against the peer. Writes a Markdown report.
+"""
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared" / "bench"
+WORK = ROOT / "target" / "bench"
+FLUXWAVE = ROOT / "target" / "release" / "fluxwave"
+
+
+def run_once(cmd, cwd=None, setup=None):
+    """Wall time (s) and peak RSS (MiB) of one process; setup() runs untimed first."""
+    if setup:
+        setup()
+    # GNU time reports the command's own peak RSS (a forked Python child would inherit ours).
+    start = time.perf_counter()
+    proc = subprocess.run(["/usr/bin/time", "-f", "%M", *map(str, cmd)], cwd=cwd,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    elapsed = time.perf_counter() - start
+    stderr = proc.stderr.decode(errors="replace").rstrip("\n").split("\n")
+    peak_kib = int(stderr[-1]) if stderr and stderr[-1].isdigit() else 0
+    return elapsed, peak_kib / 1024, proc.returncode, "\n".join(stderr[:-1])
+
+
+def measure(cmd, runs, ok_codes=(0,), setup=None, cwd=None):
+    times, mems = [], []
+    for _ in range(runs):
+        t, m, code, err = run_once(cmd, cwd=cwd, setup=setup)
+        if code not in ok_codes:
+            raise SystemExit(f"{' '.join(map(str, cmd))}: exit {code}\n{err}")
+        times.append(t)
+        mems.append(m)
+    return statistics.median(times), max(mems)
+
+
+def fresh_copy(src, dst):
+    def setup():
+        if dst.exists():
+            shutil.rmtree(dst)
+        shutil.copytree(src, dst, symlinks=True)
+    return setup
+
+
+def read_floor(repo, runs):
+    """Median time to read every file of the tree once (the floor for any tool)."""
+    times = []
+    files = [p for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts]
+    for _ in range(runs):
+        start = time.perf_counter()
+        total = 0
+        for p in files:
+            with open(p, "rb") as f:
+                total += len(f.read())
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), total / 2**20
+
+
+def has_command(name):
+    out = subprocess.run([str(FLUXWAVE), "--help"], capture_output=True, text=True).stdout
+    return any(line.strip().startswith(name + " ") for line in out.splitlines())
+
+
+def generate(n):
+    repo = WORK / f"repo-{n}"
+    if not (repo / ".git").exists():
+        if repo.exists():
+            shutil.rmtree(repo)
+        subprocess.run([sys.executable, str(SHARED / "gen_repo.py"), str(repo), "--services", str(n), "--git"],
+                       check=True, stdout=subprocess.DEVNULL)
+    applied = WORK / f"applied-{n}"
+    if not applied.exists():
+        shutil.copytree(repo, applied, symlinks=True)
+        subprocess.run([str(FLUXWAVE), "--repo", str(applied), "apply"], check=True, stdout=subprocess.DEVNULL)
+        git = ["git", "-C", str(applied), "-c", "user.name=bench", "-c", "user.email=bench@fluxwave.dev"]
+        subprocess.run(git + ["add", "-A"], check=True)
+        subprocess.run(git + ["commit", "-q", "--no-verify", "-m", "waves"], check=True)
+    return repo, applied
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="1000,10000,100000")
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--kustomize-limit", type=float, default=180.0)
+    ap.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
+    a = ap.parse_args()
+    if not SHARED.exists():
+        raise SystemExit(f"{SHARED} not found: the benchmarks need the shared bench scripts")
+    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
+    WORK.mkdir(parents=True, exist_ok=True)
+    cutover = has_command("cutover")
+    rows, kustomize_ok = [], True
+    for n in [int(s) for s in a.sizes.split(",")]:
+        repo, applied = generate(n)
+        runs = a.runs if n < 100_000 else max(1, a.runs // 2)
+        scratch = WORK / f"scratch-{n}"
+        r = {"n": n}
+        r["floor"] = read_floor(repo, runs)
+        r["waves"] = measure([FLUXWAVE, "--repo", repo, "waves"], runs)
+        r["plan"] = measure([FLUXWAVE, "--repo", repo, "plan"], runs)
+        r["apply"] = measure([FLUXWAVE, "--repo", scratch, "apply"], runs, setup=fresh_copy(repo, scratch))
+        r["check"] = measure([FLUXWAVE, "--repo", applied, "check"], runs)
+        if cutover:
+            r["cutover"] = measure([FLUXWAVE, "--repo", applied, "cutover", "--from", "HEAD~1", "--to", "HEAD"],
+                                   runs, ok_codes=(0, 1))
+        r["print"] = measure([sys.executable, SHARED / "baseline_render.py", repo, "--print-waves"], runs)
+        r["emit"] = measure([sys.executable, SHARED / "baseline_render.py", scratch, "--emit-waves"], runs,
+                            setup=fresh_copy(repo, scratch))
+        if kustomize_ok:
+            t, m, code, err = run_once(["kubectl", "kustomize", str(repo / "apps")])
+            if code != 0:
+                raise SystemExit(f"kubectl kustomize: {err}")
+            r["kustomize"] = (t, m)
+            kustomize_ok = t < a.kustomize_limit / 10  # the next size is ~10x larger
+        shutil.rmtree(scratch, ignore_errors=True)
+        rows.append(r)
+        print(f"{n}: " + ", ".join(f"{k} {v[0]:.3f}s" for k, v in r.items() if k != "floor" and isinstance(v, tuple)), flush=True)
+    write_report(Path(a.out), rows, cutover, a.runs)
+
+
+def fmt(v):
+    return "—" if v is None else f"{v[0]:.3f} s / {v[1]:.0f} MiB"
+
+
+def write_report(out, rows, cutover, runs):
+    cpu = next((l.split(":", 1)[1].strip() for l in Path("/proc/cpuinfo").read_text().splitlines()
+                if l.startswith("model name")), platform.processor())
+    kv = subprocess.run(["kubectl", "version", "--client"], capture_output=True, text=True).stdout.split("\n")
+    lines = [
+        "# Benchmarks",
+        "",
+        "Made by `python3 bench/run.py` (repositories from `../shared/bench/gen_repo.py`, seed 0,",
+        f"max 3 dependencies). Median of {runs} runs (half as many at 100,000), wall time / peak memory of",
+        "the process. `apply` and `--emit-waves` run on a fresh copy each time; `check` and `cutover`",
+        "on the applied tree (cutover between the flat commit and the applied one).",
+        "",
+        f"Machine: {cpu}, {os.cpu_count()} cores, Linux {platform.release()}; "
+        f"{platform.python_implementation()} {platform.python_version()}; "
+        + "; ".join(l.strip() for l in kv if l.strip()) + ".",
+        "",
+        "| services | files / MiB | floor (read every byte) | fluxwave waves | peer --print-waves | ratio | "
+        "fluxwave plan | fluxwave apply | peer --emit-waves | ratio | fluxwave check | "
+        + ("fluxwave cutover | " if cutover else "") + "kubectl kustomize apps/ |",
+        "|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if cutover else "") + "---|",
+    ]
+    for r in rows:
+        files = sum(1 for _ in (WORK / f"repo-{r['n']}").rglob("*.yaml"))
+        lines.append(
+            f"| {r['n']:,} | {files:,} / {r['floor'][1]:.1f} | {r['floor'][0]:.3f} s | {fmt(r['waves'])} | "
+            f"{fmt(r['print'])} | {r['print'][0] / r['waves'][0]:.1f}× | {fmt(r['plan'])} | {fmt(r['apply'])} | "
+            f"{fmt(r['emit'])} | {r['emit'][0] / r['apply'][0]:.1f}× | {fmt(r['check'])} | "
+            + (f"{fmt(r.get('cutover'))} | " if cutover else "") + f"{fmt(r.get('kustomize'))} |")
+    lines.append("")
+    by_n = {r["n"]: r for r in rows}
+    if 10_000 in by_n and 100_000 in by_n:
+        lines.append(f"Growth from 10,000 to 100,000 services: waves {by_n[100_000]['waves'][0] / by_n[10_000]['waves'][0]:.1f}×, "
+                     f"check {by_n[100_000]['check'][0] / by_n[10_000]['check'][0]:.1f}×, "
+                     f"apply {by_n[100_000]['apply'][0] / by_n[10_000]['apply'][0]:.1f}×.")
+        lines.append("")
+    out.write_text("\n".join(lines) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
