@@ -181,6 +181,7 @@ pub fn load(root: &Path, dir: &str) -> Result<Vec<Service>> {
         Err(e) => return Err(Error::io(&abs, e)),
     };
     let mut files = Vec::new();
+    let mut link_errors = Vec::new();
     for entry in entries {
         let entry = entry.map_err(|e| Error::io(&abs, e))?;
         let file_name = entry.file_name();
@@ -195,6 +196,16 @@ pub fn load(root: &Path, dir: &str) -> Result<Vec<Service>> {
         };
         let ft = entry.file_type().map_err(|e| Error::io(&entry.path(), e))?;
         if ft.is_dir() {
+            continue;
+        }
+        if ft.is_symlink() {
+            link_errors.push(
+                SourceError::new(
+                    format!("{dir}/{file_name}"),
+                    "is a symbolic link; fluxwave does not follow links",
+                )
+                .help("replace the link with the file itself"),
+            );
             continue;
         }
         files.push((format!("{dir}/{file_name}"), stem.to_string(), entry.path()));
@@ -212,7 +223,7 @@ pub fn load(root: &Path, dir: &str) -> Result<Vec<Service>> {
         Ok::<_, Error>(parse(shown, stem, Text::new(text)))
     });
     let mut services = Vec::with_capacity(files.len());
-    let mut errors = Vec::new();
+    let mut errors = link_errors;
     for r in results {
         match r? {
             Ok(s) => services.push(s),

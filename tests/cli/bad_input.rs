@@ -556,3 +556,24 @@ fn unknown_format() {
     has(&run, "nope");
     has(&run, "text, json, markdown, mermaid");
 }
+
+#[test]
+fn a_catalog_link_is_never_followed() {
+    let repo = minimal();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(
+        outside.path().join("secret.yaml"),
+        "apiVersion: fluxwave.dev/v1alpha1\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        outside.path().join("secret.yaml"),
+        repo.path().join("catalog/c.yaml"),
+    )
+    .unwrap();
+    let run = refused(&repo, &["waves"]);
+    has(
+        &run,
+        "catalog/c.yaml: is a symbolic link; fluxwave does not follow links",
+    );
+}
