@@ -6,22 +6,18 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
 use super::{Finding, Severity};
 use crate::error::Result;
-use crate::flux::{normalize_path, FluxKustomization};
-use crate::repo::kedit::{self, DecryptionPatch, FluxRef};
+use crate::flux::normalize_path;
+use crate::repo::fluxtree::FluxTree;
+use crate::repo::kedit::FluxRef;
 use crate::repo::Repo;
-use crate::yaml::{self, Text};
 
 pub fn sops_without_decryption(repo: &Repo) -> Result<Vec<Finding>> {
     let mut findings = Vec::new();
     for env in &repo.config.environments {
-        let mut objects = Vec::new();
-        let mut patches = Vec::new();
-        walk(&repo.root, &env.path, 0, &mut objects, &mut patches)?;
-        for k in &objects {
+        let tree = FluxTree::walk(&repo.root, &env.path);
+        for k in &tree.kustomizations {
             if repo.config.wave_of_name(&k.name).is_some() {
                 continue;
             }
@@ -31,7 +27,7 @@ pub fn sops_without_decryption(repo: &Repo) -> Result<Vec<Finding>> {
                 labels: &k.labels,
                 annotations: &k.annotations,
             };
-            if k.has_decryption || patches.iter().any(|p| p.covers(&obj)) {
+            if k.has_decryption || tree.patches.iter().any(|p| p.covers(&obj)) {
                 continue;
             }
             if let Some(file) = first_sops_file(&repo.root, &k.path) {
@@ -49,68 +45,6 @@ pub fn sops_without_decryption(repo: &Repo) -> Result<Vec<Finding>> {
         }
     }
     Ok(findings)
-}
-
-/// Collects the Flux Kustomizations and decryption patches reachable from the kustomization
-/// in `dir` (repository-relative). Unreadable or missing parts are left to other lints.
-fn walk(
-    root: &Path,
-    dir: &str,
-    depth: usize,
-    objects: &mut Vec<FluxKustomization>,
-    patches: &mut Vec<DecryptionPatch>,
-) -> Result<()> {
-    if depth > 16 {
-        return Ok(());
-    }
-    let rel = format!("{dir}/kustomization.yaml");
-    let Ok(text) = std::fs::read_to_string(root.join(&rel)) else {
-        return Ok(());
-    };
-    let Ok(doc) = yaml::parse::<Value>(&rel, &Text::new(text)) else {
-        return Ok(());
-    };
-    let abs_dir = root.join(dir);
-    let read = |p: &str| std::fs::read_to_string(abs_dir.join(p)).ok();
-    if let Ok(found) = kedit::decryption_patches(&doc, &read) {
-        patches.extend(found);
-    }
-    for r in doc
-        .get("resources")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-    {
-        let Some(child) = join(dir, r) else { continue };
-        let abs = root.join(&child);
-        if abs.is_dir() {
-            walk(root, &child, depth + 1, objects, patches)?;
-        } else if let Ok(text) = std::fs::read_to_string(&abs) {
-            if let Ok(docs) = yaml::parse_all(&child, &Text::new(text)) {
-                objects.extend(docs.iter().filter_map(FluxKustomization::from_value));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// `dir` joined with a relative entry, normalised; `None` when it leaves the repository.
-fn join(dir: &str, entry: &str) -> Option<String> {
-    let mut parts: Vec<&str> = dir
-        .split('/')
-        .filter(|s| !s.is_empty() && *s != ".")
-        .collect();
-    for part in entry.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            p => parts.push(p),
-        }
-    }
-    Some(parts.join("/"))
 }
 
 /// The first SOPS-encrypted file under a Flux Kustomization's path, depth-first in name order.

@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::error::{Error, Result, SourceError};
 use crate::flux::{self, FluxKustomization};
 use crate::plan::Plan;
+use crate::repo::fluxtree::FluxTree;
 use crate::repo::kedit::{self, FluxRef};
 use crate::repo::{fsops, read_optional, Location, Repo};
 use crate::yaml::{self, Text};
@@ -24,6 +25,7 @@ pub enum Drift {
     Decryption,
     FlatKustomization,
     RetiredKustomization,
+    InterruptedWrite,
 }
 
 impl Drift {
@@ -36,6 +38,7 @@ impl Drift {
             Drift::Decryption => "missing-decryption",
             Drift::FlatKustomization => "flat-kustomization",
             Drift::RetiredKustomization => "retired-kustomization",
+            Drift::InterruptedWrite => "interrupted-write",
         }
     }
 }
@@ -191,53 +194,62 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
     let wave_file = |entry: &str| -> Option<usize> {
         config.wave_of_name(flux::normalize_path(entry).strip_suffix(".yaml")?)
     };
+    let listed: BTreeSet<String> = entries.iter().map(|e| flux::normalize_path(e)).collect();
+    // The retired Kustomization is found by what it points at, listed or not: a run that was
+    // interrupted after the entry was removed still finds and removes the file.
+    let base_files = list_files(&repo.path(base))?;
     let mut retired_names: BTreeSet<String> = BTreeSet::new();
-    let mut managed: Vec<usize> = Vec::new();
-    for (i, entry) in entries.iter().enumerate() {
-        if wave_file(entry).is_some() {
-            managed.push(i);
-            continue;
-        }
-        let file = flux::normalize_path(entry);
-        if !(file.ends_with(".yaml") || file.ends_with(".yml")) || file.contains('/') {
-            continue;
-        }
+    let mut retired_files: BTreeSet<String> = BTreeSet::new();
+    for file in base_files
+        .iter()
+        .filter(|f| wave_file(f).is_none() && f.as_str() != "kustomization.yaml")
+    {
         let rel = format!("{base}/{file}");
         let Some(text) = read_optional(&repo.root, &rel)? else {
             continue;
         };
-        let docs = parse_docs(&rel, &text)?;
+        let docs = match parse_docs(&rel, &text) {
+            Ok(docs) => docs,
+            Err(e) if listed.contains(file) => return Err(e),
+            Err(_) => continue,
+        };
         let retired: Vec<FluxKustomization> = docs
             .iter()
             .filter_map(FluxKustomization::from_value)
             .filter(|k| k.path == config.apps)
             .collect();
-        if retired.is_empty() {
+        let Some(first) = retired.first() else {
             continue;
-        }
+        };
         if docs.len() > 1 {
             return Err(SourceError::new(
                 &rel,
                 format!(
                     "holds other objects beside the Flux Kustomization `{}` that points at ./{}",
-                    retired[0].name, config.apps
+                    first.name, config.apps
                 ),
             )
             .help("move the other objects to a file of their own, then run `fluxwave apply` again")
             .into());
         }
-        warnings.extend(dropped_settings(config, &rel, &retired[0]));
-        retired_names.insert(retired[0].name.clone());
-        managed.push(i);
+        warnings.extend(dropped_settings(config, &rel, first));
+        retired_names.insert(first.name.clone());
+        retired_files.insert(file.clone());
         changes.push(Change {
             op: Op::Remove { path: rel },
             drift: Drift::RetiredKustomization,
             why: format!(
                 "the single `{}` Kustomization is replaced by the waves",
-                retired[0].name
+                first.name
             ),
         });
     }
+    let managed: Vec<usize> = entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| wave_file(e).is_some() || retired_files.contains(&flux::normalize_path(e)))
+        .map(|(i, _)| i)
+        .collect();
     for n in 0..plan.waves {
         let rel = format!("{base}/{}.yaml", config.wave_name(n));
         let new = flux::wave_kustomization_text(config, n);
@@ -250,16 +262,11 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
             format!("Flux Kustomization of wave {n}"),
         );
     }
-    let mut stale_waves: Vec<usize> = Vec::new();
-    if let Ok(dir) = std::fs::read_dir(repo.path(base)) {
-        for entry in dir.flatten() {
-            if let Some(n) = entry.file_name().to_str().and_then(&wave_file) {
-                if n >= plan.waves {
-                    stale_waves.push(n);
-                }
-            }
-        }
-    }
+    let mut stale_waves: Vec<usize> = base_files
+        .iter()
+        .filter_map(|f| wave_file(f))
+        .filter(|&n| n >= plan.waves)
+        .collect();
     stale_waves.sort_unstable();
     for n in &stale_waves {
         changes.push(Change {
@@ -318,9 +325,19 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
         let read = |p: &str| std::fs::read_to_string(env_dir.join(p)).ok();
         let patches = kedit::decryption_patches(&doc, &read)
             .map_err(|e| Error::from(SourceError::new(&rel, e)))?;
+        // A patch for a Kustomization the environment no longer builds goes too. Which those
+        // are is known from this run (the retired one, stale waves) and, when the walk of the
+        // environment saw everything, from what it builds: so a run interrupted after the base
+        // lost its retired entry still removes that entry's patch.
+        let tree = FluxTree::walk(&repo.root, &env.path);
+        let exists_after =
+            |n: &str| wave_names.iter().any(|w| w == n) || (tree.has(n) && !gone.contains(n));
         let removed: Vec<&kedit::DecryptionPatch> = patches
             .iter()
-            .filter(|p| p.literal_name().is_some_and(|n| gone.contains(n)))
+            .filter(|p| {
+                p.literal_name()
+                    .is_some_and(|n| gone.contains(n) || (tree.complete && !exists_after(n)))
+            })
             .collect();
         let empty = Default::default();
         let mut items = Vec::new();
@@ -398,6 +415,38 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
             });
         }
     }
+    // An interrupted write of any file this run may write leaves a temporary beside it.
+    let written: Vec<String> = changes
+        .iter()
+        .filter_map(|c| match &c.op {
+            Op::Write { path, .. } => Some(path.clone()),
+            _ => None,
+        })
+        .chain((0..plan.waves).map(|n| format!("{}/kustomization.yaml", apps.wave_dir(n))))
+        .chain((0..plan.waves).map(|n| format!("{base}/{}.yaml", config.wave_name(n))))
+        .chain(std::iter::once(base_rel.clone()))
+        .chain(
+            config
+                .environments
+                .iter()
+                .map(|e| format!("{}/kustomization.yaml", e.path)),
+        )
+        .collect::<BTreeSet<String>>()
+        .into_iter()
+        .collect();
+    for rel in written {
+        for temp in fsops::leftover_temporaries(&repo.path(&rel)) {
+            if let Ok(temp_rel) = temp.strip_prefix(&repo.root) {
+                changes.push(Change {
+                    op: Op::Remove {
+                        path: temp_rel.to_string_lossy().into_owned(),
+                    },
+                    drift: Drift::InterruptedWrite,
+                    why: format!("left by an interrupted write of {rel}"),
+                });
+            }
+        }
+    }
     Ok(ChangeSet { changes, warnings })
 }
 
@@ -432,6 +481,26 @@ fn dropped_settings(
             }
         })
         .collect()
+}
+
+/// The names of the regular files in a folder, sorted (none when it does not exist).
+fn list_files(dir: &std::path::Path) -> Result<Vec<String>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
+        Err(e) => return Err(Error::io(dir, e)),
+    };
+    let mut files = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        if entry.file_type().is_ok_and(|t| t.is_file()) {
+            if let Some(name) = entry.file_name().to_str() {
+                files.push(name.to_string());
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
 }
 
 fn write_if_changed(

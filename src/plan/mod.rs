@@ -264,7 +264,8 @@ fn flat_kustomization_problems(repo: &Repo, plan: &Plan) -> Result<Vec<Problem>>
     {
         let text = entry.as_str().unwrap_or("");
         let file = crate::flux::normalize_path(text);
-        if flat.contains_key(file.as_str()) {
+        // A file already moved into a wave (by an interrupted apply) is still built.
+        if flat.contains_key(file.as_str()) || placed.contains(file.as_str()) {
             listed.insert(file);
         } else {
             problems.push(Problem::FlatListsUnplaced {

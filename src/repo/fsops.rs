@@ -73,3 +73,28 @@ fn sync_dir(dir: Option<&Path>) -> Result<()> {
         Err(e) => Err(Error::io(dir, e)),
     }
 }
+
+/// Temporary files an interrupted atomic write of `path` may have left beside it
+/// (`.<name>.XXXXXX`), sorted.
+pub fn leftover_temporaries(path: &Path) -> Vec<std::path::PathBuf> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
+        return vec![];
+    };
+    let prefix = format!(".{name}.");
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return vec![];
+    };
+    let mut found: Vec<std::path::PathBuf> = entries
+        .flatten()
+        .filter(|e| {
+            e.file_name().to_str().is_some_and(|n| {
+                n.strip_prefix(&prefix).is_some_and(|tail| {
+                    tail.len() == 6 && tail.bytes().all(|b| b.is_ascii_alphanumeric())
+                })
+            })
+        })
+        .map(|e| e.path())
+        .collect();
+    found.sort();
+    found
+}

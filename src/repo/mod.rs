@@ -3,6 +3,7 @@
 //! never followed (a link in the app tier is reported, not read through).
 
 pub mod apptier;
+pub mod fluxtree;
 pub mod fsops;
 pub mod kedit;
 

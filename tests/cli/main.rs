@@ -8,4 +8,6 @@ mod common;
 
 mod apply;
 mod bad_input;
+mod crash;
+mod generate;
 mod homelab;

@@ -1,0 +1,110 @@
+//! The Flux Kustomizations an environment declares, found by walking its kustomization's
+//! resources (folders through their own kustomization.yaml, files parsed), with every
+//! decryption patch met on the way. A walk that met something it could not read (a remote
+//! base, an unparsable file) says so: `complete` is false, and callers that would act on the
+//! absence of an object must not.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::flux::FluxKustomization;
+use crate::repo::kedit::{self, DecryptionPatch};
+use crate::yaml::{self, Text};
+
+#[derive(Debug, Default)]
+pub struct FluxTree {
+    pub kustomizations: Vec<FluxKustomization>,
+    pub patches: Vec<DecryptionPatch>,
+    pub complete: bool,
+}
+
+impl FluxTree {
+    /// Walks the kustomization in `dir` (repository-relative).
+    pub fn walk(root: &Path, dir: &str) -> FluxTree {
+        let mut tree = FluxTree {
+            complete: true,
+            ..FluxTree::default()
+        };
+        tree.visit(root, dir, 0);
+        tree
+    }
+
+    pub fn has(&self, name: &str) -> bool {
+        self.kustomizations.iter().any(|k| k.name == name)
+    }
+
+    fn visit(&mut self, root: &Path, dir: &str, depth: usize) {
+        if depth > 16 {
+            self.complete = false;
+            return;
+        }
+        let rel = format!("{dir}/kustomization.yaml");
+        let Some(doc) =
+            read_text(root, &rel).and_then(|t| yaml::parse::<Value>(&rel, &Text::new(t)).ok())
+        else {
+            self.complete = false;
+            return;
+        };
+        let abs_dir = root.join(dir);
+        let read = |p: &str| std::fs::read_to_string(abs_dir.join(p)).ok();
+        match kedit::decryption_patches(&doc, &read) {
+            Ok(found) => self.patches.extend(found),
+            Err(_) => self.complete = false,
+        }
+        for r in doc
+            .get("resources")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let Some(child) = r.as_str().and_then(|r| join(dir, r)) else {
+                self.complete = false;
+                continue;
+            };
+            let abs = root.join(&child);
+            if abs.is_dir() {
+                self.visit(root, &child, depth + 1);
+                continue;
+            }
+            let docs =
+                read_text(root, &child).and_then(|t| yaml::parse_all(&child, &Text::new(t)).ok());
+            match docs {
+                Some(docs) => self
+                    .kustomizations
+                    .extend(docs.iter().filter_map(FluxKustomization::from_value)),
+                None => self.complete = false,
+            }
+        }
+    }
+}
+
+fn read_text(root: &Path, rel: &str) -> Option<String> {
+    let path = root.join(rel);
+    if path.symlink_metadata().ok()?.file_type().is_symlink() {
+        return None;
+    }
+    std::fs::read_to_string(path).ok()
+}
+
+/// `dir` joined with a relative resource entry, normalised; `None` for a remote resource or
+/// one that leaves the repository.
+pub fn join(dir: &str, entry: &str) -> Option<String> {
+    if entry.contains("://") || entry.starts_with("github.com/") {
+        return None;
+    }
+    let mut parts: Vec<&str> = dir
+        .split('/')
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect();
+    for part in entry.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            p => parts.push(p),
+        }
+    }
+    Some(parts.join("/"))
+}
