@@ -8,4 +8,5 @@ mod common;
 
 mod apply;
 mod bad_input;
+mod cutover;
 mod homelab;
