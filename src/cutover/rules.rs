@@ -334,3 +334,156 @@ pub fn removed_collecting_owners<'a>(old: &'a Inventory, new: &Inventory) -> Vec
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::cutover::source::FileTree;
+    use crate::cutover::{compare, Report};
+
+    fn ks(name: &str, extra: &str) -> String {
+        format!("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {{name: {name}, namespace: flux-system}}\nspec:\n  path: ./{name}\n  prune: true\n  sourceRef: {{kind: GitRepository, name: flux-system}}\n{extra}")
+    }
+
+    const CRD: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Widget, plural: widgets}\n";
+    const WIDGET: &str =
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: app}\n";
+    const CM: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: app}\n";
+
+    fn run(old: &[(&str, &str)], new: &[(&str, &str)]) -> Report {
+        compare(
+            &FileTree::from_files(old.iter().copied()),
+            &FileTree::from_files(new.iter().copied()),
+            "old -> new",
+        )
+        .unwrap()
+    }
+
+    fn listed(r: &Report) -> Vec<String> {
+        r.deletions
+            .iter()
+            .map(|d| format!("{} {}", d.id, d.rule.code()))
+            .collect()
+    }
+
+    #[test]
+    fn a_deleted_crd_takes_its_custom_resources() {
+        let (a, b) = (ks("crds", ""), ks("apps", ""));
+        let old = [
+            (
+                "clusters/dev/kustomization.yaml",
+                "resources: [a.yaml, b.yaml]\n",
+            ),
+            ("clusters/dev/a.yaml", a.as_str()),
+            ("clusters/dev/b.yaml", b.as_str()),
+            ("crds/crd.yaml", CRD),
+            ("apps/w.yaml", WIDGET),
+        ];
+        let mut new = old.to_vec();
+        new.retain(|(p, _)| *p != "crds/crd.yaml");
+        new.push(("crds/other.yaml", CM));
+        let r = run(&old, &new);
+        assert_eq!(
+            listed(&r),
+            // grouped by owner: `apps` before `crds`
+            [
+                "Widget/app/w crd-deleted",
+                "CustomResourceDefinition/widgets.example.com left-build"
+            ]
+        );
+    }
+
+    #[test]
+    fn suspend_and_orphan_in_the_old_spec_release_a_removed_owner() {
+        for extra in ["  suspend: true\n", "  deletionPolicy: Orphan\n", ""] {
+            let a = ks("apps", extra).replace(
+                "prune: true",
+                if extra.is_empty() {
+                    "prune: false"
+                } else {
+                    "prune: true"
+                },
+            );
+            let old = [
+                ("clusters/dev/kustomization.yaml", "resources: [a.yaml]\n"),
+                ("clusters/dev/a.yaml", a.as_str()),
+                ("apps/cm.yaml", CM),
+            ];
+            let new = [
+                ("clusters/dev/kustomization.yaml", "resources: []\n"),
+                ("apps/cm.yaml", CM),
+            ];
+            assert!(run(&old, &new).is_safe(), "{extra}");
+        }
+        let a = ks("apps", "  deletionPolicy: Delete\n").replace("prune: true", "prune: false");
+        let old = [
+            ("clusters/dev/kustomization.yaml", "resources: [a.yaml]\n"),
+            ("clusters/dev/a.yaml", a.as_str()),
+            ("apps/cm.yaml", CM),
+        ];
+        let new = [
+            ("clusters/dev/kustomization.yaml", "resources: []\n"),
+            ("apps/cm.yaml", CM),
+        ];
+        assert_eq!(listed(&run(&old, &new)), ["ConfigMap/app/cm owner-removed"]);
+    }
+
+    #[test]
+    fn moves_are_judged_by_the_dependson_order() {
+        let (a, b) = (ks("a", ""), ks("b", ""));
+        let b_after_a = ks("b", "  dependsOn: [{name: a}]\n");
+        let keep_a = CM.replace("name: cm", "name: keep");
+        let keep_b = CM.replace("name: cm", "name: keep-b");
+        let files = |b: &str, cm_in: &str| -> Vec<(String, String)> {
+            [
+                (
+                    "clusters/dev/kustomization.yaml",
+                    "resources: [a.yaml, b.yaml]\n",
+                ),
+                ("clusters/dev/a.yaml", a.as_str()),
+                ("clusters/dev/b.yaml", b),
+                (cm_in, CM),
+                ("a/keep.yaml", keep_a.as_str()),
+                ("b/keep.yaml", keep_b.as_str()),
+            ]
+            .iter()
+            .map(|(p, t)| (p.to_string(), t.to_string()))
+            .collect()
+        };
+        let tree = |v: &[(String, String)]| {
+            FileTree::from_files(v.iter().map(|(p, t)| (p.as_str(), t.as_str())))
+        };
+        let judge = |b: &str, from: &str, to: &str| {
+            listed(&compare(&tree(&files(b, from)), &tree(&files(b, to)), "").unwrap())
+        };
+        assert_eq!(
+            judge(&b, "a/cm.yaml", "b/cm.yaml"),
+            ["ConfigMap/app/cm moved-unordered"]
+        );
+        assert_eq!(
+            judge(&b_after_a, "a/cm.yaml", "b/cm.yaml"),
+            ["ConfigMap/app/cm moved-later"]
+        );
+        assert!(judge(&b_after_a, "b/cm.yaml", "a/cm.yaml").is_empty());
+    }
+
+    #[test]
+    fn an_opt_out_on_the_object_protects_it() {
+        let a = ks("apps", "");
+        let cm = CM.replace(
+            "namespace: app}",
+            "namespace: app, labels: {kustomize.toolkit.fluxcd.io/reconcile: disabled}}",
+        );
+        let old = [
+            ("clusters/dev/kustomization.yaml", "resources: [a.yaml]\n"),
+            ("clusters/dev/a.yaml", a.as_str()),
+            ("apps/cm.yaml", cm.as_str()),
+            ("apps/other.yaml", WIDGET),
+        ];
+        let new = [
+            ("clusters/dev/kustomization.yaml", "resources: [a.yaml]\n"),
+            ("clusters/dev/a.yaml", a.as_str()),
+            ("apps/other.yaml", WIDGET),
+        ];
+        assert!(run(&old, &new).is_safe());
+    }
+}
