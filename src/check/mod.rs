@@ -108,3 +108,35 @@ fn drift_finding(c: &changes::Change) -> Finding {
         help: "run `fluxwave apply`".into(),
     }
 }
+
+/// What Flux would delete going from `base` to the working tree, as findings: a CI job
+/// that runs `check --base origin/main` blocks a merge that would delete a database.
+pub fn cutover(root: &Path, base: &str) -> Result<Vec<Finding>> {
+    let report = crate::cutover::analyse(root, base, None)?;
+    let mut findings: Vec<Finding> = report
+        .deletions
+        .iter()
+        .map(|d| Finding {
+            code: match (d.stateful, d.rule.is_move()) {
+                (true, true) => "promotes-stateful",
+                (true, false) => "deletes-stateful",
+                _ => "cutover-deletion",
+            },
+            severity: Severity::Error,
+            path: d.file.clone(),
+            message: format!(
+                "{} ({}): Flux deletes it: {}",
+                d.id, d.environment, d.reason
+            ),
+            help: format!("run `fluxwave cutover --from {base}` for the safe runbook"),
+        })
+        .collect();
+    findings.extend(report.warnings.iter().map(|w| Finding {
+        code: "cutover-unmodelled",
+        severity: Severity::Warning,
+        path: w.path.clone(),
+        message: format!("{} ({}): {}", w.feature, w.environment, w.message),
+        help: "fluxwave cannot see what this feature does; check it by hand".into(),
+    }));
+    Ok(findings)
+}

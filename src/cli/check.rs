@@ -9,8 +9,16 @@ use super::{io, Outcome, ReportFormat};
 use crate::check::{self, Severity};
 use crate::error::Result;
 
-pub fn run(root: &Path, format: ReportFormat, out: &mut impl Write) -> Result<Outcome> {
-    let findings = check::run(root)?;
+pub fn run(
+    root: &Path,
+    format: ReportFormat,
+    base: Option<&str>,
+    out: &mut impl Write,
+) -> Result<Outcome> {
+    let mut findings = check::run(root)?;
+    if let Some(base) = base {
+        findings.extend(check::cutover(root, base)?);
+    }
     let errors = findings
         .iter()
         .filter(|f| f.severity == Severity::Error)

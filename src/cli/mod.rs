@@ -3,6 +3,7 @@
 
 mod apply;
 mod check;
+mod cutover;
 mod plan;
 mod waves;
 
@@ -80,6 +81,23 @@ enum Command {
     Check {
         #[arg(long, value_enum, default_value = "text")]
         format: ReportFormat,
+        /// Also report what Flux would delete going from git revision REV to the working tree
+        #[arg(long, value_name = "REV")]
+        base: Option<String>,
+    },
+    /// Every object Flux would delete between two git revisions, with the safe runbook
+    #[command(
+        after_help = "Example:\n  fluxwave --repo examples/homelab cutover --from origin/main\n  fluxwave cutover --from HEAD~1 --to HEAD --format json\n\nExit status: 0 nothing is deleted, 1 something would be deleted, 2 bad input (not a git repository, a revision that does not exist)."
+    )]
+    Cutover {
+        /// The revision the cluster runs now (a branch, tag or commit)
+        #[arg(long, value_name = "REV")]
+        from: String,
+        /// The revision to go to (default: the working tree)
+        #[arg(long, value_name = "REV")]
+        to: Option<String>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: ReportFormat,
     },
 }
 
@@ -110,7 +128,10 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
         Command::Waves { format } => waves::run(&cli.repo, format, &mut out),
         Command::Plan { format } => plan::run(&cli.repo, format, &mut out),
         Command::Apply { dry_run } => apply::run(&cli.repo, dry_run, &mut out),
-        Command::Check { format } => check::run(&cli.repo, format, &mut out),
+        Command::Check { format, base } => check::run(&cli.repo, format, base.as_deref(), &mut out),
+        Command::Cutover { from, to, format } => {
+            cutover::run(&cli.repo, &from, to.as_deref(), format, &mut out)
+        }
     };
     let _ = out.flush();
     match result {

@@ -663,6 +663,48 @@ impl Target {
     }
 }
 
+/// Any object a kustomize patch target may select (the cutover builder applies patches to
+/// every kind, not only Flux Kustomizations).
+#[derive(Debug, Clone, Copy)]
+pub struct ObjectRef<'a> {
+    /// API group; empty for the core group.
+    pub group: &'a str,
+    pub version: &'a str,
+    pub kind: &'a str,
+    pub name: &'a str,
+    pub namespace: &'a str,
+    pub labels: &'a BTreeMap<String, String>,
+    pub annotations: &'a BTreeMap<String, String>,
+}
+
+/// A kustomize patch `target`, parsed once: literal or regular-expression names and
+/// namespaces, label and annotation selectors, as kustomize reads them.
+#[derive(Debug, Clone)]
+pub struct PatchTarget(Target);
+
+impl PatchTarget {
+    pub fn parse(v: &Value, what: &str) -> Result<PatchTarget, String> {
+        parse_target(v, what).map(PatchTarget)
+    }
+
+    /// Whether the target selects `obj` (every field given must match).
+    pub fn matches(&self, obj: &ObjectRef) -> bool {
+        let t = &self.0;
+        let eq = |want: &Option<String>, have: &str| want.as_ref().is_none_or(|w| w == have);
+        eq(&t.group, obj.group)
+            && eq(&t.version, obj.version)
+            && eq(&t.kind, obj.kind)
+            && t.name.as_ref().is_none_or(|(_, re)| re.is_match(obj.name))
+            && t.namespace
+                .as_ref()
+                .is_none_or(|(_, re)| re.is_match(obj.namespace))
+            && t.labels.as_ref().is_none_or(|s| s.matches(obj.labels))
+            && t.annotations
+                .as_ref()
+                .is_none_or(|s| s.matches(obj.annotations))
+    }
+}
+
 impl LabelSelector {
     fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.0.iter().all(|r| match r {

@@ -9,5 +9,6 @@ mod common;
 mod apply;
 mod bad_input;
 mod crash;
+mod cutover;
 mod generate;
 mod homelab;

@@ -1,0 +1,106 @@
+//! `fluxwave cutover`: what Flux would delete between two revisions, grouped by owner with
+//! data loss first, then the runbook. Exit 1 when anything would be deleted.
+
+use std::io::Write;
+use std::path::Path;
+
+use serde_json::json;
+
+use super::{io, Outcome, ReportFormat};
+use crate::cutover::{self, Deletion, Report};
+use crate::error::Result;
+
+pub fn run(
+    root: &Path,
+    from: &str,
+    to: Option<&str>,
+    format: ReportFormat,
+    out: &mut impl Write,
+) -> Result<Outcome> {
+    let report = cutover::analyse(root, from, to)?;
+    let text = match format {
+        ReportFormat::Json => {
+            let stateful = report.deletions.iter().filter(|d| d.stateful).count();
+            serde_json::to_string_pretty(&json!({
+                "from": report.from,
+                "to": report.to,
+                "environments": report.environments,
+                "safe": report.is_safe(),
+                "stateful": stateful,
+                "deletions": report.deletions,
+                "warnings": report.warnings,
+                "runbook": report.runbook,
+            }))
+            .unwrap_or_default()
+                + "\n"
+        }
+        ReportFormat::Text => text(&report),
+    };
+    out.write_all(text.as_bytes()).map_err(io)?;
+    Ok(if report.is_safe() {
+        Outcome::Clean
+    } else {
+        Outcome::Findings
+    })
+}
+
+fn group(s: &mut String, title: &str, items: &[&Deletion]) {
+    if items.is_empty() {
+        return;
+    }
+    s.push_str(&format!("\n{title}\n"));
+    let mut last = None;
+    for d in items {
+        let key = (&d.environment, &d.owner);
+        if last != Some(key) {
+            s.push_str(&format!("  {} — owner {}\n", d.environment, d.owner));
+            last = Some(key);
+        }
+        s.push_str(&format!("    {}: {}\n", d.id, d.reason));
+    }
+}
+
+fn text(r: &Report) -> String {
+    let mut s = format!(
+        "cutover {} -> {} (environments: {})\n",
+        r.from,
+        r.to,
+        if r.environments.is_empty() {
+            "none found".to_string()
+        } else {
+            r.environments.join(", ")
+        }
+    );
+    let stateful: Vec<&Deletion> = r.deletions.iter().filter(|d| d.stateful).collect();
+    let other: Vec<&Deletion> = r.deletions.iter().filter(|d| !d.stateful).collect();
+    if r.is_safe() {
+        s.push_str("safe: Flux deletes nothing on the way\n");
+    } else {
+        s.push_str(&format!(
+            "Flux would delete {} objects, {} of them holding data\n",
+            r.deletions.len(),
+            stateful.len()
+        ));
+    }
+    group(&mut s, "DATA LOSS", &stateful);
+    group(&mut s, "Deleted", &other);
+    if !r.warnings.is_empty() {
+        s.push_str("\nNot modelled (check by hand)\n");
+        for w in &r.warnings {
+            s.push_str(&format!(
+                "  {}: {}: {}: {}\n",
+                w.environment, w.path, w.feature, w.message
+            ));
+        }
+    }
+    if !r.runbook.is_empty() {
+        s.push_str("\nRunbook\n");
+        for section in &r.runbook {
+            s.push_str(&format!("  {}\n", section.title));
+            for line in &section.lines {
+                s.push_str(&format!("    {line}\n"));
+            }
+        }
+    }
+    s
+}

@@ -1,0 +1,493 @@
+//! Builds every environment of one revision as Flux does and records its inventory: which
+//! Flux Kustomization (the *owner*) applies every object. The root Kustomization owns the
+//! environment's entry; every Flux Kustomization found in a build is an owner too, built at
+//! its `spec.path` with Flux's own patches, components, `targetNamespace`, name affixes and
+//! `commonMetadata` on top. An object belongs to the first owner that builds it.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use serde_json::{json, Map, Value};
+
+use super::kustomize::{Builder, Warning};
+use super::object::ObjectId;
+use super::source::{join, FileTree};
+use crate::config::{self, Config};
+use crate::error::Result;
+use crate::flux::{normalize_path, KUSTOMIZE_GROUP};
+
+/// A Flux Kustomization as the cluster would hold it after this revision is applied.
+#[derive(Debug, Clone)]
+pub struct Owner {
+    pub id: ObjectId,
+    pub path: String,
+    pub prune: bool,
+    /// MirrorPrune (the default), Delete, WaitForTermination or Orphan.
+    pub deletion_policy: String,
+    pub suspend: bool,
+    pub depends_on: Vec<ObjectId>,
+    /// The owner whose build holds this Kustomization (None for the root).
+    pub parent: Option<ObjectId>,
+    /// The file it is written in; empty for an assumed root.
+    pub file: String,
+    /// False when its build failed or its source is not this repository: its inventory is
+    /// unknown, so nothing is judged deleted from it.
+    pub built: bool,
+    pub object: Value,
+}
+
+impl Owner {
+    fn from_value(v: &Value, parent: Option<ObjectId>, file: &str) -> Option<Owner> {
+        let mut id = ObjectId::of(v)?;
+        if id.namespace.is_empty() {
+            id.namespace = parent
+                .as_ref()
+                .map_or("flux-system".to_string(), |p| p.namespace.clone());
+        }
+        let spec = v.get("spec").cloned().unwrap_or(Value::Null);
+        let depends_on = spec
+            .get("dependsOn")
+            .and_then(Value::as_array)
+            .map(|deps| {
+                deps.iter()
+                    .filter_map(|d| {
+                        Some(flux_id(
+                            d.get("namespace")
+                                .and_then(Value::as_str)
+                                .unwrap_or(&id.namespace),
+                            d.get("name")?.as_str()?,
+                        ))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Some(Owner {
+            path: normalize_path(spec.get("path").and_then(Value::as_str).unwrap_or("")),
+            prune: spec.get("prune").and_then(Value::as_bool).unwrap_or(false),
+            deletion_policy: spec
+                .get("deletionPolicy")
+                .and_then(Value::as_str)
+                .unwrap_or("MirrorPrune")
+                .to_string(),
+            suspend: spec
+                .get("suspend")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            depends_on,
+            parent,
+            file: file.to_string(),
+            built: true,
+            object: v.clone(),
+            id,
+        })
+    }
+
+    /// Whether it deletes what leaves its build when it reconciles.
+    pub fn prunes(&self) -> bool {
+        self.prune && !self.suspend
+    }
+
+    /// Whether deleting this Kustomization deletes what it applied (its finalizer).
+    pub fn deletes_on_removal(&self) -> bool {
+        !self.suspend
+            && match self.deletion_policy.as_str() {
+                "Delete" | "WaitForTermination" => true,
+                "Orphan" => false,
+                _ => self.prune,
+            }
+    }
+
+    /// The spec as one line: `prune: true, deletionPolicy: MirrorPrune`.
+    pub fn policy(&self) -> String {
+        let mut s = format!(
+            "prune: {}, deletionPolicy: {}",
+            self.prune, self.deletion_policy
+        );
+        if self.suspend {
+            s.push_str(", suspend: true");
+        }
+        s
+    }
+
+    fn source(&self) -> (String, String, String) {
+        let s = |p: &str| {
+            self.object
+                .pointer(p)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        let ns = s("/spec/sourceRef/namespace");
+        (
+            s("/spec/sourceRef/kind"),
+            if ns.is_empty() {
+                self.id.namespace.clone()
+            } else {
+                ns
+            },
+            s("/spec/sourceRef/name"),
+        )
+    }
+
+    /// The kustomization Flux wraps around `spec.path`.
+    fn overlay(&self) -> Map<String, Value> {
+        let spec = self.object.get("spec").cloned().unwrap_or(Value::Null);
+        let mut k = Map::new();
+        for (from, to) in [
+            ("components", "components"),
+            ("patches", "patches"),
+            ("targetNamespace", "namespace"),
+            ("namePrefix", "namePrefix"),
+            ("nameSuffix", "nameSuffix"),
+        ] {
+            if let Some(v) = spec.get(from) {
+                k.insert(to.into(), v.clone());
+            }
+        }
+        if let Some(m) = spec.get("commonMetadata") {
+            if let Some(l) = m.get("labels") {
+                k.insert("commonLabels".into(), l.clone());
+            }
+            if let Some(a) = m.get("annotations") {
+                k.insert("commonAnnotations".into(), a.clone());
+            }
+        }
+        k
+    }
+}
+
+pub fn flux_id(namespace: &str, name: &str) -> ObjectId {
+    ObjectId {
+        group: KUSTOMIZE_GROUP.into(),
+        kind: "Kustomization".into(),
+        namespace: namespace.into(),
+        name: name.into(),
+    }
+}
+
+/// One object of an inventory.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub owner: ObjectId,
+    pub value: Value,
+    pub file: String,
+    pub index: usize,
+}
+
+/// One environment at one revision.
+#[derive(Debug, Clone, Default)]
+pub struct Inventory {
+    pub env: String,
+    pub env_path: String,
+    pub owners: BTreeMap<ObjectId, Owner>,
+    /// Every object but Flux Kustomizations (those are `owners`).
+    pub objects: BTreeMap<ObjectId, Entry>,
+    pub warnings: Vec<Warning>,
+}
+
+impl Inventory {
+    /// Whether `later` reconciles after `earlier`: it depends on it (transitively), or it is
+    /// created by it (a descendant in the ownership tree).
+    pub fn reconciles_after(&self, later: &ObjectId, earlier: &ObjectId) -> bool {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut stack = vec![later.clone()];
+        while let Some(cur) = stack.pop() {
+            if !seen.insert(cur.clone()) {
+                continue;
+            }
+            if let Some(o) = self.owners.get(&cur) {
+                for next in o.depends_on.iter().chain(o.parent.iter()) {
+                    if next == earlier {
+                        return true;
+                    }
+                    stack.push(next.clone());
+                }
+            }
+        }
+        false
+    }
+}
+
+/// The environments of a revision: `clusters.environments` of its fluxwave.yaml, else every
+/// folder under `clusters/` (but `base`) with a kustomization or a `flux bootstrap` sync file.
+pub fn environments(tree: &FileTree) -> Result<Vec<(String, String)>> {
+    if let Some(text) = tree.read(config::FILE) {
+        let config = Config::parse(text)?;
+        return Ok(config
+            .environments
+            .into_iter()
+            .map(|e| (e.name, normalize_path(&e.path)))
+            .collect());
+    }
+    let mut envs = std::collections::BTreeSet::new();
+    for file in tree.files_under("clusters") {
+        let parts: Vec<&str> = file.split('/').collect();
+        let marks = match parts.as_slice() {
+            [_, env, k] => ["kustomization.yaml", "kustomization.yml", "Kustomization"]
+                .contains(k)
+                .then_some(*env),
+            [_, env, "flux-system", "gotk-sync.yaml"] => Some(*env),
+            _ => None,
+        };
+        if let Some(env) = marks.filter(|e| *e != "base") {
+            envs.insert(env.to_string());
+        }
+    }
+    Ok(envs
+        .into_iter()
+        .map(|e| (e.clone(), format!("clusters/{e}")))
+        .collect())
+}
+
+/// The root Kustomization of an environment: read from `flux-system/gotk-sync.yaml` (the one
+/// whose path is the environment), or assumed as `flux bootstrap` writes it.
+fn root_of(tree: &FileTree, env_path: &str) -> Owner {
+    let sync = join(env_path, "flux-system/gotk-sync.yaml").unwrap_or_default();
+    let docs = tree
+        .read(&sync)
+        .and_then(|t| crate::yaml::parse_all(&sync, t).ok())
+        .unwrap_or_default();
+    let flux: Vec<Owner> = docs
+        .iter()
+        .filter(|d| is_flux_kustomization(d))
+        .filter_map(|d| Owner::from_value(d, None, &sync))
+        .collect();
+    if let Some(root) = flux.iter().find(|o| o.path == env_path).or(flux.first()) {
+        return root.clone();
+    }
+    let assumed = json!({
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": "flux-system", "namespace": "flux-system"},
+        "spec": {"path": format!("./{env_path}"), "prune": true,
+                 "sourceRef": {"kind": "GitRepository", "name": "flux-system"}},
+    });
+    let mut root =
+        Owner::from_value(&assumed, None, "").unwrap_or_else(|| unreachable_owner(env_path));
+    root.file = String::new();
+    root
+}
+
+fn unreachable_owner(env_path: &str) -> Owner {
+    Owner {
+        id: flux_id("flux-system", "flux-system"),
+        path: env_path.to_string(),
+        prune: true,
+        deletion_policy: "MirrorPrune".into(),
+        suspend: false,
+        depends_on: Vec::new(),
+        parent: None,
+        file: String::new(),
+        built: true,
+        object: Value::Null,
+    }
+}
+
+pub fn is_flux_kustomization(v: &Value) -> bool {
+    v.get("kind").and_then(Value::as_str) == Some("Kustomization")
+        && v.get("apiVersion")
+            .and_then(Value::as_str)
+            .is_some_and(|a| a.starts_with(&format!("{KUSTOMIZE_GROUP}/")))
+}
+
+/// Builds environment `env` (entry `env_path`) of `tree`.
+pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
+    let mut builder = Builder::new(tree);
+    let mut inv = Inventory {
+        env: env.to_string(),
+        env_path: env_path.to_string(),
+        ..Inventory::default()
+    };
+    let root = root_of(tree, env_path);
+    let root_source = root.source();
+    let mut queue = VecDeque::from([root.id.clone()]);
+    inv.owners.insert(root.id.clone(), root);
+    let mut extra_warnings = Vec::new();
+    while let Some(owner_id) = queue.pop_front() {
+        let Some(owner) = inv.owners.get(&owner_id).cloned() else {
+            continue;
+        };
+        let where_ = if owner.file.is_empty() {
+            env_path.to_string()
+        } else {
+            owner.file.clone()
+        };
+        if owner.parent.is_some() && owner.source() != root_source {
+            let (kind, ns, name) = owner.source();
+            extra_warnings.push(Warning {
+                path: where_,
+                feature: "other source".into(),
+                message: format!("{} reads {kind}/{ns}/{name}, not this repository: what it applies is not in the inventory", owner.id),
+            });
+            mark_unbuilt(&mut inv, &owner_id);
+            continue;
+        }
+        let built = builder.build_flux_path(&owner.path).and_then(|acc| {
+            builder.transform(
+                &format!("{where_} ({})", owner.id),
+                &owner.path,
+                &owner.overlay(),
+                acc,
+            )
+        });
+        let resources = match built {
+            Ok(r) => r,
+            Err(e) => {
+                extra_warnings.push(Warning {
+                    path: where_,
+                    feature: "build failure".into(),
+                    message: format!(
+                        "{} cannot be built ({e}); Flux stops there and deletes nothing of it",
+                        owner.id
+                    ),
+                });
+                mark_unbuilt(&mut inv, &owner_id);
+                continue;
+            }
+        };
+        let vars = substitutions(&owner.object);
+        for mut r in resources {
+            substitute_identity(&mut r.value, &vars);
+            let Some(id) = r.id() else {
+                extra_warnings.push(Warning {
+                    path: r.file.clone(),
+                    feature: "unnamed object".into(),
+                    message: format!("document {} has no apiVersion, kind or name", r.index + 1),
+                });
+                continue;
+            };
+            if id.name.contains("${") || id.namespace.contains("${") {
+                extra_warnings.push(Warning {
+                    path: r.file.clone(),
+                    feature: "postBuild substitution".into(),
+                    message: format!("{id}: a variable in its name or namespace comes from substituteFrom, which is not modelled"),
+                });
+            }
+            if is_flux_kustomization(&r.value) {
+                if let Some(child) = Owner::from_value(&r.value, Some(owner_id.clone()), &r.file) {
+                    if !inv.owners.contains_key(&child.id) {
+                        queue.push_back(child.id.clone());
+                        inv.owners.insert(child.id.clone(), child);
+                    }
+                }
+                continue;
+            }
+            match inv.objects.get(&id) {
+                Some(e) if e.owner != owner_id => extra_warnings.push(Warning {
+                    path: r.file.clone(),
+                    feature: "two owners".into(),
+                    message: format!(
+                        "{id} is applied by both {} and {owner_id}; Flux counts it as {}'s",
+                        e.owner, e.owner
+                    ),
+                }),
+                Some(_) => {}
+                None => {
+                    inv.objects.insert(
+                        id,
+                        Entry {
+                            owner: owner_id.clone(),
+                            value: r.value,
+                            file: r.file,
+                            index: r.index,
+                        },
+                    );
+                }
+            }
+        }
+    }
+    inv.warnings = builder.warnings;
+    inv.warnings.extend(extra_warnings);
+    inv.warnings.sort();
+    inv.warnings.dedup();
+    inv
+}
+
+fn mark_unbuilt(inv: &mut Inventory, id: &ObjectId) {
+    if let Some(o) = inv.owners.get_mut(id) {
+        o.built = false;
+    }
+}
+
+/// The inline `postBuild.substitute` variables of a Flux Kustomization.
+fn substitutions(owner: &Value) -> BTreeMap<String, String> {
+    owner
+        .pointer("/spec/postBuild/substitute")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Flux's `${VAR}`, `${VAR:=default}` and `${VAR:-default}` in an object's name and namespace.
+fn substitute_identity(v: &mut Value, vars: &BTreeMap<String, String>) {
+    let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for key in ["name", "namespace"] {
+        if let Some(Value::String(s)) = meta.get_mut(key) {
+            if s.contains("${") {
+                *s = substitute(s, vars);
+            }
+        }
+    }
+}
+
+fn substitute(s: &str, vars: &BTreeMap<String, String>) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let Some(end) = rest[start..].find('}') else {
+            out.push_str(&rest[start..]);
+            return out;
+        };
+        let inner = &rest[start + 2..start + end];
+        let (name, default) = match inner.split_once(":=").or_else(|| inner.split_once(":-")) {
+            Some((n, d)) => (n, Some(d)),
+            None => (inner, None),
+        };
+        match (vars.get(name), default) {
+            (Some(v), _) => out.push_str(v),
+            (None, Some(d)) => out.push_str(d),
+            (None, None) => out.push_str(&rest[start..=start + end]),
+        }
+        rest = &rest[start + end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn substitutes_inline_variables_and_defaults() {
+        let vars = BTreeMap::from([("APP".to_string(), "web".to_string())]);
+        assert_eq!(
+            substitute("${APP}-${NS:=media}-${X}", &vars),
+            "web-media-${X}"
+        );
+    }
+
+    #[test]
+    fn environments_without_config_are_the_cluster_folders() {
+        let tree = FileTree::from_files([
+            ("clusters/base/kustomization.yaml", ""),
+            ("clusters/prod/kustomization.yaml", ""),
+            ("clusters/staging/flux-system/gotk-sync.yaml", ""),
+            ("clusters/README.yaml", ""),
+        ]);
+        let envs = environments(&tree).unwrap();
+        assert_eq!(
+            envs,
+            [
+                ("prod".to_string(), "clusters/prod".to_string()),
+                ("staging".to_string(), "clusters/staging".to_string())
+            ]
+        );
+    }
+}

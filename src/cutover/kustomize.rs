@@ -1,0 +1,904 @@
+//! A native kustomize builder, enough to know *which objects* a build yields: resources,
+//! components, patches (strategic merge as a deep merge of mappings with lists replaced, JSON
+//! 6902), `namespace`, `namePrefix`/`nameSuffix`, labels and annotations, generators without
+//! hash suffixes, and Flux's generated kustomization for a folder without one. Anything else
+//! that can change the set of objects is reported as a `Warning` naming the file and the
+//! feature: a build is never silently incomplete.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value};
+
+use super::object::{group_of, string_map, version_of, ObjectId, CLUSTER_SCOPED};
+use super::source::{join, FileTree};
+use crate::repo::kedit::{ObjectRef, PatchTarget};
+use crate::yaml;
+
+/// A kustomize feature that may change what a build yields and that fluxwave does not model.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Warning {
+    pub path: String,
+    pub feature: String,
+    pub message: String,
+}
+
+/// One object of a build, with where it came from (its file and document index) and the
+/// names it had before `namePrefix`/`namespace` changed them (patch targets match either).
+#[derive(Debug, Clone)]
+pub struct Resource {
+    pub value: Value,
+    pub file: String,
+    pub index: usize,
+    previous: Vec<(String, String)>,
+}
+
+impl Resource {
+    pub fn id(&self) -> Option<ObjectId> {
+        ObjectId::of(&self.value)
+    }
+
+    fn meta_str(&self, key: &str) -> &str {
+        self.value
+            .get("metadata")
+            .and_then(|m| m.get(key))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+
+    fn kind(&self) -> &str {
+        self.value.get("kind").and_then(Value::as_str).unwrap_or("")
+    }
+
+    fn api_version(&self) -> &str {
+        self.value
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+
+    fn set_meta(&mut self, key: &str, value: String) {
+        let (name, ns) = (
+            self.meta_str("name").to_string(),
+            self.meta_str("namespace").to_string(),
+        );
+        if !self.previous.contains(&(name.clone(), ns.clone())) {
+            self.previous.push((name, ns));
+        }
+        if let Some(meta) = self
+            .value
+            .get_mut("metadata")
+            .and_then(Value::as_object_mut)
+        {
+            meta.insert(key.into(), Value::String(value));
+        }
+    }
+
+    fn selected_by(&self, target: &PatchTarget) -> bool {
+        let (labels, annotations) = (
+            string_map(&self.value, "labels"),
+            string_map(&self.value, "annotations"),
+        );
+        let api = self.api_version();
+        let current = (self.meta_str("name"), self.meta_str("namespace"));
+        std::iter::once(current)
+            .chain(self.previous.iter().map(|(n, s)| (n.as_str(), s.as_str())))
+            .any(|(name, namespace)| {
+                target.matches(&ObjectRef {
+                    group: group_of(api),
+                    version: version_of(api),
+                    kind: self.kind(),
+                    name,
+                    namespace,
+                    labels: &labels,
+                    annotations: &annotations,
+                })
+            })
+    }
+}
+
+/// Keys of a kustomization that fluxwave builds (or that cannot change which objects a build
+/// yields: images, replicas and the like change content only).
+const MODELLED: &[&str] = &[
+    "apiVersion",
+    "kind",
+    "metadata",
+    "resources",
+    "bases",
+    "components",
+    "patches",
+    "patchesStrategicMerge",
+    "patchesJson6902",
+    "namespace",
+    "namePrefix",
+    "nameSuffix",
+    "commonLabels",
+    "labels",
+    "commonAnnotations",
+    "configMapGenerator",
+    "secretGenerator",
+    "generatorOptions",
+    "images",
+    "replicas",
+    "sortOptions",
+    "buildMetadata",
+    "crds",
+];
+
+const KUSTOMIZATION_FILES: &[&str] = &["kustomization.yaml", "kustomization.yml", "Kustomization"];
+
+const MAX_DEPTH: usize = 64;
+
+pub struct Builder<'a> {
+    tree: &'a FileTree,
+    pub warnings: Vec<Warning>,
+    /// Kinds of cluster-scoped custom resources seen in CRDs of this tree.
+    cluster_kinds: BTreeSet<String>,
+    stack: Vec<String>,
+}
+
+type Built = Result<Vec<Resource>, String>;
+
+impl<'a> Builder<'a> {
+    pub fn new(tree: &'a FileTree) -> Builder<'a> {
+        let mut cluster_kinds = BTreeSet::new();
+        // Cluster-scoped custom kinds are known from any CRD in the revision.
+        for path in tree.files_under("") {
+            if let Some(text) = tree.read(path) {
+                if text.contains("CustomResourceDefinition") {
+                    for doc in yaml::parse_all(path, text).unwrap_or_default() {
+                        if let Some((_, kind, true)) = super::object::crd_kind(&doc) {
+                            cluster_kinds.insert(kind);
+                        }
+                    }
+                }
+            }
+        }
+        Builder {
+            tree,
+            warnings: Vec::new(),
+            cluster_kinds,
+            stack: Vec::new(),
+        }
+    }
+
+    fn warn(&mut self, path: &str, feature: &str, message: String) {
+        let w = Warning {
+            path: path.to_string(),
+            feature: feature.to_string(),
+            message,
+        };
+        if !self.warnings.contains(&w) {
+            self.warnings.push(w);
+        }
+    }
+
+    fn is_cluster_scoped(&self, kind: &str) -> bool {
+        CLUSTER_SCOPED.contains(&kind) || self.cluster_kinds.contains(kind)
+    }
+
+    /// The kustomization file of `dir`, if it has one.
+    pub fn kustomization_file(&self, dir: &str) -> Option<String> {
+        KUSTOMIZATION_FILES
+            .iter()
+            .map(|f| join(dir, f).unwrap_or_default())
+            .find(|p| self.tree.is_file(p))
+    }
+
+    /// `kustomize build DIR`: `dir` must hold a kustomization.
+    pub fn build_dir(&mut self, dir: &str) -> Built {
+        let file = self
+            .kustomization_file(dir)
+            .ok_or_else(|| format!("{dir}: no kustomization.yaml in this folder"))?;
+        self.build_kustomization(dir, &file, Vec::new())
+    }
+
+    /// What Flux builds at `spec.path`: the folder's kustomization, or the one Flux generates
+    /// when there is none (every manifest under the folder, recursively; a sub-folder with its
+    /// own kustomization is built as one).
+    pub fn build_flux_path(&mut self, dir: &str) -> Built {
+        if self.kustomization_file(dir).is_some() {
+            return self.build_dir(dir);
+        }
+        if !self.tree.is_dir(dir) {
+            return Err(format!("path `./{dir}` does not exist"));
+        }
+        let files: Vec<String> = self.tree.files_under(dir).map(String::from).collect();
+        let mut out = Vec::new();
+        let mut built = BTreeSet::new();
+        for file in files {
+            let below = file.strip_prefix(&format!("{dir}/")).unwrap_or(&file);
+            let segments: Vec<&str> = below.split('/').collect();
+            let mut sub = dir.to_string();
+            let mut kustomized = None;
+            for seg in &segments[..segments.len().saturating_sub(1)] {
+                sub = join(&sub, seg).unwrap_or_default();
+                if self.kustomization_file(&sub).is_some() {
+                    kustomized = Some(sub.clone());
+                    break;
+                }
+            }
+            match kustomized {
+                Some(sub) if built.insert(sub.clone()) => {
+                    out.extend(self.build_dir(&sub)?);
+                }
+                Some(_) => {}
+                None if file.ends_with(".yaml") || file.ends_with(".yml") => {
+                    // Flux's generator leaves out what is not a Kubernetes object.
+                    out.extend(
+                        self.load_file(&file)?
+                            .into_iter()
+                            .filter(|r| !r.kind().is_empty() && !r.api_version().is_empty()),
+                    );
+                }
+                None => {}
+            }
+        }
+        Ok(out)
+    }
+
+    fn load_file(&mut self, path: &str) -> Built {
+        let text = self
+            .tree
+            .read(path)
+            .ok_or_else(|| format!("{path}: file not found"))?;
+        let docs = yaml::parse_all(path, text).map_err(|e| e.to_string())?;
+        let mut out = Vec::new();
+        for (index, doc) in docs.into_iter().enumerate() {
+            let is_list = doc
+                .get("kind")
+                .and_then(Value::as_str)
+                .is_some_and(|k| k.ends_with("List"))
+                && doc.get("items").is_some_and(Value::is_array);
+            let items = if is_list {
+                doc.get("items")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default()
+            } else {
+                vec![doc]
+            };
+            for value in items {
+                if !value.is_object() {
+                    return Err(format!("{path}: document {} is not a mapping", index + 1));
+                }
+                out.push(Resource {
+                    value,
+                    file: path.to_string(),
+                    index,
+                    previous: Vec::new(),
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    fn read_kustomization(&self, file: &str) -> Result<Map<String, Value>, String> {
+        let text = self
+            .tree
+            .read(file)
+            .ok_or_else(|| format!("{file}: file not found"))?;
+        match yaml::parse::<Value>(file, text).map_err(|e| e.to_string())? {
+            Value::Object(m) => Ok(m),
+            Value::Null => Ok(Map::new()),
+            _ => Err(format!("{file}: a kustomization must be a mapping")),
+        }
+    }
+
+    fn build_kustomization(&mut self, dir: &str, file: &str, acc: Vec<Resource>) -> Built {
+        if self.stack.len() > MAX_DEPTH || self.stack.iter().any(|d| d == dir) {
+            return Err(format!("{file}: kustomization cycle through `{dir}`"));
+        }
+        self.stack.push(dir.to_string());
+        let result = self.build_kustomization_inner(dir, file, acc);
+        self.stack.pop();
+        result
+    }
+
+    fn build_kustomization_inner(
+        &mut self,
+        dir: &str,
+        file: &str,
+        mut acc: Vec<Resource>,
+    ) -> Built {
+        let k = self.read_kustomization(file)?;
+        for field in ["resources", "bases"] {
+            for entry in list(&k, field, file)? {
+                let Some(entry) = entry.as_str() else {
+                    return Err(format!("{file}: `{field}` entries must be strings"));
+                };
+                if is_remote(entry) {
+                    self.warn(
+                        file,
+                        "remote base",
+                        format!("`{entry}` is fetched from the network; its objects are not in the inventory"),
+                    );
+                    continue;
+                }
+                let path = join(dir, entry)
+                    .ok_or_else(|| format!("{file}: `{entry}` leaves the repository"))?;
+                if self.tree.is_file(&path) {
+                    acc.extend(self.load_file(&path)?);
+                } else if self.tree.is_dir(&path) {
+                    acc.extend(self.build_dir(&path)?);
+                } else {
+                    return Err(format!("{file}: resource `{entry}` not found"));
+                }
+            }
+        }
+        self.generators(file, &k, &mut acc)?;
+        self.transform(file, dir, &k, acc)
+    }
+
+    /// ConfigMap and Secret generators: modelled when their names carry no hash suffix.
+    fn generators(
+        &mut self,
+        file: &str,
+        k: &Map<String, Value>,
+        acc: &mut Vec<Resource>,
+    ) -> Result<(), String> {
+        let global_off = k
+            .get("generatorOptions")
+            .and_then(|o| o.get("disableNameSuffixHash"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        for (field, kind) in [
+            ("configMapGenerator", "ConfigMap"),
+            ("secretGenerator", "Secret"),
+        ] {
+            for (i, item) in list(k, field, file)?.iter().enumerate() {
+                let name = item.get("name").and_then(Value::as_str).unwrap_or("");
+                let behavior = item
+                    .get("behavior")
+                    .and_then(Value::as_str)
+                    .unwrap_or("create");
+                if behavior != "create" {
+                    continue; // merges into an object that exists already
+                }
+                let off = item
+                    .get("options")
+                    .and_then(|o| o.get("disableNameSuffixHash"))
+                    .and_then(Value::as_bool)
+                    .unwrap_or(global_off);
+                if !off {
+                    self.warn(
+                        file,
+                        "generator with hash suffix",
+                        format!("{kind} `{name}` from `{field}` gets a content-hash suffix fluxwave does not compute; it is not in the inventory"),
+                    );
+                    continue;
+                }
+                let mut meta = Map::new();
+                meta.insert("name".into(), Value::String(name.into()));
+                if let Some(ns) = item.get("namespace").and_then(Value::as_str) {
+                    meta.insert("namespace".into(), Value::String(ns.into()));
+                }
+                let mut value = Map::new();
+                value.insert("apiVersion".into(), Value::String("v1".into()));
+                value.insert("kind".into(), Value::String(kind.into()));
+                value.insert("metadata".into(), Value::Object(meta));
+                acc.push(Resource {
+                    value: Value::Object(value),
+                    file: file.to_string(),
+                    index: 1000 + i,
+                    previous: Vec::new(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// What a kustomization does to what it accumulated, in kustomize's order: components,
+    /// strategic-merge patches, `patches`, namespace, name affixes, labels, annotations,
+    /// JSON 6902 patches. `file` names the kustomization in messages; `dir` resolves paths.
+    pub fn transform(
+        &mut self,
+        file: &str,
+        dir: &str,
+        k: &Map<String, Value>,
+        mut acc: Vec<Resource>,
+    ) -> Built {
+        for key in k.keys() {
+            if !MODELLED.contains(&key.as_str()) {
+                self.warn(
+                    file,
+                    key,
+                    format!("`{key}` is not modelled: the objects it adds, removes or renames are not in the inventory"),
+                );
+            }
+        }
+        for entry in list(k, "components", file)? {
+            let Some(entry) = entry.as_str() else {
+                return Err(format!("{file}: `components` entries must be strings"));
+            };
+            if is_remote(entry) {
+                self.warn(
+                    file,
+                    "remote component",
+                    format!("`{entry}` is fetched from the network; not modelled"),
+                );
+                continue;
+            }
+            let path = join(dir, entry)
+                .ok_or_else(|| format!("{file}: `{entry}` leaves the repository"))?;
+            let kfile = self
+                .kustomization_file(&path)
+                .ok_or_else(|| format!("{file}: component `{entry}` has no kustomization.yaml"))?;
+            acc = self.build_kustomization(&path, &kfile, acc)?;
+        }
+        for (i, entry) in list(k, "patchesStrategicMerge", file)?.iter().enumerate() {
+            let what = format!("{file}: patchesStrategicMerge[{i}]");
+            let text = match entry.as_str() {
+                Some(s) if !s.contains('\n') && !s.trim_start().starts_with('{') => {
+                    let path =
+                        join(dir, s).ok_or_else(|| format!("{what}: leaves the repository"))?;
+                    self.tree
+                        .read(&path)
+                        .ok_or_else(|| format!("{what}: patch file `{s}` not found"))?
+                        .to_string()
+                }
+                Some(s) => s.to_string(),
+                None => return Err(format!("{what}: must be a string")),
+            };
+            acc = self.apply_patch(&what, &text, None, acc)?;
+        }
+        for (i, entry) in list(k, "patches", file)?.iter().enumerate() {
+            let what = format!("{file}: patches[{i}]");
+            let text = patch_text(self.tree, dir, entry, &what)?;
+            let target = target_of(entry, &what)?;
+            acc = self.apply_patch(&what, &text, target, acc)?;
+        }
+        if let Some(ns) = str_field(k, "namespace").filter(|s| !s.is_empty()) {
+            for r in &mut acc {
+                if r.kind() == "Namespace" {
+                    r.set_meta("name", ns.clone());
+                } else if !self.is_cluster_scoped(r.kind()) {
+                    r.set_meta("namespace", ns.clone());
+                }
+            }
+        }
+        let prefix = str_field(k, "namePrefix").unwrap_or_default();
+        let suffix = str_field(k, "nameSuffix").unwrap_or_default();
+        if !prefix.is_empty() || !suffix.is_empty() {
+            for r in &mut acc {
+                if !matches!(r.kind(), "Namespace" | "CustomResourceDefinition") {
+                    let name = format!("{prefix}{}{suffix}", r.meta_str("name"));
+                    r.set_meta("name", name);
+                }
+            }
+        }
+        let mut labels = k.get("commonLabels").cloned().unwrap_or(Value::Null);
+        for l in list(k, "labels", file)? {
+            if let (Some(pairs), Value::Null) = (l.get("pairs"), &labels) {
+                labels = pairs.clone();
+            } else if let (Some(Value::Object(p)), Value::Object(m)) = (l.get("pairs"), &mut labels)
+            {
+                m.extend(p.clone());
+            }
+        }
+        add_metadata(&mut acc, "labels", &labels);
+        add_metadata(
+            &mut acc,
+            "annotations",
+            k.get("commonAnnotations").unwrap_or(&Value::Null),
+        );
+        for (i, entry) in list(k, "patchesJson6902", file)?.iter().enumerate() {
+            let what = format!("{file}: patchesJson6902[{i}]");
+            let text = patch_text(self.tree, dir, entry, &what)?;
+            let target = target_of(entry, &what)?
+                .ok_or_else(|| format!("{what}: a JSON 6902 patch needs a `target`"))?;
+            acc = self.apply_patch(&what, &text, Some(target), acc)?;
+        }
+        Ok(acc)
+    }
+
+    fn apply_patch(
+        &mut self,
+        what: &str,
+        text: &str,
+        target: Option<PatchTarget>,
+        mut acc: Vec<Resource>,
+    ) -> Built {
+        let docs: Vec<Value> = serde_saphyr::from_multiple(text)
+            .map_err(|e| format!("{what}: the patch is not valid YAML: {e}"))?;
+        for doc in docs.into_iter().filter(|d| !d.is_null()) {
+            match (&doc, &target) {
+                (Value::Array(ops), Some(t)) => {
+                    for r in acc.iter_mut().filter(|r| r.selected_by(t)) {
+                        json6902(&mut r.value, ops).map_err(|e| format!("{what}: {e}"))?;
+                    }
+                }
+                (Value::Array(_), None) => {
+                    return Err(format!("{what}: a JSON 6902 patch needs a `target`"))
+                }
+                (Value::Object(_), _) => {
+                    let selects = |r: &Resource| match &target {
+                        Some(t) => r.selected_by(t),
+                        None => own_match(&doc, r),
+                    };
+                    let delete = doc.get("$patch").and_then(Value::as_str) == Some("delete");
+                    if target.is_none() && !acc.iter().any(selects) {
+                        return Err(format!(
+                            "{what}: the patch's target {}/{} is not in the build",
+                            doc.get("kind").and_then(Value::as_str).unwrap_or("?"),
+                            doc.pointer("/metadata/name")
+                                .and_then(Value::as_str)
+                                .unwrap_or("?"),
+                        ));
+                    }
+                    if delete {
+                        acc.retain(|r| !selects(r));
+                        continue;
+                    }
+                    let mut patch = doc.clone();
+                    if let Some(meta) = patch.get_mut("metadata").and_then(Value::as_object_mut) {
+                        meta.remove("name");
+                        meta.remove("namespace");
+                    }
+                    if let Some(p) = patch.as_object_mut() {
+                        p.remove("apiVersion");
+                        p.remove("kind");
+                    }
+                    for r in acc.iter_mut().filter(|r| selects(r)) {
+                        merge(&mut r.value, &patch);
+                    }
+                }
+                _ => {
+                    return Err(format!(
+                        "{what}: a patch must be a mapping or a list of operations"
+                    ))
+                }
+            }
+        }
+        Ok(acc)
+    }
+}
+
+fn is_remote(entry: &str) -> bool {
+    entry.contains("://")
+        || entry.starts_with("git@")
+        || entry.starts_with("github.com/")
+        || entry.starts_with("gitlab.com/")
+        || entry.starts_with("git::")
+}
+
+fn list<'v>(k: &'v Map<String, Value>, field: &str, file: &str) -> Result<&'v [Value], String> {
+    match k.get(field) {
+        None | Some(Value::Null) => Ok(&[]),
+        Some(Value::Array(a)) => Ok(a),
+        Some(_) => Err(format!("{file}: `{field}` must be a list")),
+    }
+}
+
+fn str_field(k: &Map<String, Value>, field: &str) -> Option<String> {
+    k.get(field).and_then(Value::as_str).map(String::from)
+}
+
+fn patch_text(tree: &FileTree, dir: &str, entry: &Value, what: &str) -> Result<String, String> {
+    if let Some(p) = entry.get("patch").and_then(Value::as_str) {
+        return Ok(p.to_string());
+    }
+    if let Some(p) = entry.get("path").and_then(Value::as_str) {
+        let path = join(dir, p).ok_or_else(|| format!("{what}: `{p}` leaves the repository"))?;
+        return tree
+            .read(&path)
+            .map(|t| t.to_string())
+            .ok_or_else(|| format!("{what}: patch file `{p}` not found"));
+    }
+    Err(format!("{what}: needs `patch` or `path`"))
+}
+
+fn target_of(entry: &Value, what: &str) -> Result<Option<PatchTarget>, String> {
+    match entry.get("target") {
+        None | Some(Value::Null) => Ok(None),
+        Some(t) => PatchTarget::parse(t, what).map(Some),
+    }
+}
+
+/// A strategic-merge patch without a target applies to the object its own header names.
+fn own_match(doc: &Value, r: &Resource) -> bool {
+    let s = |p: &str| doc.pointer(p).and_then(Value::as_str);
+    let group = s("/apiVersion").map(group_of);
+    s("/kind") == Some(r.kind())
+        && group.is_none_or(|g| g == group_of(r.api_version()))
+        && s("/metadata/name").is_some_and(|n| {
+            let ns = s("/metadata/namespace");
+            std::iter::once((r.meta_str("name"), r.meta_str("namespace")))
+                .chain(r.previous.iter().map(|(a, b)| (a.as_str(), b.as_str())))
+                .any(|(name, namespace)| name == n && ns.is_none_or(|x| x == namespace))
+        })
+}
+
+fn add_metadata(acc: &mut [Resource], key: &str, pairs: &Value) {
+    let Value::Object(pairs) = pairs else { return };
+    if pairs.is_empty() {
+        return;
+    }
+    for r in acc.iter_mut() {
+        if let Some(meta) = r.value.get_mut("metadata").and_then(Value::as_object_mut) {
+            let entry = meta
+                .entry(key.to_string())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !entry.is_object() {
+                *entry = Value::Object(Map::new());
+            }
+            if let Some(m) = entry.as_object_mut() {
+                for (k, v) in pairs {
+                    m.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
+}
+
+/// Strategic merge as fluxwave models it: mappings merge key by key, `null` removes a key,
+/// `$patch: delete`/`replace` on a mapping are honoured, and lists are replaced whole.
+pub fn merge(dst: &mut Value, patch: &Value) {
+    let (Value::Object(d), Value::Object(p)) = (&mut *dst, patch) else {
+        *dst = patch.clone();
+        return;
+    };
+    for (k, v) in p {
+        if k.starts_with('$') {
+            continue;
+        }
+        match v {
+            Value::Null => {
+                d.remove(k);
+            }
+            Value::Object(inner) => match inner.get("$patch").and_then(Value::as_str) {
+                Some("delete") => {
+                    d.remove(k);
+                }
+                Some("replace") => {
+                    let mut clean = inner.clone();
+                    clean.remove("$patch");
+                    d.insert(k.clone(), Value::Object(clean));
+                }
+                _ => match d.get_mut(k) {
+                    Some(existing) if existing.is_object() => merge(existing, v),
+                    _ => {
+                        let mut fresh = Value::Object(Map::new());
+                        merge(&mut fresh, v);
+                        d.insert(k.clone(), fresh);
+                    }
+                },
+            },
+            other => {
+                d.insert(k.clone(), other.clone());
+            }
+        }
+    }
+}
+
+fn pointer_segments(path: &str) -> Result<Vec<String>, String> {
+    if path.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rest = path
+        .strip_prefix('/')
+        .ok_or_else(|| format!("JSON pointer `{path}` must start with `/`"))?;
+    Ok(rest
+        .split('/')
+        .map(|s| s.replace("~1", "/").replace("~0", "~"))
+        .collect())
+}
+
+/// The container that holds the last segment of `path`, and that segment.
+fn parent_of<'v>(root: &'v mut Value, path: &str) -> Result<(&'v mut Value, String), String> {
+    let mut segs = pointer_segments(path)?;
+    let last = segs
+        .pop()
+        .ok_or_else(|| "an operation on the whole document is not supported".to_string())?;
+    let mut cur = root;
+    for s in &segs {
+        cur = match cur {
+            Value::Object(m) => m.get_mut(s),
+            Value::Array(a) => s.parse::<usize>().ok().and_then(|i| a.get_mut(i)),
+            _ => None,
+        }
+        .ok_or_else(|| format!("path `{path}` does not exist"))?;
+    }
+    Ok((cur, last))
+}
+
+fn op_add(root: &mut Value, path: &str, value: Value) -> Result<(), String> {
+    let (parent, last) = parent_of(root, path)?;
+    match parent {
+        Value::Object(m) => {
+            m.insert(last, value);
+        }
+        Value::Array(a) => {
+            let i = if last == "-" {
+                a.len()
+            } else {
+                last.parse::<usize>()
+                    .ok()
+                    .filter(|i| *i <= a.len())
+                    .ok_or_else(|| format!("index `{last}` out of range at `{path}`"))?
+            };
+            a.insert(i, value);
+        }
+        _ => return Err(format!("`{path}`: parent is not a container")),
+    }
+    Ok(())
+}
+
+fn op_remove(root: &mut Value, path: &str) -> Result<Value, String> {
+    let (parent, last) = parent_of(root, path)?;
+    let missing = || format!("path `{path}` does not exist");
+    match parent {
+        Value::Object(m) => m.remove(&last).ok_or_else(missing),
+        Value::Array(a) => {
+            let i = last
+                .parse::<usize>()
+                .ok()
+                .filter(|i| *i < a.len())
+                .ok_or_else(missing)?;
+            Ok(a.remove(i))
+        }
+        _ => Err(missing()),
+    }
+}
+
+/// Applies JSON 6902 operations (add, replace, remove, move, copy, test).
+pub fn json6902(doc: &mut Value, ops: &[Value]) -> Result<(), String> {
+    for op in ops {
+        let s = |k: &str| op.get(k).and_then(Value::as_str);
+        let path = s("path").ok_or("a JSON 6902 operation needs `path`")?;
+        let value = || {
+            op.get("value")
+                .cloned()
+                .ok_or(format!("`{path}`: needs `value`"))
+        };
+        match s("op") {
+            Some("add") => op_add(doc, path, value()?)?,
+            Some("replace") => {
+                op_remove(doc, path)?;
+                op_add(doc, path, value()?)?;
+            }
+            Some("remove") => {
+                op_remove(doc, path)?;
+            }
+            Some("move") => {
+                let from = s("from").ok_or("`move` needs `from`")?;
+                let v = op_remove(doc, from)?;
+                op_add(doc, path, v)?;
+            }
+            Some("copy") => {
+                let from = s("from").ok_or("`copy` needs `from`")?;
+                let v = doc
+                    .pointer(from)
+                    .cloned()
+                    .ok_or(format!("path `{from}` does not exist"))?;
+                op_add(doc, path, v)?;
+            }
+            Some("test") => {
+                if doc.pointer(path) != Some(&value()?) {
+                    return Err(format!("test failed at `{path}`"));
+                }
+            }
+            other => return Err(format!("unknown JSON 6902 operation {other:?}")),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(r: &[Resource]) -> Vec<String> {
+        let mut v: Vec<String> = r
+            .iter()
+            .filter_map(Resource::id)
+            .map(|i| i.to_string())
+            .collect();
+        v.sort();
+        v
+    }
+
+    const CM: &str =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  namespace: a\ndata: {x: '1'}\n";
+
+    #[test]
+    fn namespace_prefix_and_suffix_as_kustomize_applies_them() {
+        let tree = FileTree::from_files([
+            ("app/kustomization.yaml", "namespace: media\nnamePrefix: p-\nnameSuffix: -s\nresources: [cm.yaml, ns.yaml]\n"),
+            ("app/cm.yaml", CM),
+            ("app/ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: old}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: r}\n"),
+        ]);
+        let mut b = Builder::new(&tree);
+        let out = b.build_dir("app").unwrap();
+        assert_eq!(
+            ids(&out),
+            [
+                "ClusterRole/p-r-s",
+                "ConfigMap/media/p-cm-s",
+                "Namespace/media"
+            ]
+        );
+    }
+
+    #[test]
+    fn patches_merge_mappings_replace_lists_and_follow_renames() {
+        let tree = FileTree::from_files([
+            ("base/kustomization.yaml", "namePrefix: p-\nresources: [cm.yaml]\n"),
+            ("base/cm.yaml", CM),
+            ("o/kustomization.yaml", "resources: [../base]\npatches:\n  - target: {kind: ConfigMap, name: cm}\n    patch: |\n      - op: add\n        path: /data/y\n        value: '2'\n  - patch: |\n      apiVersion: v1\n      kind: ConfigMap\n      metadata: {name: p-cm, labels: {l: v}}\n      data: {x: null}\n"),
+        ]);
+        let mut b = Builder::new(&tree);
+        let out = b.build_dir("o").unwrap();
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].value["data"], serde_json::json!({"y": "2"}));
+        assert_eq!(out[0].value["metadata"]["labels"]["l"], "v");
+        assert_eq!(out[0].value["metadata"]["name"], "p-cm");
+    }
+
+    #[test]
+    fn flux_generates_a_kustomization_for_a_plain_folder() {
+        let tree = FileTree::from_files([
+            ("apps/a.yaml", CM),
+            ("apps/notes.yaml", "just: notes\n"),
+            (
+                "apps/sub/deep/b.yaml",
+                CM.replace("name: cm", "name: b").leak(),
+            ),
+            (
+                "apps/k/kustomization.yaml",
+                "resources: [c.yaml]\nnamespace: kk\n",
+            ),
+            ("apps/k/c.yaml", CM.replace("name: cm", "name: c").leak()),
+        ]);
+        let mut b = Builder::new(&tree);
+        let out = b.build_flux_path("apps").unwrap();
+        assert_eq!(
+            ids(&out),
+            ["ConfigMap/a/b", "ConfigMap/a/cm", "ConfigMap/kk/c"]
+        );
+        assert!(b.build_dir("apps").is_err());
+    }
+
+    #[test]
+    fn components_and_unmodelled_features_are_reported() {
+        let tree = FileTree::from_files([
+            ("c/kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\npatches:\n  - target: {kind: ConfigMap}\n    patch: |\n      - op: add\n        path: /metadata/annotations\n        value: {c: 'yes'}\n"),
+            ("a/kustomization.yaml", "resources: [cm.yaml, https://github.com/x/y//z]\ncomponents: [../c]\nhelmCharts: [{name: x}]\nconfigMapGenerator: [{name: g}, {name: h, options: {disableNameSuffixHash: true}}]\n"),
+            ("a/cm.yaml", CM),
+        ]);
+        let mut b = Builder::new(&tree);
+        let out = b.build_dir("a").unwrap();
+        assert_eq!(ids(&out), ["ConfigMap/a/cm", "ConfigMap/h"]);
+        assert_eq!(out[0].value["metadata"]["annotations"]["c"], "yes");
+        let features: Vec<&str> = b.warnings.iter().map(|w| w.feature.as_str()).collect();
+        assert_eq!(
+            features,
+            ["remote base", "generator with hash suffix", "helmCharts"]
+        );
+    }
+
+    #[test]
+    fn strategic_merge_delete_removes_the_object() {
+        let tree = FileTree::from_files([
+            ("a/kustomization.yaml", "resources: [cm.yaml]\npatchesStrategicMerge:\n  - |\n    apiVersion: v1\n    kind: ConfigMap\n    metadata: {name: cm}\n    $patch: delete\n"),
+            ("a/cm.yaml", CM),
+        ]);
+        assert!(Builder::new(&tree).build_dir("a").unwrap().is_empty());
+    }
+
+    #[test]
+    fn json6902_operations() {
+        let mut v = serde_json::json!({"spec": {"list": [1, 2]}});
+        json6902(&mut v, &serde_json::from_str::<Vec<Value>>(
+            r#"[{"op":"add","path":"/spec/list/-","value":3},{"op":"replace","path":"/spec/list/0","value":0},{"op":"remove","path":"/spec/list/1"},{"op":"add","path":"/spec/prune","value":false}]"#,
+        ).unwrap()).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"spec": {"list": [0, 3], "prune": false}})
+        );
+        assert!(json6902(
+            &mut v,
+            &[serde_json::json!({"op": "remove", "path": "/nope"})]
+        )
+        .is_err());
+    }
+}

@@ -1,0 +1,135 @@
+//! Cutover: every object Flux would delete on the way from one revision to another. Both
+//! revisions are read from git into memory, every environment is built natively as Flux
+//! builds it (`inventory`), and the deletions are set differences over the two inventories
+//! (`ObjectId -> owner`) judged by the owners' specs (`rules`), never by file names. A
+//! feature the builder does not model is reported as a warning, never skipped in silence.
+
+pub mod inventory;
+pub mod kustomize;
+pub mod object;
+pub mod rules;
+pub mod runbook;
+pub mod source;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::error::Result;
+use inventory::Inventory;
+pub use kustomize::Warning;
+pub use object::ObjectId;
+pub use rules::{Deletion, Rule};
+use source::FileTree;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EnvWarning {
+    pub environment: String,
+    pub path: String,
+    pub feature: String,
+    pub message: String,
+}
+
+/// The analysis of one change.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub from: String,
+    pub to: String,
+    pub environments: Vec<String>,
+    /// Data loss first, then by environment, owner and object.
+    pub deletions: Vec<Deletion>,
+    pub warnings: Vec<EnvWarning>,
+    pub runbook: Vec<runbook::Section>,
+}
+
+impl Report {
+    pub fn is_safe(&self) -> bool {
+        self.deletions.is_empty()
+    }
+}
+
+/// Compares revision `from` with `to` (the working tree when `None`) of the repository at
+/// `root`.
+pub fn analyse(root: &Path, from: &str, to: Option<&str>) -> Result<Report> {
+    let old = FileTree::from_git(root, from)?;
+    let new = match to {
+        Some(rev) => FileTree::from_git(root, rev)?,
+        None => FileTree::from_worktree(root)?,
+    };
+    let change = format!("{from} -> {}", to.unwrap_or("the working tree"));
+    let mut report = compare(&old, &new, &change)?;
+    report.from = from.to_string();
+    report.to = to.unwrap_or("the working tree").to_string();
+    Ok(report)
+}
+
+/// The comparison of two trees (what `analyse` does once both are read).
+pub fn compare(old: &FileTree, new: &FileTree, change: &str) -> Result<Report> {
+    let mut envs: BTreeMap<String, (Option<String>, Option<String>)> = BTreeMap::new();
+    for (name, path) in inventory::environments(old)? {
+        envs.entry(name).or_default().0 = Some(path);
+    }
+    for (name, path) in inventory::environments(new)? {
+        envs.entry(name).or_default().1 = Some(path);
+    }
+    let mut pairs: Vec<(Inventory, Inventory)> = Vec::new();
+    let mut warnings = Vec::new();
+    for (name, (old_path, new_path)) in &envs {
+        match (old_path, new_path) {
+            (Some(op), Some(np)) => pairs.push((
+                inventory::build(old, name, op),
+                inventory::build(new, name, np),
+            )),
+            (Some(op), None) => warnings.push(EnvWarning {
+                environment: name.clone(),
+                path: op.clone(),
+                feature: "environment removed".into(),
+                message: format!("environment {name} is gone in {}: a cluster still synced to `{op}` fails to build, and Flux deletes nothing until it is pointed elsewhere", new.label),
+            }),
+            _ => {}
+        }
+    }
+    let mut deletions = Vec::new();
+    let mut removed = Vec::new();
+    for (o, n) in &pairs {
+        deletions.extend(rules::deletions(o, n));
+        removed.extend(rules::removed_collecting_owners(o, n).into_iter().cloned());
+        for w in o.warnings.iter().chain(&n.warnings) {
+            let w = EnvWarning {
+                environment: o.env.clone(),
+                path: w.path.clone(),
+                feature: w.feature.clone(),
+                message: w.message.clone(),
+            };
+            if !warnings
+                .iter()
+                .any(|x: &EnvWarning| x.path == w.path && x.message == w.message)
+            {
+                warnings.push(w);
+            }
+        }
+    }
+    deletions.sort_by(|a, b| {
+        (!a.stateful, &a.environment, &a.owner_id, &a.id).cmp(&(
+            !b.stateful,
+            &b.environment,
+            &b.owner_id,
+            &b.id,
+        ))
+    });
+    warnings.sort_by(|a, b| {
+        (&a.environment, &a.path, &a.message).cmp(&(&b.environment, &b.path, &b.message))
+    });
+    removed.sort_by(|a, b| a.id.cmp(&b.id));
+    removed.dedup_by(|a, b| a.id == b.id);
+    let runbook = runbook::write(&deletions, &pairs, &removed, change);
+    Ok(Report {
+        from: old.label.clone(),
+        to: new.label.clone(),
+        environments: envs.keys().cloned().collect(),
+        deletions,
+        warnings,
+        runbook,
+    })
+}

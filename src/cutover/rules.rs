@@ -1,0 +1,489 @@
+//! The deletion model: set differences over two inventories (`ObjectId -> owner`) judged by
+//! the owners' specs. The *old* spec decides what a removed Kustomization's finalizer does
+//! (it is what the cluster holds when the removal lands); the *new* spec decides what a
+//! surviving owner prunes. Every deletion carries the rule that causes it and its reason.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::inventory::{Entry, Inventory, Owner};
+use super::object::{crd_kind, namespaces_with_state, opt_out, ObjectId};
+
+/// Why Flux deletes an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rule {
+    /// Its owner is removed and its finalizer deletes what it applied.
+    OwnerRemoved,
+    /// It moves to an owner that reconciles later: pruned first, recreated after.
+    MovedLater,
+    /// It moves between owners with no order between them: a race.
+    MovedUnordered,
+    /// Its name, namespace or prefix changes: the old object is pruned.
+    IdentityChanged,
+    /// It leaves the build of an owner that prunes.
+    LeftBuild,
+    /// It lives in a Namespace that is deleted.
+    NamespaceDeleted,
+    /// It is a custom resource of a CRD that is deleted.
+    CrdDeleted,
+}
+
+impl Rule {
+    pub fn code(self) -> &'static str {
+        match self {
+            Rule::OwnerRemoved => "owner-removed",
+            Rule::MovedLater => "moved-later",
+            Rule::MovedUnordered => "moved-unordered",
+            Rule::IdentityChanged => "identity-changed",
+            Rule::LeftBuild => "left-build",
+            Rule::NamespaceDeleted => "namespace-deleted",
+            Rule::CrdDeleted => "crd-deleted",
+        }
+    }
+
+    /// A move: the object comes back, but only after it was deleted.
+    pub fn is_move(self) -> bool {
+        matches!(self, Rule::MovedLater | Rule::MovedUnordered)
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Deletion {
+    pub environment: String,
+    #[serde(skip)]
+    pub id: ObjectId,
+    pub kind: String,
+    pub group: String,
+    pub namespace: String,
+    pub name: String,
+    pub stateful: bool,
+    /// The Flux Kustomization that applies it in the cluster (the old revision's).
+    pub owner: String,
+    /// Where it goes, for moves and renames.
+    #[serde(rename = "newOwner", skip_serializing_if = "Option::is_none")]
+    pub new_owner: Option<String>,
+    pub rule: Rule,
+    pub reason: String,
+    /// The file it is written in, in the old revision.
+    pub file: String,
+    #[serde(skip)]
+    pub owner_id: ObjectId,
+}
+
+/// What becomes of a Flux Kustomization of the old revision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Fate {
+    /// Still built: it reconciles the new revision.
+    Alive,
+    /// Deleted from the cluster; whether its finalizer deletes what it applied.
+    Deleted { collects: bool, why: String },
+    /// Left in the cluster (its owner does not prune it, or an opt-out protects it).
+    Stays,
+}
+
+fn fate(old: &Inventory, new: &Inventory, id: &ObjectId, depth: usize) -> Fate {
+    if new.owners.contains_key(id) {
+        return Fate::Alive;
+    }
+    let Some(owner) = old.owners.get(id) else {
+        return Fate::Stays;
+    };
+    let Some(parent) = &owner.parent else {
+        return Fate::Stays; // the root is not removed by git
+    };
+    if opt_out(&owner.object).is_some() || depth > 64 {
+        return Fate::Stays;
+    }
+    let removed_by = match new.owners.get(parent) {
+        Some(p) if p.built && p.prunes() => format!("{} prunes it", short(parent)),
+        Some(_) => return Fate::Stays,
+        None => match fate(old, new, parent, depth + 1) {
+            Fate::Deleted { collects: true, .. } => {
+                format!("{} is removed and deletes it", short(parent))
+            }
+            _ => return Fate::Stays,
+        },
+    };
+    Fate::Deleted {
+        collects: owner.deletes_on_removal(),
+        why: format!(
+            "its owner {} is removed ({removed_by}) and, with {}, deletes what it applied",
+            short(id),
+            owner.policy()
+        ),
+    }
+}
+
+/// `namespace/name` of a Flux Kustomization, for reasons.
+fn short(id: &ObjectId) -> String {
+    format!("{}/{}", id.namespace, id.name)
+}
+
+fn deletion(
+    env: &str,
+    id: &ObjectId,
+    e: &Entry,
+    rule: Rule,
+    reason: String,
+    new_owner: Option<&ObjectId>,
+) -> Deletion {
+    Deletion {
+        environment: env.to_string(),
+        id: id.clone(),
+        kind: id.kind.clone(),
+        group: id.group.clone(),
+        namespace: id.namespace.clone(),
+        name: id.name.clone(),
+        stateful: false,
+        owner: e.owner.to_string(),
+        owner_id: e.owner.clone(),
+        new_owner: new_owner.map(ToString::to_string),
+        rule,
+        reason,
+        file: e.file.clone(),
+    }
+}
+
+/// Every object Flux deletes in one environment on the way from `old` to `new`, sorted by id.
+pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
+    let env = old.env.as_str();
+    let mut out: BTreeMap<ObjectId, Deletion> = BTreeMap::new();
+    let fates: BTreeMap<&ObjectId, Fate> = old
+        .owners
+        .keys()
+        .map(|id| (id, fate(old, new, id, 0)))
+        .collect();
+    // Where each object of the new revision comes from (file, document) -> its id there.
+    let origins: BTreeMap<(&str, usize), (&ObjectId, &Entry)> = new
+        .objects
+        .iter()
+        .map(|(id, e)| ((e.file.as_str(), e.index), (id, e)))
+        .collect();
+
+    for (id, e) in &old.objects {
+        if opt_out(&e.value).is_some() {
+            continue;
+        }
+        let Some(owner) = old.owners.get(&e.owner) else {
+            continue;
+        };
+        if !owner.built {
+            continue;
+        }
+        let moved_to = new.objects.get(id).map(|n| &n.owner);
+        match fates.get(&e.owner) {
+            Some(Fate::Deleted {
+                collects: true,
+                why,
+            }) => {
+                let tail = match moved_to {
+                    Some(to) => format!("; {} recreates it afterwards, new", short(to)),
+                    None => String::new(),
+                };
+                out.insert(
+                    id.clone(),
+                    deletion(
+                        env,
+                        id,
+                        e,
+                        Rule::OwnerRemoved,
+                        format!("{why}{tail}"),
+                        moved_to,
+                    ),
+                );
+                continue;
+            }
+            Some(Fate::Alive) => {}
+            _ => continue,
+        }
+        let Some(now) = new.owners.get(&e.owner) else {
+            continue;
+        };
+        if !now.built || !now.prunes() {
+            continue;
+        }
+        match moved_to {
+            Some(to) if *to == e.owner => {}
+            Some(to) => {
+                if new.reconciles_after(to, &e.owner) {
+                    out.insert(id.clone(), deletion(env, id, e, Rule::MovedLater, format!(
+                        "moves from {} to {to}, which reconciles after it (dependsOn): {} prunes it first and {to} recreates it",
+                        e.owner, e.owner
+                    ), Some(to)));
+                } else if !new.reconciles_after(&e.owner, to) {
+                    out.insert(id.clone(), deletion(env, id, e, Rule::MovedUnordered, format!(
+                        "moves from {} to {to} with no dependsOn order between them: {} may prune it before {to} adopts it",
+                        e.owner, e.owner
+                    ), Some(to)));
+                }
+            }
+            None => {
+                let renamed = origins
+                    .get(&(e.file.as_str(), e.index))
+                    .filter(|(nid, _)| nid.kind == id.kind && nid.group == id.group);
+                let d = match renamed {
+                    Some((nid, ne)) => deletion(env, id, e, Rule::IdentityChanged, format!(
+                        "its identity changes to {nid} (name, namePrefix or targetNamespace): {} prunes the old object and {} creates a new, empty one",
+                        e.owner, ne.owner
+                    ), Some(&ne.owner)),
+                    None => deletion(env, id, e, Rule::LeftBuild, format!(
+                        "leaves the build of {}, which prunes ({})", e.owner, now.policy()
+                    ), None),
+                };
+                out.insert(id.clone(), d);
+            }
+        }
+    }
+
+    // Cascades: custom resources of a deleted CRD, then everything in a deleted Namespace.
+    let deleted_kinds: BTreeSet<(String, String, ObjectId)> = out
+        .keys()
+        .filter(|id| id.kind == "CustomResourceDefinition")
+        .filter_map(|id| {
+            let (g, k, _) = crd_kind(&old.objects.get(id)?.value)?;
+            Some((g, k, id.clone()))
+        })
+        .collect();
+    for (g, k, crd) in &deleted_kinds {
+        for (id, e) in &old.objects {
+            if id.group == *g && id.kind == *k && !out.contains_key(id) {
+                out.insert(
+                    id.clone(),
+                    deletion(
+                        env,
+                        id,
+                        e,
+                        Rule::CrdDeleted,
+                        format!(
+                            "its CustomResourceDefinition {crd} is deleted, and with it every {k}"
+                        ),
+                        None,
+                    ),
+                );
+            }
+        }
+    }
+    let deleted_ns: BTreeSet<String> = out
+        .keys()
+        .filter(|id| id.kind == "Namespace" && id.group.is_empty())
+        .map(|id| id.name.clone())
+        .collect();
+    for (id, e) in &old.objects {
+        if deleted_ns.contains(&id.namespace) && !out.contains_key(id) {
+            out.insert(id.clone(), deletion(env, id, e, Rule::NamespaceDeleted, format!(
+                "its Namespace {} is deleted, and Kubernetes deletes everything inside (opt-outs do not help)",
+                id.namespace
+            ), None));
+        }
+    }
+
+    // Data loss: stateful kinds, Namespaces holding them, HelmReleases with persistence.
+    let holding = namespaces_with_state(old.objects.keys());
+    for d in out.values_mut() {
+        d.stateful = d.id.is_stateful_kind()
+            || (d.id.kind == "Namespace" && d.id.group.is_empty() && holding.contains(&d.id.name));
+        if d.id.is("helm.toolkit.fluxcd.io", "HelmRelease") {
+            let value = old.objects.get(&d.id).map(|e| &e.value);
+            let persistent = value.is_some_and(mentions_persistence);
+            let target = value
+                .and_then(|v| v.pointer("/spec/targetNamespace"))
+                .and_then(Value::as_str)
+                .unwrap_or(&d.id.namespace);
+            d.stateful =
+                persistent || holding.contains(target) || holding.contains(&d.id.namespace);
+            d.reason
+                .push_str("; Helm uninstalls the release and everything its chart installed");
+            if persistent {
+                d.reason.push_str(" (its values configure persistence)");
+            } else if d.stateful {
+                d.reason
+                    .push_str(&format!(" (its namespace {target} holds stateful objects)"));
+            }
+        }
+    }
+    out.into_values().collect()
+}
+
+fn mentions_persistence(v: &Value) -> bool {
+    let Some(values) = v.pointer("/spec/values") else {
+        return false;
+    };
+    let text = values.to_string().to_ascii_lowercase();
+    [
+        "persistence",
+        "persistentvolume",
+        "volumeclaimtemplate",
+        "\"storage\"",
+    ]
+    .iter()
+    .any(|w| text.contains(w))
+}
+
+/// Owners removed with a finalizer that deletes, with the old spec (for the runbook).
+pub fn removed_collecting_owners<'a>(old: &'a Inventory, new: &Inventory) -> Vec<&'a Owner> {
+    old.owners
+        .values()
+        .filter(|o| {
+            matches!(
+                fate(old, new, &o.id, 0),
+                Fate::Deleted { collects: true, .. }
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cutover::source::FileTree;
+    use crate::cutover::{compare, Report};
+
+    fn ks(name: &str, extra: &str) -> String {
+        format!("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {{name: {name}, namespace: flux-system}}\nspec:\n  path: ./{name}\n  prune: true\n  sourceRef: {{kind: GitRepository, name: flux-system}}\n{extra}")
+    }
+
+    const CRD: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Widget, plural: widgets}\n";
+    const WIDGET: &str =
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: app}\n";
+    const CM: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: app}\n";
+
+    fn run(old: &[(&str, &str)], new: &[(&str, &str)]) -> Report {
+        compare(
+            &FileTree::from_files(old.iter().copied()),
+            &FileTree::from_files(new.iter().copied()),
+            "old -> new",
+        )
+        .unwrap()
+    }
+
+    fn listed(r: &Report) -> Vec<String> {
+        r.deletions
+            .iter()
+            .map(|d| format!("{} {}", d.id, d.rule.code()))
+            .collect()
+    }
+
+    #[test]
+    fn a_deleted_crd_takes_its_custom_resources() {
+        let (a, b) = (ks("crds", ""), ks("apps", ""));
+        let old = [
+            (
+                "clusters/dev/kustomization.yaml",
+                "resources: [a.yaml, b.yaml]\n",
+            ),
+            ("clusters/dev/a.yaml", a.as_str()),
+            ("clusters/dev/b.yaml", b.as_str()),
+            ("crds/crd.yaml", CRD),
+            ("apps/w.yaml", WIDGET),
+        ];
+        let mut new = old.to_vec();
+        new.retain(|(p, _)| *p != "crds/crd.yaml");
+        new.push(("crds/other.yaml", CM));
+        let r = run(&old, &new);
+        assert_eq!(
+            listed(&r),
+            // grouped by owner: `apps` before `crds`
+            [
+                "Widget/app/w crd-deleted",
+                "CustomResourceDefinition/widgets.example.com left-build"
+            ]
+        );
+    }
+
+    #[test]
+    fn suspend_and_orphan_in_the_old_spec_release_a_removed_owner() {
+        for extra in ["  suspend: true\n", "  deletionPolicy: Orphan\n", ""] {
+            let a = ks("apps", extra).replace(
+                "prune: true",
+                if extra.is_empty() {
+                    "prune: false"
+                } else {
+                    "prune: true"
+                },
+            );
+            let old = [
+                ("clusters/dev/kustomization.yaml", "resources: [a.yaml]\n"),
+                ("clusters/dev/a.yaml", a.as_str()),
+                ("apps/cm.yaml", CM),
+            ];
+            let new = [
+                ("clusters/dev/kustomization.yaml", "resources: []\n"),
+                ("apps/cm.yaml", CM),
+            ];
+            assert!(run(&old, &new).is_safe(), "{extra}");
+        }
+        let a = ks("apps", "  deletionPolicy: Delete\n").replace("prune: true", "prune: false");
+        let old = [
+            ("clusters/dev/kustomization.yaml", "resources: [a.yaml]\n"),
+            ("clusters/dev/a.yaml", a.as_str()),
+            ("apps/cm.yaml", CM),
+        ];
+        let new = [
+            ("clusters/dev/kustomization.yaml", "resources: []\n"),
+            ("apps/cm.yaml", CM),
+        ];
+        assert_eq!(listed(&run(&old, &new)), ["ConfigMap/app/cm owner-removed"]);
+    }
+
+    #[test]
+    fn moves_are_judged_by_the_dependson_order() {
+        let (a, b) = (ks("a", ""), ks("b", ""));
+        let b_after_a = ks("b", "  dependsOn: [{name: a}]\n");
+        let keep_a = CM.replace("name: cm", "name: keep");
+        let keep_b = CM.replace("name: cm", "name: keep-b");
+        let files = |b: &str, cm_in: &str| -> Vec<(String, String)> {
+            [
+                (
+                    "clusters/dev/kustomization.yaml",
+                    "resources: [a.yaml, b.yaml]\n",
+                ),
+                ("clusters/dev/a.yaml", a.as_str()),
+                ("clusters/dev/b.yaml", b),
+                (cm_in, CM),
+                ("a/keep.yaml", keep_a.as_str()),
+                ("b/keep.yaml", keep_b.as_str()),
+            ]
+            .iter()
+            .map(|(p, t)| (p.to_string(), t.to_string()))
+            .collect()
+        };
+        let tree = |v: &[(String, String)]| {
+            FileTree::from_files(v.iter().map(|(p, t)| (p.as_str(), t.as_str())))
+        };
+        let judge = |b: &str, from: &str, to: &str| {
+            listed(&compare(&tree(&files(b, from)), &tree(&files(b, to)), "").unwrap())
+        };
+        assert_eq!(
+            judge(&b, "a/cm.yaml", "b/cm.yaml"),
+            ["ConfigMap/app/cm moved-unordered"]
+        );
+        assert_eq!(
+            judge(&b_after_a, "a/cm.yaml", "b/cm.yaml"),
+            ["ConfigMap/app/cm moved-later"]
+        );
+        assert!(judge(&b_after_a, "b/cm.yaml", "a/cm.yaml").is_empty());
+    }
+
+    #[test]
+    fn an_opt_out_on_the_object_protects_it() {
+        let a = ks("apps", "");
+        let cm = CM.replace(
+            "namespace: app}",
+            "namespace: app, labels: {kustomize.toolkit.fluxcd.io/reconcile: disabled}}",
+        );
+        let old = [
+            ("clusters/dev/kustomization.yaml", "resources: [a.yaml]\n"),
+            ("clusters/dev/a.yaml", a.as_str()),
+            ("apps/cm.yaml", cm.as_str()),
+            ("apps/other.yaml", WIDGET),
+        ];
+        let new = [
+            ("clusters/dev/kustomization.yaml", "resources: [a.yaml]\n"),
+            ("clusters/dev/a.yaml", a.as_str()),
+            ("apps/other.yaml", WIDGET),
+        ];
+        assert!(run(&old, &new).is_safe());
+    }
+}

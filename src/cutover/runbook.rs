@@ -1,0 +1,285 @@
+//! The seed's cutover runbook (section 5) made specific to one change: which Kustomization to
+//! release in a first commit and how to see that the cluster has it, which objects to protect
+//! with Flux's per-object opt-out, and the verification commands, all with the real names.
+//! Only what the deletions call for is written; a safe change gets no runbook.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+use super::inventory::{Inventory, Owner};
+use super::object::ObjectId;
+use super::rules::{Deletion, Rule};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Section {
+    pub title: String,
+    pub lines: Vec<String>,
+}
+
+const PRUNE: &str = "kustomize.toolkit.fluxcd.io/prune";
+
+fn kubectl(id: &ObjectId, verb: &str) -> String {
+    if id.namespace.is_empty() {
+        format!("kubectl {verb} {}/{}", id.resource(), id.name)
+    } else {
+        format!(
+            "kubectl -n {} {verb} {}/{}",
+            id.namespace,
+            id.resource(),
+            id.name
+        )
+    }
+}
+
+/// One command per object, but all Namespaces in one command.
+fn commands<'a>(ids: impl Iterator<Item = &'a ObjectId>, verb: &str, tail: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut namespaces = Vec::new();
+    for id in ids {
+        if id.kind == "Namespace" && id.group.is_empty() {
+            namespaces.push(id.name.as_str());
+        } else {
+            out.push(
+                format!("{} {tail}", kubectl(id, verb))
+                    .trim_end()
+                    .to_string(),
+            );
+        }
+    }
+    if !namespaces.is_empty() {
+        out.push(
+            format!("kubectl {verb} namespace {} {tail}", namespaces.join(" "))
+                .trim_end()
+                .to_string(),
+        );
+    }
+    out
+}
+
+fn ks(id: &ObjectId) -> String {
+    format!("-n {} kustomization {}", id.namespace, id.name)
+}
+
+/// The runbook for `deletions` (all environments), given each environment's inventories.
+pub fn write(
+    deletions: &[Deletion],
+    envs: &[(Inventory, Inventory)],
+    removed: &[Owner],
+    change: &str,
+) -> Vec<Section> {
+    if deletions.is_empty() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let stateful: Vec<&Deletion> = deletions.iter().filter(|d| d.stateful).collect();
+    // Objects protected one by one: stateful ones, and whatever moves (their owner stays).
+    let protect: BTreeSet<&ObjectId> = deletions
+        .iter()
+        .filter(|d| d.stateful || d.rule.is_move())
+        .filter(|d| d.rule != Rule::NamespaceDeleted && d.rule != Rule::CrdDeleted)
+        .map(|d| &d.id)
+        .collect();
+    let moves: Vec<&Deletion> = deletions.iter().filter(|d| d.rule.is_move()).collect();
+    let intended: Vec<&Deletion> = deletions
+        .iter()
+        .filter(|d| matches!(d.rule, Rule::LeftBuild | Rule::IdentityChanged))
+        .collect();
+
+    let mut pre =
+        vec!["flux get kustomizations    # every Kustomization Ready before you start".to_string()];
+    pre.extend(
+        commands(stateful.iter().map(|d| &d.id), "get", "")
+            .into_iter()
+            .map(|c| format!("{c}    # note the AGE")),
+    );
+    let ns: BTreeSet<&str> = stateful
+        .iter()
+        .map(|d| {
+            if d.namespace.is_empty() {
+                d.name.as_str()
+            } else {
+                d.namespace.as_str()
+            }
+        })
+        .collect();
+    if !ns.is_empty() {
+        pre.push(format!(
+            "back up what holds data (Velero, Longhorn, a database dump): namespaces {}",
+            ns.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    out.push(Section {
+        title: "Pre-flight (no changes)".into(),
+        lines: pre,
+    });
+
+    let mut first = Vec::new();
+    let mut annotated = 0;
+    for o in removed {
+        let file = if o.file.is_empty() {
+            "its file".to_string()
+        } else {
+            o.file.clone()
+        };
+        let (edit, check, want) =
+            if o.deletion_policy == "Delete" || o.deletion_policy == "WaitForTermination" {
+                ("deletionPolicy: Orphan", "{.spec.deletionPolicy}", "Orphan")
+            } else {
+                ("prune: false", "{.spec.prune}", "false")
+            };
+        first.push(format!(
+            "{file}: set `{edit}` on {} (keep everything else)",
+            o.id
+        ));
+        first.push(format!(
+            "after it merges: kubectl {} -o jsonpath='{check}'    # must print {want}",
+            ks(&o.id).replacen("kustomization", "get kustomization", 1)
+        ));
+    }
+    for id in &protect {
+        if deletions
+            .iter()
+            .any(|d| &d.id == *id && d.rule == Rule::OwnerRemoved)
+            && !removed.is_empty()
+        {
+            continue; // released with its owner
+        }
+        let file = deletions
+            .iter()
+            .find(|d| &d.id == *id)
+            .map_or(String::new(), |d| d.file.clone());
+        annotated += 1;
+        first.push(format!(
+            "{file}: add the annotation `{PRUNE}: disabled` to {id}"
+        ));
+        first.push(format!(
+            "after it merges: {} -o jsonpath='{{.metadata.annotations.kustomize\\.toolkit\\.fluxcd\\.io/prune}}'    # must print disabled",
+            kubectl(id, "get")
+        ));
+    }
+    if !first.is_empty() {
+        out.push(Section {
+            title: "Preferred: commit 1 releases, nothing is deleted".into(),
+            lines: first,
+        });
+        let mut second = vec![format!(
+            "merge this change ({change}); the old owners release, the new ones adopt by identity"
+        )];
+        if annotated > 0 {
+            second.push(format!(
+                "commit 3, once the new owners hold them: remove the `{PRUNE}: disabled` annotations again"
+            ));
+        }
+        out.push(Section {
+            title: "Commit 2: this change".into(),
+            lines: second,
+        });
+    }
+
+    let mut single = Vec::new();
+    for o in removed {
+        single.push(format!(
+            "flux suspend kustomization {} -n {}",
+            o.id.name, o.id.namespace
+        ));
+        let patch = if o.deletion_policy == "Delete" || o.deletion_policy == "WaitForTermination" {
+            r#"'{"spec":{"deletionPolicy":"Orphan"}}'"#
+        } else {
+            r#"'{"spec":{"prune":false}}'"#
+        };
+        single.push(format!(
+            "kubectl {} --type=merge -p {patch}",
+            ks(&o.id).replacen("kustomization", "patch kustomization", 1)
+        ));
+    }
+    let protected: Vec<&ObjectId> = stateful
+        .iter()
+        .filter(|d| d.rule != Rule::NamespaceDeleted && d.rule != Rule::CrdDeleted)
+        .chain(moves.iter().filter(|d| !d.stateful))
+        .map(|d| &d.id)
+        .collect();
+    single.extend(commands(
+        protected.iter().copied(),
+        "annotate",
+        &format!("{PRUNE}=disabled"),
+    ));
+    if !single.is_empty() {
+        single.push(format!(
+            "merge this change ({change}) and verify (below); then remove the opt-outs:"
+        ));
+        single.extend(commands(
+            protected.iter().copied(),
+            "annotate",
+            &format!("{PRUNE}-"),
+        ));
+        out.push(Section {
+            title: "Single-commit variant (a live pre-step instead of commit 1)".into(),
+            lines: single,
+        });
+    }
+
+    let mut verify = Vec::new();
+    let mut new_owners = BTreeSet::new();
+    let mut gone = BTreeSet::new();
+    for (old, new) in envs {
+        new_owners.extend(
+            new.owners
+                .keys()
+                .filter(|k| !old.owners.contains_key(*k))
+                .map(|k| k.name.clone()),
+        );
+        gone.extend(
+            old.owners
+                .keys()
+                .filter(|k| !new.owners.contains_key(*k))
+                .map(|k| k.name.clone()),
+        );
+    }
+    let list = |s: &BTreeSet<String>| s.iter().cloned().collect::<Vec<_>>().join(", ");
+    verify.push(match (new_owners.is_empty(), gone.is_empty()) {
+        (false, false) => format!(
+            "flux get kustomizations    # {} Ready; {} absent",
+            list(&new_owners),
+            list(&gone)
+        ),
+        (false, true) => format!("flux get kustomizations    # {} Ready", list(&new_owners)),
+        (true, false) => format!("flux get kustomizations    # {} absent", list(&gone)),
+        (true, true) => "flux get kustomizations    # all Ready".to_string(),
+    });
+    verify.extend(
+        commands(stateful.iter().map(|d| &d.id), "get", "")
+            .into_iter()
+            .map(|c| format!("{c}    # present, with the AGE noted before")),
+    );
+    let sample = deletions
+        .iter()
+        .filter(|d| d.new_owner.is_some())
+        .find(|d| d.kind == "Deployment")
+        .or_else(|| deletions.iter().find(|d| d.new_owner.is_some()));
+    if let Some(d) = sample {
+        verify.push(format!(
+            "{} -o jsonpath='{{.metadata.labels.kustomize\\.toolkit\\.fluxcd\\.io/name}}'    # {}",
+            kubectl(&d.id, "get"),
+            d.new_owner
+                .as_deref()
+                .and_then(|o| o.rsplit('/').next())
+                .unwrap_or("")
+        ));
+    }
+    out.push(Section {
+        title: "Verify".into(),
+        lines: verify,
+    });
+
+    if !intended.is_empty() {
+        out.push(Section {
+            title: "Deleted because the change asks for it".into(),
+            lines: intended
+                .iter()
+                .map(|d| format!("{}: {} — keep it in a build, or add `{PRUNE}: disabled` first, if it must survive", d.id, d.rule.code()))
+                .collect(),
+        });
+    }
+    out
+}

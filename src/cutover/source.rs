@@ -1,0 +1,299 @@
+//! A revision as an in-memory file tree. A git revision is read with plumbing (`git ls-tree
+//! -r -z`, one `git cat-file --batch`), the working tree with `git ls-files` and the file
+//! system; both give the same `FileTree`, so the builder cannot tell them apart. git runs
+//! without a shell, with `-z` and `--end-of-options`, so no name or revision is interpreted.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::yaml::Text;
+
+/// The manifest-like files of one revision, by path relative to the repository root.
+#[derive(Debug, Clone, Default)]
+pub struct FileTree {
+    files: BTreeMap<String, Text>,
+    /// What the tree is, for messages: a short commit id or "the working tree".
+    pub label: String,
+}
+
+/// Files the builder may read: manifests, kustomizations and patches.
+fn wanted(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.ends_with(".yaml")
+        || name.ends_with(".yml")
+        || name.ends_with(".json")
+        || name == "Kustomization"
+}
+
+fn git(root: &Path) -> Command {
+    let mut c = Command::new("git");
+    c.arg("-C").arg(root);
+    c
+}
+
+fn run_git(root: &Path, args: &[&str]) -> Result<Vec<u8>> {
+    let out = git(root)
+        .args(args)
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|e| Error::Usage(format!("cannot run git: {e}")))?;
+    if !out.status.success() {
+        return Err(Error::Usage(format!(
+            "git {}: {}",
+            args.first().copied().unwrap_or(""),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(out.stdout)
+}
+
+/// Fails with a clear message unless `root` is inside a git working tree.
+pub fn require_git(root: &Path) -> Result<()> {
+    let ok = git(root)
+        .args(["rev-parse", "--is-inside-work-tree"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .output()
+        .map(|o| o.status.success() && o.stdout.starts_with(b"true"))
+        .unwrap_or(false);
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Usage(format!(
+            "{} is not inside a git repository: cutover compares two git revisions",
+            root.display()
+        )))
+    }
+}
+
+impl FileTree {
+    pub fn from_files<'a>(files: impl IntoIterator<Item = (&'a str, &'a str)>) -> FileTree {
+        FileTree {
+            files: files
+                .into_iter()
+                .map(|(p, t)| (p.to_string(), Arc::new(t.to_string())))
+                .collect(),
+            label: "test".into(),
+        }
+    }
+
+    /// The tree of commit `rev`, restricted to `root` (which may be a folder inside the
+    /// repository) with paths relative to it.
+    pub fn from_git(root: &Path, rev: &str) -> Result<FileTree> {
+        require_git(root)?;
+        let spec = format!("{rev}^{{commit}}");
+        let oid = git(root)
+            .args([
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                "--end-of-options",
+                &spec,
+            ])
+            .stderr(Stdio::null())
+            .output()
+            .map_err(|e| Error::Usage(format!("cannot run git: {e}")))?;
+        if !oid.status.success() {
+            return Err(Error::Usage(format!(
+                "revision `{rev}` does not exist in {} (try a branch, a tag or a commit id)",
+                root.display()
+            )));
+        }
+        let oid = String::from_utf8_lossy(&oid.stdout).trim().to_string();
+        let listing = run_git(root, &["ls-tree", "-r", "-z", "--end-of-options", &oid])?;
+        let mut paths = Vec::new();
+        let mut blobs = Vec::new();
+        for entry in listing.split(|b| *b == 0).filter(|e| !e.is_empty()) {
+            let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
+                continue;
+            };
+            let head = String::from_utf8_lossy(&entry[..tab]);
+            let Ok(path) = std::str::from_utf8(&entry[tab + 1..]) else {
+                continue;
+            };
+            let mut parts = head.split(' ');
+            let (mode, kind, hash) = (parts.next(), parts.next(), parts.next());
+            // Links (120000) and submodules are not followed, as Flux does not.
+            if kind != Some("blob") || mode == Some("120000") || !wanted(path) {
+                continue;
+            }
+            if let Some(hash) = hash {
+                paths.push(path.to_string());
+                blobs.push(hash.to_string());
+            }
+        }
+        let contents = cat_blobs(root, &blobs)?;
+        let files = paths
+            .into_iter()
+            .zip(contents)
+            .filter_map(|(p, c)| Some((p, Arc::new(String::from_utf8(c).ok()?))))
+            .collect();
+        Ok(FileTree {
+            files,
+            label: oid.chars().take(12).collect(),
+        })
+    }
+
+    /// The working tree under `root`: the files git tracks or would track, as they are on
+    /// disk (a tracked file deleted on disk is absent, as it would be after a commit).
+    pub fn from_worktree(root: &Path) -> Result<FileTree> {
+        require_git(root)?;
+        let listing = run_git(
+            root,
+            &[
+                "ls-files",
+                "-z",
+                "--cached",
+                "--others",
+                "--exclude-standard",
+            ],
+        )?;
+        let mut files = BTreeMap::new();
+        for path in listing.split(|b| *b == 0).filter(|e| !e.is_empty()) {
+            let Ok(path) = std::str::from_utf8(path) else {
+                continue;
+            };
+            let full = root.join(path);
+            if !wanted(path) || full.is_symlink() {
+                continue;
+            }
+            match std::fs::read(&full) {
+                Ok(bytes) => {
+                    if let Ok(text) = String::from_utf8(bytes) {
+                        files.insert(path.to_string(), Arc::new(text));
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(&full, e)),
+            }
+        }
+        Ok(FileTree {
+            files,
+            label: "the working tree".into(),
+        })
+    }
+
+    pub fn read(&self, path: &str) -> Option<&Text> {
+        self.files.get(path)
+    }
+
+    pub fn is_file(&self, path: &str) -> bool {
+        self.files.contains_key(path)
+    }
+
+    /// Whether some file lies under `dir` ("" is the root).
+    pub fn is_dir(&self, dir: &str) -> bool {
+        dir.is_empty() || self.files_under(dir).next().is_some()
+    }
+
+    /// Every file under `dir`, recursively, in path order.
+    pub fn files_under<'a>(&'a self, dir: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        let prefix = if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{dir}/")
+        };
+        self.files
+            .range(prefix.clone()..)
+            .take_while(move |(p, _)| p.starts_with(&prefix))
+            .map(|(p, _)| p.as_str())
+    }
+}
+
+/// The contents of `blobs`, in order, from one `git cat-file --batch`.
+fn cat_blobs(root: &Path, blobs: &[String]) -> Result<Vec<Vec<u8>>> {
+    if blobs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut child = git(root)
+        .args(["cat-file", "--batch"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| Error::Usage(format!("cannot run git cat-file: {e}")))?;
+    let stdin = child.stdin.take();
+    let input: String = blobs.iter().map(|b| format!("{b}\n")).collect();
+    // Written from another thread: git answers while it reads, and a full pipe would block.
+    let writer = std::thread::spawn(move || {
+        if let Some(mut stdin) = stdin {
+            let _ = stdin.write_all(input.as_bytes());
+        }
+    });
+    let broken = |what: &str| Error::Usage(format!("git cat-file --batch: {what}"));
+    let stdout = child.stdout.take().ok_or_else(|| broken("no output"))?;
+    let mut reader = BufReader::new(stdout);
+    let mut out = Vec::with_capacity(blobs.len());
+    for _ in blobs {
+        let mut header = String::new();
+        reader
+            .read_line(&mut header)
+            .map_err(|e| broken(&e.to_string()))?;
+        let size: usize = header
+            .split(' ')
+            .nth(2)
+            .and_then(|s| s.trim().parse().ok())
+            .ok_or_else(|| broken(&format!("unexpected answer `{}`", header.trim())))?;
+        let mut body = vec![0; size + 1];
+        reader
+            .read_exact(&mut body)
+            .map_err(|e| broken(&e.to_string()))?;
+        body.truncate(size);
+        out.push(body);
+    }
+    let _ = writer.join();
+    let _ = child.wait();
+    Ok(out)
+}
+
+/// `a/b` + `../c` -> `a/c`; `None` when the path leaves the repository.
+pub fn join(dir: &str, rel: &str) -> Option<String> {
+    let mut parts: Vec<&str> = if rel.starts_with('/') {
+        Vec::new()
+    } else {
+        dir.split('/').filter(|s| !s.is_empty()).collect()
+    };
+    for seg in rel.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            s => parts.push(s),
+        }
+    }
+    Some(parts.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn joins_relative_paths_inside_the_repository() {
+        assert_eq!(
+            join("clusters/dev", "../base").as_deref(),
+            Some("clusters/base")
+        );
+        assert_eq!(join("", "./apps/").as_deref(), Some("apps"));
+        assert_eq!(join("a", "../.."), None);
+    }
+
+    #[test]
+    fn lists_files_under_a_folder_only() {
+        let t = FileTree::from_files([
+            ("apps/a.yaml", ""),
+            ("apps2/b.yaml", ""),
+            ("apps/x/c.yaml", ""),
+        ]);
+        assert_eq!(
+            t.files_under("apps").collect::<Vec<_>>(),
+            ["apps/a.yaml", "apps/x/c.yaml"]
+        );
+        assert!(t.is_dir("apps/x") && !t.is_dir("apps/y"));
+    }
+}

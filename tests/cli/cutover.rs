@@ -1,0 +1,552 @@
+//! `fluxwave cutover` on real git repositories built by the test: the seed's migration with
+//! and without the release commit, wave promotions and demotions, removed Kustomizations,
+//! opt-outs, cascades, identity changes, the per-app `ks.yaml` layout and HelmReleases; and
+//! the native builder checked against the real kustomize.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use crate::common::{kustomize, objects, TestRepo};
+use fluxwave::cutover::kustomize::Builder;
+use fluxwave::cutover::source::FileTree;
+
+fn cutover(repo: &TestRepo, from: &str) -> (i32, Value, String) {
+    let run = repo.run(&["cutover", "--from", from, "--format", "json"]);
+    assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
+    let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+    let text = repo.run(&["cutover", "--from", from]);
+    assert_eq!(text.code, run.code, "{}", text.stderr);
+    (run.code, doc, text.stdout)
+}
+
+/// `Kind/namespace/name` of every deletion (stateful ones marked with `!`), with its rule.
+fn deleted(doc: &Value) -> Vec<String> {
+    doc["deletions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            format!(
+                "{}{}/{}/{} {}",
+                if d["stateful"].as_bool().unwrap() {
+                    "!"
+                } else {
+                    ""
+                },
+                d["kind"].as_str().unwrap(),
+                d["namespace"].as_str().unwrap(),
+                d["name"].as_str().unwrap(),
+                d["rule"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+/// The seed's repository with its waves applied and committed.
+fn waved_homelab() -> TestRepo {
+    let repo = TestRepo::example("homelab");
+    repo.write(
+        "clusters/base/apps.yaml",
+        &repo
+            .read("clusters/base/apps.yaml")
+            .replace("prune: true", "prune: false"),
+    );
+    repo.commit_all("release apps");
+    assert_eq!(repo.run(&["apply"]).code, 0);
+    repo.commit_all("waves");
+    repo
+}
+
+#[test]
+fn the_seeds_migration_with_prune_true_destroys_the_databases() {
+    let repo = TestRepo::example("homelab");
+    repo.commit_all("homelab before the waves");
+    let run = repo.run(&["apply"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let (code, doc, text) = cutover(&repo, "HEAD");
+    assert_eq!(code, 1, "{text}");
+    let all = deleted(&doc);
+    for must in [
+        "!Cluster/nextcloud-db/nextcloud-db owner-removed",
+        "!Cluster/semaphore-db/semaphore-db owner-removed",
+        "!Namespace//nextcloud-db owner-removed",
+        "!Namespace//semaphore-db owner-removed",
+    ] {
+        assert!(all.contains(&must.to_string()), "{must} not in {all:#?}");
+    }
+    assert!(
+        all.iter().any(|d| d.starts_with("!PersistentVolumeClaim/")),
+        "{all:#?}"
+    );
+    assert!(all.iter().any(|d| d.starts_with("Deployment/")), "{all:#?}");
+    // Flux's own Kustomizations are not deletions; data loss comes first.
+    assert!(!all.iter().any(|d| d.starts_with("Kustomization/")));
+    let first_plain = all.iter().position(|d| !d.starts_with('!')).unwrap();
+    assert!(all[first_plain..].iter().all(|d| !d.starts_with('!')));
+    let d0 = &doc["deletions"][0];
+    assert_eq!(d0["owner"], "Kustomization/flux-system/apps");
+    assert!(
+        d0["reason"].as_str().unwrap().contains("prune: true"),
+        "{d0}"
+    );
+
+    // The runbook is the seed's section 5 with the real names.
+    for line in [
+        "clusters/base/apps.yaml: set `prune: false` on Kustomization/flux-system/apps",
+        "kubectl -n flux-system get kustomization apps -o jsonpath='{.spec.prune}'    # must print false",
+        "flux suspend kustomization apps -n flux-system",
+        r#"kubectl -n flux-system patch kustomization apps --type=merge -p '{"spec":{"prune":false}}'"#,
+        "kubectl -n nextcloud-db annotate cluster.postgresql.cnpg.io/nextcloud-db kustomize.toolkit.fluxcd.io/prune=disabled",
+        "kubectl -n semaphore-db annotate cluster.postgresql.cnpg.io/semaphore-db kustomize.toolkit.fluxcd.io/prune-",
+        "flux get kustomizations    # apps-wave-0, apps-wave-1, apps-wave-2 Ready; apps absent",
+    ] {
+        assert!(text.contains(line), "{line}\n---\n{text}");
+    }
+    assert!(text.find("DATA LOSS").unwrap() < text.find("\nDeleted").unwrap());
+
+    // check --base blocks the merge with the same analysis.
+    let check = repo.run(&["check", "--base", "HEAD", "--format", "json"]);
+    assert_eq!(check.code, 1);
+    let findings: Value = serde_json::from_str(&check.stdout).unwrap();
+    let codes: BTreeSet<&str> = findings["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
+    assert!(
+        codes.contains("deletes-stateful") && codes.contains("cutover-deletion"),
+        "{codes:?}"
+    );
+}
+
+#[test]
+fn the_migration_after_a_release_commit_is_safe() {
+    let repo = waved_homelab();
+    let (code, doc, text) = cutover(&repo, "HEAD~1");
+    assert_eq!(code, 0, "{text}");
+    assert_eq!(doc["deletions"], Value::Array(vec![]));
+    assert_eq!(doc["safe"], true);
+    assert!(text.contains("safe: Flux deletes nothing"), "{text}");
+    let check = repo.run(&["check", "--base", "HEAD~1"]);
+    assert_eq!(check.code, 0, "{}", check.stdout);
+}
+
+#[test]
+fn a_clean_tree_reports_nothing_and_bad_revisions_exit_2() {
+    let repo = TestRepo::example("homelab");
+    repo.commit_all("init");
+    let (code, doc, _) = cutover(&repo, "HEAD");
+    assert_eq!((code, doc["deletions"].as_array().unwrap().len()), (0, 0));
+    let run = repo.run(&["cutover", "--from", "no-such-branch"]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr
+            .contains("revision `no-such-branch` does not exist"),
+        "{}",
+        run.stderr
+    );
+    let run = repo.run(&["cutover", "--from", "HEAD", "--to", "--upload-pack=x"]);
+    assert_eq!(run.code, 2);
+    let plain = TestRepo::example("homelab");
+    let run = plain.run(&["cutover", "--from", "HEAD"]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains("not inside a git repository"),
+        "{}",
+        run.stderr
+    );
+}
+
+fn add_dependency(repo: &TestRepo, service: &str, on: &str) {
+    let text = repo.read(&format!("catalog/{service}.yaml"));
+    let text = if text.contains("  dependencies:\n") {
+        text.replace(
+            "  dependencies:\n",
+            &format!("  dependencies:\n    - to: {on}\n"),
+        )
+    } else {
+        text.replace(
+            "spec:\n",
+            &format!("spec:\n  dependencies:\n    - to: {on}\n"),
+        )
+    };
+    repo.write(&format!("catalog/{service}.yaml"), &text);
+}
+
+#[test]
+fn a_promotion_to_a_later_wave_is_delete_then_recreate() {
+    let repo = waved_homelab();
+    add_dependency(&repo, "pihole", "sonarr"); // wave 0 -> wave 2
+    assert_eq!(repo.run(&["apply"]).code, 0);
+    let (code, doc, text) = cutover(&repo, "HEAD");
+    assert_eq!(code, 1, "{text}");
+    let all = deleted(&doc);
+    assert!(
+        all.contains(&"!PersistentVolumeClaim/pihole/pihole-config moved-later".to_string()),
+        "{all:#?}"
+    );
+    assert!(
+        all.contains(&"Deployment/pihole/pihole moved-later".to_string()),
+        "{all:#?}"
+    );
+    assert!(
+        all.iter().all(|d| d.contains("pihole")),
+        "only pihole moves: {all:#?}"
+    );
+    assert!(text.contains("reconciles after it (dependsOn)"), "{text}");
+    let check = repo.run(&["check", "--base", "HEAD"]);
+    assert!(
+        check.stdout.contains("error[promotes-stateful]"),
+        "{}",
+        check.stdout
+    );
+}
+
+#[test]
+fn a_demotion_to_an_earlier_wave_is_an_adoption() {
+    let repo = waved_homelab();
+    let text = repo.read("catalog/sonarr.yaml");
+    let text = text
+        .replace("    - to: qbittorrent\n", "")
+        .replace("    - to: jackett\n", "")
+        .replace("  dependencies:\n", "");
+    repo.write("catalog/sonarr.yaml", &text); // wave 1 -> wave 0
+    assert_eq!(
+        repo.run(&["apply"]).code,
+        0,
+        "{}",
+        repo.run(&["plan"]).stdout
+    );
+    let (code, doc, text) = cutover(&repo, "HEAD");
+    assert_eq!(code, 0, "{text}\n{doc}");
+}
+
+#[test]
+fn a_wave_removed_while_its_objects_move_down_deletes_them() {
+    let repo = waved_homelab();
+    let text = repo
+        .read("catalog/seerr.yaml")
+        .replace("    - to: sonarr\n", "")
+        .replace("    - to: radarr\n", "    - to: qbittorrent\n");
+    repo.write("catalog/seerr.yaml", &text); // wave 2 -> wave 1; apps-wave-2 is removed
+    assert_eq!(repo.run(&["apply"]).code, 0);
+    assert!(!repo.exists("clusters/base/apps-wave-2.yaml"));
+    let (code, doc, _) = cutover(&repo, "HEAD");
+    assert_eq!(code, 1);
+    let all = deleted(&doc);
+    assert!(
+        all.contains(&"Deployment/seerr/seerr owner-removed".to_string()),
+        "{all:#?}"
+    );
+    assert!(all.iter().all(|d| d.contains("seerr")), "{all:#?}");
+    assert_eq!(
+        doc["deletions"][0]["newOwner"],
+        "Kustomization/flux-system/apps-wave-1"
+    );
+}
+
+/// A small Flux repository: a root with two Kustomizations (`db` first, `web` after it).
+fn flux_repo() -> TestRepo {
+    let repo = TestRepo::empty();
+    repo.write("clusters/prod/kustomization.yaml", "resources: [db.yaml, web.yaml]\n")
+        .write("clusters/prod/db.yaml", &ks("db", "./db", &[]))
+        .write("clusters/prod/web.yaml", &ks("web", "./web", &["dependsOn: [{name: db}]"]))
+        .write("db/kustomization.yaml", "resources: [pg.yaml]\n")
+        .write("db/pg.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: pg}\n---\napiVersion: postgresql.cnpg.io/v1\nkind: Cluster\nmetadata: {name: pg, namespace: pg}\nspec: {instances: 1}\n---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data, namespace: pg}\nspec: {resources: {requests: {storage: 1Gi}}}\n")
+        .write("web/app.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: web}\nspec: {}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config, namespace: web}\n");
+    repo.commit_all("init");
+    repo
+}
+
+fn ks(name: &str, path: &str, extra: &[&str]) -> String {
+    let extra: String = extra.iter().map(|e| format!("  {e}\n")).collect();
+    format!("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: {path}\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n{extra}")
+}
+
+#[test]
+fn an_orphan_policy_set_with_the_removal_does_not_help() {
+    let repo = flux_repo();
+    repo.write(
+        "clusters/prod/kustomization.yaml",
+        "resources: [web.yaml]\n",
+    );
+    repo.write(
+        "clusters/prod/db.yaml",
+        &ks("db", "./db", &["deletionPolicy: Orphan"]),
+    );
+    let (code, doc, _) = cutover(&repo, "HEAD");
+    assert_eq!(code, 1);
+    assert!(deleted(&doc).contains(&"!Cluster/pg/pg owner-removed".to_string()));
+
+    // Set in a commit of its own first, it releases them.
+    let repo = flux_repo();
+    repo.write(
+        "clusters/prod/db.yaml",
+        &ks("db", "./db", &["deletionPolicy: Orphan"]),
+    );
+    repo.commit_all("orphan");
+    repo.write(
+        "clusters/prod/kustomization.yaml",
+        "resources: [web.yaml]\n",
+    );
+    let (code, doc, _) = cutover(&repo, "HEAD");
+    assert_eq!((code, deleted(&doc)), (0, vec![]));
+}
+
+#[test]
+fn a_cluster_with_prune_disabled_is_not_deleted() {
+    let repo = flux_repo();
+    let pg = repo.read("db/pg.yaml").replace(
+        "metadata: {name: pg, namespace: pg}",
+        "metadata: {name: pg, namespace: pg, annotations: {kustomize.toolkit.fluxcd.io/prune: disabled}}",
+    );
+    repo.write("db/pg.yaml", &pg);
+    repo.commit_all("protect the database");
+    let kept: String = pg
+        .split("---\n")
+        .filter(|d| !d.contains("kind: Cluster"))
+        .collect::<Vec<_>>()
+        .join("---\n");
+    repo.write("db/pg.yaml", &kept);
+    let (code, doc, _) = cutover(&repo, "HEAD");
+    assert_eq!((code, deleted(&doc)), (0, vec![]));
+}
+
+#[test]
+fn a_namespace_removed_with_a_pvc_inside_takes_it_along() {
+    let repo = flux_repo();
+    let pg = repo.read("db/pg.yaml");
+    let without_ns = pg.split_once("---\n").unwrap().1;
+    repo.write("db/pg.yaml", without_ns);
+    let (code, doc, _) = cutover(&repo, "HEAD");
+    assert_eq!(code, 1);
+    assert_eq!(
+        deleted(&doc),
+        [
+            "!Cluster/pg/pg namespace-deleted",
+            "!Namespace//pg left-build",
+            "!PersistentVolumeClaim/pg/data namespace-deleted"
+        ]
+    );
+}
+
+#[test]
+fn a_target_namespace_change_is_an_identity_change() {
+    let repo = flux_repo();
+    repo.write(
+        "clusters/prod/web.yaml",
+        &ks(
+            "web",
+            "./web",
+            &["dependsOn: [{name: db}]", "targetNamespace: frontend"],
+        ),
+    );
+    let (code, doc, text) = cutover(&repo, "HEAD");
+    assert_eq!(code, 1);
+    assert_eq!(
+        deleted(&doc),
+        [
+            "ConfigMap/web/web-config identity-changed",
+            "Deployment/web/web identity-changed"
+        ]
+    );
+    assert!(
+        text.contains("its identity changes to Deployment/frontend/web"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_move_between_unordered_owners_and_a_demotion() {
+    let repo = flux_repo();
+    // The ConfigMap moves from web to db: db reconciles first, so it adopts it.
+    let app = repo.read("web/app.yaml");
+    let (deploy, cm) = app.split_once("---\n").unwrap();
+    repo.write("web/app.yaml", deploy);
+    repo.write("db/kustomization.yaml", "resources: [pg.yaml, cm.yaml]\n");
+    repo.write("db/cm.yaml", cm);
+    let (code, doc, _) = cutover(&repo, "HEAD");
+    assert_eq!((code, deleted(&doc)), (0, vec![]));
+    // The other way round is a promotion: delete, then recreate.
+    repo.commit_all("cm in db");
+    repo.write("db/kustomization.yaml", "resources: [pg.yaml]\n");
+    repo.write("web/app.yaml", &app);
+    let (code, doc, _) = cutover(&repo, "HEAD");
+    assert_eq!(
+        (code, deleted(&doc)),
+        (1, vec!["ConfigMap/web/web-config moved-later".to_string()])
+    );
+}
+
+#[test]
+fn per_app_ks_files_under_a_parent_that_patches_them() {
+    let repo = TestRepo::empty();
+    repo.write(
+        "kubernetes/flux/cluster/ks.yaml",
+        &ks(
+            "cluster-apps",
+            "./kubernetes/apps",
+            &[
+                "patches:",
+                "  - target: {group: kustomize.toolkit.fluxcd.io, kind: Kustomization}",
+                "    patch: |-",
+                "      apiVersion: kustomize.toolkit.fluxcd.io/v1",
+                "      kind: Kustomization",
+                "      metadata: {name: not-used}",
+                "      spec:",
+                "        decryption: {provider: sops, secretRef: {name: sops-age}}",
+                "        prune: true",
+            ],
+        ),
+    )
+    .write(
+        "clusters/main/kustomization.yaml",
+        "resources: [../../kubernetes/flux/cluster]\n",
+    )
+    .write(
+        "kubernetes/flux/cluster/kustomization.yaml",
+        "resources: [ks.yaml]\n",
+    );
+    for (ns, app) in [("media", "sonarr"), ("media", "radarr"), ("db", "postgres")] {
+        let path = format!("kubernetes/apps/{ns}/{app}");
+        let child = ks(
+            app,
+            &format!("./{path}/app"),
+            &["targetNamespace: ".to_string().as_str()],
+        )
+        .replace("  prune: true\n", "  prune: false\n")
+        .replace(
+            "  targetNamespace: \n",
+            &format!("  targetNamespace: {ns}\n"),
+        );
+        repo.write(&format!("{path}/ks.yaml"), &child)
+            .write(&format!("{path}/app/kustomization.yaml"), "resources: [app.yaml]\n")
+            .write(&format!("{path}/app/app.yaml"), &format!("apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {{name: {app}}}\n---\napiVersion: v1\nkind: Service\nmetadata: {{name: {app}}}\n"));
+    }
+    for ns in ["media", "db"] {
+        let apps: Vec<&str> = if ns == "media" {
+            vec!["sonarr", "radarr"]
+        } else {
+            vec!["postgres"]
+        };
+        let list: String = apps
+            .iter()
+            .map(|a| format!("  - ./{a}/ks.yaml\n"))
+            .collect();
+        repo.write(
+            &format!("kubernetes/apps/{ns}/kustomization.yaml"),
+            &format!("resources:\n  - ./namespace.yaml\n{list}"),
+        )
+        .write(
+            &format!("kubernetes/apps/{ns}/namespace.yaml"),
+            &format!("apiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}}}\n"),
+        );
+    }
+    repo.commit_all("cluster-template layout");
+    let (code, _, text) = cutover(&repo, "HEAD");
+    assert_eq!(code, 0, "{text}");
+    assert!(!text.contains("Not modelled"), "{text}");
+
+    // radarr goes: its ks.yaml leaves the parent's build; the parent's patch made it prune.
+    repo.write(
+        "kubernetes/apps/media/kustomization.yaml",
+        "resources:\n  - ./namespace.yaml\n  - ./sonarr/ks.yaml\n",
+    );
+    let (code, doc, _) = cutover(&repo, "HEAD");
+    assert_eq!(code, 1);
+    assert_eq!(
+        deleted(&doc),
+        [
+            "!StatefulSet/media/radarr owner-removed",
+            "Service/media/radarr owner-removed"
+        ]
+    );
+    assert_eq!(
+        doc["deletions"][0]["owner"],
+        "Kustomization/flux-system/radarr"
+    );
+}
+
+#[test]
+fn a_removed_helmrelease_is_an_uninstall() {
+    let repo = flux_repo();
+    repo.write("web/hr.yaml", "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: redis, namespace: web}\nspec:\n  chart: {spec: {chart: redis, sourceRef: {kind: HelmRepository, name: bitnami}}}\n  values:\n    master: {persistence: {enabled: true, size: 8Gi}}\n");
+    repo.commit_all("redis");
+    repo.remove("web/hr.yaml");
+    let (code, doc, _) = cutover(&repo, "HEAD");
+    assert_eq!(code, 1);
+    assert_eq!(deleted(&doc), ["!HelmRelease/web/redis left-build"]);
+    let reason = doc["deletions"][0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("Helm uninstalls the release") && reason.contains("persistence"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn unmodelled_features_are_reported_not_skipped() {
+    let repo = flux_repo();
+    repo.write("db/kustomization.yaml", "resources: [pg.yaml]\nhelmCharts: [{name: x, repo: https://example.org}]\nconfigMapGenerator: [{name: cfg, literals: [a=b]}]\n");
+    let run = repo.run(&["cutover", "--from", "HEAD", "--format", "json"]);
+    let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+    let features: Vec<&str> = doc["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["feature"].as_str().unwrap())
+        .collect();
+    assert_eq!(features, ["generator with hash suffix", "helmCharts"]);
+    assert_eq!(doc["warnings"][0]["path"], "db/kustomization.yaml");
+}
+
+/// The native builder yields the same objects as the real kustomize.
+fn same_as_kustomize(repo: &TestRepo, dirs: &[&str]) {
+    let tree = FileTree::from_worktree(repo.path()).unwrap();
+    for dir in dirs {
+        let mut b = Builder::new(&tree);
+        let mut ours: Vec<String> = b
+            .build_dir(dir)
+            .unwrap()
+            .iter()
+            .filter_map(|r| r.id())
+            .map(|id| format!("{}/{}/{}", id.kind, id.namespace, id.name))
+            .collect();
+        ours.sort();
+        let theirs: Vec<String> = objects(&kustomize(&repo.path().join(dir)))
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        assert_eq!(ours, theirs, "{dir}");
+    }
+}
+
+#[test]
+fn the_builder_agrees_with_kustomize() {
+    let repo = TestRepo::example("homelab");
+    repo.commit_all("init");
+    same_as_kustomize(
+        &repo,
+        &[
+            "apps",
+            "clusters/dev",
+            "clusters/base",
+            "platform",
+            "platform-config",
+        ],
+    );
+    repo.run(&["apply"]);
+    same_as_kustomize(
+        &repo,
+        &["apps/wave-0", "apps/wave-1", "apps/wave-2", "clusters/dev"],
+    );
+
+    let repo = flux_repo();
+    repo.write("over/kustomization.yaml", "resources: [../db, ns.yaml]\nnamespace: shared\nnamePrefix: x-\nnameSuffix: -y\npatches:\n  - target: {kind: Cluster, name: pg}\n    patch: |\n      - op: replace\n        path: /spec/instances\n        value: 3\n  - patch: |\n      apiVersion: v1\n      kind: PersistentVolumeClaim\n      metadata: {name: data, namespace: pg}\n      $patch: delete\ncomponents: [../comp]\n")
+        .write("over/ns.yaml", "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: reader}\n")
+        .write("comp/kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources: [extra.yaml]\ncommonLabels: {team: a}\n")
+        .write("comp/extra.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra, namespace: other}\n");
+    repo.commit_all("overlay");
+    same_as_kustomize(&repo, &["db", "over"]);
+}
