@@ -248,6 +248,11 @@ fn plain_safe(s: &str) -> bool {
     if RESERVED.contains(&s.to_ascii_lowercase().as_str()) {
         return false;
     }
+    // Flux substitutes `${VAR}` in the text before parsing it: a quoted scalar stays a string
+    // whatever the variable holds (`1000`, `yes`), a plain one would change type.
+    if s.contains("${") {
+        return false;
+    }
     let first = s.chars().next().unwrap_or(' ');
     if first.is_ascii_digit() || matches!(first, '-' | '+' | '.') {
         // Numbers, dates, versions like 1.20 and octal-looking 012: always quoted.
@@ -297,6 +302,7 @@ mod tests {
     fn quotes_what_yaml_1_1_misreads() {
         for s in [
             "on", "yes", "No", "1.20", "012", "true", "", "a: b", "#x", "*x", "1e3",
+            "${CLUSTER_TZ:=UTC}",
         ] {
             assert!(scalar(&json!(s)).starts_with('"'), "{s} must be quoted");
         }

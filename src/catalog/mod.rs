@@ -61,6 +61,7 @@ struct RawServiceDefinition {
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Metadata")]
 struct RawMetadata {
     /// The service name: a DNS-1123 label, equal to the file name. Also its namespace.
     #[schemars(with = "String")]
