@@ -55,7 +55,10 @@ pub struct Unit {
 /// `fluxwave.yaml`; `fluxwave schema --kind config` is generated from this type.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-#[schemars(title = "fluxwave Config", description = "fluxwave.yaml: every key is optional")]
+#[schemars(
+    title = "fluxwave Config",
+    description = "fluxwave.yaml: every key is optional"
+)]
 struct RawConfig {
     /// `fluxwave.dev/v1alpha1`.
     #[allow(dead_code)]

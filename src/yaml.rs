@@ -187,8 +187,7 @@ impl Emitter<'_> {
     fn mapping_entry(&mut self, k: &str, v: &Value, indent: usize) {
         let len = self.path.len();
         self.path.push('/');
-        self.path
-            .push_str(&k.replace('~', "~0").replace('/', "~1"));
+        self.path.push_str(&k.replace('~', "~0").replace('/', "~1"));
         self.out.push_str(&scalar(&Value::String(k.to_string())));
         self.out.push(':');
         self.child(v, indent);
@@ -301,7 +300,17 @@ mod tests {
     #[test]
     fn quotes_what_yaml_1_1_misreads() {
         for s in [
-            "on", "yes", "No", "1.20", "012", "true", "", "a: b", "#x", "*x", "1e3",
+            "on",
+            "yes",
+            "No",
+            "1.20",
+            "012",
+            "true",
+            "",
+            "a: b",
+            "#x",
+            "*x",
+            "1e3",
             "${CLUSTER_TZ:=UTC}",
         ] {
             assert!(scalar(&json!(s)).starts_with('"'), "{s} must be quoted");
@@ -316,7 +325,10 @@ mod tests {
         let v = json!({"spec": {"containers": [{"name": "a", "image": "x:1"}, {"name": "b", "image": "y:2"}]}});
         let text = emit_with_comments(
             &v,
-            &[("/spec/containers/1/image", "{\"$imagepolicy\": \"flux-system:b\"}")],
+            &[(
+                "/spec/containers/1/image",
+                "{\"$imagepolicy\": \"flux-system:b\"}",
+            )],
         );
         assert_eq!(
             text,

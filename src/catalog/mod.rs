@@ -47,7 +47,10 @@ pub struct Dependency {
 /// A ServiceDefinition file; `fluxwave schema` is generated from this type.
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-#[schemars(title = "ServiceDefinition", description = "A fluxwave catalog entry: catalog/<name>.yaml")]
+#[schemars(
+    title = "ServiceDefinition",
+    description = "A fluxwave catalog entry: catalog/<name>.yaml"
+)]
 struct RawServiceDefinition {
     /// Always `fluxwave.dev/v1alpha1`.
     #[schemars(with = "String", extend("const" = "fluxwave.dev/v1alpha1"))]
@@ -77,7 +80,9 @@ struct RawMetadata {
 /// The draft-07 JSON Schema of a ServiceDefinition file.
 pub fn schema() -> serde_json::Value {
     let generator = schemars::generate::SchemaSettings::draft07().into_generator();
-    generator.into_root_schema_for::<RawServiceDefinition>().to_value()
+    generator
+        .into_root_schema_for::<RawServiceDefinition>()
+        .to_value()
 }
 
 /// Parses and validates one catalog file. `path` is how the user sees it; `stem` is the file

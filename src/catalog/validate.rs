@@ -75,7 +75,13 @@ impl Check<'_> {
         }
     }
 
-    fn probe(&mut self, probe: &Probe, kind: &str, ports: &HashSet<&str>, anchor: &Spanned<String>) {
+    fn probe(
+        &mut self,
+        probe: &Probe,
+        kind: &str,
+        ports: &HashSet<&str>,
+        anchor: &Spanned<String>,
+    ) {
         let port = probe.port.as_ref();
         match (&probe.http, probe.tcp) {
             (Some(_), Some(true)) => self.at(
@@ -127,7 +133,11 @@ pub(super) fn spec(path: &str, text: &Text, spec: &Spec, errors: &mut Vec<Source
             } else {
                 "give each port its own name"
             };
-            c.at(&p.name, format!("port `{}` is named twice", p.name.value), help);
+            c.at(
+                &p.name,
+                format!("port `{}` is named twice", p.name.value),
+                help,
+            );
         }
     }
     if let Some(ingress) = &spec.ingress {

@@ -352,10 +352,7 @@ fn deployment(svc: &Service, automation: bool) -> Doc {
     let comments = if automation {
         vec![(
             "/spec/template/spec/containers/0/image".to_string(),
-            format!(
-                "{{\"$imagepolicy\": \"{IMAGE_NAMESPACE}:{}\"}}",
-                svc.name
-            ),
+            format!("{{\"$imagepolicy\": \"{IMAGE_NAMESPACE}:{}\"}}", svc.name),
         )]
     } else {
         vec![]
@@ -382,7 +379,10 @@ fn probe_object(p: &Probe) -> Value {
         "initialDelaySeconds".into(),
         json!(p.initial_delay_seconds.unwrap_or(10)),
     );
-    m.insert("periodSeconds".into(), json!(p.period_seconds.unwrap_or(10)));
+    m.insert(
+        "periodSeconds".into(),
+        json!(p.period_seconds.unwrap_or(10)),
+    );
     if let Some(f) = p.failure_threshold {
         m.insert("failureThreshold".into(), json!(f));
     }

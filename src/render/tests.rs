@@ -81,7 +81,11 @@ fn a_non_semver_tag_needs_a_policy_only_when_automated() {
     let s = svc("web", &CONTRACT.replace("\"1.20\"", "latest"));
     let errs = service(&s, Options::default()).unwrap_err();
     assert_eq!(errs[0].line_col(), Some((8, 10)));
-    assert!(errs[0].message.contains("not semver"), "{}", errs[0].message);
+    assert!(
+        errs[0].message.contains("not semver"),
+        "{}",
+        errs[0].message
+    );
     assert!(service(
         &s,
         Options {
@@ -127,10 +131,7 @@ fn stateful_objects_are_protected_from_prune_by_default() {
     assert!(files[0].text.contains("value: \"on\"\n"));
     assert!(files[0].text.contains("value: \"012\"\n"));
 
-    let off = svc(
-        "my-app",
-        &format!("{STATEFUL}  pruneProtection: false\n"),
-    );
+    let off = svc("my-app", &format!("{STATEFUL}  pruneProtection: false\n"));
     for f in service(&off, Options::default()).unwrap() {
         assert!(!f.text.contains(PRUNE_ANNOTATION), "{}", f.text);
     }

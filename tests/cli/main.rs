@@ -9,3 +9,4 @@ mod common;
 mod apply;
 mod bad_input;
 mod homelab;
+mod render;
