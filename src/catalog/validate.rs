@@ -127,16 +127,17 @@ pub(super) fn spec(path: &str, text: &Text, spec: &Spec, errors: &mut Vec<Source
                 format!("`{}` is not a valid port name", p.name.value),
                 "a port name is 1-15 lower-case letters, digits and `-`, with at least one letter",
             );
+        } else if p.name.value == "http" {
+            c.at(
+                &p.name,
+                "`http` is the name of the main `port`".into(),
+                "set `port` for the main port, and give this one another name",
+            );
         } else if !ports.insert(&p.name.value) {
-            let help = if p.name.value == "http" {
-                "`http` is the main `port`; give this one another name"
-            } else {
-                "give each port its own name"
-            };
             c.at(
                 &p.name,
                 format!("port `{}` is named twice", p.name.value),
-                help,
+                "give each port its own name",
             );
         }
     }
@@ -296,4 +297,61 @@ pub fn automation_policy(service: &super::Service) -> Option<SourceError> {
 /// A DNS-1123 subdomain: the names of Secrets and ConfigMaps.
 fn is_dns_subdomain(s: &str) -> bool {
     !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns_label)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::catalog::parse;
+    use crate::yaml::Text;
+
+    /// The messages and 1-based positions of every error of a spec.
+    fn errors(spec: &str) -> Vec<(String, (usize, usize))> {
+        let text = format!(
+            "apiVersion: fluxwave.dev/v1alpha1\nkind: ServiceDefinition\nmetadata:\n  name: s\nspec:\n  image: {{repository: r, tag: \"1.0.0\"}}\n{spec}"
+        );
+        match parse("catalog/s.yaml", "s", Text::new(text)) {
+            Ok(_) => vec![],
+            Err(e) => e
+                .iter()
+                .map(|e| (e.message.clone(), e.line_col().unwrap_or((0, 0))))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_its_value() {
+        let errs = errors(
+            "  ports:\n    - {name: http, port: 1}\n    - {name: Metrics, port: 2}\n  ingress: {host: s.example}\n  env:\n    - {name: A, value: x}\n    - {name: A}\n  volumes:\n    - {name: data, mountPath: data}\n",
+        );
+        let got: Vec<(&str, (usize, usize))> =
+            errs.iter().map(|(m, at)| (m.as_str(), *at)).collect();
+        assert_eq!(
+            got,
+            [
+                ("`http` is the name of the main `port`", (8, 14)),
+                ("`Metrics` is not a valid port name", (9, 14)),
+                ("an Ingress needs the main `port`", (10, 19)),
+                ("environment variable `A` is set twice", (13, 14)),
+                (
+                    "`A` needs exactly one of `value` and `secretKeyRef`",
+                    (13, 14)
+                ),
+                (
+                    "volume `data` has mountPath `data`, which is not absolute or is used twice",
+                    (15, 14)
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn one_of_choices_are_enforced() {
+        let errs = errors("  port: 80\n  envFrom:\n    - {secret: a, configMap: b}\n  probes:\n    liveness: {http: /x, tcp: true}\n");
+        assert_eq!(errs.len(), 2, "{errs:?}");
+        assert!(errs[0].0.contains("both a secret and a configMap"));
+        assert_eq!(errs[0].1, (9, 30));
+        assert!(errs[1].0.contains("both `http` and `tcp`"));
+        let ok = errors("  port: 80\n  envFrom:\n    - secret: a-bootstrap-secret\n  probes:\n    liveness: {http: /x}\n  resources:\n    requests: {cpu: \"0.5\", memory: 1e3}\n  database: {size: 1Gi}\n");
+        assert!(ok.is_empty(), "{ok:?}");
+    }
 }
