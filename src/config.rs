@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use serde_saphyr::Spanned;
@@ -51,50 +52,92 @@ pub struct Unit {
     pub anchor_span: (usize, usize),
 }
 
-#[derive(Deserialize)]
+/// `fluxwave.yaml`; `fluxwave schema --kind config` is generated from this type.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(
+    title = "fluxwave Config",
+    description = "fluxwave.yaml: every key is optional"
+)]
 struct RawConfig {
+    /// `fluxwave.dev/v1alpha1`.
     #[allow(dead_code)]
     api_version: Option<String>,
+    /// `Config`.
+    #[schemars(with = "Option<String>", extend("const" = "Config"))]
     kind: Option<Spanned<String>>,
+    /// Folder of the ServiceDefinitions. Default `catalog`.
+    #[schemars(with = "Option<String>")]
     catalog: Option<Spanned<String>>,
+    /// Folder of the app tier (and of `fluxwave render`'s output). Default `apps`.
+    #[schemars(with = "Option<String>")]
     apps: Option<Spanned<String>>,
     clusters: Option<RawClusters>,
     waves: Option<RawWaves>,
+    /// App-tier units with no ServiceDefinition, placed relative to an anchor.
     units: Option<Vec<RawUnit>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Clusters")]
 struct RawClusters {
+    /// Folder of the shared Flux objects. Default `clusters/base`.
+    #[schemars(with = "Option<String>")]
     base: Option<Spanned<String>>,
+    /// Each environment's kustomization gets one decryption patch per wave. Default
+    /// `[{name: dev, path: clusters/dev}]`.
     environments: Option<Vec<RawEnvironment>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Environment")]
 struct RawEnvironment {
+    #[schemars(with = "String")]
     name: Spanned<String>,
+    #[schemars(with = "String")]
     path: Spanned<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(rename = "Waves")]
 struct RawWaves {
+    /// Name of wave N's Flux Kustomization is `<namePrefix><N>`. Default `apps-wave-`.
+    #[schemars(with = "Option<String>")]
     name_prefix: Option<Spanned<String>>,
+    /// What wave 0 dependsOn. Default `[platform-config]`.
     upstream: Option<Vec<String>>,
+    /// Namespace of the wave Kustomizations. Default `flux-system`.
+    #[schemars(with = "Option<String>")]
     namespace: Option<Spanned<String>>,
+    /// Merged key by key into the spec of every wave Kustomization.
     spec: Option<Map<String, Value>>,
+    /// The decryption each environment patches onto every wave. Default
+    /// `{provider: sops, secretRef: {name: sops-age}}`.
     decryption: Option<Value>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Unit")]
 struct RawUnit {
+    /// The unit's name: the longest-prefix owner of its app-tier files.
+    #[schemars(with = "String")]
     name: Spanned<String>,
+    /// The node (service, database or unit) whose wave the unit takes.
+    #[schemars(with = "String")]
     anchor: Spanned<String>,
+    /// One wave above the anchor instead of in its wave. Default false.
     #[serde(default)]
     above: bool,
+}
+
+/// The draft-07 JSON Schema of `fluxwave.yaml`.
+pub fn schema() -> Value {
+    let generator = schemars::generate::SchemaSettings::draft07().into_generator();
+    generator.into_root_schema_for::<RawConfig>().to_value()
 }
 
 pub fn default_spec() -> Map<String, Value> {

@@ -119,62 +119,104 @@ pub fn parse_all(path: &str, text: &Text) -> Result<Vec<Value>, SourceError> {
     Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
 }
 
-/// Writes `value` as block YAML at `indent` spaces; mappings keep their key order.
+/// Writes `value` as block YAML; mappings keep their key order.
 pub fn emit(value: &Value) -> String {
-    let mut out = String::new();
-    emit_into(&mut out, value, 0);
-    out
+    emit_with_comments(value, &[])
 }
 
-fn emit_into(out: &mut String, value: &Value, indent: usize) {
-    let pad = " ".repeat(indent);
-    match value {
-        Value::Object(map) if !map.is_empty() => {
-            for (k, v) in map {
-                out.push_str(&pad);
-                out.push_str(&scalar(&Value::String(k.clone())));
-                out.push(':');
-                emit_child(out, v, indent);
-            }
-        }
-        Value::Array(items) if !items.is_empty() => {
-            for v in items {
-                out.push_str(&pad);
-                out.push('-');
-                match v {
-                    Value::Object(map) if !map.is_empty() => {
-                        // The first key goes on the dash line; the rest align with it.
-                        let mut nested = String::new();
-                        emit_into(&mut nested, v, indent + 2);
-                        out.push(' ');
-                        out.push_str(&nested[indent + 2..]);
-                    }
-                    _ => emit_child(out, v, indent),
+/// Like `emit`, with a trailing comment on the scalars at these JSON pointers (such as
+/// `/spec/template/spec/containers/0/image`): how Flux's image automation finds the setter
+/// marker `# {"$imagepolicy": "ns:name"}`. A comment is one line; line breaks become spaces,
+/// so a comment can never inject YAML.
+pub fn emit_with_comments(value: &Value, comments: &[(&str, &str)]) -> String {
+    let mut e = Emitter {
+        out: String::new(),
+        path: String::new(),
+        comments,
+    };
+    e.node(value, 0);
+    e.out
+}
+
+struct Emitter<'a> {
+    out: String,
+    /// JSON pointer of the node being written.
+    path: String,
+    comments: &'a [(&'a str, &'a str)],
+}
+
+impl Emitter<'_> {
+    fn node(&mut self, value: &Value, indent: usize) {
+        let pad = " ".repeat(indent);
+        match value {
+            Value::Object(map) if !map.is_empty() => {
+                for (k, v) in map {
+                    self.out.push_str(&pad);
+                    self.mapping_entry(k, v, indent);
                 }
             }
-        }
-        other => {
-            out.push_str(&pad);
-            out.push_str(&scalar(other));
-            out.push('\n');
+            Value::Array(items) if !items.is_empty() => {
+                for (i, v) in items.iter().enumerate() {
+                    let len = self.path.len();
+                    self.path.push_str(&format!("/{i}"));
+                    self.out.push_str(&pad);
+                    self.out.push('-');
+                    match v {
+                        Value::Object(map) if !map.is_empty() => {
+                            // The first key goes on the dash line; the rest align with it.
+                            let inner = " ".repeat(indent + 2);
+                            for (n, (k, v)) in map.iter().enumerate() {
+                                self.out.push_str(if n == 0 { " " } else { &inner });
+                                self.mapping_entry(k, v, indent + 2);
+                            }
+                        }
+                        _ => self.child(v, indent),
+                    }
+                    self.path.truncate(len);
+                }
+            }
+            other => {
+                self.out.push_str(&pad);
+                self.out.push_str(&scalar(other));
+                self.trailing_comment();
+                self.out.push('\n');
+            }
         }
     }
-}
 
-fn emit_child(out: &mut String, v: &Value, indent: usize) {
-    match v {
-        Value::Object(m) if !m.is_empty() => {
-            out.push('\n');
-            emit_into(out, v, indent + 2);
+    fn mapping_entry(&mut self, k: &str, v: &Value, indent: usize) {
+        let len = self.path.len();
+        self.path.push('/');
+        self.path.push_str(&k.replace('~', "~0").replace('/', "~1"));
+        self.out.push_str(&scalar(&Value::String(k.to_string())));
+        self.out.push(':');
+        self.child(v, indent);
+        self.path.truncate(len);
+    }
+
+    fn child(&mut self, v: &Value, indent: usize) {
+        match v {
+            Value::Object(m) if !m.is_empty() => {
+                self.out.push('\n');
+                self.node(v, indent + 2);
+            }
+            Value::Array(a) if !a.is_empty() => {
+                self.out.push('\n');
+                self.node(v, indent + 2);
+            }
+            _ => {
+                self.out.push(' ');
+                self.out.push_str(&scalar(v));
+                self.trailing_comment();
+                self.out.push('\n');
+            }
         }
-        Value::Array(a) if !a.is_empty() => {
-            out.push('\n');
-            emit_into(out, v, indent + 2);
-        }
-        _ => {
-            out.push(' ');
-            out.push_str(&scalar(v));
-            out.push('\n');
+    }
+
+    fn trailing_comment(&mut self) {
+        if let Some((_, c)) = self.comments.iter().find(|(p, _)| *p == self.path) {
+            self.out.push_str(" # ");
+            self.out.push_str(&c.replace(['\n', '\r'], " "));
         }
     }
 }
@@ -203,6 +245,11 @@ fn plain_safe(s: &str) -> bool {
         "y", "n", "yes", "no", "on", "off", "true", "false", "null", "~", "",
     ];
     if RESERVED.contains(&s.to_ascii_lowercase().as_str()) {
+        return false;
+    }
+    // Flux substitutes `${VAR}` in the text before parsing it: a quoted scalar stays a string
+    // whatever the variable holds (`1000`, `yes`), a plain one would change type.
+    if s.contains("${") {
         return false;
     }
     let first = s.chars().next().unwrap_or(' ');
@@ -253,13 +300,43 @@ mod tests {
     #[test]
     fn quotes_what_yaml_1_1_misreads() {
         for s in [
-            "on", "yes", "No", "1.20", "012", "true", "", "a: b", "#x", "*x", "1e3",
+            "on",
+            "yes",
+            "No",
+            "1.20",
+            "012",
+            "true",
+            "",
+            "a: b",
+            "#x",
+            "*x",
+            "1e3",
+            "${CLUSTER_TZ:=UTC}",
         ] {
             assert!(scalar(&json!(s)).starts_with('"'), "{s} must be quoted");
         }
         for s in ["sops", "./apps/wave-0", "flux-system", "10m", "sops-age"] {
             assert_eq!(scalar(&json!(s)), s);
         }
+    }
+
+    #[test]
+    fn trailing_comment_lands_on_the_pointed_scalar() {
+        let v = json!({"spec": {"containers": [{"name": "a", "image": "x:1"}, {"name": "b", "image": "y:2"}]}});
+        let text = emit_with_comments(
+            &v,
+            &[(
+                "/spec/containers/1/image",
+                "{\"$imagepolicy\": \"flux-system:b\"}",
+            )],
+        );
+        assert_eq!(
+            text,
+            "spec:\n  containers:\n    - name: a\n      image: x:1\n    - name: b\n      \
+             image: y:2 # {\"$imagepolicy\": \"flux-system:b\"}\n"
+        );
+        let back: Value = serde_saphyr::from_str(&text).unwrap();
+        assert_eq!(back, v);
     }
 
     #[test]

@@ -6,8 +6,11 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
+
+pub use spec::Spec;
 
 use crate::config::is_dns_label;
 use crate::error::{Error, Result, SourceError};
@@ -15,6 +18,9 @@ use crate::yaml::{self, Text};
 
 pub const API_VERSION: &str = "fluxwave.dev/v1alpha1";
 pub const KIND: &str = "ServiceDefinition";
+
+pub mod spec;
+pub mod validate;
 
 #[derive(Debug, Clone)]
 pub struct Service {
@@ -24,64 +30,59 @@ pub struct Service {
     pub text: Text,
     /// Byte span of `metadata.name`.
     pub name_span: (usize, usize),
+    /// Validated: DNS-1123 labels, no duplicates, and `<name>-db` when `spec.database` is set.
     pub dependencies: Vec<Dependency>,
-    pub image: Image,
-    pub port: Option<u16>,
-    pub ingress: Option<Ingress>,
+    /// The spec as written (its `dependencies` moved into `dependencies` above).
+    pub spec: Spec,
 }
 
 #[derive(Debug, Clone)]
 pub struct Dependency {
     pub to: String,
-    /// Byte span of the target's name in the catalog file.
+    /// Byte span of the target's name in the catalog file (of `metadata.name` for the
+    /// dependency that `spec.database` implies).
     pub span: (usize, usize),
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Image {
-    pub repository: String,
-    pub tag: String,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Ingress {
-    pub host: String,
-}
-
-#[derive(Deserialize)]
+/// A ServiceDefinition file; `fluxwave schema` is generated from this type.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(
+    title = "ServiceDefinition",
+    description = "A fluxwave catalog entry: catalog/<name>.yaml"
+)]
 struct RawServiceDefinition {
+    /// Always `fluxwave.dev/v1alpha1`.
+    #[schemars(with = "String", extend("const" = "fluxwave.dev/v1alpha1"))]
     api_version: Spanned<String>,
+    /// Always `ServiceDefinition`.
+    #[schemars(with = "String", extend("const" = "ServiceDefinition"))]
     kind: Spanned<String>,
     metadata: RawMetadata,
-    spec: RawSpec,
+    spec: Spec,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "Metadata")]
 struct RawMetadata {
+    /// The service name: a DNS-1123 label, equal to the file name. Also its namespace.
+    #[schemars(with = "String")]
     name: Spanned<String>,
+    /// Kept in the catalog only; not rendered.
     #[allow(dead_code)]
     labels: Option<std::collections::BTreeMap<String, String>>,
+    /// Kept in the catalog only; not rendered.
     #[allow(dead_code)]
     annotations: Option<std::collections::BTreeMap<String, String>>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawSpec {
-    dependencies: Option<Vec<RawDependency>>,
-    image: Image,
-    port: Option<u16>,
-    ingress: Option<Ingress>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawDependency {
-    to: Spanned<String>,
+/// The draft-07 JSON Schema of a ServiceDefinition file.
+pub fn schema() -> serde_json::Value {
+    let generator = schemars::generate::SchemaSettings::draft07().into_generator();
+    generator
+        .into_root_schema_for::<RawServiceDefinition>()
+        .to_value()
 }
 
 /// Parses and validates one catalog file. `path` is how the user sees it; `stem` is the file
@@ -131,8 +132,9 @@ pub fn parse(path: &str, stem: &str, text: Text) -> std::result::Result<Service,
             )),
         );
     }
+    let mut spec = raw.spec;
     let mut dependencies: Vec<Dependency> = Vec::new();
-    for d in raw.spec.dependencies.unwrap_or_default() {
+    for d in spec.dependencies.take().unwrap_or_default() {
         let span = at(&d.to);
         if !is_dns_label(&d.to.value) {
             errors.push(
@@ -156,6 +158,18 @@ pub fn parse(path: &str, stem: &str, text: Text) -> std::result::Result<Service,
             });
         }
     }
+    if spec.database.is_some() {
+        // The database is a node of the graph like any dependency, so waves need no rule of
+        // their own for it: its consumer lands strictly above it.
+        let db = format!("{}-db", name.value);
+        if !dependencies.iter().any(|d| d.to == db) {
+            dependencies.push(Dependency {
+                to: db,
+                span: at(name),
+            });
+        }
+    }
+    validate::spec(path, &text, &spec, &mut errors);
     if !errors.is_empty() {
         return Err(errors);
     }
@@ -165,9 +179,7 @@ pub fn parse(path: &str, stem: &str, text: Text) -> std::result::Result<Service,
         name_span: at(name),
         text,
         dependencies,
-        image: raw.spec.image,
-        port: raw.spec.port,
-        ingress: raw.spec.ingress,
+        spec,
     })
 }
 
@@ -270,8 +282,8 @@ mod tests {
         let s = parse_str("sonarr", SONARR).unwrap();
         let deps: Vec<_> = s.dependencies.iter().map(|d| d.to.as_str()).collect();
         assert_eq!(deps, ["qbittorrent", "jackett"]);
-        assert_eq!(s.port, Some(8989));
-        assert_eq!(s.image.tag, "4.0.9");
+        assert_eq!(s.spec.port, Some(8989));
+        assert_eq!(s.spec.image.tag.value, "4.0.9");
         assert_eq!(
             crate::error::line_col(&s.text, s.dependencies[1].span.0),
             (8, 11)

@@ -5,6 +5,8 @@ mod apply;
 mod check;
 mod cutover;
 mod plan;
+mod render;
+mod schema;
 mod waves;
 
 use std::ffi::OsString;
@@ -99,6 +101,32 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: ReportFormat,
     },
+    /// Render catalog files into manifests: <svc>.yaml, and <svc>-db.yaml with a database
+    #[command(
+        after_help = "Example:\n  fluxwave --repo examples/homelab render examples/homelab/catalog/sonarr.yaml --wave-layout -o /tmp/apps\n\nExit status: 0 written, 2 bad input (located errors; nothing is written)."
+    )]
+    Render {
+        /// Catalog files of the repository (catalog/<svc>.yaml)
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Output folder (default: the app tier folder of fluxwave.yaml, `apps`)
+        #[arg(short = 'o', long = "output", value_name = "DIR")]
+        output: Option<PathBuf>,
+        /// Write into <DIR>/wave-<N>/, N being the unit's wave in the catalog's graph
+        #[arg(long)]
+        wave_layout: bool,
+        /// Leave out ImageRepository, ImagePolicy and the $imagepolicy setter marker
+        #[arg(long)]
+        no_image_automation: bool,
+    },
+    /// Print the JSON Schema (draft-07) of a ServiceDefinition or of fluxwave.yaml
+    #[command(
+        after_help = "Example:\n  fluxwave schema --kind service > schemas/service-definition.json\n\nExit status: 0 printed, 2 usage."
+    )]
+    Schema {
+        #[arg(long, value_enum, default_value = "service")]
+        kind: schema::Kind,
+    },
 }
 
 /// The formats of `plan` and `check`.
@@ -132,6 +160,22 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
         Command::Cutover { from, to, format } => {
             cutover::run(&cli.repo, &from, to.as_deref(), format, &mut out)
         }
+        Command::Render {
+            files,
+            output,
+            wave_layout,
+            no_image_automation,
+        } => render::run(
+            &cli.repo,
+            render::Args {
+                files: &files,
+                out_dir: output.as_deref(),
+                wave_layout,
+                image_automation: !no_image_automation,
+            },
+            &mut out,
+        ),
+        Command::Schema { kind } => schema::run(kind, &mut out),
     };
     let _ = out.flush();
     match result {

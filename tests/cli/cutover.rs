@@ -43,9 +43,30 @@ fn deleted(doc: &Value) -> Vec<String> {
         .collect()
 }
 
+/// examples/homelab as the seed had it: its manifests carried no `prune: disabled`
+/// protection (fluxwave's rendered ones do, see `rendered_protection_keeps_the_data`).
+fn seed_homelab() -> TestRepo {
+    let repo = TestRepo::example("homelab");
+    let protection = "  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n";
+    for (path, bytes) in repo.snapshot() {
+        let text = String::from_utf8(bytes).unwrap();
+        if path.starts_with("apps/") && text.contains(protection) {
+            repo.write(&path, &text.replace(protection, ""));
+        }
+    }
+    for (path, bytes) in repo.snapshot() {
+        assert!(
+            !path.starts_with("apps/")
+                || !String::from_utf8_lossy(&bytes).contains("prune: disabled"),
+            "{path} is still protected"
+        );
+    }
+    repo
+}
+
 /// The seed's repository with its waves applied and committed.
 fn waved_homelab() -> TestRepo {
-    let repo = TestRepo::example("homelab");
+    let repo = seed_homelab();
     repo.write(
         "clusters/base/apps.yaml",
         &repo
@@ -60,7 +81,7 @@ fn waved_homelab() -> TestRepo {
 
 #[test]
 fn the_seeds_migration_with_prune_true_destroys_the_databases() {
-    let repo = TestRepo::example("homelab");
+    let repo = seed_homelab();
     repo.commit_all("homelab before the waves");
     let run = repo.run(&["apply"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -549,4 +570,30 @@ fn the_builder_agrees_with_kustomize() {
         .write("comp/extra.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra, namespace: other}\n");
     repo.commit_all("overlay");
     same_as_kustomize(&repo, &["db", "over"]);
+}
+
+#[test]
+fn rendered_protection_keeps_the_data_through_a_plain_merge() {
+    // fluxwave's own manifests carry `prune: disabled` on every stateful object: a plain merge
+    // with `prune: true` still deletes (and recreates) the stateless objects, never the data.
+    let repo = TestRepo::example("homelab");
+    repo.commit_all("homelab before the waves");
+    assert_eq!(repo.run(&["apply"]).code, 0);
+    let (code, doc, text) = cutover(&repo, "HEAD");
+    assert_eq!(code, 1, "{text}");
+    let all = deleted(&doc);
+    assert!(
+        all.iter()
+            .any(|d| d.starts_with("Deployment/nextcloud/nextcloud ")),
+        "{all:#?}"
+    );
+    assert!(
+        !all.iter().any(|d| d.starts_with('!')),
+        "no stateful object may be deleted: {all:#?}"
+    );
+    assert!(
+        !all.iter()
+            .any(|d| d.contains("Cluster/") || d.contains("PersistentVolumeClaim/")),
+        "{all:#?}"
+    );
 }

@@ -109,7 +109,7 @@ fn migration_builds_the_same_objects_and_is_idempotent() {
         waved.extend(objs);
     }
     waved.sort();
-    assert_eq!(waved.len(), 59);
+    assert_eq!(waved.len(), 79);
     assert_eq!(waved, flat);
     assert!(!repo.exists("apps/kustomization.yaml"));
     assert!(!repo.exists("clusters/base/apps.yaml"));

@@ -12,3 +12,4 @@ mod crash;
 mod cutover;
 mod generate;
 mod homelab;
+mod render;

@@ -1,0 +1,95 @@
+//! `fluxwave render`: catalog files to manifests in the app tier. Every FILE is checked and
+//! rendered before the first write, so bad input writes nothing; each file is then written
+//! atomically, so a reader never sees half a manifest.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::{io, Outcome};
+use crate::error::{Error, Result, SourceError};
+use crate::render::{self, Options};
+use crate::repo::{fsops, Repo};
+
+pub struct Args<'a> {
+    pub files: &'a [PathBuf],
+    pub out_dir: Option<&'a Path>,
+    pub wave_layout: bool,
+    pub image_automation: bool,
+}
+
+pub fn run(root: &Path, args: Args<'_>, out: &mut impl Write) -> Result<Outcome> {
+    let repo = Repo::load(root)?;
+    let mut errors = Vec::new();
+    let mut chosen = BTreeSet::new();
+    for file in args.files {
+        match service_of(&repo, file) {
+            Ok(i) => {
+                chosen.insert(i);
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    let options = Options {
+        image_automation: args.image_automation,
+    };
+    let mut rendered = Vec::new();
+    for &i in &chosen {
+        match render::service(&repo.services[i], options) {
+            Ok(files) => rendered.extend(files),
+            Err(e) => errors.extend(e),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(Error::Input(errors));
+    }
+    let dir = match args.out_dir {
+        Some(d) => d.to_path_buf(),
+        None => repo.path(&repo.config.apps),
+    };
+    let mut writes = Vec::with_capacity(rendered.len());
+    for f in &rendered {
+        let target = if args.wave_layout {
+            // Every rendered unit is a node: the service itself, or the `<svc>-db` its
+            // database adds to the dependencies.
+            let wave = repo
+                .graph
+                .index
+                .get(&f.unit)
+                .map(|&n| repo.graph.nodes[n].wave)
+                .ok_or_else(|| Error::Usage(format!("`{}` is not in the graph", f.unit)))?;
+            dir.join(format!("wave-{wave}")).join(&f.name)
+        } else {
+            dir.join(&f.name)
+        };
+        writes.push((target, &f.text));
+    }
+    for (target, text) in &writes {
+        fsops::write_atomic(target, text)?;
+        writeln!(out, "wrote {}", target.display()).map_err(io)?;
+    }
+    Ok(Outcome::Clean)
+}
+
+/// The index of the catalog service stored in `file`.
+fn service_of(repo: &Repo, file: &Path) -> std::result::Result<usize, SourceError> {
+    let shown = file.display().to_string();
+    let abs = std::fs::canonicalize(file).map_err(|e| {
+        SourceError::new(&shown, format!("cannot read the file: {e}"))
+            .help("give the path of a catalog file, such as catalog/<svc>.yaml")
+    })?;
+    repo.services
+        .iter()
+        .position(|s| std::fs::canonicalize(repo.path(&s.path)).is_ok_and(|p| p == abs))
+        .ok_or_else(|| {
+            SourceError::new(
+                &shown,
+                format!(
+                    "not a ServiceDefinition of the catalog `{}` of repository {}",
+                    repo.config.catalog,
+                    repo.root.display()
+                ),
+            )
+            .help("render catalog files of the --repo repository; move the file into its catalog folder, or pass --repo")
+        })
+}
