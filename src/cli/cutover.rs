@@ -1,6 +1,7 @@
 //! `fluxwave cutover`: what Flux would delete between two revisions, grouped by owner with
 //! data loss first, then the runbook. Exit 1 when anything would be deleted.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
@@ -44,19 +45,30 @@ pub fn run(
     })
 }
 
+/// Deletions grouped by environment and owner, then by reason (the same reason is printed once,
+/// with every object it applies to under it).
 fn group(s: &mut String, title: &str, items: &[&Deletion]) {
     if items.is_empty() {
         return;
     }
     s.push_str(&format!("\n{title}\n"));
-    let mut last = None;
+    let mut by_owner: BTreeMap<(&str, &str), BTreeMap<&str, Vec<&Deletion>>> = BTreeMap::new();
     for d in items {
-        let key = (&d.environment, &d.owner);
-        if last != Some(key) {
-            s.push_str(&format!("  {} — owner {}\n", d.environment, d.owner));
-            last = Some(key);
+        by_owner
+            .entry((&d.environment, &d.owner))
+            .or_default()
+            .entry(&d.reason)
+            .or_default()
+            .push(d);
+    }
+    for ((env, owner), reasons) in by_owner {
+        s.push_str(&format!("  {env} — owner {owner}\n"));
+        for (reason, ds) in reasons {
+            s.push_str(&format!("    {reason}:\n"));
+            for d in ds {
+                s.push_str(&format!("      {}\n", d.id));
+            }
         }
-        s.push_str(&format!("    {}: {}\n", d.id, d.reason));
     }
 }
 

@@ -180,7 +180,7 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
                 why,
             }) => {
                 let tail = match moved_to {
-                    Some(to) => format!("; {} recreates it afterwards, new", short(to)),
+                    Some(to) => format!("; {} recreates it afterwards as a new object", short(to)),
                     None => String::new(),
                 };
                 out.insert(
