@@ -1,8 +1,8 @@
 //! Lints. A finding is data (a code, a severity, a place, a message and what to do), never
 //! an error: every finding is gathered and the exit code is decided at the end by counting
 //! errors. Drift findings come from the same change set `apply` carries out, so `check` is
-//! clean exactly when `apply` has nothing to do; they run only where there is a catalog or a
-//! fluxwave.yaml. Every other lint reads the environments as Flux builds them (the cutover
+//! clean exactly when `apply` has nothing to do; they run only where there is a catalog (or
+//! units declared in fluxwave.yaml). Every other lint reads the environments as Flux builds them (the cutover
 //! builder on the working tree), so it sees what Flux sees, whatever the layout.
 
 mod decryption;
@@ -22,7 +22,7 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::config::{self, Config};
+use crate::config::Config;
 use crate::cutover::inventory::{self, Inventory, Owner};
 use crate::cutover::source::FileTree;
 use crate::cutover::ObjectId;
@@ -166,7 +166,8 @@ pub fn flux_name(id: &ObjectId) -> String {
 /// Every lint over the repository at `root`. `Err` only for unreadable input.
 pub fn run(root: &Path) -> Result<Vec<Finding>> {
     let config = Config::load(root)?;
-    let managed = root.join(config::FILE).is_file() || root.join(&config.catalog).is_dir();
+    // A fluxwave.yaml that only configures `check` does not make a repository catalog-managed.
+    let managed = root.join(&config.catalog).is_dir() || !config.units.is_empty();
     let mut findings = if managed {
         catalog_lints(root)?
     } else {
