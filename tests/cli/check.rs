@@ -47,7 +47,17 @@ fn every_lint_fires_on_its_fixture_alone() {
         cases.len(),
         "one case per fixture: {fixtures:?}"
     );
+    let docs =
+        std::fs::read_to_string(crate::common::fixtures().join("../../docs/checks.md")).unwrap();
     for (code, exit, line) in cases {
+        assert!(
+            docs.contains(&format!("## `{code}`")),
+            "docs/checks.md explains {code}"
+        );
+        assert!(
+            docs.contains(line),
+            "docs/checks.md shows what {code} prints"
+        );
         let repo = TestRepo::fixture(&format!("check/{code}"));
         let (status, found, _) = codes(&repo);
         assert_eq!(found, [*code], "{code}");
@@ -267,4 +277,16 @@ fn a_repository_with_no_flux_at_all_is_clean() {
         "{}",
         run.stderr
     );
+}
+
+#[test]
+fn the_pre_commit_hook_runs_check_on_the_whole_repository() {
+    let text =
+        std::fs::read_to_string(crate::common::fixtures().join("../../.pre-commit-hooks.yaml"))
+            .unwrap();
+    let hooks: Value = serde_saphyr::from_str(&text).unwrap();
+    let hook = &hooks[0];
+    assert_eq!(hook["id"], "fluxwave-check");
+    assert_eq!(hook["entry"], "fluxwave check");
+    assert_eq!(hook["pass_filenames"], false);
 }
