@@ -22,6 +22,7 @@ pub struct Config {
     pub environments: Vec<Environment>,
     pub waves: Waves,
     pub units: Vec<Unit>,
+    pub check: CheckSettings,
     /// Text of fluxwave.yaml when there is one (for locating unit errors).
     pub text: Option<Text>,
 }
@@ -40,6 +41,21 @@ pub struct Waves {
     /// Copied into the spec of every wave Kustomization, in this key order.
     pub spec: Map<String, Value>,
     pub decryption: Value,
+}
+
+/// Settings of `fluxwave check`.
+#[derive(Debug, Clone, Default)]
+pub struct CheckSettings {
+    /// Secrets that may be committed in plain text: (namespace, or any when `None`; name).
+    pub allow_plaintext_secrets: Vec<(Option<String>, String)>,
+}
+
+impl CheckSettings {
+    pub fn allows_plaintext(&self, namespace: &str, name: &str) -> bool {
+        self.allow_plaintext_secrets
+            .iter()
+            .any(|(ns, n)| n == name && ns.as_deref().is_none_or(|ns| ns == namespace))
+    }
 }
 
 /// An app-tier unit with no ServiceDefinition, placed relative to its anchor.
@@ -76,6 +92,27 @@ struct RawConfig {
     waves: Option<RawWaves>,
     /// App-tier units with no ServiceDefinition, placed relative to an anchor.
     units: Option<Vec<RawUnit>>,
+    check: Option<RawCheck>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(rename = "Check")]
+/// Settings of `fluxwave check`.
+struct RawCheck {
+    /// Secrets that may be committed without SOPS encryption (`plaintext-secret` lets them
+    /// through): each by name, and by namespace when one is given.
+    allow_plaintext_secrets: Option<Vec<RawAllowedSecret>>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "AllowedSecret")]
+struct RawAllowedSecret {
+    /// The Secret's namespace as written in its manifest; any namespace when left out.
+    namespace: Option<String>,
+    /// The Secret's `metadata.name`.
+    name: String,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -173,6 +210,7 @@ impl Default for Config {
                 decryption: json!({"provider": "sops", "secretRef": {"name": "sops-age"}}),
             },
             units: vec![],
+            check: CheckSettings::default(),
             text: None,
         }
     }
@@ -291,6 +329,14 @@ impl Config {
                 anchor: u.anchor.value,
                 above: u.above,
             });
+        }
+        if let Some(check) = raw.check {
+            config.check.allow_plaintext_secrets = check
+                .allow_plaintext_secrets
+                .unwrap_or_default()
+                .into_iter()
+                .map(|a| (a.namespace, a.name))
+                .collect();
         }
         let mut seen = std::collections::HashMap::new();
         for u in &config.units {

@@ -1,82 +1,57 @@
-//! `sops-without-decryption`: a Flux Kustomization whose path holds a SOPS-encrypted file
-//! and that gets no decryption in some environment applies the ciphertext verbatim and
-//! corrupts its Secrets. The environment's Flux objects are found by walking its resources
-//! (folders through their kustomization.yaml); a decryption patch at any level of that walk
-//! counts. Waves are left to `missing-decryption`, which `apply` repairs.
+//! `sops-without-decryption`: a Flux Kustomization whose build holds a SOPS-encrypted file and
+//! that gets no decryption in some environment applies the ciphertext verbatim and corrupts
+//! its Secrets. Read from the builder's view of each environment: the Kustomization as Flux
+//! holds it after every patch (the environment's, and a parent Kustomization's `spec.patches`
+//! on its children), so decryption counts in whatever form it was set. Waves of a
+//! catalog-managed repository are left to `missing-decryption`, which `apply` repairs.
 
-use std::path::{Path, PathBuf};
+use serde_json::Value;
 
-use super::{Finding, Severity};
-use crate::error::Result;
-use crate::flux::normalize_path;
-use crate::repo::fluxtree::FluxTree;
-use crate::repo::kedit::FluxRef;
-use crate::repo::Repo;
+use super::{flux_name, Finding, Flux, Severity};
 
-pub fn sops_without_decryption(repo: &Repo) -> Result<Vec<Finding>> {
+pub const CODE: &str = "sops-without-decryption";
+
+/// Whether a manifest is SOPS-encrypted: a `sops` mapping with its `mac`.
+pub fn is_sops(v: &Value) -> bool {
+    v.get("sops").and_then(|s| s.get("mac")).is_some()
+}
+
+pub fn sops_without_decryption(flux: &Flux, waves_handled: bool) -> Vec<Finding> {
     let mut findings = Vec::new();
-    for env in &repo.config.environments {
-        let tree = FluxTree::walk(&repo.root, &env.path);
-        for k in &tree.kustomizations {
-            if repo.config.wave_of_name(&k.name).is_some() {
+    for inv in &flux.envs {
+        for (id, owner) in &inv.owners {
+            if owner
+                .object
+                .pointer("/spec/decryption")
+                .is_some_and(Value::is_object)
+                || (waves_handled && flux.config.wave_of_name(&id.name).is_some())
+            {
                 continue;
             }
-            let obj = FluxRef {
-                name: &k.name,
-                namespace: &k.namespace,
-                labels: &k.labels,
-                annotations: &k.annotations,
+            let built = flux.built_by(inv, id);
+            let Some(sops) = built.iter().find(|b| is_sops(b.value)) else {
+                continue;
             };
-            if k.has_decryption || tree.patches.iter().any(|p| p.covers(&obj)) {
-                continue;
-            }
-            if let Some(file) = first_sops_file(&repo.root, &k.path) {
-                findings.push(Finding {
-                    code: "sops-without-decryption",
-                    severity: Severity::Error,
-                    path: format!("{}/kustomization.yaml", env.path),
-                    message: format!(
-                        "environment `{}`: Flux Kustomization `{}` builds the SOPS file {file} but has no decryption",
-                        env.name, k.name
+            let (path, pos) = flux.owner_at(inv, owner, "spec");
+            findings.push(
+                Finding::new(
+                    CODE,
+                    Severity::Error,
+                    path,
+                    format!(
+                        "environment `{}`: Flux Kustomization `{}` builds the SOPS file {} but has no decryption",
+                        inv.env,
+                        flux_name(id),
+                        sops.file
                     ),
-                    help: "add a patch that sets spec.decryption (provider: sops) on it in this environment".into(),
-                });
-            }
+                    format!(
+                        "set spec.decryption (provider: sops, secretRef: the age key's Secret) on it, or add a patch that sets it in {}/kustomization.yaml",
+                        inv.env_path
+                    ),
+                )
+                .at(pos),
+            );
         }
     }
-    Ok(findings)
-}
-
-/// The first SOPS-encrypted file under a Flux Kustomization's path, depth-first in name order.
-fn first_sops_file(root: &Path, path: &str) -> Option<String> {
-    let mut stack: Vec<PathBuf> = vec![root.join(normalize_path(path))];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        let mut entries: Vec<_> = entries.flatten().collect();
-        entries.sort_by_key(|e| std::cmp::Reverse(e.file_name()));
-        for e in entries {
-            let Ok(ft) = e.file_type() else { continue };
-            let p = e.path();
-            if ft.is_dir() {
-                stack.push(p);
-            } else if ft.is_file() && is_sops(&p) {
-                return p
-                    .strip_prefix(root)
-                    .ok()
-                    .map(|r| r.to_string_lossy().into_owned());
-            }
-        }
-    }
-    None
-}
-
-fn is_sops(path: &Path) -> bool {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-    if !(name.ends_with(".yaml") || name.ends_with(".yml")) {
-        return false;
-    }
-    std::fs::read_to_string(path)
-        .is_ok_and(|t| t.contains("\nsops:") && t.contains("ENC[") && t.contains("mac:"))
+    findings
 }

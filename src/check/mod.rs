@@ -1,18 +1,36 @@
 //! Lints. A finding is data (a code, a severity, a place, a message and what to do), never
 //! an error: every finding is gathered and the exit code is decided at the end by counting
 //! errors. Drift findings come from the same change set `apply` carries out, so `check` is
-//! clean exactly when `apply` has nothing to do.
+//! clean exactly when `apply` has nothing to do; they run only where there is a catalog (or
+//! units declared in fluxwave.yaml). Every other lint reads the environments as Flux builds them (the cutover
+//! builder on the working tree), so it sees what Flux sees, whatever the layout.
 
 mod decryption;
+mod dependency;
+mod images;
+pub mod locate;
+mod ownership;
+mod path;
+mod plaintext;
+mod source;
+mod stateful;
+mod substitution;
+mod timeout;
 
 use std::path::Path;
 
 use serde::Serialize;
+use serde_json::Value;
 
+use crate::config::Config;
+use crate::cutover::inventory::{self, Inventory, Owner};
+use crate::cutover::source::FileTree;
+use crate::cutover::ObjectId;
 use crate::error::Result;
 use crate::plan::changes::{self, Op};
 use crate::plan::Plan;
 use crate::repo::Repo;
+use locate::Pos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -25,63 +43,201 @@ pub enum Severity {
 pub struct Finding {
     pub code: &'static str,
     pub severity: Severity,
+    /// Relative to the repository root.
     pub path: String,
+    /// 1-based, when the object or key is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<usize>,
     pub message: String,
     pub help: String,
 }
 
+impl Finding {
+    fn new(
+        code: &'static str,
+        severity: Severity,
+        path: impl Into<String>,
+        message: String,
+        help: impl Into<String>,
+    ) -> Finding {
+        Finding {
+            code,
+            severity,
+            path: path.into(),
+            line: None,
+            column: None,
+            message,
+            help: help.into(),
+        }
+    }
+
+    fn at(mut self, pos: Option<Pos>) -> Finding {
+        if let Some((line, column)) = pos {
+            self.line = Some(line);
+            self.column = Some(column);
+        }
+        self
+    }
+}
+
+/// The repository as Flux sees it: the working tree, its config, and every environment built
+/// as Flux builds it.
+pub struct Flux {
+    pub tree: FileTree,
+    pub config: Config,
+    pub envs: Vec<Inventory>,
+}
+
+/// One object of an owner's build: a plain object or a Flux Kustomization it creates.
+pub struct Built<'a> {
+    pub value: &'a Value,
+    pub file: &'a str,
+    pub index: usize,
+}
+
+impl Flux {
+    pub fn load(root: &Path, config: Config) -> Result<Flux> {
+        let tree = FileTree::from_worktree_or_dir(root)?;
+        let envs = inventory::environments(&tree)?
+            .into_iter()
+            .map(|(name, path)| inventory::build(&tree, &name, &path))
+            .collect();
+        Ok(Flux { tree, config, envs })
+    }
+
+    /// Everything `owner` applies in `inv`.
+    pub fn built_by<'a>(&self, inv: &'a Inventory, owner: &ObjectId) -> Vec<Built<'a>> {
+        let objects = inv
+            .objects
+            .values()
+            .chain(inv.duplicates.iter().map(|(_, e)| e))
+            .filter(|e| &e.owner == owner)
+            .map(|e| Built {
+                value: &e.value,
+                file: &e.file,
+                index: e.index,
+            });
+        let children = inv
+            .owners
+            .values()
+            .filter(|o| o.parent.as_ref() == Some(owner))
+            .map(|o| Built {
+                value: &o.object,
+                file: &o.file,
+                index: o.index,
+            });
+        objects.chain(children).collect()
+    }
+
+    /// Every object of every environment (each owner's copy of an object built twice).
+    pub fn objects(&self) -> impl Iterator<Item = (&Inventory, &ObjectId, &inventory::Entry)> {
+        self.envs.iter().flat_map(|inv| {
+            inv.objects
+                .iter()
+                .chain(inv.duplicates.iter().map(|(id, e)| (id, e)))
+                .map(move |(id, e)| (inv, id, e))
+        })
+    }
+
+    /// Whether some environment builds this object.
+    pub fn exists(&self, id: &ObjectId) -> bool {
+        self.envs.iter().any(|inv| inv.objects.contains_key(id))
+    }
+
+    /// Where a Flux Kustomization is written (the environment for an assumed root), at `key`.
+    pub fn owner_at(&self, inv: &Inventory, owner: &Owner, key: &str) -> (String, Option<Pos>) {
+        if owner.file.is_empty() {
+            return (inv.env_path.clone(), None);
+        }
+        (
+            owner.file.clone(),
+            locate::key(&self.tree, &owner.file, owner.index, key),
+        )
+    }
+}
+
+/// `Kind/namespace/name` of a Flux Kustomization without its kind: `flux-system/apps`.
+pub fn flux_name(id: &ObjectId) -> String {
+    format!("{}/{}", id.namespace, id.name)
+}
+
 /// Every lint over the repository at `root`. `Err` only for unreadable input.
 pub fn run(root: &Path) -> Result<Vec<Finding>> {
+    let config = Config::load(root)?;
+    // A fluxwave.yaml that only configures `check` does not make a repository catalog-managed.
+    let managed = root.join(&config.catalog).is_dir() || !config.units.is_empty();
+    let mut findings = if managed {
+        catalog_lints(root)?
+    } else {
+        Vec::new()
+    };
+    let flux = Flux::load(root, config)?;
+    findings.extend(decryption::sops_without_decryption(&flux, managed));
+    findings.extend(plaintext::plaintext_secret(&flux));
+    findings.extend(substitution::variables(&flux));
+    findings.extend(dependency::unknown_dependency(&flux));
+    findings.extend(dependency::dependency_cycle(&flux));
+    findings.extend(path::missing_path(&flux));
+    findings.extend(source::unknown_source(&flux));
+    findings.extend(timeout::missing_timeout(&flux, managed));
+    findings.extend(ownership::double_owner(&flux));
+    findings.extend(stateful::unprotected_stateful(&flux));
+    findings.extend(images::image_policies(&flux));
+    findings.sort_by(|a, b| {
+        (&a.path, a.line, a.column, a.severity, a.code, &a.message)
+            .cmp(&(&b.path, b.line, b.column, b.severity, b.code, &b.message))
+    });
+    findings.dedup_by(|a, b| a.path == b.path && a.code == b.code && a.message == b.message);
+    Ok(findings)
+}
+
+/// The lints of a catalog-managed repository: plan problems and drift from `apply`.
+fn catalog_lints(root: &Path) -> Result<Vec<Finding>> {
     let repo = Repo::load(root)?;
     let plan = Plan::for_repo(&repo)?;
     let mut findings: Vec<Finding> = plan
         .problems
         .iter()
-        .map(|p| Finding {
-            code: p.code(),
-            severity: if p.blocks() {
-                Severity::Error
-            } else {
-                Severity::Warning
-            },
-            path: p.path(&repo.apps.dir).to_string(),
-            message: p.message(),
-            help: p.help().to_string(),
+        .map(|p| {
+            Finding::new(
+                p.code(),
+                if p.blocks() {
+                    Severity::Error
+                } else {
+                    Severity::Warning
+                },
+                p.path(&repo.apps.dir),
+                p.message(),
+                p.help(),
+            )
         })
         .collect();
     if plan.blocking().next().is_none() {
         let set = changes::compute(&repo, &plan)?;
-        findings.extend(set.warnings.into_iter().map(|w| Finding {
-            code: w.code,
-            severity: Severity::Warning,
-            path: w.path,
-            message: w.message,
-            help: w.help,
-        }));
+        findings.extend(
+            set.warnings
+                .into_iter()
+                .map(|w| Finding::new(w.code, Severity::Warning, w.path, w.message, w.help)),
+        );
         if !repo.apps.is_waved() && plan.waves > 0 {
             // Before the first apply every file is out of place: one finding says it all.
-            findings.push(Finding {
-                code: "not-waved",
-                severity: Severity::Error,
-                path: repo.apps.dir.clone(),
-                message: format!(
+            findings.push(Finding::new(
+                "not-waved",
+                Severity::Error,
+                repo.apps.dir.clone(),
+                format!(
                     "the app tier is one flat folder: {} files wait to be placed in {} waves",
                     plan.placements.len(),
                     plan.waves
                 ),
-                help:
-                    "run `fluxwave plan` to see the placement and `fluxwave apply` to carry it out"
-                        .into(),
-            });
+                "run `fluxwave plan` to see the placement and `fluxwave apply` to carry it out",
+            ));
         } else {
             findings.extend(set.changes.iter().map(drift_finding));
         }
     }
-    findings.extend(decryption::sops_without_decryption(&repo)?);
-    findings.sort_by(|a, b| {
-        (&a.path, a.severity, a.code, &a.message).cmp(&(&b.path, b.severity, b.code, &b.message))
-    });
-    findings.dedup_by(|a, b| a.path == b.path && a.code == b.code && a.message == b.message);
     Ok(findings)
 }
 
@@ -100,13 +256,13 @@ fn drift_finding(c: &changes::Change) -> Finding {
             (path.clone(), format!("should not exist ({})", c.why))
         }
     };
-    Finding {
-        code: c.drift.code(),
-        severity: Severity::Error,
+    Finding::new(
+        c.drift.code(),
+        Severity::Error,
         path,
         message,
-        help: "run `fluxwave apply`".into(),
-    }
+        "run `fluxwave apply`",
+    )
 }
 
 /// What Flux would delete going from `base` to the working tree, as findings: a CI job
@@ -116,27 +272,31 @@ pub fn cutover(root: &Path, base: &str) -> Result<Vec<Finding>> {
     let mut findings: Vec<Finding> = report
         .deletions
         .iter()
-        .map(|d| Finding {
-            code: match (d.stateful, d.rule.is_move()) {
-                (true, true) => "promotes-stateful",
-                (true, false) => "deletes-stateful",
-                _ => "cutover-deletion",
-            },
-            severity: Severity::Error,
-            path: d.file.clone(),
-            message: format!(
-                "{} ({}): Flux deletes it: {}",
-                d.id, d.environment, d.reason
-            ),
-            help: format!("run `fluxwave cutover --from {base}` for the safe runbook"),
+        .map(|d| {
+            Finding::new(
+                match (d.stateful, d.rule.is_move()) {
+                    (true, true) => "promotes-stateful",
+                    (true, false) => "deletes-stateful",
+                    _ => "cutover-deletion",
+                },
+                Severity::Error,
+                d.file.clone(),
+                format!(
+                    "{} ({}): Flux deletes it: {}",
+                    d.id, d.environment, d.reason
+                ),
+                format!("run `fluxwave cutover --from {base}` for the safe runbook"),
+            )
         })
         .collect();
-    findings.extend(report.warnings.iter().map(|w| Finding {
-        code: "cutover-unmodelled",
-        severity: Severity::Warning,
-        path: w.path.clone(),
-        message: format!("{} ({}): {}", w.feature, w.environment, w.message),
-        help: "fluxwave cannot see what this feature does; check it by hand".into(),
+    findings.extend(report.warnings.iter().map(|w| {
+        Finding::new(
+            "cutover-unmodelled",
+            Severity::Warning,
+            w.path.clone(),
+            format!("{} ({}): {}", w.feature, w.environment, w.message),
+            "fluxwave cannot see what this feature does; check it by hand",
+        )
     }));
     Ok(findings)
 }

@@ -76,16 +76,19 @@ enum Command {
         #[arg(long)]
         dry_run: bool,
     },
-    /// Every lint, for CI and pre-commit
+    /// Every lint, for CI and pre-commit (docs/checks.md explains each code)
     #[command(
-        after_help = "Example:\n  fluxwave --repo examples/homelab check --format json\n\nExit status: 0 no errors, 1 errors found, 2 bad input."
+        after_help = "Examples:\n  fluxwave --repo examples/homelab check\n  fluxwave check --format github --deny warnings   # in GitHub Actions\n  fluxwave check --base origin/main                # also what Flux would delete\n\nExit status: 0 no errors, 1 errors found (or warnings, with --deny warnings), 2 bad input."
     )]
     Check {
         #[arg(long, value_enum, default_value = "text")]
-        format: ReportFormat,
+        format: check::Format,
         /// Also report what Flux would delete going from git revision REV to the working tree
         #[arg(long, value_name = "REV")]
         base: Option<String>,
+        /// Count warnings as errors (exit 1 on any finding)
+        #[arg(long, value_enum, value_name = "LEVEL")]
+        deny: Option<check::Deny>,
     },
     /// Every object Flux would delete between two git revisions, with the safe runbook
     #[command(
@@ -129,7 +132,7 @@ enum Command {
     },
 }
 
-/// The formats of `plan` and `check`.
+/// The formats of `plan` and `cutover`.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ReportFormat {
     Text,
@@ -156,7 +159,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
         Command::Waves { format } => waves::run(&cli.repo, format, &mut out),
         Command::Plan { format } => plan::run(&cli.repo, format, &mut out),
         Command::Apply { dry_run } => apply::run(&cli.repo, dry_run, &mut out),
-        Command::Check { format, base } => check::run(&cli.repo, format, base.as_deref(), &mut out),
+        Command::Check { format, base, deny } => {
+            check::run(&cli.repo, format, base.as_deref(), deny, &mut out)
+        }
         Command::Cutover { from, to, format } => {
             cutover::run(&cli.repo, &from, to.as_deref(), format, &mut out)
         }

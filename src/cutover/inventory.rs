@@ -29,6 +29,8 @@ pub struct Owner {
     pub parent: Option<ObjectId>,
     /// The file it is written in; empty for an assumed root.
     pub file: String,
+    /// Its document's index in `file` (non-empty documents, from 0).
+    pub index: usize,
     /// False when its build failed or its source is not this repository: its inventory is
     /// unknown, so nothing is judged deleted from it.
     pub built: bool,
@@ -36,7 +38,7 @@ pub struct Owner {
 }
 
 impl Owner {
-    fn from_value(v: &Value, parent: Option<ObjectId>, file: &str) -> Option<Owner> {
+    fn from_value(v: &Value, parent: Option<ObjectId>, file: &str, index: usize) -> Option<Owner> {
         let mut id = ObjectId::of(v)?;
         if id.namespace.is_empty() {
             id.namespace = parent
@@ -75,6 +77,7 @@ impl Owner {
             depends_on,
             parent,
             file: file.to_string(),
+            index,
             built: true,
             object: v.clone(),
             id,
@@ -108,7 +111,8 @@ impl Owner {
         s
     }
 
-    fn source(&self) -> (String, String, String) {
+    /// `spec.sourceRef` as (kind, namespace, name); the namespace defaults to the owner's.
+    pub fn source(&self) -> (String, String, String) {
         let s = |p: &str| {
             self.object
                 .pointer(p)
@@ -181,6 +185,9 @@ pub struct Inventory {
     pub owners: BTreeMap<ObjectId, Owner>,
     /// Every object but Flux Kustomizations (those are `owners`).
     pub objects: BTreeMap<ObjectId, Entry>,
+    /// Objects a second owner builds too (the entry names that second owner): Flux applies
+    /// them twice, and the owner that stops building one prunes it.
+    pub duplicates: Vec<(ObjectId, Entry)>,
     pub warnings: Vec<Warning>,
 }
 
@@ -248,8 +255,9 @@ fn root_of(tree: &FileTree, env_path: &str) -> Owner {
         .unwrap_or_default();
     let flux: Vec<Owner> = docs
         .iter()
-        .filter(|d| is_flux_kustomization(d))
-        .filter_map(|d| Owner::from_value(d, None, &sync))
+        .enumerate()
+        .filter(|(_, d)| is_flux_kustomization(d))
+        .filter_map(|(i, d)| Owner::from_value(d, None, &sync, i))
         .collect();
     if let Some(root) = flux.iter().find(|o| o.path == env_path).or(flux.first()) {
         return root.clone();
@@ -262,7 +270,7 @@ fn root_of(tree: &FileTree, env_path: &str) -> Owner {
                  "sourceRef": {"kind": "GitRepository", "name": "flux-system"}},
     });
     let mut root =
-        Owner::from_value(&assumed, None, "").unwrap_or_else(|| unreachable_owner(env_path));
+        Owner::from_value(&assumed, None, "", 0).unwrap_or_else(|| unreachable_owner(env_path));
     root.file = String::new();
     root
 }
@@ -277,6 +285,7 @@ fn unreachable_owner(env_path: &str) -> Owner {
         depends_on: Vec::new(),
         parent: None,
         file: String::new(),
+        index: 0,
         built: true,
         object: Value::Null,
     }
@@ -363,7 +372,9 @@ pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
                 });
             }
             if is_flux_kustomization(&r.value) {
-                if let Some(child) = Owner::from_value(&r.value, Some(owner_id.clone()), &r.file) {
+                if let Some(child) =
+                    Owner::from_value(&r.value, Some(owner_id.clone()), &r.file, r.index)
+                {
                     if !inv.owners.contains_key(&child.id) {
                         queue.push_back(child.id.clone());
                         inv.owners.insert(child.id.clone(), child);
@@ -372,14 +383,25 @@ pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
                 continue;
             }
             match inv.objects.get(&id) {
-                Some(e) if e.owner != owner_id => extra_warnings.push(Warning {
-                    path: r.file.clone(),
-                    feature: "two owners".into(),
-                    message: format!(
-                        "{id} is applied by both {} and {owner_id}; Flux counts it as {}'s",
-                        e.owner, e.owner
-                    ),
-                }),
+                Some(e) if e.owner != owner_id => {
+                    extra_warnings.push(Warning {
+                        path: r.file.clone(),
+                        feature: "two owners".into(),
+                        message: format!(
+                            "{id} is applied by both {} and {owner_id}; Flux counts it as {}'s",
+                            e.owner, e.owner
+                        ),
+                    });
+                    inv.duplicates.push((
+                        id,
+                        Entry {
+                            owner: owner_id.clone(),
+                            value: r.value,
+                            file: r.file,
+                            index: r.index,
+                        },
+                    ));
+                }
                 Some(_) => {}
                 None => {
                     inv.objects.insert(

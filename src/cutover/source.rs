@@ -177,6 +177,46 @@ impl FileTree {
         })
     }
 
+    /// The working tree when `root` is in a git repository; else every file under `root` as
+    /// it is on disk (links and `.git` left out), so a folder that is not yet a repository
+    /// is read the same way.
+    pub fn from_worktree_or_dir(root: &Path) -> Result<FileTree> {
+        if require_git(root).is_ok() {
+            return FileTree::from_worktree(root);
+        }
+        let mut files = BTreeMap::new();
+        let mut stack = vec![String::new()];
+        while let Some(rel) = stack.pop() {
+            let dir = root.join(&rel);
+            let entries = std::fs::read_dir(&dir).map_err(|e| Error::io(&dir, e))?;
+            for entry in entries {
+                let entry = entry.map_err(|e| Error::io(&dir, e))?;
+                let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                    continue;
+                };
+                let path = if rel.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{rel}/{name}")
+                };
+                let Ok(ft) = entry.file_type() else { continue };
+                if ft.is_dir() && name != ".git" {
+                    stack.push(path);
+                } else if ft.is_file() && wanted(&path) {
+                    if let Ok(text) = String::from_utf8(
+                        std::fs::read(entry.path()).map_err(|e| Error::io(&entry.path(), e))?,
+                    ) {
+                        files.insert(path, Arc::new(text));
+                    }
+                }
+            }
+        }
+        Ok(FileTree {
+            files,
+            label: "the working tree".into(),
+        })
+    }
+
     pub fn read(&self, path: &str) -> Option<&Text> {
         self.files.get(path)
     }

@@ -266,7 +266,7 @@ fn a_sops_file_under_a_kustomization_without_decryption_is_an_error() {
     let run = repo.run(&["check"]);
     assert_eq!(run.code, 1, "{}", run.stdout);
     assert!(
-        run.stdout.contains("error[sops-without-decryption]: clusters/dev/kustomization.yaml: environment `dev`: Flux Kustomization `infra` builds the SOPS file infra/token.sops.yaml but has no decryption"),
+        run.stdout.contains("error[sops-without-decryption]: clusters/base/infra.yaml:6:1: environment `dev`: Flux Kustomization `flux-system/infra` builds the SOPS file infra/token.sops.yaml but has no decryption"),
         "{}",
         run.stdout
     );

@@ -111,8 +111,11 @@ impl TestRepo {
     }
 
     /// The minimal Flux wiring of a flat repository: base with an `apps` Kustomization and a
-    /// dev environment with its decryption patch.
+    /// dev environment with its decryption patch, and the `platform-config` folder (with the
+    /// waves' `cluster-vars`) so that every `spec.path` exists.
     pub fn flux_wiring(&self) -> &Self {
+        self.write("platform-config/kustomization.yaml", "resources:\n  - cluster-vars.yaml\n")
+            .write("platform-config/cluster-vars.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cluster-vars\n  namespace: flux-system\ndata:\n  CLUSTER_DOMAIN: example.org\n");
         self.write("clusters/base/kustomization.yaml", "# shared Flux objects\napiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - platform-config.yaml\n  # the app tier\n  - apps.yaml\n")
             .write("clusters/base/platform-config.yaml", "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: platform-config\n  namespace: flux-system\nspec:\n  interval: 1h\n  path: ./platform-config\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n")
             .write("clusters/base/apps.yaml", "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  dependsOn:\n    - name: platform-config\n  interval: 10m\n  path: ./apps\n  prune: true\n  wait: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n")

@@ -1,0 +1,42 @@
+//! `unprotected-stateful`: a CloudNativePG Cluster, PersistentVolumeClaim or StatefulSet that
+//! Flux may prune. A path change, a rename or a removed Kustomization deletes it and its data
+//! with it; `kustomize.toolkit.fluxcd.io/prune: disabled` (label or annotation) makes Flux
+//! leave it in place.
+
+use super::{locate, Finding, Flux, Severity};
+use crate::cutover::object::string_map;
+
+pub const CODE: &str = "unprotected-stateful";
+
+const PRUNE: &str = "kustomize.toolkit.fluxcd.io/prune";
+
+pub fn unprotected_stateful(flux: &Flux) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for (_, id, e) in flux.objects() {
+        let stateful = matches!(
+            (id.group.as_str(), id.kind.as_str()),
+            ("", "PersistentVolumeClaim")
+                | ("apps", "StatefulSet")
+                | ("postgresql.cnpg.io", "Cluster")
+        );
+        let protected = ["annotations", "labels"].iter().any(|k| {
+            string_map(&e.value, k)
+                .get(PRUNE)
+                .is_some_and(|v| v == "disabled")
+        });
+        if !stateful || protected {
+            continue;
+        }
+        findings.push(
+            Finding::new(
+                CODE,
+                Severity::Warning,
+                e.file.clone(),
+                format!("{id} holds data, and Flux prunes it when it leaves the build: a moved path, a rename or a removed Kustomization deletes the data"),
+                "annotate it with `kustomize.toolkit.fluxcd.io/prune: disabled` (render does so unless the catalog says `pruneProtection: false`)",
+            )
+            .at(locate::document(&flux.tree, &e.file, e.index)),
+        );
+    }
+    findings
+}

@@ -1,0 +1,204 @@
+//! `undefined-variable` and `unknowable-variable`: Flux (2.9 and later) fails a reconcile on
+//! an undefined `${VAR}` in the build of a Kustomization with `postBuild`. A variable is
+//! defined by `postBuild.substitute`, by a `substituteFrom` ConfigMap or Secret found in some
+//! environment's build, or by its own default (`${VAR:=x}`, `${VAR:-x}`, `${VAR=x}`,
+//! `${VAR-x}`). A `substituteFrom` source that is not in git (a Secret made out of band, an
+//! optional one) could define anything: what only it could define is a warning. `$${VAR}` is
+//! an escape, and objects marked `kustomize.toolkit.fluxcd.io/substitute: disabled` are left
+//! alone, as Flux leaves them.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::{flux_name, locate, Finding, Flux, Severity};
+use crate::cutover::object::string_map;
+use crate::cutover::ObjectId;
+
+pub const UNDEFINED: &str = "undefined-variable";
+pub const UNKNOWABLE: &str = "unknowable-variable";
+
+const OPT_OUT: &str = "kustomize.toolkit.fluxcd.io/substitute";
+
+/// The variables a string needs: `${NAME}` without a default, `$${...}` skipped.
+pub fn needed(s: &str, out: &mut BTreeSet<String>) {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'$' {
+            i += 1;
+            continue;
+        }
+        if b.get(i + 1) == Some(&b'$') {
+            i += 2; // `$$` is a literal `$`: `$${VAR}` is no variable
+            continue;
+        }
+        if b.get(i + 1) != Some(&b'{') {
+            i += 1;
+            continue;
+        }
+        let start = i + 2;
+        let mut end = start;
+        while end < b.len() && (b[end].is_ascii_alphanumeric() || b[end] == b'_') {
+            end += 1;
+        }
+        let name = &s[start..end];
+        let rest = &s[end..];
+        let has_default = [":=", ":-", "=", "-"].iter().any(|op| rest.starts_with(op));
+        let valid = name
+            .as_bytes()
+            .first()
+            .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_');
+        if valid && !has_default && rest.contains('}') {
+            out.insert(name.to_string());
+        }
+        i = end.max(i + 2);
+    }
+}
+
+fn walk(v: &Value, out: &mut BTreeSet<String>) {
+    match v {
+        Value::String(s) => needed(s, out),
+        Value::Array(items) => items.iter().for_each(|i| walk(i, out)),
+        Value::Object(m) => {
+            for (k, v) in m {
+                needed(k, out);
+                walk(v, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn opted_out(v: &Value) -> bool {
+    ["annotations", "labels"].iter().any(|k| {
+        string_map(v, k)
+            .get(OPT_OUT)
+            .is_some_and(|x| x == "disabled")
+    })
+}
+
+pub fn variables(flux: &Flux) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for inv in &flux.envs {
+        for (id, owner) in &inv.owners {
+            let Some(post) = owner
+                .object
+                .pointer("/spec/postBuild")
+                .filter(|p| p.is_object())
+            else {
+                continue;
+            };
+            let mut defined: BTreeSet<String> = post
+                .get("substitute")
+                .and_then(Value::as_object)
+                .map(|m| m.keys().cloned().collect())
+                .unwrap_or_default();
+            let mut unknowable = Vec::new();
+            let mut sources = Vec::new();
+            for from in post
+                .get("substituteFrom")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let s = |k: &str| from.get(k).and_then(Value::as_str).unwrap_or("");
+                let (kind, name) = (s("kind"), s("name"));
+                let source = ObjectId {
+                    group: String::new(),
+                    kind: kind.to_string(),
+                    namespace: id.namespace.clone(),
+                    name: name.to_string(),
+                };
+                sources.push(source.to_string());
+                match keys_of(flux, &source) {
+                    Some(keys) => defined.extend(keys),
+                    None => unknowable.push(source.to_string()),
+                }
+            }
+            let mut by_file: BTreeMap<(&str, usize), BTreeSet<String>> = BTreeMap::new();
+            for b in flux.built_by(inv, id) {
+                if opted_out(b.value) {
+                    continue;
+                }
+                let mut vars = BTreeSet::new();
+                walk(b.value, &mut vars);
+                vars.retain(|v| !defined.contains(v));
+                if !vars.is_empty() {
+                    by_file.entry((b.file, b.index)).or_default().extend(vars);
+                }
+            }
+            for ((file, index), vars) in by_file {
+                for var in vars {
+                    let pos = locate::text(&flux.tree, file, index, &format!("${{{var}"));
+                    let finding = if unknowable.is_empty() {
+                        Finding::new(
+                            UNDEFINED,
+                            Severity::Error,
+                            file,
+                            format!(
+                                "`${{{var}}}` is not defined for Flux Kustomization `{}` (environment `{}`): {}; Flux fails the reconcile",
+                                flux_name(id),
+                                inv.env,
+                                if sources.is_empty() {
+                                    "postBuild.substitute does not set it".to_string()
+                                } else {
+                                    format!("neither postBuild.substitute nor {} set it", sources.join(", "))
+                                }
+                            ),
+                            format!("add `{var}` to postBuild.substitute or to a substituteFrom source, give it a default (`${{{var}:=value}}`), or escape it as `$${{{var}}}`"),
+                        )
+                    } else {
+                        Finding::new(
+                            UNKNOWABLE,
+                            Severity::Warning,
+                            file,
+                            format!(
+                                "`${{{var}}}` can only come from {}, which is not in the repository (Flux Kustomization `{}`, environment `{}`): if it does not set it, Flux fails the reconcile",
+                                unknowable.join(", "),
+                                flux_name(id),
+                                inv.env
+                            ),
+                            format!("make sure the source sets `{var}`, or give it a default (`${{{var}:=value}}`)"),
+                        )
+                    };
+                    findings.push(finding.at(pos));
+                }
+            }
+        }
+    }
+    findings
+}
+
+/// The keys of a ConfigMap or Secret some environment builds; `None` when none does.
+fn keys_of(flux: &Flux, id: &ObjectId) -> Option<BTreeSet<String>> {
+    let value = flux
+        .envs
+        .iter()
+        .find_map(|inv| inv.objects.get(id))
+        .map(|e| &e.value)?;
+    let maps: Vec<_> = ["data", "stringData", "binaryData"]
+        .iter()
+        .filter_map(|k| value.get(*k).and_then(Value::as_object))
+        .collect();
+    // A generated ConfigMap's keys are not modelled: as good as unknown.
+    if maps.is_empty() {
+        return None;
+    }
+    Some(maps.iter().flat_map(|m| m.keys().cloned()).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_variables_without_defaults_and_skips_escapes() {
+        let mut out = BTreeSet::new();
+        needed(
+            "${A} ${B:=x} ${C:-x} ${D=x} ${E-x} $${F} ${G^^} $H ${1X} ${_I}",
+            &mut out,
+        );
+        assert_eq!(out.into_iter().collect::<Vec<_>>(), ["A", "G", "_I"]);
+    }
+}

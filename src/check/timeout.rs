@@ -1,0 +1,58 @@
+//! `missing-timeout`: a Flux Kustomization that waits (`wait: true`, `healthChecks`, or a
+//! wave, which the next wave waits for) without an explicit `timeout` waits as long as its
+//! `interval` (minus 30 s in some Flux versions): a stuck workload holds it, and everything
+//! that dependsOn it, for most of an interval before Flux reports the failure and retries.
+
+use serde_json::Value;
+
+use super::{flux_name, Finding, Flux, Severity};
+
+pub const CODE: &str = "missing-timeout";
+
+pub fn missing_timeout(flux: &Flux, waves: bool) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for inv in &flux.envs {
+        for (id, owner) in &inv.owners {
+            let spec = owner.object.get("spec").cloned().unwrap_or(Value::Null);
+            if spec.get("timeout").is_some() {
+                continue;
+            }
+            let wave = waves && flux.config.wave_of_name(&id.name).is_some();
+            let waits = spec.get("wait").and_then(Value::as_bool) == Some(true);
+            let checks = spec
+                .get("healthChecks")
+                .and_then(Value::as_array)
+                .is_some_and(|c| !c.is_empty());
+            if !(wave || waits || checks) {
+                continue;
+            }
+            let why = if wave {
+                "is a wave"
+            } else if waits {
+                "has wait: true"
+            } else {
+                "has healthChecks"
+            };
+            let interval = spec
+                .get("interval")
+                .and_then(Value::as_str)
+                .unwrap_or("its interval");
+            let (path, pos) = flux.owner_at(inv, owner, "spec");
+            findings.push(
+                Finding::new(
+                    CODE,
+                    Severity::Warning,
+                    path,
+                    format!(
+                        "Flux Kustomization `{}` {why} but sets no timeout (environment `{}`): Flux then waits as long as the interval ({interval}, minus 30 s in some versions), so one stuck workload holds it and everything that depends on it for most of an interval",
+                        flux_name(id),
+                        inv.env
+                    ),
+                    "set spec.timeout to how long a healthy rollout takes (such as `5m`), well below spec.interval",
+                )
+                .at(pos),
+            );
+        }
+    }
+    findings
+}
