@@ -452,7 +452,8 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
 
 /// Settings of the retired Kustomization's spec that the waves, made from `waves.spec`, would
 /// not carry or would change. (`path` and `dependsOn` are the waves' own; decryption comes from
-/// the environments' patches.)
+/// the environments' patches; `prune`, `suspend` and `deletionPolicy` on the retired object are
+/// how the seed's runbook releases it — `cutover` reasons about those.)
 fn dropped_settings(
     config: &crate::config::Config,
     rel: &str,
@@ -462,7 +463,12 @@ fn dropped_settings(
         return vec![];
     };
     spec.iter()
-        .filter(|(k, _)| !matches!(k.as_str(), "path" | "dependsOn" | "decryption"))
+        .filter(|(k, _)| {
+            !matches!(
+                k.as_str(),
+                "path" | "dependsOn" | "decryption" | "prune" | "suspend" | "deletionPolicy"
+            )
+        })
         .filter(|(k, v)| config.waves.spec.get(k.as_str()) != Some(v))
         .map(|(k, v)| {
             let now = match config.waves.spec.get(k.as_str()) {
