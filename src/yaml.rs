@@ -133,6 +133,37 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Spanned<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct SpannedVisitor<T>(std::marker::PhantomData<T>);
 
+        /// The keys of both views, read without allocating.
+        enum Field {
+            Value,
+            Referenced,
+            Defined,
+            FastSpan,
+            Other,
+        }
+
+        impl<'de> Deserialize<'de> for Field {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct FieldVisitor;
+                impl Visitor<'_> for FieldVisitor {
+                    type Value = Field;
+                    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                        f.write_str("a field name")
+                    }
+                    fn visit_str<E: de::Error>(self, key: &str) -> Result<Field, E> {
+                        Ok(match key {
+                            "value" => Field::Value,
+                            "referenced" => Field::Referenced,
+                            "defined" => Field::Defined,
+                            FAST_SPAN_KEY => Field::FastSpan,
+                            _ => Field::Other,
+                        })
+                    }
+                }
+                d.deserialize_identifier(FieldVisitor)
+            }
+        }
+
         impl<'de, T: Deserialize<'de>> Visitor<'de> for SpannedVisitor<T> {
             type Value = Spanned<T>;
 
@@ -153,19 +184,19 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Spanned<T> {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut value = None;
                 let mut at = At::Unknown;
-                while let Some(key) = map.next_key::<String>()? {
-                    match key.as_str() {
-                        "value" => value = Some(map.next_value::<T>()?),
-                        "referenced" => at = At::of(&map.next_value::<Location>()?),
+                while let Some(key) = map.next_key::<Field>()? {
+                    match key {
+                        Field::Value => value = Some(map.next_value::<T>()?),
+                        Field::Referenced => at = At::of(&map.next_value::<Location>()?),
                         // serde-saphyr's location deserializer serves only `Location`.
-                        "defined" => {
+                        Field::Defined => {
                             map.next_value::<Location>()?;
                         }
-                        FAST_SPAN_KEY => {
+                        Field::FastSpan => {
                             let (offset, len) = map.next_value::<(usize, usize)>()?;
                             at = At::Bytes { offset, len };
                         }
-                        _ => {
+                        Field::Other => {
                             map.next_value::<de::IgnoredAny>()?;
                         }
                     }

@@ -406,7 +406,6 @@ impl<'a> De<'_, 'a> {
             return Ok(text);
         }
         let first = text.as_bytes().first().copied().ok_or(Decline)?;
-        let lower = text.to_ascii_lowercase();
         let reserved = [
             "null", "~", "true", "false", "yes", "no", "on", "off", "y", "n",
         ];
@@ -414,7 +413,7 @@ impl<'a> De<'_, 'a> {
         if (first.is_ascii_digit() || matches!(first, b'.' | b'+' | b'-'))
             && text.bytes().all(numeric)
             || matches!(first, b'.' | b'+' | b'-')
-            || reserved.contains(&lower.as_str())
+            || text.len() <= 5 && reserved.iter().any(|r| r.eq_ignore_ascii_case(text))
         {
             return Err(Decline);
         }

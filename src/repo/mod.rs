@@ -28,9 +28,16 @@ pub struct Repo {
 impl Repo {
     pub fn load(root: &Path) -> Result<Repo> {
         let config = Config::load(root)?;
-        let services = catalog::load(root, &config.catalog)?;
+        // The app tier's listing overlaps the catalog's reads and parses.
+        let (services, apps) = std::thread::scope(|s| {
+            let apps = s.spawn(|| AppTier::scan(root, &config.apps));
+            let services = catalog::load(root, &config.catalog);
+            let apps = apps.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            (services, apps)
+        });
+        let services = services?;
         let graph = Graph::build(&services, &config)?;
-        let apps = AppTier::scan(root, &config.apps)?;
+        let apps = apps?;
         Ok(Repo {
             root: root.to_path_buf(),
             config,
