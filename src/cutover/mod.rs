@@ -7,6 +7,7 @@
 pub mod inventory;
 pub mod kustomize;
 pub mod object;
+mod parsed;
 pub mod rules;
 pub mod runbook;
 pub mod source;
@@ -21,6 +22,7 @@ use inventory::Inventory;
 pub use kustomize::Warning;
 pub use object::ObjectId;
 pub use rules::{Deletion, Rule};
+use parsed::Parsed;
 use source::FileTree;
 
 #[derive(Debug, Clone, Serialize)]
@@ -75,12 +77,17 @@ pub fn compare(old: &FileTree, new: &FileTree, change: &str) -> Result<Report> {
     }
     let mut pairs: Vec<(Inventory, Inventory)> = Vec::new();
     let mut warnings = Vec::new();
+    // Parsing is most of the work: every file once, in parallel, then both revisions are
+    // built side by side.
+    let parsed = Parsed::of(&[old, new]);
     for (name, (old_path, new_path)) in &envs {
         match (old_path, new_path) {
-            (Some(op), Some(np)) => pairs.push((
-                inventory::build(old, name, op),
-                inventory::build(new, name, np),
-            )),
+            (Some(op), Some(np)) => pairs.push(std::thread::scope(|s| {
+                let o = s.spawn(|| inventory::build_parsed(old, Some(&parsed), name, op));
+                let n = inventory::build_parsed(new, Some(&parsed), name, np);
+                let o = o.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+                (o, n)
+            })),
             (Some(op), None) => warnings.push(EnvWarning {
                 environment: name.clone(),
                 path: op.clone(),
@@ -90,6 +97,7 @@ pub fn compare(old: &FileTree, new: &FileTree, change: &str) -> Result<Report> {
             _ => {}
         }
     }
+    drop(parsed);
     let mut deletions = Vec::new();
     let mut removed = Vec::new();
     for (o, n) in &pairs {

@@ -177,6 +177,11 @@ impl FileTree {
         })
     }
 
+    /// Every file's text.
+    pub fn texts(&self) -> impl Iterator<Item = &Text> {
+        self.files.values()
+    }
+
     pub fn read(&self, path: &str) -> Option<&Text> {
         self.files.get(path)
     }
