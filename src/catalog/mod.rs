@@ -19,7 +19,6 @@ use crate::yaml::{self, Text};
 pub const API_VERSION: &str = "fluxwave.dev/v1alpha1";
 pub const KIND: &str = "ServiceDefinition";
 
-mod fast;
 pub mod spec;
 pub mod validate;
 
@@ -52,7 +51,7 @@ pub struct Dependency {
     title = "ServiceDefinition",
     description = "A fluxwave catalog entry: catalog/<name>.yaml"
 )]
-struct RawServiceDefinition {
+pub(crate) struct RawServiceDefinition {
     /// Always `fluxwave.dev/v1alpha1`.
     #[schemars(with = "String", extend("const" = "fluxwave.dev/v1alpha1"))]
     api_version: Spanned<String>,
@@ -93,7 +92,7 @@ pub fn parse(path: &str, stem: &str, text: Text) -> std::result::Result<Service,
 }
 
 /// `parse`, with or without the fast reader (the tests compare the two).
-fn parse_with(
+pub(crate) fn parse_with(
     path: &str,
     stem: &str,
     text: Text,
@@ -101,7 +100,7 @@ fn parse_with(
 ) -> std::result::Result<Service, Vec<SourceError>> {
     // The fast reader declines whatever it does not read exactly as serde-saphyr does, and
     // every file with a problem: serde-saphyr reads those and locates the problem.
-    let raw: Option<RawServiceDefinition> = match fast.then(|| fast::parse(&text)).flatten() {
+    let raw: Option<RawServiceDefinition> = match fast.then(|| yaml::fast::parse(&text)).flatten() {
         Some(raw) => Some(raw),
         None => yaml::parse(path, &text).map_err(|e| vec![e])?,
     };

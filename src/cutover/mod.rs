@@ -21,8 +21,8 @@ use crate::error::Result;
 use inventory::Inventory;
 pub use kustomize::Warning;
 pub use object::ObjectId;
-pub use rules::{Deletion, Rule};
 use parsed::Parsed;
+pub use rules::{Deletion, Rule};
 use source::FileTree;
 
 #[derive(Debug, Clone, Serialize)]

@@ -12,6 +12,8 @@ use serde_saphyr::Location;
 
 use crate::error::SourceError;
 
+pub mod fast;
+
 /// A parsed file's text, shared by every error that points into it.
 pub type Text = Arc<String>;
 
@@ -257,6 +259,11 @@ pub fn parse<T: DeserializeOwned>(path: &str, text: &Text) -> Result<T, SourceEr
 /// Parses every document of a multi-document file into untyped values (empty documents are
 /// left out).
 pub fn parse_all(path: &str, text: &Text) -> Result<Vec<Value>, SourceError> {
+    // Manifests in plain block style (most of them) are read by the fast reader; it declines
+    // everything else, and every file with a problem, to serde-saphyr.
+    if let Some(docs) = fast::parse_all(text) {
+        return Ok(docs);
+    }
     let docs: Vec<Value> =
         serde_saphyr::from_multiple::<Value>(text).map_err(|e| located(path, text, e))?;
     Ok(docs.into_iter().filter(|d| !d.is_null()).collect())

@@ -12,6 +12,8 @@ use serde::de::{
     self, DeserializeOwned, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, Visitor,
 };
 
+use serde_json::{Map, Value};
+
 use crate::yaml::FAST_SPAN_KEY;
 
 /// Parses `text` into `T`, or declines.
@@ -22,6 +24,71 @@ pub fn parse<T: DeserializeOwned>(text: &str) -> Option<T> {
     let mut p = Parser::new(text);
     let root = p.document()?;
     T::deserialize(De { node: &root }).ok()
+}
+
+/// Every document of `text` as untyped values (empty documents left out), or declines.
+/// Plain scalars become integers (decimal, no sign or leading zero), booleans (`true`,
+/// `false`) or strings (anything no YAML reader takes for a number, date, null or boolean);
+/// everything else declines.
+pub fn parse_all(text: &str) -> Option<Vec<Value>> {
+    if !text.is_ascii() || text.contains(['\t', '\r']) {
+        return None;
+    }
+    let mut p = Parser::new(text);
+    p.documents()?.iter().map(value).collect()
+}
+
+fn value(node: &Node<'_>) -> Option<Value> {
+    Some(match node {
+        Node::Scalar {
+            text,
+            style: Style::Quoted,
+            ..
+        } => Value::String((*text).to_string()),
+        Node::Scalar { text, .. } => match *text {
+            "true" => Value::Bool(true),
+            "false" => Value::Bool(false),
+            t if t.bytes().all(|b| b.is_ascii_digit()) => {
+                if t.len() > 1 && t.starts_with('0') {
+                    return None;
+                }
+                Value::Number(t.parse::<u64>().ok()?.into())
+            }
+            t => Value::String(plain_string(t)?.to_string()),
+        },
+        Node::Block(text) => Value::String(text.clone()),
+        Node::Map(entries) => {
+            let mut map = Map::with_capacity(entries.len());
+            for (k, v) in entries {
+                map.insert(plain_string(k)?.to_string(), value(v)?);
+            }
+            Value::Object(map)
+        }
+        Node::Seq(items) => Value::Array(items.iter().map(value).collect::<Option<_>>()?),
+    })
+}
+
+/// A plain scalar that every YAML reader resolves to this string: not a null, a boolean
+/// (1.1 or 1.2), or anything number- or date-like. `50m`, `1Gi` (a letter no number has)
+/// and `3.8.1` (two dots: no number, no date) are strings.
+fn plain_string(text: &str) -> Option<&str> {
+    let first = text.as_bytes().first().copied()?;
+    let reserved = [
+        "null", "~", "true", "false", "yes", "no", "on", "off", "y", "n",
+    ];
+    let numeric = |b: u8| b.is_ascii_hexdigit() || b"._+-:xXoObB".contains(&b);
+    let version = text.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        && text.bytes().filter(|&b| b == b'.').count() >= 2
+        && !text.contains("..")
+        && !text.ends_with('.');
+    let number_like = first.is_ascii_digit() && text.bytes().all(numeric) && !version;
+    if number_like
+        || matches!(first, b'.' | b'+' | b'-')
+        || text.len() <= 5 && reserved.iter().any(|r| r.eq_ignore_ascii_case(text))
+    {
+        return None;
+    }
+    Some(text)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,12 +105,16 @@ enum Node<'a> {
         /// Byte offset and length of the scalar as written (quotes included).
         span: (usize, usize),
     },
+    /// A literal block scalar (`|`, `|-`): its text, lines joined.
+    Block(String),
     Map(Vec<(&'a str, Node<'a>)>),
     Seq(Vec<Node<'a>>),
 }
 
 #[derive(Clone, Copy)]
 struct Line {
+    /// A `---` line between documents.
+    separator: bool,
     /// Byte offset of the first character after the indentation.
     start: usize,
     /// Byte offset of the end of the line (its `\n` or the end of the text).
@@ -97,6 +168,7 @@ impl<'a> Parser<'a> {
             let rest = &body[indent..];
             if !rest.is_empty() && !rest.starts_with('#') {
                 lines.push(Line {
+                    separator: body == "---",
                     start: pos + indent,
                     end: pos + body.len(),
                     indent,
@@ -111,13 +183,38 @@ impl<'a> Parser<'a> {
         self.src.as_bytes()
     }
 
+    /// The current line; `None` at the end of a document.
+    fn current(&self) -> Option<Line> {
+        self.lines.get(self.i).copied().filter(|l| !l.separator)
+    }
+
+    /// A single document (a catalog file): a mapping, no `---`.
     fn document(&mut self) -> Option<Node<'a>> {
         let first = *self.lines.first()?;
-        if first.indent != 0 || self.src[first.start..first.end].starts_with("---") {
+        if first.indent != 0 || self.lines.iter().any(|l| l.separator) {
             return None;
         }
         let root = self.map(0)?;
         (self.i == self.lines.len()).then_some(root)
+    }
+
+    /// Every document of a stream, empty ones left out (as `yaml::parse_all` does).
+    fn documents(&mut self) -> Option<Vec<Node<'a>>> {
+        let mut docs = Vec::new();
+        while let Some(line) = self.lines.get(self.i).copied() {
+            if line.separator {
+                self.i += 1;
+                continue;
+            }
+            if line.indent != 0 {
+                return None;
+            }
+            docs.push(self.block(line)?);
+            if self.lines.get(self.i).is_some_and(|l| !l.separator) {
+                return None;
+            }
+        }
+        Some(docs)
     }
 
     /// A key at `pos` followed by `:` and a space or the end of the line: (key, position
@@ -147,7 +244,7 @@ impl<'a> Parser<'a> {
     /// mid-line (a mapping inside a sequence item), at `self.lines[self.i].start`.
     fn map(&mut self, indent: usize) -> Option<Node<'a>> {
         let mut entries: Vec<(&'a str, Node<'a>)> = Vec::new();
-        while let Some(&line) = self.lines.get(self.i) {
+        while let Some(line) = self.current() {
             if line.indent < indent {
                 break;
             }
@@ -177,7 +274,7 @@ impl<'a> Parser<'a> {
                 return None;
             }
             self.i += 1;
-            let next = *self.lines.get(self.i)?;
+            let next = self.current()?;
             return if next.indent > indent {
                 self.block(next)
             } else if next.indent == indent && self.starts_item(next) {
@@ -186,14 +283,69 @@ impl<'a> Parser<'a> {
                 None
             };
         }
+        if b[pos] == b'|' {
+            return self.literal(pos, line, indent);
+        }
         let (node, end) = self.inline(pos, line.end, false)?;
         self.rest_is_comment(end, line.end)?;
         self.i += 1;
         // A deeper line after an inline value would continue it (a multi-line scalar).
-        match self.lines.get(self.i) {
+        match self.current() {
             Some(next) if next.indent > indent => None,
             _ => Some(node),
         }
+    }
+
+    /// A literal block scalar `|` (clip) or `|-` (strip) after a key at `indent`: lines
+    /// more indented than the key, none blank, ending with a line break.
+    fn literal(&mut self, pos: usize, line: Line, indent: usize) -> Option<Node<'a>> {
+        let strip = match &self.src[pos..line.end] {
+            "|" => false,
+            "|-" => true,
+            _ => return None,
+        };
+        let src = self.src;
+        let mut cur = line.end + 1;
+        let mut block_indent = None;
+        let mut text = String::new();
+        while cur < src.len() {
+            let end = src[cur..].find('\n').map_or(src.len(), |k| cur + k);
+            let body = &src[cur..end];
+            let ind = body.len() - body.trim_start_matches(' ').len();
+            if ind == body.len() {
+                // A blank line: fine only where the scalar ends (clipped away).
+                let next = src[end..]
+                    .split('\n')
+                    .find(|l| !l.trim_start_matches(' ').is_empty());
+                let min = block_indent.unwrap_or(indent + 1);
+                if next.is_some_and(|l| l.len() - l.trim_start_matches(' ').len() >= min) {
+                    return None;
+                }
+                break;
+            }
+            let bi = *block_indent.get_or_insert(ind);
+            if bi <= indent || ind < bi {
+                break;
+            }
+            if end == src.len() {
+                // The last line has no line break: clipping would keep none.
+                return None;
+            }
+            text.push_str(&body[bi..]);
+            text.push('\n');
+            cur = end + 1;
+        }
+        if text.is_empty() {
+            return None;
+        }
+        if strip {
+            text.pop();
+        }
+        self.i += 1;
+        while self.lines.get(self.i).is_some_and(|l| l.start < cur) {
+            self.i += 1;
+        }
+        Some(Node::Block(text))
     }
 
     fn block(&mut self, line: Line) -> Option<Node<'a>> {
@@ -208,7 +360,7 @@ impl<'a> Parser<'a> {
     fn seq(&mut self, indent: usize) -> Option<Node<'a>> {
         let b = self.bytes();
         let mut items = Vec::new();
-        while let Some(&line) = self.lines.get(self.i) {
+        while let Some(line) = self.current() {
             if line.indent < indent || line.indent == indent && !self.starts_item(line) {
                 break;
             }
@@ -226,6 +378,7 @@ impl<'a> Parser<'a> {
             if self.key_at(pos, line.end).is_some() {
                 // `- key: value`: a mapping whose keys sit at the item's content column.
                 self.lines[self.i] = Line {
+                    separator: false,
                     start: pos,
                     end: line.end,
                     indent: column,
@@ -235,7 +388,7 @@ impl<'a> Parser<'a> {
                 let (node, end) = self.inline(pos, line.end, false)?;
                 self.rest_is_comment(end, line.end)?;
                 self.i += 1;
-                if self.lines.get(self.i).is_some_and(|n| n.indent > indent) {
+                if self.current().is_some_and(|n| n.indent > indent) {
                     return None;
                 }
                 items.push(node);
@@ -278,8 +431,7 @@ impl<'a> Parser<'a> {
                         b'#' if b[k - 1] == b' ' => break,
                         b':' if k + 1 == end || b[k + 1] == b' ' => return None,
                         b',' | b']' | b'}' if flow => break,
-                        b'[' | b']' | b'{' | b'}' => return None,
-                        b'#' | b':' if flow => return None,
+                        b'[' | b'{' | b'#' | b':' if flow => return None,
                         _ => k += 1,
                     }
                 }
@@ -405,19 +557,7 @@ impl<'a> De<'_, 'a> {
         if style == Style::Quoted {
             return Ok(text);
         }
-        let first = text.as_bytes().first().copied().ok_or(Decline)?;
-        let reserved = [
-            "null", "~", "true", "false", "yes", "no", "on", "off", "y", "n",
-        ];
-        let numeric = |b: u8| b.is_ascii_hexdigit() || b"._+-:xXoObB".contains(&b);
-        if (first.is_ascii_digit() || matches!(first, b'.' | b'+' | b'-'))
-            && text.bytes().all(numeric)
-            || matches!(first, b'.' | b'+' | b'-')
-            || text.len() <= 5 && reserved.iter().any(|r| r.eq_ignore_ascii_case(text))
-        {
-            return Err(Decline);
-        }
-        Ok(text)
+        plain_string(text).ok_or(Decline)
     }
 
     /// A plain decimal integer without sign, leading zeros or separators.
@@ -742,6 +882,7 @@ mod tests {
             "  image: {repository: lscr.io/linuxserver/s, tag: \"4.0.9\"}\n",
             "  image:\n    repository: 'docker.io/library/s'\n    tag: v2.1.0\n    pullPolicy: IfNotPresent\n",
             "  image:\n    repository: r\n    tag: latest\n    automation: {enabled: false}\n",
+            "  image:\n    repository: r\n    tag: 1.2.3\n",
             "  image:\n    repository: r\n    tag: \"1.0\"\n    automation:\n      interval: 1h\n      semver: '>=1.0.0'\n",
         ]));
         if r.chance(85) {
@@ -918,5 +1059,133 @@ mod tests {
         assert!(
             super::parse::<crate::catalog::RawServiceDefinition>(&format!("---\n{base}")).is_none()
         );
+    }
+
+    /// `parse_all` with and without the fast reader, compared; whether it read `text`.
+    fn same_values(text: &str) -> bool {
+        let fast = super::parse_all(text);
+        let slow: Result<Vec<serde_json::Value>, _> = serde_saphyr::from_multiple(text);
+        if let Some(docs) = &fast {
+            let slow: Vec<_> = slow
+                .unwrap_or_else(|e| panic!("fast read a file serde-saphyr refuses ({e}):\n{text}"))
+                .into_iter()
+                .filter(|d| !d.is_null())
+                .collect();
+            assert_eq!(docs, &slow, "differs on:\n{text}");
+        }
+        fast.is_some()
+    }
+
+    /// A manifest file as gen_repo.py and people write them.
+    fn manifest(r: &mut Rng) -> String {
+        let mut t = String::new();
+        if r.chance(20) {
+            t.push_str("---\n");
+        }
+        t.push_str("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: s\n  labels:\n    app.kubernetes.io/part-of: s\n---\n");
+        t.push_str("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: s\n  namespace: s\n  labels:\n    app.kubernetes.io/version: \"1.2.3\"\n");
+        t.push_str(r.pick(&[
+            "spec:\n  replicas: 2\n",
+            "spec:\n  replicas: 1 # one\n",
+            "spec:\n  paused: false\n",
+        ]));
+        t.push_str("  template:\n    spec:\n      containers:\n        - name: s\n          image: ghcr.io/example/s:1.2.3 # {\"$imagepolicy\": \"flux-system:s\"}\n");
+        t.push_str(r.pick(&[
+            "          env:\n            - name: TZ\n              value: ${CLUSTER_TZ:=UTC}\n            - name: URL\n              value: https://s.example/a?b=c,d\n",
+            "          env: []\n",
+            "          args: [\"--port\", \"80\"]\n",
+            "          ports:\n            - containerPort: 8080\n              protocol: TCP\n",
+        ]));
+        t.push_str(r.pick(&[
+            "          resources:\n            requests:\n              cpu: 50m\n              memory: 128Mi\n",
+            "          securityContext:\n            privileged: true\n            runAsUser: 0\n",
+            "          readinessProbe:\n            httpGet: {path: /healthz, port: http}\n",
+        ]));
+        if r.chance(40) {
+            t.push_str("---\napiVersion: v1\nkind: Secret\nmetadata:\n    name: s-secret\n    namespace: s\ntype: Opaque\ndata:\n    KEY: ENC[AES256_GCM,data:abc=,iv:def=,tag:ghi==,type:str]\nsops:\n    kms: []\n    age:\n        - recipient: age1abc\n          enc: |\n            -----BEGIN AGE ENCRYPTED FILE-----\n            YWdlLWVuY3J5cHRpb24ub3JnL3YxCi0+IFgyNTUxOSA\n            -----END AGE ENCRYPTED FILE-----\n    lastmodified: \"2024-03-04T05:06:07Z\"\n    encrypted_regex: ^(data|stringData)$\n    version: 3.8.1\n");
+        }
+        if r.chance(30) {
+            t.push_str(r.pick(&[
+                "---\napiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - a.yaml\n  - ../base\npatches:\n  - target:\n      kind: Kustomization\n    patch: |-\n      - op: add\n        path: /spec/decryption\n        value: {provider: sops}\n",
+                "---\n# only a comment\n",
+                "---\napiVersion: v1\nkind: ConfigMap\ndata:\n  a: \"1\"\n  b: 0\n  c: x y z\n  d: '1.5'\n",
+            ]));
+        }
+        t
+    }
+
+    #[test]
+    fn reads_manifests_as_serde_saphyr_does() {
+        let mut r = Rng(0xF1A5_0000_0001);
+        let (mut accepted, mut mutants_accepted) = (0, 0);
+        for _ in 0..600 {
+            let text = manifest(&mut r);
+            accepted += usize::from(same_values(&text));
+            for _ in 0..4 {
+                mutants_accepted += usize::from(same_values(&mutate(&mut r, &text)));
+            }
+        }
+        assert!(
+            accepted > 500,
+            "generated manifests are in the subset: {accepted}"
+        );
+        assert!(
+            mutants_accepted > 300,
+            "mutants exercise the fast path: {mutants_accepted}"
+        );
+    }
+
+    #[test]
+    fn every_example_and_fixture_yaml_file() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut dirs = vec![root.join("examples"), root.join("tests/fixtures")];
+        let (mut files, mut accepted) = (0, 0);
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+                    files += 1;
+                    accepted += usize::from(same_values(&std::fs::read_to_string(&path).unwrap()));
+                }
+            }
+        }
+        assert!(
+            files >= 50 && accepted * 2 >= files,
+            "{accepted} of {files} read fast"
+        );
+    }
+
+    #[test]
+    fn values_decline_what_a_reader_could_type_otherwise() {
+        for doc in [
+            "a: 1.5\n",
+            "a: null\n",
+            "a: ~\n",
+            "a: yes\n",
+            "a: 012\n",
+            "a: 1e3\n",
+            "a: -1\n",
+            "a: .inf\n",
+            "a: 2024-01-01\n",
+            "a: 0x1f\n",
+            "a: True\n",
+            "1: a\n",
+            "a: |+\n  x\n",
+            "a: |\n  x\n\n  y\n",
+            "a: |\n  x",
+            "...\n",
+            "--- !tag\na: b\n",
+            "a:\n",
+        ] {
+            assert!(super::parse_all(doc).is_none(), "{doc}");
+            same_values(doc);
+        }
+        assert_eq!(
+            super::parse_all("a: |\n  x\n   y\nb: [1, c]\n"),
+            Some(vec![serde_json::json!({"a": "x\n y\n", "b": [1, "c"]})])
+        );
+        assert!(same_values("a: |\n  x\n   y\nb: [1, c]\n"));
     }
 }
