@@ -16,7 +16,7 @@ use crate::repo::Repo;
 pub fn sops_without_decryption(repo: &Repo) -> Result<Vec<Finding>> {
     let mut findings = Vec::new();
     for env in &repo.config.environments {
-        let tree = FluxTree::walk(&repo.root, &env.path);
+        let tree = FluxTree::walk(repo, &env.path);
         for k in &tree.kustomizations {
             if repo.config.wave_of_name(&k.name).is_some() {
                 continue;

@@ -229,7 +229,7 @@ fn flat_kustomization_problems(repo: &Repo, plan: &Plan) -> Result<Vec<Problem>>
         return Ok(vec![]);
     }
     let rel = format!("{}/{name}", apps.dir);
-    let Some(text) = crate::repo::read_optional(&repo.root, &rel)? else {
+    let Some(text) = repo.read_optional(&rel)? else {
         return Ok(vec![]);
     };
     let doc: Value = crate::yaml::parse(&rel, &crate::yaml::Text::new(text))?;
