@@ -153,10 +153,8 @@ impl<'a> Builder<'a> {
         for path in tree.files_under("") {
             if let Some(text) = tree.read(path) {
                 if text.contains("CustomResourceDefinition") {
-                    let docs = match parsed.and_then(|p| p.get(text)) {
-                        Some(docs) => docs.to_vec(),
-                        None => yaml::parse_all(path, text).unwrap_or_default(),
-                    };
+                    // Not `take`: only builds count as loads.
+                    let docs = yaml::parse_all(path, text).unwrap_or_default();
                     for doc in docs {
                         if let Some((_, kind, true)) = super::object::crd_kind(&doc) {
                             cluster_kinds.insert(kind);
@@ -254,8 +252,8 @@ impl<'a> Builder<'a> {
             .tree
             .read(path)
             .ok_or_else(|| format!("{path}: file not found"))?;
-        let docs = match self.parsed.and_then(|p| p.get(text)) {
-            Some(docs) => docs.to_vec(),
+        let docs = match self.parsed.and_then(|p| p.take(text)) {
+            Some(docs) => docs,
             None => yaml::parse_all(path, text).map_err(|e| e.to_string())?,
         };
         let mut out = Vec::new();

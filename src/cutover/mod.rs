@@ -54,11 +54,14 @@ impl Report {
 /// Compares revision `from` with `to` (the working tree when `None`) of the repository at
 /// `root`.
 pub fn analyse(root: &Path, from: &str, to: Option<&str>) -> Result<Report> {
-    let old = FileTree::from_git(root, from)?;
+    // Blobs both revisions hold are read from git once.
+    let mut blobs = BTreeMap::new();
+    let old = FileTree::from_git_sharing(root, from, &mut blobs)?;
     let new = match to {
-        Some(rev) => FileTree::from_git(root, rev)?,
+        Some(rev) => FileTree::from_git_sharing(root, rev, &mut blobs)?,
         None => FileTree::from_worktree(root)?,
     };
+    drop(blobs);
     let change = format!("{from} -> {}", to.unwrap_or("the working tree"));
     let mut report = compare(&old, &new, &change)?;
     report.from = from.to_string();
