@@ -531,6 +531,16 @@ pub fn execute(repo: &Repo, changes: &[Change]) -> Result<()> {
     };
     let mut ordered: Vec<&Change> = changes.iter().collect();
     ordered.sort_by_key(|c| rank(c));
+    // The writes (each a temporary file, fsync, rename and fsync of its folder: waiting on
+    // the disk, not the CPU) run side by side, after every move and before any removal.
+    let writes: Vec<(std::path::PathBuf, &str)> = ordered
+        .iter()
+        .filter_map(|c| match &c.op {
+            Op::Write { path, new, .. } => Some((repo.path(path), new.as_str())),
+            _ => None,
+        })
+        .collect();
+    let mut writes_done = false;
     let mut touched: Vec<std::path::PathBuf> = Vec::new();
     let mut parent =
         |p: &std::path::Path| touched.extend(p.parent().map(std::path::Path::to_path_buf));
@@ -542,7 +552,11 @@ pub fn execute(repo: &Repo, changes: &[Change]) -> Result<()> {
                 parent(&from);
                 parent(&to);
             }
-            Op::Write { path, new, .. } => fsops::write_atomic(&repo.path(path), new)?,
+            Op::Write { .. } if !writes_done => {
+                writes_done = true;
+                fsops::write_all_atomic(&writes)?;
+            }
+            Op::Write { .. } => {}
             Op::Remove { path } => {
                 let path = repo.path(path);
                 fsops::remove_file(&path)?;
