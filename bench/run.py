@@ -22,7 +22,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared" / "bench"
+# ../shared/bench beside the checkout, or two levels up from a worktree (/work/wt/<name>);
+# FLUXWAVE_SHARED_BENCH overrides.
+SHARED = next((p for p in [Path(os.environ.get("FLUXWAVE_SHARED_BENCH", "/nonexistent")),
+                           ROOT.parent / "shared" / "bench", ROOT.parent.parent / "shared" / "bench"]
+               if p.exists()), ROOT.parent / "shared" / "bench")
 WORK = ROOT / "target" / "bench"
 FLUXWAVE = ROOT / "target" / "release" / "fluxwave"
 

@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
+use crate::yaml::Spanned;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use serde_saphyr::Spanned;
 
 use crate::error::{Result, SourceError};
 use crate::yaml::{self, Text};

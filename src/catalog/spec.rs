@@ -6,9 +6,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::yaml::Spanned;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_saphyr::Spanned;
 
 /// What the service is and how it runs. Rendered into a Namespace, PersistentVolumeClaims, a
 /// Deployment, a Service, an Ingress and Flux image automation objects in `<name>.yaml`, and a

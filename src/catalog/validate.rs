@@ -6,8 +6,8 @@
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
+use crate::yaml::Spanned;
 use regex::Regex;
-use serde_saphyr::Spanned;
 
 use super::spec::{Probe, ResourceList, Spec};
 use crate::config::is_dns_label;

@@ -10,6 +10,7 @@ use serde_json::{json, Map, Value};
 
 use super::kustomize::{Builder, Warning};
 use super::object::ObjectId;
+use super::parsed::Parsed;
 use super::source::{join, FileTree};
 use crate::config::{self, Config};
 use crate::error::Result;
@@ -300,7 +301,17 @@ pub fn is_flux_kustomization(v: &Value) -> bool {
 
 /// Builds environment `env` (entry `env_path`) of `tree`.
 pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
-    let mut builder = Builder::new(tree);
+    build_parsed(tree, None, env, env_path)
+}
+
+/// `build`, taking documents from `parsed` where it has them.
+pub fn build_parsed(
+    tree: &FileTree,
+    parsed: Option<&Parsed>,
+    env: &str,
+    env_path: &str,
+) -> Inventory {
+    let mut builder = Builder::with_parsed(tree, parsed);
     let mut inv = Inventory {
         env: env.to_string(),
         env_path: env_path.to_string(),

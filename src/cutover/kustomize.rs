@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use super::object::{group_of, string_map, version_of, ObjectId, CLUSTER_SCOPED};
+use super::parsed::Parsed;
 use super::source::{join, FileTree};
 use crate::repo::kedit::{ObjectRef, PatchTarget};
 use crate::yaml;
@@ -130,6 +131,8 @@ const MAX_DEPTH: usize = 64;
 
 pub struct Builder<'a> {
     tree: &'a FileTree,
+    /// Documents parsed ahead of the build (see `parsed`).
+    parsed: Option<&'a Parsed>,
     pub warnings: Vec<Warning>,
     /// Kinds of cluster-scoped custom resources seen in CRDs of this tree.
     cluster_kinds: BTreeSet<String>,
@@ -140,12 +143,19 @@ type Built = Result<Vec<Resource>, String>;
 
 impl<'a> Builder<'a> {
     pub fn new(tree: &'a FileTree) -> Builder<'a> {
+        Builder::with_parsed(tree, None)
+    }
+
+    /// A builder that takes the documents of `parsed` instead of parsing files again.
+    pub fn with_parsed(tree: &'a FileTree, parsed: Option<&'a Parsed>) -> Builder<'a> {
         let mut cluster_kinds = BTreeSet::new();
         // Cluster-scoped custom kinds are known from any CRD in the revision.
         for path in tree.files_under("") {
             if let Some(text) = tree.read(path) {
                 if text.contains("CustomResourceDefinition") {
-                    for doc in yaml::parse_all(path, text).unwrap_or_default() {
+                    // Not `take`: only builds count as loads.
+                    let docs = yaml::parse_all(path, text).unwrap_or_default();
+                    for doc in docs {
                         if let Some((_, kind, true)) = super::object::crd_kind(&doc) {
                             cluster_kinds.insert(kind);
                         }
@@ -155,6 +165,7 @@ impl<'a> Builder<'a> {
         }
         Builder {
             tree,
+            parsed,
             warnings: Vec::new(),
             cluster_kinds,
             stack: Vec::new(),
@@ -241,7 +252,10 @@ impl<'a> Builder<'a> {
             .tree
             .read(path)
             .ok_or_else(|| format!("{path}: file not found"))?;
-        let docs = yaml::parse_all(path, text).map_err(|e| e.to_string())?;
+        let docs = match self.parsed.and_then(|p| p.take(text)) {
+            Some(docs) => docs,
+            None => yaml::parse_all(path, text).map_err(|e| e.to_string())?,
+        };
         let mut out = Vec::new();
         for (index, doc) in docs.into_iter().enumerate() {
             let is_list = doc

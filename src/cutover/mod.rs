@@ -7,6 +7,7 @@
 pub mod inventory;
 pub mod kustomize;
 pub mod object;
+mod parsed;
 pub mod rules;
 pub mod runbook;
 pub mod source;
@@ -20,6 +21,7 @@ use crate::error::Result;
 use inventory::Inventory;
 pub use kustomize::Warning;
 pub use object::ObjectId;
+use parsed::Parsed;
 pub use rules::{Deletion, Rule};
 use source::FileTree;
 
@@ -52,11 +54,14 @@ impl Report {
 /// Compares revision `from` with `to` (the working tree when `None`) of the repository at
 /// `root`.
 pub fn analyse(root: &Path, from: &str, to: Option<&str>) -> Result<Report> {
-    let old = FileTree::from_git(root, from)?;
+    // Blobs both revisions hold are read from git once.
+    let mut blobs = BTreeMap::new();
+    let old = FileTree::from_git_sharing(root, from, &mut blobs)?;
     let new = match to {
-        Some(rev) => FileTree::from_git(root, rev)?,
+        Some(rev) => FileTree::from_git_sharing(root, rev, &mut blobs)?,
         None => FileTree::from_worktree(root)?,
     };
+    drop(blobs);
     let change = format!("{from} -> {}", to.unwrap_or("the working tree"));
     let mut report = compare(&old, &new, &change)?;
     report.from = from.to_string();
@@ -75,12 +80,17 @@ pub fn compare(old: &FileTree, new: &FileTree, change: &str) -> Result<Report> {
     }
     let mut pairs: Vec<(Inventory, Inventory)> = Vec::new();
     let mut warnings = Vec::new();
+    // Parsing is most of the work: every file once, in parallel, then both revisions are
+    // built side by side.
+    let parsed = Parsed::of(&[old, new]);
     for (name, (old_path, new_path)) in &envs {
         match (old_path, new_path) {
-            (Some(op), Some(np)) => pairs.push((
-                inventory::build(old, name, op),
-                inventory::build(new, name, np),
-            )),
+            (Some(op), Some(np)) => pairs.push(std::thread::scope(|s| {
+                let o = s.spawn(|| inventory::build_parsed(old, Some(&parsed), name, op));
+                let n = inventory::build_parsed(new, Some(&parsed), name, np);
+                let o = o.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+                (o, n)
+            })),
             (Some(op), None) => warnings.push(EnvWarning {
                 environment: name.clone(),
                 path: op.clone(),
@@ -90,6 +100,7 @@ pub fn compare(old: &FileTree, new: &FileTree, change: &str) -> Result<Report> {
             _ => {}
         }
     }
+    drop(parsed);
     let mut deletions = Vec::new();
     let mut removed = Vec::new();
     for (o, n) in &pairs {

@@ -84,6 +84,16 @@ impl FileTree {
     /// The tree of commit `rev`, restricted to `root` (which may be a folder inside the
     /// repository) with paths relative to it.
     pub fn from_git(root: &Path, rev: &str) -> Result<FileTree> {
+        FileTree::from_git_sharing(root, rev, &mut BTreeMap::new())
+    }
+
+    /// `from_git`, taking the blobs already in `blobs` (by object id) from there and adding
+    /// the ones it reads: two revisions that share most files read each from git once.
+    pub fn from_git_sharing(
+        root: &Path,
+        rev: &str,
+        blobs_read: &mut BTreeMap<String, Text>,
+    ) -> Result<FileTree> {
         require_git(root)?;
         let spec = format!("{rev}^{{commit}}");
         let oid = git(root)
@@ -126,11 +136,24 @@ impl FileTree {
                 blobs.push(hash.to_string());
             }
         }
-        let contents = cat_blobs(root, &blobs)?;
+        let mut missing: Vec<String> = blobs
+            .iter()
+            .filter(|b| !blobs_read.contains_key(*b))
+            .cloned()
+            .collect();
+        missing.sort_unstable();
+        missing.dedup();
+        let contents = cat_blobs(root, &missing)?;
+        // A blob that is not UTF-8 is left out of the tree, as before.
+        for (oid, bytes) in missing.into_iter().zip(contents) {
+            if let Ok(text) = String::from_utf8(bytes) {
+                blobs_read.insert(oid, Arc::new(text));
+            }
+        }
         let files = paths
             .into_iter()
-            .zip(contents)
-            .filter_map(|(p, c)| Some((p, Arc::new(String::from_utf8(c).ok()?))))
+            .zip(blobs)
+            .filter_map(|(p, oid)| Some((p, blobs_read.get(&oid)?.clone())))
             .collect();
         Ok(FileTree {
             files,
@@ -215,6 +238,11 @@ impl FileTree {
             files,
             label: "the working tree".into(),
         })
+    }
+
+    /// Every file's text.
+    pub fn texts(&self) -> impl Iterator<Item = &Text> {
+        self.files.values()
     }
 
     pub fn read(&self, path: &str) -> Option<&Text> {

@@ -4,7 +4,8 @@
 //! without). Computed iteratively, so a 100,000-node chain cannot overflow the stack; a cycle
 //! is an error that prints the whole cycle from its alphabetically first node.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
+use foldhash::HashMapExt;
 
 use crate::catalog::Service;
 use crate::config::{self, Config};
@@ -58,6 +59,23 @@ pub struct Graph {
 enum Origin {
     Catalog { service: usize, dep: usize },
     Unit(usize),
+}
+
+impl Origin {
+    /// The declaration of the edge `from -> to` (looked up only to report a cycle).
+    fn of(services: &[Service], config: &Config, from: &str, to: &str) -> Option<Origin> {
+        let unit = config
+            .units
+            .iter()
+            .rposition(|u| u.name == from && u.anchor == to)
+            .map(Origin::Unit);
+        let service = services.iter().enumerate().rev().find_map(|(si, s)| {
+            (s.name == from).then_some(())?;
+            let dep = s.dependencies.iter().position(|d| d.to == to)?;
+            Some(Origin::Catalog { service: si, dep })
+        });
+        unit.or(service)
+    }
 }
 
 impl Graph {
@@ -132,21 +150,11 @@ impl Graph {
                 dependants: vec![],
             })
             .collect();
-        let mut origins: HashMap<(usize, usize), Origin> = HashMap::new();
-        for (si, s) in services.iter().enumerate() {
+        for s in services {
             let from = index[&s.name];
-            for (di, d) in s.dependencies.iter().enumerate() {
+            for d in &s.dependencies {
                 match index.get(&d.to) {
-                    Some(&to) => {
-                        nodes[from].edges.push(Edge { to, weight: 1 });
-                        origins.insert(
-                            (from, to),
-                            Origin::Catalog {
-                                service: si,
-                                dep: di,
-                            },
-                        );
-                    }
+                    Some(&to) => nodes[from].edges.push(Edge { to, weight: 1 }),
                     None => errors.push(
                         SourceError::new(&s.path, format!("unknown dependency `{}`", d.to))
                             .at(&s.text, d.span)
@@ -155,7 +163,7 @@ impl Graph {
                 }
             }
         }
-        for (ui, u) in config.units.iter().enumerate() {
+        for u in &config.units {
             let Some(&from) = unit_names
                 .get(u.name.as_str())
                 .and_then(|_| index.get(&u.name))
@@ -168,7 +176,6 @@ impl Graph {
                         to,
                         weight: usize::from(u.above),
                     });
-                    origins.insert((from, to), Origin::Unit(ui));
                 }
                 None => errors.push(
                     SourceError::new(
@@ -198,7 +205,13 @@ impl Graph {
             let message = format!("dependency cycle: {text}");
             let help =
                 "a wave needs every dependency in a lower wave: remove one of these dependencies";
-            let err = match origins.get(&(cycle[0], cycle[1 % cycle.len()])) {
+            let origin = Origin::of(
+                services,
+                config,
+                &graph.nodes[cycle[0]].name,
+                &graph.nodes[cycle[1 % cycle.len()]].name,
+            );
+            let err = match origin.as_ref() {
                 Some(Origin::Catalog { service, dep }) => {
                     let s = &services[*service];
                     SourceError::new(&s.path, message).at(&s.text, s.dependencies[*dep].span)

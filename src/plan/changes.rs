@@ -12,7 +12,7 @@ use crate::flux::{self, FluxKustomization};
 use crate::plan::Plan;
 use crate::repo::fluxtree::FluxTree;
 use crate::repo::kedit::{self, FluxRef};
-use crate::repo::{fsops, read_optional, Location, Repo};
+use crate::repo::{fsops, Location, Repo};
 use crate::yaml::{self, Text};
 
 /// What kind of drift a change repairs (the `check` code it is reported under).
@@ -102,7 +102,7 @@ fn parse_docs(rel: &str, text: &str) -> Result<Vec<Value>> {
 }
 
 fn require(repo: &Repo, rel: &str, help: &str) -> Result<String> {
-    read_optional(&repo.root, rel)?
+    repo.read_optional(rel)?
         .ok_or_else(|| SourceError::new(rel, "not found").help(help).into())
 }
 
@@ -143,7 +143,7 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
         let new = flux::wave_dir_kustomization_text(n, plan.files_in(n).map(|p| p.file.as_str()));
         write_if_changed(
             &mut changes,
-            read_optional(&repo.root, &rel)?,
+            repo.read_optional(&rel)?,
             rel,
             new,
             Drift::WaveFolder,
@@ -205,7 +205,7 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
         .filter(|f| wave_file(f).is_none() && f.as_str() != "kustomization.yaml")
     {
         let rel = format!("{base}/{file}");
-        let Some(text) = read_optional(&repo.root, &rel)? else {
+        let Some(text) = repo.read_optional(&rel)? else {
             continue;
         };
         let docs = match parse_docs(&rel, &text) {
@@ -255,7 +255,7 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
         let new = flux::wave_kustomization_text(config, n);
         write_if_changed(
             &mut changes,
-            read_optional(&repo.root, &rel)?,
+            repo.read_optional(&rel)?,
             rel,
             new,
             Drift::WaveKustomization,
@@ -322,14 +322,14 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
         )?;
         let doc: Value = yaml::parse(&rel, &Text::new(text.clone()))?;
         let env_dir = repo.path(&env.path);
-        let read = |p: &str| std::fs::read_to_string(env_dir.join(p)).ok();
+        let read = |p: &str| repo.reads.text(&env_dir.join(p));
         let patches = kedit::decryption_patches(&doc, &read)
             .map_err(|e| Error::from(SourceError::new(&rel, e)))?;
         // A patch for a Kustomization the environment no longer builds goes too. Which those
         // are is known from this run (the retired one, stale waves) and, when the walk of the
         // environment saw everything, from what it builds: so a run interrupted after the base
         // lost its retired entry still removes that entry's patch.
-        let tree = FluxTree::walk(&repo.root, &env.path);
+        let tree = FluxTree::walk(repo, &env.path);
         let exists_after =
             |n: &str| wave_names.iter().any(|w| w == n) || (tree.has(n) && !gone.contains(n));
         let removed: Vec<&kedit::DecryptionPatch> = patches
@@ -537,6 +537,16 @@ pub fn execute(repo: &Repo, changes: &[Change]) -> Result<()> {
     };
     let mut ordered: Vec<&Change> = changes.iter().collect();
     ordered.sort_by_key(|c| rank(c));
+    // The writes (each a temporary file, fsync, rename and fsync of its folder: waiting on
+    // the disk, not the CPU) run side by side, after every move and before any removal.
+    let writes: Vec<(std::path::PathBuf, &str)> = ordered
+        .iter()
+        .filter_map(|c| match &c.op {
+            Op::Write { path, new, .. } => Some((repo.path(path), new.as_str())),
+            _ => None,
+        })
+        .collect();
+    let mut writes_done = false;
     let mut touched: Vec<std::path::PathBuf> = Vec::new();
     let mut parent =
         |p: &std::path::Path| touched.extend(p.parent().map(std::path::Path::to_path_buf));
@@ -548,7 +558,11 @@ pub fn execute(repo: &Repo, changes: &[Change]) -> Result<()> {
                 parent(&from);
                 parent(&to);
             }
-            Op::Write { path, new, .. } => fsops::write_atomic(&repo.path(path), new)?,
+            Op::Write { .. } if !writes_done => {
+                writes_done = true;
+                fsops::write_all_atomic(&writes)?;
+            }
+            Op::Write { .. } => {}
             Op::Remove { path } => {
                 let path = repo.path(path);
                 fsops::remove_file(&path)?;

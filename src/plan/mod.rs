@@ -140,12 +140,11 @@ impl Plan {
         let mut placed = vec![false; graph.nodes.len()];
         let mut placements = Vec::new();
         let mut problems = Vec::new();
-        let mut by_name: HashMap<&str, Vec<Location>> = HashMap::new();
-        for f in &apps.files {
-            by_name.entry(&f.name).or_default().push(f.location);
-        }
-        let mut names: Vec<_> = by_name.into_iter().collect();
-        names.sort();
+        // `apps.files` is sorted by (name, location): each name's places are one run.
+        let names = apps.files.chunk_by(|a, b| a.name == b.name).map(|run| {
+            let locations: Vec<Location> = run.iter().map(|f| f.location).collect();
+            (run[0].name.as_str(), locations)
+        });
         for (file, locations) in names {
             if locations.len() > 1 {
                 // The owner has manifests all the same: only the duplicate is a problem.
@@ -190,7 +189,8 @@ impl Plan {
             path: path.clone(),
             what,
         }));
-        placements.sort_by(|a, b| (a.wave, &a.file).cmp(&(b.wave, &b.file)));
+        // Placements were made in file order: a stable sort by wave keeps it within a wave.
+        placements.sort_by_key(|p| p.wave);
         let waves = placements.iter().map(|p| p.wave + 1).max().unwrap_or(0);
         Plan {
             placements,
@@ -229,7 +229,7 @@ fn flat_kustomization_problems(repo: &Repo, plan: &Plan) -> Result<Vec<Problem>>
         return Ok(vec![]);
     }
     let rel = format!("{}/{name}", apps.dir);
-    let Some(text) = crate::repo::read_optional(&repo.root, &rel)? else {
+    let Some(text) = repo.read_optional(&rel)? else {
         return Ok(vec![]);
     };
     let doc: Value = crate::yaml::parse(&rel, &crate::yaml::Text::new(text))?;

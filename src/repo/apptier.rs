@@ -149,9 +149,9 @@ impl AppTier {
 
 /// The unit that owns a file: the longest node name that is a prefix of the file name and is
 /// followed there by `-` or `.` (`gitea-actions-runner-secret.sops.yaml` -> `gitea-actions`).
-pub fn owner_of<'a, T>(
+pub fn owner_of<'a, T, S: std::hash::BuildHasher>(
     file: &str,
-    nodes: &'a std::collections::HashMap<String, T>,
+    nodes: &'a std::collections::HashMap<String, T, S>,
 ) -> Option<&'a T> {
     file.char_indices()
         .rev()

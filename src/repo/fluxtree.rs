@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use crate::flux::FluxKustomization;
 use crate::repo::kedit::{self, DecryptionPatch};
+use crate::repo::{Reads, Repo};
 use crate::yaml::{self, Text};
 
 #[derive(Debug, Default)]
@@ -20,13 +21,14 @@ pub struct FluxTree {
 }
 
 impl FluxTree {
-    /// Walks the kustomization in `dir` (repository-relative).
-    pub fn walk(root: &Path, dir: &str) -> FluxTree {
+    /// Walks the kustomization in `dir` (repository-relative), reading through the
+    /// repository's `reads`.
+    pub fn walk(repo: &Repo, dir: &str) -> FluxTree {
         let mut tree = FluxTree {
             complete: true,
             ..FluxTree::default()
         };
-        tree.visit(root, dir, 0);
+        tree.visit(&repo.root, &repo.reads, dir, 0);
         tree
     }
 
@@ -34,20 +36,20 @@ impl FluxTree {
         self.kustomizations.iter().any(|k| k.name == name)
     }
 
-    fn visit(&mut self, root: &Path, dir: &str, depth: usize) {
+    fn visit(&mut self, root: &Path, reads: &Reads, dir: &str, depth: usize) {
         if depth > 16 {
             self.complete = false;
             return;
         }
         let rel = format!("{dir}/kustomization.yaml");
-        let Some(doc) =
-            read_text(root, &rel).and_then(|t| yaml::parse::<Value>(&rel, &Text::new(t)).ok())
+        let Some(doc) = read_text(root, reads, &rel)
+            .and_then(|t| yaml::parse::<Value>(&rel, &Text::new(t)).ok())
         else {
             self.complete = false;
             return;
         };
         let abs_dir = root.join(dir);
-        let read = |p: &str| std::fs::read_to_string(abs_dir.join(p)).ok();
+        let read = |p: &str| reads.text(&abs_dir.join(p));
         match kedit::decryption_patches(&doc, &read) {
             Ok(found) => self.patches.extend(found),
             Err(_) => self.complete = false,
@@ -64,11 +66,11 @@ impl FluxTree {
             };
             let abs = root.join(&child);
             if abs.is_dir() {
-                self.visit(root, &child, depth + 1);
+                self.visit(root, reads, &child, depth + 1);
                 continue;
             }
-            let docs =
-                read_text(root, &child).and_then(|t| yaml::parse_all(&child, &Text::new(t)).ok());
+            let docs = read_text(root, reads, &child)
+                .and_then(|t| yaml::parse_all(&child, &Text::new(t)).ok());
             match docs {
                 Some(docs) => self
                     .kustomizations
@@ -79,12 +81,12 @@ impl FluxTree {
     }
 }
 
-fn read_text(root: &Path, rel: &str) -> Option<String> {
+fn read_text(root: &Path, reads: &Reads, rel: &str) -> Option<String> {
     let path = root.join(rel);
     if path.symlink_metadata().ok()?.file_type().is_symlink() {
         return None;
     }
-    std::fs::read_to_string(path).ok()
+    reads.text(&path)
 }
 
 /// `dir` joined with a relative resource entry, normalised; `None` for a remote resource or

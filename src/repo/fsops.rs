@@ -19,6 +19,36 @@ pub fn write_atomic(path: &Path, contents: &str) -> Result<()> {
     file.commit().map_err(|e| Error::io(path, e))
 }
 
+/// `write_atomic` of every (path, contents), on up to 8 threads: each write waits on two
+/// fsyncs, which overlap. The first error in list order is returned; writes after it may
+/// have been made (as after an interruption, which a second run completes).
+pub fn write_all_atomic(writes: &[(std::path::PathBuf, &str)]) -> Result<()> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<Result<()>>>> =
+        writes.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..writes.len().min(8) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some((path, contents)) = writes.get(i) else {
+                    break;
+                };
+                let result = write_atomic(path, contents);
+                if let Ok(mut slot) = results[i].lock() {
+                    *slot = Some(result);
+                }
+            });
+        }
+    });
+    for slot in results {
+        let result = slot
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        result.unwrap_or(Ok(()))?;
+    }
+    Ok(())
+}
+
 /// Moves a file by renaming it; the target must not exist (a rename never overwrites). The
 /// two folders are not synced here: the caller syncs each touched folder once (`sync_dirs`).
 pub fn move_file(from: &Path, to: &Path) -> Result<()> {

@@ -5,11 +5,14 @@
 
 use std::sync::Arc;
 
-use serde::de::DeserializeOwned;
+use serde::de::{self, DeserializeOwned, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
-use serde_saphyr::{Location, Spanned};
+use serde_saphyr::Location;
 
 use crate::error::SourceError;
+
+pub mod fast;
 
 /// A parsed file's text, shared by every error that points into it.
 pub type Text = Arc<String>;
@@ -31,7 +34,11 @@ pub fn span_of(text: &str, loc: &Location) -> (usize, usize) {
             );
         }
     }
-    let (line, col) = (loc.line() as usize, loc.column() as usize);
+    line_col_span(text, loc.line() as usize, loc.column() as usize)
+}
+
+/// The span of the token at a 1-based line and (character) column.
+fn line_col_span(text: &str, line: usize, col: usize) -> (usize, usize) {
     let mut offset = 0;
     for (i, l) in text.split_inclusive('\n').enumerate() {
         if i + 1 == line {
@@ -65,7 +72,145 @@ fn token_len(rest: &str) -> usize {
 
 /// The span of a `Spanned` value.
 pub fn spanned<T>(text: &str, value: &Spanned<T>) -> (usize, usize) {
-    span_of(text, &value.referenced)
+    match value.at {
+        At::Bytes { offset, len } if offset <= text.len() => (
+            offset,
+            if len > 0 {
+                len
+            } else {
+                token_len(&text[offset..])
+            },
+        ),
+        At::Bytes { .. } | At::Unknown => (text.len(), 0),
+        At::LineCol { line, column } => line_col_span(text, line as usize, column as usize),
+    }
+}
+
+/// A value with where it was written: serde-saphyr's `Spanned` reduced to what fluxwave
+/// uses (the use site, as bytes when known), so that the fast catalog reader
+/// (`catalog::fast`) can produce it too and a parsed file stays small.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spanned<T> {
+    pub value: T,
+    pub(crate) at: At,
+}
+
+/// Where a value starts, as serde-saphyr reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum At {
+    /// Byte offset and byte length (0: the length is the token's, see `token_len`).
+    Bytes {
+        offset: usize,
+        len: usize,
+    },
+    /// 1-based line and column (character-based), when byte offsets are unknown.
+    LineCol {
+        line: u32,
+        column: u32,
+    },
+    Unknown,
+}
+
+impl At {
+    fn of(loc: &Location) -> At {
+        let span = loc.span();
+        match (span.byte_offset(), span.byte_len()) {
+            (Some(off), Some(len)) => At::Bytes {
+                offset: usize::try_from(off).unwrap_or(usize::MAX),
+                len: usize::try_from(len).unwrap_or(0),
+            },
+            _ if loc.line() > 0 => At::LineCol {
+                line: u32::try_from(loc.line()).unwrap_or(u32::MAX),
+                column: u32::try_from(loc.column()).unwrap_or(u32::MAX),
+            },
+            _ => At::Unknown,
+        }
+    }
+}
+
+/// The key under which `catalog::fast` hands a value's byte span to `Spanned`.
+pub(crate) const FAST_SPAN_KEY: &str = "__fluxwave_byte_span";
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Spanned<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct SpannedVisitor<T>(std::marker::PhantomData<T>);
+
+        /// The keys of both views, read without allocating.
+        enum Field {
+            Value,
+            Referenced,
+            Defined,
+            FastSpan,
+            Other,
+        }
+
+        impl<'de> Deserialize<'de> for Field {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct FieldVisitor;
+                impl Visitor<'_> for FieldVisitor {
+                    type Value = Field;
+                    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                        f.write_str("a field name")
+                    }
+                    fn visit_str<E: de::Error>(self, key: &str) -> Result<Field, E> {
+                        Ok(match key {
+                            "value" => Field::Value,
+                            "referenced" => Field::Referenced,
+                            "defined" => Field::Defined,
+                            FAST_SPAN_KEY => Field::FastSpan,
+                            _ => Field::Other,
+                        })
+                    }
+                }
+                d.deserialize_identifier(FieldVisitor)
+            }
+        }
+
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for SpannedVisitor<T> {
+            type Value = Spanned<T>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a value")
+            }
+
+            fn visit_newtype_struct<D: Deserializer<'de>>(
+                self,
+                d: D,
+            ) -> Result<Self::Value, D::Error> {
+                d.deserialize_struct("Spanned", &[], self)
+            }
+
+            // serde-saphyr's view is `{<marker>: _, value: T, referenced: Location,
+            // defined: Location}`; the fast reader's `{__fluxwave_byte_span: (offset, len),
+            // value: T}`.
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut value = None;
+                let mut at = At::Unknown;
+                while let Some(key) = map.next_key::<Field>()? {
+                    match key {
+                        Field::Value => value = Some(map.next_value::<T>()?),
+                        Field::Referenced => at = At::of(&map.next_value::<Location>()?),
+                        // serde-saphyr's location deserializer serves only `Location`.
+                        Field::Defined => {
+                            map.next_value::<Location>()?;
+                        }
+                        Field::FastSpan => {
+                            let (offset, len) = map.next_value::<(usize, usize)>()?;
+                            at = At::Bytes { offset, len };
+                        }
+                        Field::Other => {
+                            map.next_value::<de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                let value = value.ok_or_else(|| de::Error::missing_field("value"))?;
+                Ok(Spanned { value, at })
+            }
+        }
+
+        deserializer
+            .deserialize_newtype_struct("__yaml_spanned", SpannedVisitor(std::marker::PhantomData))
+    }
 }
 
 fn located(path: &str, text: &Text, err: serde_saphyr::Error) -> SourceError {
@@ -114,6 +259,11 @@ pub fn parse<T: DeserializeOwned>(path: &str, text: &Text) -> Result<T, SourceEr
 /// Parses every document of a multi-document file into untyped values (empty documents are
 /// left out).
 pub fn parse_all(path: &str, text: &Text) -> Result<Vec<Value>, SourceError> {
+    // Manifests in plain block style (most of them) are read by the fast reader; it declines
+    // everything else, and every file with a problem, to serde-saphyr.
+    if let Some(docs) = fast::parse_all(text) {
+        return Ok(docs);
+    }
     let docs: Vec<Value> =
         serde_saphyr::from_multiple::<Value>(text).map_err(|e| located(path, text, e))?;
     Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
