@@ -396,10 +396,19 @@ fn a_setting_of_the_retired_kustomization_the_waves_drop_is_a_warning() {
 fn releasing_the_retired_kustomization_is_not_a_dropped_setting() {
     // The seed's runbook sets prune: false on `apps` in a commit of its own before the waves.
     let repo = TestRepo::empty();
-    repo.service("a", &[]).manifest("apps/a.yaml").flat_kustomization().flux_wiring();
-    let apps = repo.read("clusters/base/apps.yaml").replace("prune: true", "prune: false");
+    repo.service("a", &[])
+        .manifest("apps/a.yaml")
+        .flat_kustomization()
+        .flux_wiring();
+    let apps = repo
+        .read("clusters/base/apps.yaml")
+        .replace("prune: true", "prune: false");
     repo.write("clusters/base/apps.yaml", &apps);
     let run = repo.run(&["apply"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(!run.stderr.contains("retired-setting-dropped"), "{}", run.stderr);
+    assert!(
+        !run.stderr.contains("retired-setting-dropped"),
+        "{}",
+        run.stderr
+    );
 }
