@@ -126,8 +126,9 @@ pub fn emit(value: &Value) -> String {
 
 /// Like `emit`, with a trailing comment on the scalars at these JSON pointers (such as
 /// `/spec/template/spec/containers/0/image`): how Flux's image automation finds the setter
-/// marker `# {"$imagepolicy": "ns:name"}`. A comment is one line; line breaks become spaces,
-/// so a comment can never inject YAML.
+/// marker `# {"$imagepolicy": "ns:name"}`. A comment is one line of printable characters:
+/// line breaks and every character a YAML reader refuses (controls, BOM, line separators)
+/// become spaces, so a comment can never inject YAML or make the file unreadable.
 pub fn emit_with_comments(value: &Value, comments: &[(&str, &str)]) -> String {
     let mut e = Emitter {
         out: String::new(),
@@ -216,9 +217,16 @@ impl Emitter<'_> {
     fn trailing_comment(&mut self) {
         if let Some((_, c)) = self.comments.iter().find(|(p, _)| *p == self.path) {
             self.out.push_str(" # ");
-            self.out.push_str(&c.replace(['\n', '\r'], " "));
+            self.out
+                .extend(c.chars().map(|c| if comment_safe(c) { c } else { ' ' }));
         }
     }
+}
+
+/// Whether a character may stand in a comment: YAML's printable set, less the characters a
+/// YAML 1.1 reader takes for a line break (NEL, LS, PS) and the byte order mark.
+fn comment_safe(c: char) -> bool {
+    !c.is_control() && !matches!(c, '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}')
 }
 
 /// A scalar as YAML text: plain where every reader (1.1 and 1.2) reads it back as the same

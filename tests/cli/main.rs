@@ -10,6 +10,7 @@ mod apply;
 mod bad_input;
 mod crash;
 mod cutover;
+mod fuzz;
 mod generate;
 mod homelab;
 mod render;
