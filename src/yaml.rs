@@ -106,6 +106,20 @@ fn plain_message(err: &serde_saphyr::Error) -> String {
     }
 }
 
+/// serde-saphyr's error as one line, without the snippet of the text it carries and with
+/// any secret value of `text` it quotes masked (see `redact`).
+pub fn brief_error(text: &str, err: &serde_saphyr::Error) -> String {
+    let message = plain_message(err);
+    let secrets = crate::redact::ranges(text);
+    let message = crate::redact::message(&message, text, &secrets);
+    match err.location() {
+        Some(loc) if loc.line() > 0 => {
+            format!("{message} (line {}, column {})", loc.line(), loc.column())
+        }
+        _ => message,
+    }
+}
+
 /// Parses one YAML document into `T`.
 pub fn parse<T: DeserializeOwned>(path: &str, text: &Text) -> Result<T, SourceError> {
     serde_saphyr::from_str::<T>(text).map_err(|e| located(path, text, e))
@@ -226,7 +240,11 @@ impl Emitter<'_> {
 /// Whether a character may stand in a comment: YAML's printable set, less the characters a
 /// YAML 1.1 reader takes for a line break (NEL, LS, PS) and the byte order mark.
 fn comment_safe(c: char) -> bool {
-    !c.is_control() && !matches!(c, '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}')
+    !c.is_control()
+        && !matches!(
+            c,
+            '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}'
+        )
 }
 
 /// A scalar as YAML text: plain where every reader (1.1 and 1.2) reads it back as the same

@@ -13,7 +13,11 @@ fn replay(target: &str, check: fn(&[u8])) {
         .map(|e| e.unwrap().path())
         .collect();
     inputs.sort();
-    assert!(!inputs.is_empty(), "no regression inputs in {}", dir.display());
+    assert!(
+        !inputs.is_empty(),
+        "no regression inputs in {}",
+        dir.display()
+    );
     for input in inputs {
         let data = std::fs::read(&input).unwrap();
         if std::panic::catch_unwind(|| check(&data)).is_err() {

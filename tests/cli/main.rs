@@ -14,3 +14,4 @@ mod fuzz;
 mod generate;
 mod homelab;
 mod render;
+mod secrets;
