@@ -49,7 +49,12 @@ pub fn sops_without_decryption(repo: &Repo) -> Result<Vec<Finding>> {
 
 /// The first SOPS-encrypted file under a Flux Kustomization's path, depth-first in name order.
 fn first_sops_file(root: &Path, path: &str) -> Option<String> {
-    let mut stack: Vec<PathBuf> = vec![root.join(normalize_path(path))];
+    // `spec.path` is the author's text: a path that leaves the repository is not walked.
+    let start = crate::repo::fluxtree::join("", &normalize_path(path))?;
+    if !crate::repo::inside(root, &root.join(&start)) {
+        return None;
+    }
+    let mut stack: Vec<PathBuf> = vec![root.join(start)];
     while let Some(dir) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
@@ -77,6 +82,9 @@ fn is_sops(path: &Path) -> bool {
     if !(name.ends_with(".yaml") || name.ends_with(".yml")) {
         return false;
     }
-    std::fs::read_to_string(path)
-        .is_ok_and(|t| t.contains("\nsops:") && t.contains("ENC[") && t.contains("mac:"))
+    crate::repo::read_regular(path, "")
+        .ok()
+        .flatten()
+        .and_then(|b| String::from_utf8(b).ok())
+        .is_some_and(|t| t.contains("\nsops:") && t.contains("ENC[") && t.contains("mac:"))
 }

@@ -46,8 +46,7 @@ impl FluxTree {
             self.complete = false;
             return;
         };
-        let abs_dir = root.join(dir);
-        let read = |p: &str| std::fs::read_to_string(abs_dir.join(p)).ok();
+        let read = |p: &str| crate::repo::read_referenced(root, dir, p);
         match kedit::decryption_patches(&doc, &read) {
             Ok(found) => self.patches.extend(found),
             Err(_) => self.complete = false,
@@ -80,11 +79,7 @@ impl FluxTree {
 }
 
 fn read_text(root: &Path, rel: &str) -> Option<String> {
-    let path = root.join(rel);
-    if path.symlink_metadata().ok()?.file_type().is_symlink() {
-        return None;
-    }
-    std::fs::read_to_string(path).ok()
+    crate::repo::read_optional(root, rel).ok().flatten()
 }
 
 /// `dir` joined with a relative resource entry, normalised; `None` for a remote resource or

@@ -13,5 +13,6 @@ mod cutover;
 mod fuzz;
 mod generate;
 mod homelab;
+mod hostile;
 mod render;
 mod secrets;
