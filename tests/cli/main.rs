@@ -14,5 +14,6 @@ mod fuzz;
 mod generate;
 mod homelab;
 mod hostile;
+mod props;
 mod render;
 mod secrets;
