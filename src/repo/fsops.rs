@@ -54,13 +54,7 @@ pub fn probe_writable<'a>(
                 _ => break,
             }
         }
-        let probe = dir.join(format!(".fluxwave-probe-{}", std::process::id()));
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&probe)
-            .map_err(|e| Error::io(dir, e))?;
-        std::fs::remove_file(&probe).map_err(|e| Error::io(&probe, e))?;
+        probe_dir(dir)?;
     }
     for file in files {
         if file.symlink_metadata().is_ok_and(|m| m.is_file()) {
@@ -71,6 +65,41 @@ pub fn probe_writable<'a>(
         }
     }
     Ok(())
+}
+
+/// Whether `dir` takes a new entry. On Linux the probe is an unnamed temporary file
+/// (`O_TMPFILE`): it has no name, so a process killed while probing leaves nothing behind.
+/// Elsewhere, or where the file system has no unnamed files, a named probe is made and
+/// removed at once.
+fn probe_dir(dir: &Path) -> Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // O_TMPFILE | O_DIRECTORY on Linux (the same value on every architecture but a few
+        // that fluxwave does not target; there the open fails and the named probe runs).
+        const O_TMPFILE: i32 = 0o20_200_000;
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(O_TMPFILE)
+            .mode(0o600)
+            .open(dir)
+        {
+            Ok(_) => return Ok(()),
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(95 /* EOPNOTSUPP */ | 21 /* EISDIR */ | 22 /* EINVAL */)
+                ) => {}
+            Err(e) => return Err(Error::io(dir, e)),
+        }
+    }
+    let probe = dir.join(format!(".fluxwave-probe-{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .map_err(|e| Error::io(dir, e))?;
+    std::fs::remove_file(&probe).map_err(|e| Error::io(&probe, e))
 }
 
 /// Makes the renames and removals in these folders durable.

@@ -108,9 +108,9 @@ proptest! {
         deps[0].push(target);
         if target != 0 {
             // Make sure `target` reaches 0: chain it down.
-            for i in 1..=target {
-                if !deps[i].contains(&(i - 1)) {
-                    deps[i].push(i - 1);
+            for (i, d) in deps.iter_mut().enumerate().take(target + 1).skip(1) {
+                if !d.contains(&(i - 1)) {
+                    d.push(i - 1);
                 }
             }
         }
