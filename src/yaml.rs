@@ -258,12 +258,34 @@ pub fn scalar(v: &Value) -> String {
             if plain_safe(s) {
                 s.clone()
             } else {
-                serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+                double_quoted(s)
             }
         }
         Value::Array(_) => "[]".into(),
         Value::Object(_) => "{}".into(),
     }
+}
+
+/// A double-quoted YAML scalar. Every character YAML does not allow as is (controls, DEL,
+/// the C1 block, BOM, non-characters, LS and PS) is escaped: JSON's escaping, enough for JSON,
+/// leaves DEL and C1 raw, which a YAML reader refuses.
+fn double_quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() || !comment_safe(c) => {
+                out.push_str(&format!("\\u{:04x}", u32::from(c)));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 fn plain_safe(s: &str) -> bool {
@@ -302,7 +324,7 @@ fn plain_tail(s: &str) -> bool {
         && !s.contains(" #")
         && !s.contains('\n')
         && !s.contains('\t')
-        && s.chars().all(|c| !c.is_control())
+        && s.chars().all(comment_safe)
 }
 
 #[cfg(test)]
