@@ -314,7 +314,9 @@ fn plain_safe(s: &str) -> bool {
             && s.len() > 1
             && !s.starts_with("- ")
             && !s.starts_with("--- ")
-            && plain_tail(s);
+            && plain_tail(s)
+            && !s.ends_with(' ')
+            && !s.ends_with(':');
     }
     plain_tail(s) && !s.ends_with(' ') && !s.ends_with(':')
 }
