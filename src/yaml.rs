@@ -203,7 +203,17 @@ impl Emitter<'_> {
         let len = self.path.len();
         self.path.push('/');
         self.path.push_str(&k.replace('~', "~0").replace('/', "~1"));
-        self.out.push_str(&scalar(&Value::String(k.to_string())));
+        let key = scalar(&Value::String(k.to_string()));
+        // An implicit key is at most 1024 characters (YAML 1.2, 7.4.2); a longer one is
+        // written as an explicit `? key` with its `:` on the next line, at the key's column.
+        if key.chars().count() > 1000 {
+            self.out.push_str("? ");
+            self.out.push_str(&key);
+            self.out.push('\n');
+            self.out.push_str(&" ".repeat(indent));
+        } else {
+            self.out.push_str(&key);
+        }
         self.out.push(':');
         self.child(v, indent);
         self.path.truncate(len);
