@@ -305,6 +305,11 @@ fn plain_safe(s: &str) -> bool {
     if RESERVED.contains(&s.to_ascii_lowercase().as_str()) {
         return false;
     }
+    // Infinity and not-a-number: `.inf`, `-.Inf`, `.NaN`.
+    let unsigned = s.strip_prefix(['-', '+']).unwrap_or(s).to_ascii_lowercase();
+    if unsigned == ".inf" || unsigned == ".nan" {
+        return false;
+    }
     // Flux substitutes `${VAR}` in the text before parsing it: a quoted scalar stays a string
     // whatever the variable holds (`1000`, `yes`), a plain one would change type.
     if s.contains("${") {
@@ -312,9 +317,10 @@ fn plain_safe(s: &str) -> bool {
     }
     let first = s.chars().next().unwrap_or(' ');
     if first.is_ascii_digit() || matches!(first, '-' | '+' | '.') {
-        // Numbers, dates, versions like 1.20 and octal-looking 012: always quoted.
+        // Numbers (hex 0xece and octal 0o17 too), dates, versions like 1.20 and octal-looking
+        // 012: always quoted.
         if s.chars()
-            .all(|c| c.is_ascii_digit() || "-+.:_eExXoObB".contains(c))
+            .all(|c| c.is_ascii_hexdigit() || "-+.:_xXoO".contains(c))
         {
             return false;
         }
@@ -372,6 +378,11 @@ mod tests {
             "*x",
             "1e3",
             "${CLUSTER_TZ:=UTC}",
+            "0xece",
+            "0o17",
+            ".inf",
+            "-.Inf",
+            ".NaN",
         ] {
             assert!(scalar(&json!(s)).starts_with('"'), "{s} must be quoted");
         }
