@@ -301,6 +301,8 @@ fn double_quoted(s: &str) -> String {
 fn plain_safe(s: &str) -> bool {
     const RESERVED: &[&str] = &[
         "y", "n", "yes", "no", "on", "off", "true", "false", "null", "~", "",
+        // the merge key: a reader merges the mapping it names instead of keeping the key
+        "<<",
     ];
     if RESERVED.contains(&s.to_ascii_lowercase().as_str()) {
         return false;
@@ -383,6 +385,7 @@ mod tests {
             ".inf",
             "-.Inf",
             ".NaN",
+            "<<",
         ] {
             assert!(scalar(&json!(s)).starts_with('"'), "{s} must be quoted");
         }
