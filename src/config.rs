@@ -219,11 +219,9 @@ impl Default for Config {
 impl Config {
     /// Reads `fluxwave.yaml` under `root`; a missing file means every default.
     pub fn load(root: &Path) -> Result<Config> {
-        let path = root.join(FILE);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => Text::new(t),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
-            Err(e) => return Err(crate::error::Error::io(&path, e)),
+        let text = match crate::repo::read_optional(root, FILE)? {
+            Some(t) => Text::new(t),
+            None => return Ok(Config::default()),
         };
         Config::parse(&text)
     }

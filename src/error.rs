@@ -37,6 +37,11 @@ impl SourceError {
         let end = (span.0 + span.1).min(len);
         self.source = Some(source.clone());
         self.span = Some((start, end - start));
+        // A message that quotes the text it points at must not quote a secret.
+        let secrets = crate::redact::ranges(source);
+        if !secrets.is_empty() {
+            self.message = crate::redact::message(&self.message, source, &secrets);
+        }
         self
     }
 
@@ -119,8 +124,20 @@ impl SourceError {
             return miette::Report::new(Plain(located));
         }
         let mut report = miette::Report::new(Plain(self.clone()));
-        if let (Some(src), Some(_)) = (&self.source, self.span) {
-            report = report.with_source_code(NamedSource::new(&self.path, src.as_str().to_owned()));
+        if let (Some(src), Some((start, _))) = (&self.source, self.span) {
+            let mut secrets = crate::redact::ranges(src);
+            // The value beside an unknown key is not needed to fix it, and may be a secret
+            // put in the wrong place.
+            if self.message.starts_with("unknown field") {
+                let line_end = src[start.min(src.len())..]
+                    .find('\n')
+                    .map_or(src.len(), |i| start + i);
+                if let Some(colon) = src.get(start..line_end).and_then(|l| l.find(':')) {
+                    secrets.push((start + colon + 1, line_end - (start + colon + 1)));
+                }
+            }
+            let shown = crate::redact::masked(src, &secrets);
+            report = report.with_source_code(NamedSource::new(&self.path, shown));
         }
         report
     }

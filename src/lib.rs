@@ -17,6 +17,7 @@ pub mod flux;
 pub mod graph;
 mod par;
 pub mod plan;
+pub mod redact;
 pub mod render;
 pub mod repo;
 pub mod yaml;

@@ -203,6 +203,7 @@ pub(crate) fn parse_with(
 /// ignored. Services come back sorted by name. A missing folder is an empty catalog.
 pub fn load(root: &Path, dir: &str) -> Result<Vec<Service>> {
     let abs = root.join(dir);
+    crate::repo::check_inside(root, dir)?;
     let entries = match std::fs::read_dir(&abs) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
@@ -240,7 +241,12 @@ pub fn load(root: &Path, dir: &str) -> Result<Vec<Service>> {
     }
     files.sort();
     let results = crate::par::map(&files, |(shown, stem, abs)| {
-        let bytes = std::fs::read(abs).map_err(|e| Error::io(abs, e))?;
+        let bytes = match crate::repo::read_regular(abs, shown) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return Ok(Err(vec![])),
+            Err(Error::Input(e)) => return Ok(Err(e)),
+            Err(e) => return Err(e),
+        };
         let Ok(text) = String::from_utf8(bytes) else {
             return Ok(Err(vec![SourceError::new(
                 shown.as_str(),

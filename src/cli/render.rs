@@ -1,6 +1,8 @@
 //! `fluxwave render`: catalog files to manifests in the app tier. Every FILE is checked and
 //! rendered before the first write, so bad input writes nothing; each file is then written
-//! atomically, so a reader never sees half a manifest.
+//! atomically, so a reader never sees half a manifest. A folder or file that cannot be
+//! written is found by a probe before the first write; a run killed between two writes leaves
+//! each file whole (old or new), and a rerun, a pure function of the catalog, converges.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -64,6 +66,10 @@ pub fn run(root: &Path, args: Args<'_>, out: &mut impl Write) -> Result<Outcome>
         };
         writes.push((target, &f.text));
     }
+    fsops::probe_writable(
+        writes.iter().filter_map(|(t, _)| t.parent()),
+        writes.iter().map(|(t, _)| t.as_path()),
+    )?;
     for (target, text) in &writes {
         fsops::write_atomic(target, text)?;
         writeln!(out, "wrote {}", target.display()).map_err(io)?;

@@ -512,8 +512,12 @@ impl<'a> Builder<'a> {
         target: Option<PatchTarget>,
         mut acc: Vec<Resource>,
     ) -> Built {
-        let docs: Vec<Value> = serde_saphyr::from_multiple(text)
-            .map_err(|e| format!("{what}: the patch is not valid YAML: {e}"))?;
+        let docs: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| {
+            format!(
+                "{what}: the patch is not valid YAML: {}",
+                yaml::brief_error(text, &e)
+            )
+        })?;
         for doc in docs.into_iter().filter(|d| !d.is_null()) {
             match (&doc, &target) {
                 (Value::Array(ops), Some(t)) => {

@@ -181,17 +181,19 @@ impl FileTree {
                 continue;
             };
             let full = root.join(path);
-            if !wanted(path) || full.is_symlink() {
+            // Links are not followed (git records a link, not what it points at), and
+            // only regular files are read: a FIFO would block the read forever.
+            if !wanted(path)
+                || !full
+                    .symlink_metadata()
+                    .is_ok_and(|m| m.file_type().is_file())
+            {
                 continue;
             }
-            match std::fs::read(&full) {
-                Ok(bytes) => {
-                    if let Ok(text) = String::from_utf8(bytes) {
-                        files.insert(path.to_string(), Arc::new(text));
-                    }
+            if let Some(bytes) = crate::repo::read_regular(&full, path)? {
+                if let Ok(text) = String::from_utf8(bytes) {
+                    files.insert(path.to_string(), Arc::new(text));
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Error::io(&full, e)),
             }
         }
         Ok(FileTree {
@@ -306,6 +308,15 @@ fn cat_blobs(root: &Path, blobs: &[String]) -> Result<Vec<Vec<u8>>> {
             .nth(2)
             .and_then(|s| s.trim().parse().ok())
             .ok_or_else(|| broken(&format!("unexpected answer `{}`", header.trim())))?;
+        if size as u64 > crate::repo::MAX_FILE_BYTES {
+            let _ = child.kill();
+            return Err(Error::Usage(format!(
+                "blob {} of the revision is {} MiB; fluxwave reads files up to {} MiB",
+                header.split(' ').next().unwrap_or(""),
+                size.div_ceil(1024 * 1024),
+                crate::repo::MAX_FILE_BYTES / (1024 * 1024)
+            )));
+        }
         let mut body = vec![0; size + 1];
         reader
             .read_exact(&mut body)

@@ -1,7 +1,9 @@
 //! The change set: what `apply` must do to bring the tree in step with the plan, computed
 //! whole (every file read, every edit made and verified in memory) before anything is
 //! written. `apply --dry-run` prints it, `apply` carries it out, and `check` reports each
-//! change as drift — one computation, so the three can never disagree.
+//! change as drift — one computation, so the three can never disagree. Carrying it out
+//! (`execute`) is ordered so that a run killed at any moment loses no file and a rerun
+//! converges: probe, moves, writes, removals (see `execute`).
 
 use std::collections::BTreeSet;
 
@@ -321,8 +323,7 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
             "list your environments under clusters.environments in fluxwave.yaml",
         )?;
         let doc: Value = yaml::parse(&rel, &Text::new(text.clone()))?;
-        let env_dir = repo.path(&env.path);
-        let read = |p: &str| repo.reads.text(&env_dir.join(p));
+        let read = |p: &str| crate::repo::read_referenced(&repo.root, &env.path, p);
         let patches = kedit::decryption_patches(&doc, &read)
             .map_err(|e| Error::from(SourceError::new(&rel, e)))?;
         // A patch for a Kustomization the environment no longer builds goes too. Which those
@@ -526,9 +527,52 @@ fn write_if_changed(
     }
 }
 
-/// Carries a change set out: moves first (into new wave folders), then writes, then removals,
-/// so that at every moment each manifest exists exactly once.
+/// Carries a change set out. The order is what makes an interrupted run (SIGKILL, power
+/// loss, a full disk) recoverable by running `apply` again:
+///
+/// 0. Probe: every folder the set touches takes a new entry and every file it moves, rewrites
+///    or removes opens for writing, or nothing is done (a read-only tree fails here, whole).
+/// 1. Moves, each one `rename(2)`: atomic, so a manifest is at its old place or its new one,
+///    never both, never neither, never truncated. Interrupted here, the next run's plan sees
+///    the files already moved as placed and moves the rest.
+/// 2. Writes, each a temporary file, fsync, rename and fsync of the folder: a file is old or
+///    new. Wave kustomizations are written after the moves, so a wave folder never lists a
+///    file that is not in it yet; a temporary left by a kill is found by `compute` (drift
+///    `interrupted-write`) and removed by the next run. The base and environment
+///    kustomizations are re-derived from what is on disk, so a half-edited set converges.
+/// 3. Removals last (the flat kustomization, the retired Kustomization, stale waves): a kill
+///    before them leaves files the next run still finds and removes (`compute` finds the
+///    retired Kustomization by what it points at, even after its entry is gone).
+/// 4. One fsync per touched folder makes the renames and removals durable.
+///
+/// Flux reads commits, not the working tree, so no intermediate state reaches a cluster. A
+/// rerun computes the change set from the tree as it is, so whichever step was cut short
+/// is finished and nothing is done twice (tests/cli/crash.rs kills `apply` at random moments).
 pub fn execute(repo: &Repo, changes: &[Change]) -> Result<()> {
+    let mut dirs: Vec<std::path::PathBuf> = Vec::new();
+    let mut files: Vec<std::path::PathBuf> = Vec::new();
+    for c in changes {
+        let paths: Vec<&String> = match &c.op {
+            Op::Move { from, to } => {
+                files.push(repo.path(from));
+                vec![from, to]
+            }
+            Op::Write { path, .. } | Op::Remove { path } => {
+                files.push(repo.path(path));
+                vec![path]
+            }
+            Op::RemoveDir { path } => vec![path],
+        };
+        dirs.extend(
+            paths
+                .into_iter()
+                .filter_map(|p| repo.path(p).parent().map(std::path::Path::to_path_buf)),
+        );
+    }
+    fsops::probe_writable(
+        dirs.iter().map(|p| p.as_path()),
+        files.iter().map(|p| p.as_path()),
+    )?;
     let rank = |c: &Change| match c.op {
         Op::Move { .. } => 0,
         Op::Write { .. } => 1,

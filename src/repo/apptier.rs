@@ -47,6 +47,8 @@ impl AppTier {
             ..AppTier::default()
         };
         let abs = root.join(dir);
+        // Moves inside a linked app tier would rename files outside the repository.
+        crate::repo::check_inside(root, dir)?;
         let entries = match std::fs::read_dir(&abs) {
             Ok(e) => e,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(tier),

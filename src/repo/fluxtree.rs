@@ -48,8 +48,8 @@ impl FluxTree {
             self.complete = false;
             return;
         };
-        let abs_dir = root.join(dir);
-        let read = |p: &str| reads.text(&abs_dir.join(p));
+        // A patch file is read only where its reference stays inside the repository.
+        let read = |p: &str| join(dir, p).and_then(|rel| reads.text(&root.join(rel)));
         match kedit::decryption_patches(&doc, &read) {
             Ok(found) => self.patches.extend(found),
             Err(_) => self.complete = false,
@@ -82,11 +82,8 @@ impl FluxTree {
 }
 
 fn read_text(root: &Path, reads: &Reads, rel: &str) -> Option<String> {
-    let path = root.join(rel);
-    if path.symlink_metadata().ok()?.file_type().is_symlink() {
-        return None;
-    }
-    reads.text(&path)
+    crate::repo::check_inside(root, Path::new(rel).parent()?.to_str()?).ok()?;
+    reads.text(&root.join(rel))
 }
 
 /// `dir` joined with a relative resource entry, normalised; `None` for a remote resource or

@@ -131,7 +131,12 @@ fn apply_list_edit<T: Clone>(orig: &[T], removed: &[bool], at: usize, new: &[T])
 
 /// Parses one YAML document into JSON; empty input is `null`.
 fn parse_single_doc(text: &str, what: &str) -> Result<Value, String> {
-    serde_saphyr::from_str::<Value>(text).map_err(|e| format!("{what} is not valid YAML: {e}"))
+    serde_saphyr::from_str::<Value>(text).map_err(|e| {
+        format!(
+            "{what} is not valid YAML: {}",
+            crate::yaml::brief_error(text, &e)
+        )
+    })
 }
 
 /// How the value of the key is written on the key's own line.
@@ -874,8 +879,12 @@ enum PatchDoc {
 }
 
 fn parse_patch_text(text: &str, what: &str) -> Result<Vec<PatchDoc>, String> {
-    let docs: Vec<Value> = serde_saphyr::from_multiple(text)
-        .map_err(|e| format!("{what}: the patch is not valid YAML or JSON: {e}"))?;
+    let docs: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| {
+        format!(
+            "{what}: the patch is not valid YAML or JSON: {}",
+            crate::yaml::brief_error(text, &e)
+        )
+    })?;
     let mut out = Vec::new();
     for doc in docs {
         match doc {

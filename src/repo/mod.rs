@@ -36,8 +36,9 @@ pub struct Repo {
 pub struct Reads(Mutex<HashMap<PathBuf, Option<Arc<Vec<u8>>>>>);
 
 impl Reads {
-    /// The file's bytes; `Ok(None)` when it does not exist.
-    pub fn bytes(&self, path: &Path) -> std::io::Result<Option<Arc<Vec<u8>>>> {
+    /// The file's bytes through `read_regular` (a regular file, never through a link, size
+    /// bounded); `Ok(None)` when it does not exist. `shown` names it in errors.
+    pub fn bytes(&self, path: &Path, shown: &str) -> Result<Option<Arc<Vec<u8>>>> {
         let mut cache = self
             .0
             .lock()
@@ -45,19 +46,14 @@ impl Reads {
         if let Some(hit) = cache.get(path) {
             return Ok(hit.clone());
         }
-        let read = match std::fs::read(path) {
-            Ok(bytes) => Some(Arc::new(bytes)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(e),
-        };
+        let read = read_regular(path, shown)?.map(Arc::new);
         cache.insert(path.to_path_buf(), read.clone());
         Ok(read)
     }
 
-    /// The file as text, `None` when it cannot be read or is not UTF-8 (as
-    /// `std::fs::read_to_string(path).ok()`).
+    /// The file as text, `None` when it cannot be read safely or is not UTF-8.
     pub fn text(&self, path: &Path) -> Option<String> {
-        let bytes = self.bytes(path).ok()??;
+        let bytes = self.bytes(path, "").ok()??;
         String::from_utf8(bytes.to_vec()).ok()
     }
 }
@@ -85,17 +81,20 @@ impl Repo {
         })
     }
 
-    /// `read_optional`, through `reads`.
+    /// `read_optional` (inside the repository, a regular file), read once per run.
     pub fn read_optional(&self, rel: &str) -> Result<Option<String>> {
-        let path = self.root.join(rel);
-        match self.reads.bytes(&path) {
-            Ok(Some(bytes)) => String::from_utf8(bytes.to_vec()).map(Some).map_err(|_| {
+        if let Some(parent) = Path::new(rel).parent().and_then(Path::to_str) {
+            if !parent.is_empty() {
+                check_inside(&self.root, parent)?;
+            }
+        }
+        match self.reads.bytes(&self.root.join(rel), rel)? {
+            Some(bytes) => String::from_utf8(bytes.to_vec()).map(Some).map_err(|_| {
                 crate::error::SourceError::new(rel, "the file is not UTF-8 text")
                     .help("kustomization and manifest files are UTF-8 YAML")
                     .into()
             }),
-            Ok(None) => Ok(None),
-            Err(e) => Err(crate::error::Error::io(&path, e)),
+            None => Ok(None),
         }
     }
 
@@ -104,16 +103,107 @@ impl Repo {
     }
 }
 
-/// Reads a file of the repository as text; `Ok(None)` when it does not exist.
+/// The largest file fluxwave reads. Real manifests and CRD bundles are far below it; a file
+/// above it is refused with a clear error rather than read into memory and parsed for minutes.
+pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Reads a regular file, `Ok(None)` when it does not exist. A link, a FIFO (reading it would
+/// block forever), a socket or device, and a file over `MAX_FILE_BYTES` are refused as bad
+/// input under the name `shown`.
+pub fn read_regular(path: &Path, shown: &str) -> Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let meta = match path.symlink_metadata() {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(crate::error::Error::io(path, e)),
+    };
+    let refuse = |message: String, help: &str| -> crate::error::Error {
+        crate::error::SourceError::new(shown, message)
+            .help(help)
+            .into()
+    };
+    if meta.file_type().is_symlink() {
+        return Err(refuse(
+            "is a symbolic link; fluxwave does not follow links".into(),
+            "replace the link with the file itself",
+        ));
+    }
+    if !meta.is_file() {
+        return Err(refuse(
+            "is not a regular file (a FIFO, socket or device)".into(),
+            "replace it with a regular file",
+        ));
+    }
+    let too_big = |len: u64| {
+        refuse(
+            format!(
+                "is {} MiB; fluxwave reads files up to {} MiB",
+                len.div_ceil(1024 * 1024),
+                MAX_FILE_BYTES / (1024 * 1024)
+            ),
+            "split the file, or keep generated bulk out of the GitOps tree",
+        )
+    };
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(too_big(meta.len()));
+    }
+    let file = std::fs::File::open(path).map_err(|e| crate::error::Error::io(path, e))?;
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    // Bounded even if the file grows while it is read.
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| crate::error::Error::io(path, e))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_big(bytes.len() as u64));
+    }
+    Ok(Some(bytes))
+}
+
+/// Whether `path` (which exists) lies inside `root` once every link in it is resolved: a
+/// linked folder must not lead fluxwave out of the repository.
+pub fn inside(root: &Path, path: &Path) -> bool {
+    match (root.canonicalize(), path.canonicalize()) {
+        (Ok(r), Ok(p)) => p.starts_with(r),
+        _ => false,
+    }
+}
+
+/// Fails when the folder `rel` of the repository exists and leads out of it through a link.
+pub fn check_inside(root: &Path, rel: &str) -> Result<()> {
+    let path = root.join(rel);
+    if path.symlink_metadata().is_ok() && !inside(root, &path) {
+        return Err(crate::error::SourceError::new(
+            rel,
+            "leads out of the repository through a symbolic link; fluxwave does not follow it",
+        )
+        .help("replace the link with the folder itself")
+        .into());
+    }
+    Ok(())
+}
+
+/// Reads a file of the repository as text; `Ok(None)` when it does not exist. The file must
+/// be a regular file inside the repository (see `read_regular`, `check_inside`).
 pub fn read_optional(root: &Path, rel: &str) -> Result<Option<String>> {
     let path = root.join(rel);
-    match std::fs::read(&path) {
-        Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| {
+    if let Some(parent) = Path::new(rel).parent().and_then(Path::to_str) {
+        if !parent.is_empty() {
+            check_inside(root, parent)?;
+        }
+    }
+    match read_regular(&path, rel)? {
+        Some(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| {
             crate::error::SourceError::new(rel, "the file is not UTF-8 text")
                 .help("kustomization and manifest files are UTF-8 YAML")
                 .into()
         }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(crate::error::Error::io(&path, e)),
+        None => Ok(None),
     }
+}
+
+/// A file a kustomization in `dir` refers to (a patch), read only when the reference stays
+/// inside the repository and is a regular file: what the editor and the lints may look at.
+pub fn read_referenced(root: &Path, dir: &str, entry: &str) -> Option<String> {
+    let rel = fluxtree::join(dir, entry)?;
+    read_optional(root, &rel).ok().flatten()
 }

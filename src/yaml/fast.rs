@@ -126,7 +126,13 @@ struct Parser<'a> {
     src: &'a str,
     lines: Vec<Line>,
     i: usize,
+    /// Collections open around the current position: past `MAX_DEPTH` the reader declines
+    /// (serde-saphyr, whose budget has the same depth, then reports the error), so hostile
+    /// nesting can never exhaust the stack.
+    depth: std::cell::Cell<usize>,
 }
+
+const MAX_DEPTH: usize = 64;
 
 fn is_key_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'/')
@@ -176,7 +182,12 @@ impl<'a> Parser<'a> {
             }
             pos += raw.len();
         }
-        Parser { src, lines, i: 0 }
+        Parser {
+            src,
+            lines,
+            i: 0,
+            depth: std::cell::Cell::new(0),
+        }
     }
 
     fn bytes(&self) -> &'a [u8] {
@@ -243,6 +254,17 @@ impl<'a> Parser<'a> {
     /// A block mapping whose keys are at column `indent`; the current line's key may start
     /// mid-line (a mapping inside a sequence item), at `self.lines[self.i].start`.
     fn map(&mut self, indent: usize) -> Option<Node<'a>> {
+        let depth = self.depth.get();
+        if depth >= MAX_DEPTH {
+            return None;
+        }
+        self.depth.set(depth + 1);
+        let node = self.map_inner(indent);
+        self.depth.set(depth);
+        node
+    }
+
+    fn map_inner(&mut self, indent: usize) -> Option<Node<'a>> {
         let mut entries: Vec<(&'a str, Node<'a>)> = Vec::new();
         while let Some(line) = self.current() {
             if line.indent < indent {
@@ -358,6 +380,17 @@ impl<'a> Parser<'a> {
 
     /// A block sequence whose dashes are at column `indent`.
     fn seq(&mut self, indent: usize) -> Option<Node<'a>> {
+        let depth = self.depth.get();
+        if depth >= MAX_DEPTH {
+            return None;
+        }
+        self.depth.set(depth + 1);
+        let node = self.seq_inner(indent);
+        self.depth.set(depth);
+        node
+    }
+
+    fn seq_inner(&mut self, indent: usize) -> Option<Node<'a>> {
         let b = self.bytes();
         let mut items = Vec::new();
         while let Some(line) = self.current() {
@@ -472,6 +505,17 @@ impl<'a> Parser<'a> {
     }
 
     fn flow_map(&self, open: usize, end: usize) -> Option<(Node<'a>, usize)> {
+        let depth = self.depth.get();
+        if depth >= MAX_DEPTH {
+            return None;
+        }
+        self.depth.set(depth + 1);
+        let node = self.flow_map_inner(open, end);
+        self.depth.set(depth);
+        node
+    }
+
+    fn flow_map_inner(&self, open: usize, end: usize) -> Option<(Node<'a>, usize)> {
         let b = self.bytes();
         let mut entries: Vec<(&'a str, Node<'a>)> = Vec::new();
         let mut pos = self.skip_blanks(open + 1, end);
@@ -497,6 +541,17 @@ impl<'a> Parser<'a> {
     }
 
     fn flow_seq(&self, open: usize, end: usize) -> Option<(Node<'a>, usize)> {
+        let depth = self.depth.get();
+        if depth >= MAX_DEPTH {
+            return None;
+        }
+        self.depth.set(depth + 1);
+        let node = self.flow_seq_inner(open, end);
+        self.depth.set(depth);
+        node
+    }
+
+    fn flow_seq_inner(&self, open: usize, end: usize) -> Option<(Node<'a>, usize)> {
         let b = self.bytes();
         let mut items = Vec::new();
         let mut pos = self.skip_blanks(open + 1, end);

@@ -251,6 +251,20 @@ fn plain_message(err: &serde_saphyr::Error) -> String {
     }
 }
 
+/// serde-saphyr's error as one line, without the snippet of the text it carries and with
+/// any secret value of `text` it quotes masked (see `redact`).
+pub fn brief_error(text: &str, err: &serde_saphyr::Error) -> String {
+    let message = plain_message(err);
+    let secrets = crate::redact::ranges(text);
+    let message = crate::redact::message(&message, text, &secrets);
+    match err.location() {
+        Some(loc) if loc.line() > 0 => {
+            format!("{message} (line {}, column {})", loc.line(), loc.column())
+        }
+        _ => message,
+    }
+}
+
 /// Parses one YAML document into `T`.
 pub fn parse<T: DeserializeOwned>(path: &str, text: &Text) -> Result<T, SourceError> {
     serde_saphyr::from_str::<T>(text).map_err(|e| located(path, text, e))
@@ -276,8 +290,9 @@ pub fn emit(value: &Value) -> String {
 
 /// Like `emit`, with a trailing comment on the scalars at these JSON pointers (such as
 /// `/spec/template/spec/containers/0/image`): how Flux's image automation finds the setter
-/// marker `# {"$imagepolicy": "ns:name"}`. A comment is one line; line breaks become spaces,
-/// so a comment can never inject YAML.
+/// marker `# {"$imagepolicy": "ns:name"}`. A comment is one line of printable characters:
+/// line breaks and every character a YAML reader refuses (controls, BOM, line separators)
+/// become spaces, so a comment can never inject YAML or make the file unreadable.
 pub fn emit_with_comments(value: &Value, comments: &[(&str, &str)]) -> String {
     let mut e = Emitter {
         out: String::new(),
@@ -338,7 +353,17 @@ impl Emitter<'_> {
         let len = self.path.len();
         self.path.push('/');
         self.path.push_str(&k.replace('~', "~0").replace('/', "~1"));
-        self.out.push_str(&scalar(&Value::String(k.to_string())));
+        let key = scalar(&Value::String(k.to_string()));
+        // An implicit key is at most 1024 characters (YAML 1.2, 7.4.2); a longer one is
+        // written as an explicit `? key` with its `:` on the next line, at the key's column.
+        if key.chars().count() > 1000 {
+            self.out.push_str("? ");
+            self.out.push_str(&key);
+            self.out.push('\n');
+            self.out.push_str(&" ".repeat(indent));
+        } else {
+            self.out.push_str(&key);
+        }
         self.out.push(':');
         self.child(v, indent);
         self.path.truncate(len);
@@ -366,9 +391,20 @@ impl Emitter<'_> {
     fn trailing_comment(&mut self) {
         if let Some((_, c)) = self.comments.iter().find(|(p, _)| *p == self.path) {
             self.out.push_str(" # ");
-            self.out.push_str(&c.replace(['\n', '\r'], " "));
+            self.out
+                .extend(c.chars().map(|c| if comment_safe(c) { c } else { ' ' }));
         }
     }
+}
+
+/// Whether a character may stand in a comment: YAML's printable set, less the characters a
+/// YAML 1.1 reader takes for a line break (NEL, LS, PS) and the byte order mark.
+fn comment_safe(c: char) -> bool {
+    !c.is_control()
+        && !matches!(
+            c,
+            '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}'
+        )
 }
 
 /// A scalar as YAML text: plain where every reader (1.1 and 1.2) reads it back as the same
@@ -382,7 +418,7 @@ pub fn scalar(v: &Value) -> String {
             if plain_safe(s) {
                 s.clone()
             } else {
-                serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+                double_quoted(s)
             }
         }
         Value::Array(_) => "[]".into(),
@@ -390,11 +426,40 @@ pub fn scalar(v: &Value) -> String {
     }
 }
 
+/// A double-quoted YAML scalar. Every character YAML does not allow as is (controls, DEL,
+/// the C1 block, BOM, non-characters, LS and PS) is escaped: JSON's escaping, enough for JSON,
+/// leaves DEL and C1 raw, which a YAML reader refuses.
+fn double_quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() || !comment_safe(c) => {
+                out.push_str(&format!("\\u{:04x}", u32::from(c)));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 fn plain_safe(s: &str) -> bool {
     const RESERVED: &[&str] = &[
         "y", "n", "yes", "no", "on", "off", "true", "false", "null", "~", "",
+        // the merge key: a reader merges the mapping it names instead of keeping the key
+        "<<",
     ];
     if RESERVED.contains(&s.to_ascii_lowercase().as_str()) {
+        return false;
+    }
+    // Infinity and not-a-number: `.inf`, `-.Inf`, `.NaN`.
+    let unsigned = s.strip_prefix(['-', '+']).unwrap_or(s).to_ascii_lowercase();
+    if unsigned == ".inf" || unsigned == ".nan" {
         return false;
     }
     // Flux substitutes `${VAR}` in the text before parsing it: a quoted scalar stays a string
@@ -404,9 +469,10 @@ fn plain_safe(s: &str) -> bool {
     }
     let first = s.chars().next().unwrap_or(' ');
     if first.is_ascii_digit() || matches!(first, '-' | '+' | '.') {
-        // Numbers, dates, versions like 1.20 and octal-looking 012: always quoted.
+        // Numbers (hex 0xece and octal 0o17 too), dates, versions like 1.20 and octal-looking
+        // 012: always quoted.
         if s.chars()
-            .all(|c| c.is_ascii_digit() || "-+.:_eExXoObB".contains(c))
+            .all(|c| c.is_ascii_hexdigit() || "-+.:_xXoO".contains(c))
         {
             return false;
         }
@@ -416,7 +482,9 @@ fn plain_safe(s: &str) -> bool {
             && s.len() > 1
             && !s.starts_with("- ")
             && !s.starts_with("--- ")
-            && plain_tail(s);
+            && plain_tail(s)
+            && !s.ends_with(' ')
+            && !s.ends_with(':');
     }
     plain_tail(s) && !s.ends_with(' ') && !s.ends_with(':')
 }
@@ -426,7 +494,7 @@ fn plain_tail(s: &str) -> bool {
         && !s.contains(" #")
         && !s.contains('\n')
         && !s.contains('\t')
-        && s.chars().all(|c| !c.is_control())
+        && s.chars().all(comment_safe)
 }
 
 #[cfg(test)]
@@ -462,6 +530,12 @@ mod tests {
             "*x",
             "1e3",
             "${CLUSTER_TZ:=UTC}",
+            "0xece",
+            "0o17",
+            ".inf",
+            "-.Inf",
+            ".NaN",
+            "<<",
         ] {
             assert!(scalar(&json!(s)).starts_with('"'), "{s} must be quoted");
         }

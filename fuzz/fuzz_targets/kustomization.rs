@@ -1,0 +1,6 @@
+#![no_main]
+
+#[path = "checks.rs"]
+mod checks;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::kustomization(data));
