@@ -12,7 +12,12 @@ use serde_json::{Map, Value};
 
 use fluxwave::cutover::source::FileTree;
 
-const KEYS: [&str; 4] = ["resources", "patches", "patchesStrategicMerge", "components"];
+const KEYS: [&str; 4] = [
+    "resources",
+    "patches",
+    "patchesStrategicMerge",
+    "components",
+];
 
 /// Renders an error as the CLI does (miette, with the source span), so that a span outside
 /// the text or inside a character panics here first.
@@ -57,11 +62,21 @@ pub fn catalog(data: &[u8]) {
                 };
                 let first = fluxwave::render::service(&svc, opts);
                 let second = fluxwave::render::service(&svc, opts);
-                assert_eq!(first.as_ref().ok(), second.as_ref().ok(), "rendering is not deterministic");
+                assert_eq!(
+                    first.as_ref().ok(),
+                    second.as_ref().ok(),
+                    "rendering is not deterministic"
+                );
                 if let Ok(files) = first {
                     for f in files {
                         let docs = serde_saphyr::from_multiple::<Value>(&f.text);
-                        assert!(docs.is_ok(), "rendered {} does not parse: {:?}\n{}", f.name, docs.err(), f.text);
+                        assert!(
+                            docs.is_ok(),
+                            "rendered {} does not parse: {:?}\n{}",
+                            f.name,
+                            docs.err(),
+                            f.text
+                        );
                     }
                 }
             }
@@ -82,8 +97,13 @@ pub fn config(data: &[u8]) {
         Ok(config) => {
             for n in 0..3 {
                 let emitted = fluxwave::flux::wave_kustomization_text(&config, n);
-                let back: Value = serde_saphyr::from_str(&emitted).expect("wave Kustomization parses");
-                assert_eq!(back, fluxwave::flux::wave_kustomization(&config, n), "{emitted}");
+                let back: Value =
+                    serde_saphyr::from_str(&emitted).expect("wave Kustomization parses");
+                assert_eq!(
+                    back,
+                    fluxwave::flux::wave_kustomization(&config, n),
+                    "{emitted}"
+                );
                 assert_eq!(config.wave_of_name(&config.wave_name(n)), Some(n));
                 let item = fluxwave::repo::kedit::decryption_patch_item(
                     &config.wave_name(n),
@@ -190,7 +210,9 @@ pub fn kedit(data: &[u8]) {
         return;
     }
     let (rm, rest) = rest.split_at(n);
-    let Ok(rest) = std::str::from_utf8(rest) else { return };
+    let Ok(rest) = std::str::from_utf8(rest) else {
+        return;
+    };
     let mut parts = rest.split('\0');
     let text = parts.next().unwrap_or("").to_string();
     let items: Vec<String> = parts.take(4).map(str::to_string).collect();
@@ -234,7 +256,13 @@ pub fn kedit(data: &[u8]) {
     }
     map.insert(key.to_string(), Value::Array(want));
     let got: Value = serde_saphyr::from_str(&edited).expect("an Ok edit parses");
-    assert_eq!(got, Value::Object(map), "edit of\n{}\ngave\n{}", text, edited);
+    assert_eq!(
+        got,
+        Value::Object(map),
+        "edit of\n{}\ngave\n{}",
+        text,
+        edited
+    );
 }
 
 /// Reads a tree from bytes: one byte picks the node, a length byte precedes a string.
@@ -269,7 +297,11 @@ impl Bytes<'_> {
             3 => Value::String(self.string()?),
             4 => {
                 let n = self.byte()? % 5;
-                Value::Array((0..n).map(|_| self.value(depth + 1)).collect::<Option<_>>()?)
+                Value::Array(
+                    (0..n)
+                        .map(|_| self.value(depth + 1))
+                        .collect::<Option<_>>()?,
+                )
             }
             _ => {
                 let n = self.byte()? % 5;
@@ -287,7 +319,11 @@ fn pointers(v: &Value, at: String, out: &mut Vec<String>) {
     match v {
         Value::Object(m) => {
             for (k, v) in m {
-                pointers(v, format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")), out);
+                pointers(
+                    v,
+                    format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
+                    out,
+                );
             }
         }
         Value::Array(a) => {
@@ -304,7 +340,9 @@ fn pointers(v: &Value, at: String, out: &mut Vec<String>) {
 pub fn emit(data: &[u8]) {
     let mut input = Bytes(data);
     let Some(v) = input.value(0) else { return };
-    let Some(comment) = input.string() else { return };
+    let Some(comment) = input.string() else {
+        return;
+    };
     let mut ptrs = Vec::new();
     pointers(&v, String::new(), &mut ptrs);
     let target = ptrs.first().cloned().unwrap_or_default();
