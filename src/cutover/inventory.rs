@@ -443,15 +443,7 @@ fn mark_unbuilt(inv: &mut Inventory, id: &ObjectId) {
 
 /// The inline `postBuild.substitute` variables of a Flux Kustomization.
 fn substitutions(owner: &Value) -> BTreeMap<String, String> {
-    owner
-        .pointer("/spec/postBuild/substitute")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                .collect()
-        })
-        .unwrap_or_default()
+    crate::flux::string_map_at(owner, "/spec/postBuild/substitute")
 }
 
 /// Flux's `${VAR}`, `${VAR:=default}` and `${VAR:-default}` in an object's name and namespace.

@@ -125,15 +125,7 @@ pub const CLUSTER_SCOPED: &[&str] = &[
 
 /// A string map of `metadata.<key>` (labels or annotations).
 pub fn string_map(v: &Value, key: &str) -> BTreeMap<String, String> {
-    v.get("metadata")
-        .and_then(|m| m.get(key))
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                .collect()
-        })
-        .unwrap_or_default()
+    crate::flux::string_map_at(v, &format!("/metadata/{key}"))
 }
 
 /// The per-object opt-out Flux honours before deleting, if the object carries one (as a

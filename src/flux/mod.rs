@@ -82,16 +82,7 @@ impl FluxKustomization {
             return None;
         }
         let meta = doc.get("metadata")?;
-        let strings = |key: &str| -> std::collections::BTreeMap<String, String> {
-            meta.get(key)
-                .and_then(Value::as_object)
-                .map(|m| {
-                    m.iter()
-                        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
+        let strings = |key: &str| string_map_at(meta, &format!("/{key}"));
         let spec = doc.get("spec");
         Some(FluxKustomization {
             name: meta.get("name")?.as_str()?.to_string(),
@@ -113,6 +104,19 @@ impl FluxKustomization {
             object: doc.clone(),
         })
     }
+}
+
+/// The string entries of the mapping at a JSON pointer (labels, annotations, substitutions);
+/// empty when there is none. Non-string values are left out.
+pub fn string_map_at(v: &Value, pointer: &str) -> std::collections::BTreeMap<String, String> {
+    v.pointer(pointer)
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// `./apps/` -> `apps`; `./` -> ``.
