@@ -329,24 +329,7 @@ fn cat_blobs(root: &Path, blobs: &[String]) -> Result<Vec<Vec<u8>>> {
     Ok(out)
 }
 
-/// `a/b` + `../c` -> `a/c`; `None` when the path leaves the repository.
-pub fn join(dir: &str, rel: &str) -> Option<String> {
-    let mut parts: Vec<&str> = if rel.starts_with('/') {
-        Vec::new()
-    } else {
-        dir.split('/').filter(|s| !s.is_empty()).collect()
-    };
-    for seg in rel.split('/') {
-        match seg {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            s => parts.push(s),
-        }
-    }
-    Some(parts.join("/"))
-}
+pub use crate::repo::join;
 
 #[cfg(test)]
 mod tests {

@@ -92,18 +92,6 @@ pub fn join(dir: &str, entry: &str) -> Option<String> {
     if entry.contains("://") || entry.starts_with("github.com/") {
         return None;
     }
-    let mut parts: Vec<&str> = dir
-        .split('/')
-        .filter(|s| !s.is_empty() && *s != ".")
-        .collect();
-    for part in entry.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            p => parts.push(p),
-        }
-    }
-    Some(parts.join("/"))
+    // An entry is read relative to `dir` even with a leading `/`.
+    crate::repo::join(dir, entry.trim_start_matches('/'))
 }

@@ -201,6 +201,28 @@ pub fn read_optional(root: &Path, rel: &str) -> Result<Option<String>> {
     }
 }
 
+/// `a/b` + `../c` -> `a/c` (a leading `/` starts from the repository root); `None` when the
+/// path leaves the repository. Every relative reference fluxwave follows goes through here.
+pub fn join(dir: &str, rel: &str) -> Option<String> {
+    let mut parts: Vec<&str> = if rel.starts_with('/') {
+        Vec::new()
+    } else {
+        dir.split('/')
+            .filter(|s| !s.is_empty() && *s != ".")
+            .collect()
+    };
+    for seg in rel.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            s => parts.push(s),
+        }
+    }
+    Some(parts.join("/"))
+}
+
 /// A file a kustomization in `dir` refers to (a patch), read only when the reference stays
 /// inside the repository and is a regular file: what the editor and the lints may look at.
 pub fn read_referenced(root: &Path, dir: &str, entry: &str) -> Option<String> {
