@@ -163,33 +163,21 @@ impl TestRepo {
                     continue;
                 }
                 let ft = e.file_type().unwrap();
+                let rel = e
+                    .path()
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
                 if ft.is_symlink() {
                     // A link is recorded as where it points, never read through.
-                    let rel = e
-                        .path()
-                        .strip_prefix(root)
-                        .unwrap()
-                        .to_string_lossy()
-                        .into_owned();
                     let target = std::fs::read_link(e.path()).unwrap();
                     out.insert(rel, format!("-> {}", target.display()).into_bytes());
                 } else if ft.is_dir() {
                     walk(root, &e.path(), out);
                 } else if !ft.is_file() {
-                    let rel = e
-                        .path()
-                        .strip_prefix(root)
-                        .unwrap()
-                        .to_string_lossy()
-                        .into_owned();
                     out.insert(rel, b"(not a regular file)".to_vec());
                 } else {
-                    let rel = e
-                        .path()
-                        .strip_prefix(root)
-                        .unwrap()
-                        .to_string_lossy()
-                        .into_owned();
                     out.insert(rel, std::fs::read(e.path()).unwrap());
                 }
             }
