@@ -11,14 +11,10 @@ use super::{flux_name, Finding, Flux, Severity};
 
 pub const CODE: &str = "sops-without-decryption";
 
-/// Whether a manifest is SOPS-encrypted: a `sops` mapping with its `mac`.
-pub fn is_sops(v: &Value) -> bool {
-    v.get("sops").and_then(|s| s.get("mac")).is_some()
-}
-
 pub fn sops_without_decryption(flux: &Flux, waves_handled: bool) -> Vec<Finding> {
     let mut findings = Vec::new();
     for inv in &flux.envs {
+        let builds = flux.builds(inv);
         for (id, owner) in &inv.owners {
             if owner
                 .object
@@ -28,8 +24,7 @@ pub fn sops_without_decryption(flux: &Flux, waves_handled: bool) -> Vec<Finding>
             {
                 continue;
             }
-            let built = flux.built_by(inv, id);
-            let Some(sops) = built.iter().find(|b| is_sops(b.value)) else {
+            let Some(sops) = builds.get(id).into_iter().flatten().find(|b| b.facts.sops) else {
                 continue;
             };
             let (path, pos) = flux.owner_at(inv, owner, "spec");

@@ -43,7 +43,7 @@ pub fn image_policies(flux: &Flux) -> Vec<Finding> {
     let mut policies: Vec<ObjectId> = Vec::new();
     for (_, id, e) in flux.objects() {
         if id.is(IMAGE_GROUP, "ImageUpdateAutomation") {
-            let Some(update) = e.value.pointer("/spec/update") else {
+            let Some(update) = e.whole.as_ref().and_then(|v| v.pointer("/spec/update")) else {
                 continue;
             };
             let strategy = update

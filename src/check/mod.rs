@@ -17,13 +17,15 @@ mod stateful;
 mod substitution;
 mod timeout;
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::config::Config;
 use crate::cutover::inventory::{self, Inventory, Owner};
+use crate::cutover::object::Facts;
 use crate::cutover::source::FileTree;
 use crate::cutover::ObjectId;
 use crate::error::Result;
@@ -92,7 +94,7 @@ pub struct Flux {
 
 /// One object of an owner's build: a plain object or a Flux Kustomization it creates.
 pub struct Built<'a> {
-    pub value: &'a Value,
+    pub facts: Cow<'a, Facts>,
     pub file: &'a str,
     pub index: usize,
 }
@@ -107,28 +109,30 @@ impl Flux {
         Ok(Flux { tree, config, envs })
     }
 
-    /// Everything `owner` applies in `inv`.
-    pub fn built_by<'a>(&self, inv: &'a Inventory, owner: &ObjectId) -> Vec<Built<'a>> {
-        let objects = inv
+    /// Everything each owner of `inv` applies, by owner (one pass over the inventory).
+    pub fn builds<'a>(&self, inv: &'a Inventory) -> BTreeMap<&'a ObjectId, Vec<Built<'a>>> {
+        let mut builds: BTreeMap<&ObjectId, Vec<Built>> = BTreeMap::new();
+        for e in inv
             .objects
             .values()
             .chain(inv.duplicates.iter().map(|(_, e)| e))
-            .filter(|e| &e.owner == owner)
-            .map(|e| Built {
-                value: &e.value,
+        {
+            builds.entry(&e.owner).or_default().push(Built {
+                facts: Cow::Borrowed(&e.facts),
                 file: &e.file,
                 index: e.index,
             });
-        let children = inv
-            .owners
-            .values()
-            .filter(|o| o.parent.as_ref() == Some(owner))
-            .map(|o| Built {
-                value: &o.object,
+        }
+        for o in inv.owners.values() {
+            let Some(parent) = &o.parent else { continue };
+            let substitutes = inv.owners.get(parent).is_some_and(Owner::substitutes);
+            builds.entry(parent).or_default().push(Built {
+                facts: Cow::Owned(Facts::of(&o.object, substitutes)),
                 file: &o.file,
                 index: o.index,
             });
-        objects.chain(children).collect()
+        }
+        builds
     }
 
     /// Every object of every environment (each owner's copy of an object built twice).

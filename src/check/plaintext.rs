@@ -6,8 +6,8 @@
 
 use serde_json::Value;
 
-use super::decryption::is_sops;
 use super::{locate, Finding, Flux, Severity};
+use crate::cutover::object::is_sops;
 
 pub const CODE: &str = "plaintext-secret";
 

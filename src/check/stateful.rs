@@ -4,11 +4,8 @@
 //! leave it in place.
 
 use super::{locate, Finding, Flux, Severity};
-use crate::cutover::object::string_map;
 
 pub const CODE: &str = "unprotected-stateful";
-
-const PRUNE: &str = "kustomize.toolkit.fluxcd.io/prune";
 
 pub fn unprotected_stateful(flux: &Flux) -> Vec<Finding> {
     let mut findings = Vec::new();
@@ -19,12 +16,7 @@ pub fn unprotected_stateful(flux: &Flux) -> Vec<Finding> {
                 | ("apps", "StatefulSet")
                 | ("postgresql.cnpg.io", "Cluster")
         );
-        let protected = ["annotations", "labels"].iter().any(|k| {
-            string_map(&e.value, k)
-                .get(PRUNE)
-                .is_some_and(|v| v == "disabled")
-        });
-        if !stateful || protected {
+        if !stateful || e.facts.prune_disabled {
             continue;
         }
         findings.push(

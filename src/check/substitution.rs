@@ -12,75 +12,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::{flux_name, locate, Finding, Flux, Severity};
-use crate::cutover::object::string_map;
 use crate::cutover::ObjectId;
 
 pub const UNDEFINED: &str = "undefined-variable";
 pub const UNKNOWABLE: &str = "unknowable-variable";
 
-const OPT_OUT: &str = "kustomize.toolkit.fluxcd.io/substitute";
-
-/// The variables a string needs: `${NAME}` without a default, `$${...}` skipped.
-pub fn needed(s: &str, out: &mut BTreeSet<String>) {
-    let b = s.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] != b'$' {
-            i += 1;
-            continue;
-        }
-        if b.get(i + 1) == Some(&b'$') {
-            i += 2; // `$$` is a literal `$`: `$${VAR}` is no variable
-            continue;
-        }
-        if b.get(i + 1) != Some(&b'{') {
-            i += 1;
-            continue;
-        }
-        let start = i + 2;
-        let mut end = start;
-        while end < b.len() && (b[end].is_ascii_alphanumeric() || b[end] == b'_') {
-            end += 1;
-        }
-        let name = &s[start..end];
-        let rest = &s[end..];
-        let has_default = [":=", ":-", "=", "-"].iter().any(|op| rest.starts_with(op));
-        let valid = name
-            .as_bytes()
-            .first()
-            .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_');
-        if valid && !has_default && rest.contains('}') {
-            out.insert(name.to_string());
-        }
-        i = end.max(i + 2);
-    }
-}
-
-fn walk(v: &Value, out: &mut BTreeSet<String>) {
-    match v {
-        Value::String(s) => needed(s, out),
-        Value::Array(items) => items.iter().for_each(|i| walk(i, out)),
-        Value::Object(m) => {
-            for (k, v) in m {
-                needed(k, out);
-                walk(v, out);
-            }
-        }
-        _ => {}
-    }
-}
-
-fn opted_out(v: &Value) -> bool {
-    ["annotations", "labels"].iter().any(|k| {
-        string_map(v, k)
-            .get(OPT_OUT)
-            .is_some_and(|x| x == "disabled")
-    })
-}
-
 pub fn variables(flux: &Flux) -> Vec<Finding> {
     let mut findings = Vec::new();
     for inv in &flux.envs {
+        let builds = flux.builds(inv);
         for (id, owner) in &inv.owners {
             let Some(post) = owner
                 .object
@@ -117,17 +57,14 @@ pub fn variables(flux: &Flux) -> Vec<Finding> {
                 }
             }
             let mut by_file: BTreeMap<(&str, usize), BTreeSet<String>> = BTreeMap::new();
-            for b in flux.built_by(inv, id) {
-                if opted_out(b.value) {
-                    continue;
-                }
-                let mut vars = BTreeSet::new();
-                walk(b.value, &mut vars);
-                vars.retain(|v| !defined.contains(v));
-                if !vars.is_empty() {
-                    by_file.entry((b.file, b.index)).or_default().extend(vars);
-                }
+            for b in builds.get(id).into_iter().flatten() {
+                let vars = b.facts.variables.iter().filter(|v| !defined.contains(*v));
+                by_file
+                    .entry((b.file, b.index))
+                    .or_default()
+                    .extend(vars.cloned());
             }
+            by_file.retain(|_, vars| !vars.is_empty());
             for ((file, index), vars) in by_file {
                 for var in vars {
                     let pos = locate::text(&flux.tree, file, index, &format!("${{{var}"));
@@ -172,30 +109,24 @@ pub fn variables(flux: &Flux) -> Vec<Finding> {
 
 /// The keys of a ConfigMap or Secret some environment builds; `None` when none does.
 fn keys_of(flux: &Flux, id: &ObjectId) -> Option<BTreeSet<String>> {
-    let value = flux
-        .envs
-        .iter()
-        .find_map(|inv| inv.objects.get(id))
-        .map(|e| &e.value)?;
-    let maps: Vec<_> = ["data", "stringData", "binaryData"]
-        .iter()
-        .filter_map(|k| value.get(*k).and_then(Value::as_object))
-        .collect();
+    let entry = flux.envs.iter().find_map(|inv| inv.objects.get(id))?;
     // A generated ConfigMap's keys are not modelled: as good as unknown.
-    if maps.is_empty() {
-        return None;
-    }
-    Some(maps.iter().flat_map(|m| m.keys().cloned()).collect())
+    entry
+        .facts
+        .data_keys
+        .as_ref()
+        .map(|k| k.iter().cloned().collect())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cutover::object::needed_variables;
 
     #[test]
     fn finds_variables_without_defaults_and_skips_escapes() {
         let mut out = BTreeSet::new();
-        needed(
+        needed_variables(
             "${A} ${B:=x} ${C:-x} ${D=x} ${E-x} $${F} ${G^^} $H ${1X} ${_I}",
             &mut out,
         );

@@ -8,9 +8,8 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde_json::{json, Map, Value};
 
-use super::kustomize::{Builder, Warning};
-use super::object::ObjectId;
-use super::parsed::Parsed;
+use super::kustomize::{Builder, Resource, Warning};
+use super::object::{kept_whole, Facts, ObjectId};
 use super::source::{join, FileTree};
 use crate::config::{self, Config};
 use crate::error::Result;
@@ -83,6 +82,13 @@ impl Owner {
             object: v.clone(),
             id,
         })
+    }
+
+    /// Whether it substitutes variables in what it builds (`spec.postBuild`).
+    pub fn substitutes(&self) -> bool {
+        self.object
+            .pointer("/spec/postBuild")
+            .is_some_and(Value::is_object)
     }
 
     /// Whether it deletes what leaves its build when it reconciles.
@@ -169,13 +175,27 @@ pub fn flux_id(namespace: &str, name: &str) -> ObjectId {
     }
 }
 
-/// One object of an inventory.
+/// One object of an inventory: who applies it, where it is written, and what the rules and
+/// lints read of it (the object itself is kept only for the kinds of `kept_whole`).
 #[derive(Debug, Clone)]
 pub struct Entry {
     pub owner: ObjectId,
-    pub value: Value,
     pub file: String,
     pub index: usize,
+    pub facts: Facts,
+    pub whole: Option<Value>,
+}
+
+impl Entry {
+    fn new(owner: &Owner, id: &ObjectId, r: Resource) -> Entry {
+        Entry {
+            owner: owner.id.clone(),
+            facts: Facts::of(&r.value, owner.substitutes()),
+            whole: kept_whole(id).then_some(r.value),
+            file: r.file,
+            index: r.index,
+        }
+    }
 }
 
 /// One environment at one revision.
@@ -301,17 +321,7 @@ pub fn is_flux_kustomization(v: &Value) -> bool {
 
 /// Builds environment `env` (entry `env_path`) of `tree`.
 pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
-    build_parsed(tree, None, env, env_path)
-}
-
-/// `build`, taking documents from `parsed` where it has them.
-pub fn build_parsed(
-    tree: &FileTree,
-    parsed: Option<&Parsed>,
-    env: &str,
-    env_path: &str,
-) -> Inventory {
-    let mut builder = Builder::with_parsed(tree, parsed);
+    let mut builder = Builder::new(tree);
     let mut inv = Inventory {
         env: env.to_string(),
         env_path: env_path.to_string(),
@@ -403,27 +413,13 @@ pub fn build_parsed(
                             e.owner, e.owner
                         ),
                     });
-                    inv.duplicates.push((
-                        id,
-                        Entry {
-                            owner: owner_id.clone(),
-                            value: r.value,
-                            file: r.file,
-                            index: r.index,
-                        },
-                    ));
+                    let entry = Entry::new(&owner, &id, r);
+                    inv.duplicates.push((id, entry));
                 }
                 Some(_) => {}
                 None => {
-                    inv.objects.insert(
-                        id,
-                        Entry {
-                            owner: owner_id.clone(),
-                            value: r.value,
-                            file: r.file,
-                            index: r.index,
-                        },
-                    );
+                    let entry = Entry::new(&owner, &id, r);
+                    inv.objects.insert(id, entry);
                 }
             }
         }

@@ -5,12 +5,11 @@
 //! that can change the set of objects is reported as a `Warning` naming the file and the
 //! feature: a build is never silently incomplete.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Map, Value};
 
 use super::object::{group_of, string_map, version_of, ObjectId, CLUSTER_SCOPED};
-use super::parsed::Parsed;
 use super::source::{join, FileTree};
 use crate::repo::kedit::{ObjectRef, PatchTarget};
 use crate::yaml;
@@ -131,8 +130,8 @@ const MAX_DEPTH: usize = 64;
 
 pub struct Builder<'a> {
     tree: &'a FileTree,
-    /// Documents parsed ahead of the build (see `parsed`).
-    parsed: Option<&'a Parsed>,
+    /// Files of the folder being built, parsed ahead on every core (see `prefetch`).
+    ready: HashMap<String, Result<Vec<Value>, String>>,
     pub warnings: Vec<Warning>,
     /// Kinds of cluster-scoped custom resources seen in CRDs of this tree.
     cluster_kinds: BTreeSet<String>,
@@ -143,11 +142,6 @@ type Built = Result<Vec<Resource>, String>;
 
 impl<'a> Builder<'a> {
     pub fn new(tree: &'a FileTree) -> Builder<'a> {
-        Builder::with_parsed(tree, None)
-    }
-
-    /// A builder that takes the documents of `parsed` instead of parsing files again.
-    pub fn with_parsed(tree: &'a FileTree, parsed: Option<&'a Parsed>) -> Builder<'a> {
         let mut cluster_kinds = BTreeSet::new();
         // Cluster-scoped custom kinds are known from any CRD in the revision.
         for path in tree.files_under("") {
@@ -165,7 +159,7 @@ impl<'a> Builder<'a> {
         }
         Builder {
             tree,
-            parsed,
+            ready: HashMap::new(),
             warnings: Vec::new(),
             cluster_kinds,
             stack: Vec::new(),
@@ -213,27 +207,38 @@ impl<'a> Builder<'a> {
         if !self.tree.is_dir(dir) {
             return Err(format!("path `./{dir}` does not exist"));
         }
-        let files: Vec<String> = self.tree.files_under(dir).map(String::from).collect();
+        // Every file, with the sub-folder holding a kustomization that builds it, if any.
+        let files: Vec<(String, Option<String>)> = self
+            .tree
+            .files_under(dir)
+            .map(|file| {
+                let below = file.strip_prefix(&format!("{dir}/")).unwrap_or(file);
+                let segments: Vec<&str> = below.split('/').collect();
+                let mut sub = dir.to_string();
+                for seg in &segments[..segments.len().saturating_sub(1)] {
+                    sub = join(&sub, seg).unwrap_or_default();
+                    if self.kustomization_file(&sub).is_some() {
+                        return (file.to_string(), Some(sub));
+                    }
+                }
+                (file.to_string(), None)
+            })
+            .collect();
+        let manifests: Vec<&str> = files
+            .iter()
+            .filter(|(file, sub)| sub.is_none() && is_manifest(file))
+            .map(|(file, _)| file.as_str())
+            .collect();
+        self.prefetch(&manifests);
         let mut out = Vec::new();
         let mut built = BTreeSet::new();
-        for file in files {
-            let below = file.strip_prefix(&format!("{dir}/")).unwrap_or(&file);
-            let segments: Vec<&str> = below.split('/').collect();
-            let mut sub = dir.to_string();
-            let mut kustomized = None;
-            for seg in &segments[..segments.len().saturating_sub(1)] {
-                sub = join(&sub, seg).unwrap_or_default();
-                if self.kustomization_file(&sub).is_some() {
-                    kustomized = Some(sub.clone());
-                    break;
-                }
-            }
+        for (file, kustomized) in files {
             match kustomized {
                 Some(sub) if built.insert(sub.clone()) => {
                     out.extend(self.build_dir(&sub)?);
                 }
                 Some(_) => {}
-                None if file.ends_with(".yaml") || file.ends_with(".yml") => {
+                None if is_manifest(&file) => {
                     // Flux's generator leaves out what is not a Kubernetes object.
                     out.extend(
                         self.load_file(&file)?
@@ -252,9 +257,9 @@ impl<'a> Builder<'a> {
             .tree
             .read(path)
             .ok_or_else(|| format!("{path}: file not found"))?;
-        let docs = match self.parsed.and_then(|p| p.take(text)) {
-            Some(docs) => docs,
-            None => yaml::parse_all(path, text).map_err(|e| e.to_string())?,
+        let docs = match self.ready.remove(path) {
+            Some(docs) => docs?,
+            None => parse_file(path, text)?,
         };
         let mut out = Vec::new();
         for (index, doc) in docs.into_iter().enumerate() {
@@ -286,6 +291,21 @@ impl<'a> Builder<'a> {
         Ok(out)
     }
 
+    /// Parses `paths` (the files a folder's build is about to load) in parallel, so that
+    /// building a folder of thousands of manifests uses every core. Only the folder at hand
+    /// is parsed ahead: what is held is what its build holds anyway.
+    fn prefetch(&mut self, paths: &[&str]) {
+        let tree = self.tree;
+        let parsed = crate::par::map(paths, |path| {
+            tree.read(path).map(|text| parse_file(path, text))
+        });
+        for (path, docs) in paths.iter().zip(parsed) {
+            if let Some(docs) = docs {
+                self.ready.insert(path.to_string(), docs);
+            }
+        }
+    }
+
     fn read_kustomization(&self, file: &str) -> Result<Map<String, Value>, String> {
         let text = self
             .tree
@@ -315,6 +335,16 @@ impl<'a> Builder<'a> {
         mut acc: Vec<Resource>,
     ) -> Built {
         let k = self.read_kustomization(file)?;
+        let files: Vec<String> = ["resources", "bases"]
+            .iter()
+            .filter_map(|field| list(&k, field, file).ok())
+            .flatten()
+            .filter_map(Value::as_str)
+            .filter(|entry| !is_remote(entry))
+            .filter_map(|entry| join(dir, entry))
+            .filter(|path| self.tree.is_file(path))
+            .collect();
+        self.prefetch(&files.iter().map(String::as_str).collect::<Vec<_>>());
         for field in ["resources", "bases"] {
             for entry in list(&k, field, file)? {
                 let Some(entry) = entry.as_str() else {
@@ -569,6 +599,14 @@ impl<'a> Builder<'a> {
         }
         Ok(acc)
     }
+}
+
+fn is_manifest(file: &str) -> bool {
+    file.ends_with(".yaml") || file.ends_with(".yml")
+}
+
+fn parse_file(path: &str, text: &yaml::Text) -> Result<Vec<Value>, String> {
+    yaml::parse_all(path, text).map_err(|e| e.to_string())
 }
 
 fn is_remote(entry: &str) -> bool {

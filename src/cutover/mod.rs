@@ -7,7 +7,6 @@
 pub mod inventory;
 pub mod kustomize;
 pub mod object;
-mod parsed;
 pub mod rules;
 pub mod runbook;
 pub mod source;
@@ -21,7 +20,6 @@ use crate::error::Result;
 use inventory::Inventory;
 pub use kustomize::Warning;
 pub use object::ObjectId;
-use parsed::Parsed;
 pub use rules::{Deletion, Rule};
 use source::FileTree;
 
@@ -80,14 +78,12 @@ pub fn compare(old: &FileTree, new: &FileTree, change: &str) -> Result<Report> {
     }
     let mut pairs: Vec<(Inventory, Inventory)> = Vec::new();
     let mut warnings = Vec::new();
-    // Parsing is most of the work: every file once, in parallel, then both revisions are
-    // built side by side.
-    let parsed = Parsed::of(&[old, new]);
+    // Both revisions are built side by side.
     for (name, (old_path, new_path)) in &envs {
         match (old_path, new_path) {
             (Some(op), Some(np)) => pairs.push(std::thread::scope(|s| {
-                let o = s.spawn(|| inventory::build_parsed(old, Some(&parsed), name, op));
-                let n = inventory::build_parsed(new, Some(&parsed), name, np);
+                let o = s.spawn(|| inventory::build(old, name, op));
+                let n = inventory::build(new, name, np);
                 let o = o.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
                 (o, n)
             })),
@@ -100,7 +96,6 @@ pub fn compare(old: &FileTree, new: &FileTree, change: &str) -> Result<Report> {
             _ => {}
         }
     }
-    drop(parsed);
     let mut deletions = Vec::new();
     let mut removed = Vec::new();
     for (o, n) in &pairs {

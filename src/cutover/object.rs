@@ -131,13 +131,19 @@ pub fn string_map(v: &Value, key: &str) -> BTreeMap<String, String> {
 /// The per-object opt-out Flux honours before deleting, if the object carries one (as a
 /// label or an annotation): `prune: disabled`, `reconcile: disabled` or `ssa: Ignore`.
 pub fn opt_out(v: &Value) -> Option<String> {
+    opt_out_of(&string_map(v, "annotations"), &string_map(v, "labels"))
+}
+
+fn opt_out_of(
+    annotations: &BTreeMap<String, String>,
+    labels: &BTreeMap<String, String>,
+) -> Option<String> {
     const OPT_OUTS: &[(&str, &str)] = &[
-        ("kustomize.toolkit.fluxcd.io/prune", "disabled"),
+        (PRUNE, "disabled"),
         ("kustomize.toolkit.fluxcd.io/reconcile", "disabled"),
         ("kustomize.toolkit.fluxcd.io/ssa", "Ignore"),
     ];
-    for key in ["annotations", "labels"] {
-        let map = string_map(v, key);
+    for map in [annotations, labels] {
         for (k, val) in OPT_OUTS {
             if map.get(*k).is_some_and(|x| x.eq_ignore_ascii_case(val)) {
                 return Some(format!("{k}: {val}"));
@@ -145,6 +151,123 @@ pub fn opt_out(v: &Value) -> Option<String> {
         }
     }
     None
+}
+
+/// What the deletion rules and the lints read of an object, taken when a build records it.
+/// An inventory keeps these instead of the object: a repository of 100,000 services builds
+/// hundreds of thousands of objects, and holding them whole costs gigabytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Facts {
+    /// The Flux opt-out it carries (see `opt_out`).
+    pub opt_out: Option<String>,
+    /// `kustomize.toolkit.fluxcd.io/prune: disabled`, as a label or an annotation.
+    pub prune_disabled: bool,
+    /// SOPS-encrypted (see `is_sops`).
+    pub sops: bool,
+    /// The `${VAR}`s it needs (see `needed_variables`), sorted; only read when its owner
+    /// substitutes variables, so only then taken.
+    pub variables: Vec<String>,
+    /// The keys of its `data`, `stringData` and `binaryData`, when it has any of them.
+    pub data_keys: Option<Vec<String>>,
+}
+
+impl Facts {
+    /// The facts of `v`; its variables only when `substituted` (its owner has `postBuild`).
+    pub fn of(v: &Value, substituted: bool) -> Facts {
+        let annotations = string_map(v, "annotations");
+        let labels = string_map(v, "labels");
+        let set = |key: &str, value: &str| {
+            [&annotations, &labels]
+                .iter()
+                .any(|m| m.get(key).is_some_and(|x| x == value))
+        };
+        let mut variables = BTreeSet::new();
+        if substituted && !set(SUBSTITUTE, "disabled") {
+            needed_in(v, &mut variables);
+        }
+        let maps: Vec<&serde_json::Map<String, Value>> = ["data", "stringData", "binaryData"]
+            .iter()
+            .filter_map(|k| v.get(*k).and_then(Value::as_object))
+            .collect();
+        Facts {
+            opt_out: opt_out_of(&annotations, &labels),
+            prune_disabled: set(PRUNE, "disabled"),
+            sops: is_sops(v),
+            variables: variables.into_iter().collect(),
+            data_keys: (!maps.is_empty())
+                .then(|| maps.iter().flat_map(|m| m.keys().cloned()).collect()),
+        }
+    }
+}
+
+/// Kinds an inventory keeps whole, because a rule or a lint reads their specs: CRDs (the
+/// kinds they define), HelmReleases (whether their values configure persistence) and
+/// ImageUpdateAutomations (the path they update). A repository holds few of them.
+pub fn kept_whole(id: &ObjectId) -> bool {
+    id.is("apiextensions.k8s.io", "CustomResourceDefinition")
+        || id.is("helm.toolkit.fluxcd.io", "HelmRelease")
+        || id.is("image.toolkit.fluxcd.io", "ImageUpdateAutomation")
+}
+
+/// Whether a manifest is SOPS-encrypted: a `sops` mapping with its `mac`.
+pub fn is_sops(v: &Value) -> bool {
+    v.get("sops").and_then(|s| s.get("mac")).is_some()
+}
+
+const PRUNE: &str = "kustomize.toolkit.fluxcd.io/prune";
+const SUBSTITUTE: &str = "kustomize.toolkit.fluxcd.io/substitute";
+
+/// The variables a string needs for Flux's `postBuild` substitution: `${NAME}` without a
+/// default (`${NAME:=x}`, `${NAME:-x}`, `${NAME=x}`, `${NAME-x}`), `$${...}` skipped (an
+/// escape).
+pub fn needed_variables(s: &str, out: &mut BTreeSet<String>) {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'$' {
+            i += 1;
+            continue;
+        }
+        if b.get(i + 1) == Some(&b'$') {
+            i += 2; // `$$` is a literal `$`: `$${VAR}` is no variable
+            continue;
+        }
+        if b.get(i + 1) != Some(&b'{') {
+            i += 1;
+            continue;
+        }
+        let start = i + 2;
+        let mut end = start;
+        while end < b.len() && (b[end].is_ascii_alphanumeric() || b[end] == b'_') {
+            end += 1;
+        }
+        let name = &s[start..end];
+        let rest = &s[end..];
+        let has_default = [":=", ":-", "=", "-"].iter().any(|op| rest.starts_with(op));
+        let valid = name
+            .as_bytes()
+            .first()
+            .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_');
+        if valid && !has_default && rest.contains('}') {
+            out.insert(name.to_string());
+        }
+        i = end.max(i + 2);
+    }
+}
+
+/// `needed_variables` of every key and string of `v`.
+fn needed_in(v: &Value, out: &mut BTreeSet<String>) {
+    match v {
+        Value::String(s) => needed_variables(s, out),
+        Value::Array(items) => items.iter().for_each(|i| needed_in(i, out)),
+        Value::Object(m) => {
+            for (k, v) in m {
+                needed_variables(k, out);
+                needed_in(v, out);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// The group and kind of every custom resource a CRD manifest defines.

@@ -164,7 +164,7 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
         .collect();
 
     for (id, e) in &old.objects {
-        if opt_out(&e.value).is_some() {
+        if e.facts.opt_out.is_some() {
             continue;
         }
         let Some(owner) = old.owners.get(&e.owner) else {
@@ -243,7 +243,7 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
         .keys()
         .filter(|id| id.kind == "CustomResourceDefinition")
         .filter_map(|id| {
-            let (g, k, _) = crd_kind(&old.objects.get(id)?.value)?;
+            let (g, k, _) = crd_kind(old.objects.get(id)?.whole.as_ref()?)?;
             Some((g, k, id.clone()))
         })
         .collect();
@@ -286,7 +286,7 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
         d.stateful = d.id.is_stateful_kind()
             || (d.id.kind == "Namespace" && d.id.group.is_empty() && holding.contains(&d.id.name));
         if d.id.is("helm.toolkit.fluxcd.io", "HelmRelease") {
-            let value = old.objects.get(&d.id).map(|e| &e.value);
+            let value = old.objects.get(&d.id).and_then(|e| e.whole.as_ref());
             let persistent = value.is_some_and(mentions_persistence);
             let target = value
                 .and_then(|v| v.pointer("/spec/targetNamespace"))
