@@ -3,7 +3,7 @@
 //! with Flux's per-object opt-out, and the verification commands, all with the real names.
 //! Only what the deletions call for is written; a safe change gets no runbook.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
@@ -137,18 +137,21 @@ pub fn write(
             ks(&o.id).replacen("kustomization", "get kustomization", 1)
         ));
     }
+    // The first deletion of each object (an object may be deleted in several environments).
+    let mut first_of: BTreeMap<&ObjectId, &Deletion> = BTreeMap::new();
+    for d in deletions {
+        first_of.entry(&d.id).or_insert(d);
+    }
+    let released: BTreeSet<&ObjectId> = deletions
+        .iter()
+        .filter(|d| d.rule == Rule::OwnerRemoved)
+        .map(|d| &d.id)
+        .collect();
     for id in &protect {
-        if deletions
-            .iter()
-            .any(|d| &d.id == *id && d.rule == Rule::OwnerRemoved)
-            && !removed.is_empty()
-        {
+        if released.contains(id) && !removed.is_empty() {
             continue; // released with its owner
         }
-        let file = deletions
-            .iter()
-            .find(|d| &d.id == *id)
-            .map_or(String::new(), |d| d.file.clone());
+        let file = first_of.get(id).map_or(String::new(), |d| d.file.clone());
         annotated += 1;
         first.push(format!(
             "{file}: add the annotation `{PRUNE}: disabled` to {id}"
