@@ -175,25 +175,29 @@ impl FileTree {
                 "--exclude-standard",
             ],
         )?;
-        let mut files = BTreeMap::new();
-        for path in listing.split(|b| *b == 0).filter(|e| !e.is_empty()) {
-            let Ok(path) = std::str::from_utf8(path) else {
-                continue;
-            };
+        let paths: Vec<&str> = listing
+            .split(|b| *b == 0)
+            .filter_map(|p| std::str::from_utf8(p).ok())
+            .filter(|p| !p.is_empty() && wanted(p))
+            .collect();
+        // Read on every core: at 100,000 services this is 260,000 files.
+        let texts = crate::par::map(&paths, |path| -> Result<Option<Text>> {
             let full = root.join(path);
             // Links are not followed (git records a link, not what it points at), and
             // only regular files are read: a FIFO would block the read forever.
-            if !wanted(path)
-                || !full
-                    .symlink_metadata()
-                    .is_ok_and(|m| m.file_type().is_file())
+            if !full
+                .symlink_metadata()
+                .is_ok_and(|m| m.file_type().is_file())
             {
-                continue;
+                return Ok(None);
             }
-            if let Some(bytes) = crate::repo::read_regular(&full, path)? {
-                if let Ok(text) = String::from_utf8(bytes) {
-                    files.insert(path.to_string(), Arc::new(text));
-                }
+            let bytes = crate::repo::read_regular(&full, path)?;
+            Ok(bytes.and_then(|b| String::from_utf8(b).ok()).map(Arc::new))
+        });
+        let mut files = BTreeMap::new();
+        for (path, text) in paths.into_iter().zip(texts) {
+            if let Some(text) = text? {
+                files.insert(path.to_string(), text);
             }
         }
         Ok(FileTree {
