@@ -127,7 +127,7 @@ impl Flux {
             let Some(parent) = &o.parent else { continue };
             let substitutes = inv.owners.get(parent).is_some_and(Owner::substitutes);
             builds.entry(parent).or_default().push(Built {
-                facts: Cow::Owned(Facts::of(&o.object, substitutes)),
+                facts: Cow::Owned(Facts::of(&o.object, None, substitutes)),
                 file: &o.file,
                 index: o.index,
             });

@@ -5,6 +5,7 @@
 //! `commonMetadata` on top. An object belongs to the first owner that builds it.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
@@ -179,19 +180,20 @@ pub fn flux_id(namespace: &str, name: &str) -> ObjectId {
 /// lints read of it (the object itself is kept only for the kinds of `kept_whole`).
 #[derive(Debug, Clone)]
 pub struct Entry {
-    pub owner: ObjectId,
+    /// Shared by every object of the owner.
+    pub owner: Arc<ObjectId>,
     pub file: String,
     pub index: usize,
     pub facts: Facts,
-    pub whole: Option<Value>,
+    pub whole: Option<Box<Value>>,
 }
 
 impl Entry {
-    fn new(owner: &Owner, id: &ObjectId, r: Resource) -> Entry {
+    fn new(owner: &Owner, owner_id: &Arc<ObjectId>, id: &ObjectId, r: Resource) -> Entry {
         Entry {
-            owner: owner.id.clone(),
-            facts: Facts::of(&r.value, owner.substitutes()),
-            whole: kept_whole(id).then_some(r.value),
+            owner: owner_id.clone(),
+            facts: r.facts(owner.substitutes()),
+            whole: kept_whole(&id.group, &id.kind).then(|| Box::new(r.value)),
             file: r.file,
             index: r.index,
         }
@@ -375,6 +377,7 @@ pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
             }
         };
         let vars = substitutions(&owner.object);
+        let shared_id = Arc::new(owner_id.clone());
         for mut r in resources {
             substitute_identity(&mut r.value, &vars);
             let Some(id) = r.id() else {
@@ -404,7 +407,7 @@ pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
                 continue;
             }
             match inv.objects.get(&id) {
-                Some(e) if e.owner != owner_id => {
+                Some(e) if *e.owner != owner_id => {
                     extra_warnings.push(Warning {
                         path: r.file.clone(),
                         feature: "two owners".into(),
@@ -413,12 +416,12 @@ pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
                             e.owner, e.owner
                         ),
                     });
-                    let entry = Entry::new(&owner, &id, r);
+                    let entry = Entry::new(&owner, &shared_id, &id, r);
                     inv.duplicates.push((id, entry));
                 }
                 Some(_) => {}
                 None => {
-                    let entry = Entry::new(&owner, &id, r);
+                    let entry = Entry::new(&owner, &shared_id, &id, r);
                     inv.objects.insert(id, entry);
                 }
             }

@@ -9,8 +9,11 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Map, Value};
 
-use super::object::{group_of, string_map, version_of, ObjectId, CLUSTER_SCOPED};
+use super::object::{
+    group_of, kept_whole, string_map, version_of, Facts, ObjectId, CLUSTER_SCOPED,
+};
 use super::source::{join, FileTree};
+use crate::flux::KUSTOMIZE_GROUP;
 use crate::repo::kedit::{ObjectRef, PatchTarget};
 use crate::yaml;
 
@@ -26,13 +29,106 @@ pub struct Warning {
 /// names it had before `namePrefix`/`namespace` changed them (patch targets match either).
 #[derive(Debug, Clone)]
 pub struct Resource {
+    /// The object; while `rest` is set, only its `apiVersion`, `kind` and `metadata`.
     pub value: Value,
+    /// What the inventory needs of the rest of an object loaded from a file, kept instead
+    /// of the rest itself until a patch needs the object whole (`make_whole`): a build of a
+    /// large app tier holds hundreds of thousands of objects, and their specs are most of
+    /// the memory. Transformers other than patches change only the head.
+    rest: Option<Rest>,
     pub file: String,
     pub index: usize,
     previous: Vec<(String, String)>,
 }
 
+#[derive(Debug, Clone)]
+struct Rest {
+    /// The object's position in its document's `items`, when the document is a List.
+    item: Option<usize>,
+    facts: Facts,
+}
+
+/// The keys a build reads and transforms without a patch.
+const HEAD: [&str; 3] = ["apiVersion", "kind", "metadata"];
+
 impl Resource {
+    /// An object as loaded from document `index` of `file` (item `item` of a List): split
+    /// into its head and the facts of the rest, unless it is one the inventory keeps whole
+    /// (a Flux Kustomization is an owner: its spec is read).
+    fn loaded(value: Value, file: &str, index: usize, item: Option<usize>) -> Resource {
+        let s = |k: &str| value.get(k).and_then(Value::as_str).unwrap_or("");
+        let (group, kind) = (group_of(s("apiVersion")), s("kind"));
+        let whole =
+            kept_whole(group, kind) || (group == KUSTOMIZE_GROUP && kind == "Kustomization");
+        let (value, rest) = match value {
+            Value::Object(mut body) if !whole => {
+                let mut head = Map::new();
+                for key in HEAD {
+                    if let Some(v) = body.remove(key) {
+                        head.insert(key.into(), v);
+                    }
+                }
+                let facts = Facts::of(&Value::Object(body), None, true);
+                (Value::Object(head), Some(Rest { item, facts }))
+            }
+            value => (value, None),
+        };
+        Resource {
+            value,
+            rest,
+            file: file.to_string(),
+            index,
+            previous: Vec::new(),
+        }
+    }
+
+    /// An object a generator makes.
+    fn generated(value: Value, file: &str, index: usize) -> Resource {
+        Resource {
+            value,
+            rest: None,
+            file: file.to_string(),
+            index,
+            previous: Vec::new(),
+        }
+    }
+
+    /// The object whole again, read from its file, with its head as transformed so far.
+    fn make_whole(&mut self, tree: &FileTree) -> Result<(), String> {
+        let Some(rest) = self.rest.take() else {
+            return Ok(());
+        };
+        let text = tree
+            .read(&self.file)
+            .ok_or_else(|| format!("{}: file not found", self.file))?;
+        let doc = parse_file(&self.file, text)?.into_iter().nth(self.index);
+        let original = match rest.item {
+            Some(i) => doc.and_then(|mut d| d.get_mut("items")?.get_mut(i).map(Value::take)),
+            None => doc,
+        };
+        let Some(Value::Object(mut whole)) = original else {
+            return Err(format!(
+                "{}: document {} is gone",
+                self.file,
+                self.index + 1
+            ));
+        };
+        if let Value::Object(head) = self.value.take() {
+            whole.extend(head);
+        }
+        self.value = Value::Object(whole);
+        Ok(())
+    }
+
+    /// What the inventory keeps of it (see `Facts`).
+    pub fn facts(&self, substituted: bool) -> Facts {
+        Facts::of(
+            &self.value,
+            self.rest.as_ref().map(|r| &r.facts),
+            substituted,
+        )
+    }
+
     pub fn id(&self) -> Option<ObjectId> {
         ObjectId::of(&self.value)
     }
@@ -131,7 +227,7 @@ const MAX_DEPTH: usize = 64;
 pub struct Builder<'a> {
     tree: &'a FileTree,
     /// Files of the folder being built, parsed ahead on every core (see `prefetch`).
-    ready: HashMap<String, Result<Vec<Value>, String>>,
+    ready: HashMap<String, Built>,
     pub warnings: Vec<Warning>,
     /// Kinds of cluster-scoped custom resources seen in CRDs of this tree.
     cluster_kinds: BTreeSet<String>,
@@ -257,51 +353,21 @@ impl<'a> Builder<'a> {
             .tree
             .read(path)
             .ok_or_else(|| format!("{path}: file not found"))?;
-        let docs = match self.ready.remove(path) {
-            Some(docs) => docs?,
-            None => parse_file(path, text)?,
-        };
-        let mut out = Vec::new();
-        for (index, doc) in docs.into_iter().enumerate() {
-            let is_list = doc
-                .get("kind")
-                .and_then(Value::as_str)
-                .is_some_and(|k| k.ends_with("List"))
-                && doc.get("items").is_some_and(Value::is_array);
-            let items = if is_list {
-                doc.get("items")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default()
-            } else {
-                vec![doc]
-            };
-            for value in items {
-                if !value.is_object() {
-                    return Err(format!("{path}: document {} is not a mapping", index + 1));
-                }
-                out.push(Resource {
-                    value,
-                    file: path.to_string(),
-                    index,
-                    previous: Vec::new(),
-                });
-            }
+        match self.ready.remove(path) {
+            Some(loaded) => loaded,
+            None => load(path, text),
         }
-        Ok(out)
     }
 
-    /// Parses `paths` (the files a folder's build is about to load) in parallel, so that
+    /// Loads `paths` (the files a folder's build is about to load) in parallel, so that
     /// building a folder of thousands of manifests uses every core. Only the folder at hand
-    /// is parsed ahead: what is held is what its build holds anyway.
+    /// is loaded ahead: what is held is what its build holds anyway.
     fn prefetch(&mut self, paths: &[&str]) {
         let tree = self.tree;
-        let parsed = crate::par::map(paths, |path| {
-            tree.read(path).map(|text| parse_file(path, text))
-        });
-        for (path, docs) in paths.iter().zip(parsed) {
-            if let Some(docs) = docs {
-                self.ready.insert(path.to_string(), docs);
+        let loaded = crate::par::map(paths, |path| tree.read(path).map(|text| load(path, text)));
+        for (path, objects) in paths.iter().zip(loaded) {
+            if let Some(objects) = objects {
+                self.ready.insert(path.to_string(), objects);
             }
         }
     }
@@ -420,12 +486,7 @@ impl<'a> Builder<'a> {
                 value.insert("apiVersion".into(), Value::String("v1".into()));
                 value.insert("kind".into(), Value::String(kind.into()));
                 value.insert("metadata".into(), Value::Object(meta));
-                acc.push(Resource {
-                    value: Value::Object(value),
-                    file: file.to_string(),
-                    index: 1000 + i,
-                    previous: Vec::new(),
-                });
+                acc.push(Resource::generated(Value::Object(value), file, 1000 + i));
             }
         }
         Ok(())
@@ -552,6 +613,7 @@ impl<'a> Builder<'a> {
             match (&doc, &target) {
                 (Value::Array(ops), Some(t)) => {
                     for r in acc.iter_mut().filter(|r| r.selected_by(t)) {
+                        r.make_whole(self.tree)?;
                         json6902(&mut r.value, ops).map_err(|e| format!("{what}: {e}"))?;
                     }
                 }
@@ -587,6 +649,7 @@ impl<'a> Builder<'a> {
                         p.remove("kind");
                     }
                     for r in acc.iter_mut().filter(|r| selects(r)) {
+                        r.make_whole(self.tree)?;
                         merge(&mut r.value, &patch);
                     }
                 }
@@ -603,6 +666,36 @@ impl<'a> Builder<'a> {
 
 fn is_manifest(file: &str) -> bool {
     file.ends_with(".yaml") || file.ends_with(".yml")
+}
+
+/// The objects of a file: its documents, and the items of a List.
+fn load(path: &str, text: &yaml::Text) -> Built {
+    let mut out = Vec::new();
+    for (index, doc) in parse_file(path, text)?.into_iter().enumerate() {
+        let is_list = doc
+            .get("kind")
+            .and_then(Value::as_str)
+            .is_some_and(|k| k.ends_with("List"))
+            && doc.get("items").is_some_and(Value::is_array);
+        let items: Vec<(Option<usize>, Value)> = match doc {
+            Value::Object(mut m) if is_list => match m.remove("items") {
+                Some(Value::Array(items)) => items
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, v)| (Some(i), v))
+                    .collect(),
+                _ => Vec::new(),
+            },
+            doc => vec![(None, doc)],
+        };
+        for (item, value) in items {
+            if !value.is_object() {
+                return Err(format!("{path}: document {} is not a mapping", index + 1));
+            }
+            out.push(Resource::loaded(value, path, index, item));
+        }
+    }
+    Ok(out)
 }
 
 fn parse_file(path: &str, text: &yaml::Text) -> Result<Vec<Value>, String> {

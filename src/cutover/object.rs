@@ -172,8 +172,9 @@ pub struct Facts {
 }
 
 impl Facts {
-    /// The facts of `v`; its variables only when `substituted` (its owner has `postBuild`).
-    pub fn of(v: &Value, substituted: bool) -> Facts {
+    /// The facts of `v` and, when `v` is an object's head only, of the `rest` of it; its
+    /// variables only when `substituted` (its owner has `postBuild`).
+    pub fn of(v: &Value, rest: Option<&Facts>, substituted: bool) -> Facts {
         let annotations = string_map(v, "annotations");
         let labels = string_map(v, "labels");
         let set = |key: &str, value: &str| {
@@ -184,6 +185,7 @@ impl Facts {
         let mut variables = BTreeSet::new();
         if substituted && !set(SUBSTITUTE, "disabled") {
             needed_in(v, &mut variables);
+            variables.extend(rest.iter().flat_map(|r| r.variables.iter().cloned()));
         }
         let maps: Vec<&serde_json::Map<String, Value>> = ["data", "stringData", "binaryData"]
             .iter()
@@ -192,10 +194,13 @@ impl Facts {
         Facts {
             opt_out: opt_out_of(&annotations, &labels),
             prune_disabled: set(PRUNE, "disabled"),
-            sops: is_sops(v),
+            sops: is_sops(v) || rest.is_some_and(|r| r.sops),
             variables: variables.into_iter().collect(),
-            data_keys: (!maps.is_empty())
-                .then(|| maps.iter().flat_map(|m| m.keys().cloned()).collect()),
+            data_keys: if maps.is_empty() {
+                rest.and_then(|r| r.data_keys.clone())
+            } else {
+                Some(maps.iter().flat_map(|m| m.keys().cloned()).collect())
+            },
         }
     }
 }
@@ -203,10 +208,13 @@ impl Facts {
 /// Kinds an inventory keeps whole, because a rule or a lint reads their specs: CRDs (the
 /// kinds they define), HelmReleases (whether their values configure persistence) and
 /// ImageUpdateAutomations (the path they update). A repository holds few of them.
-pub fn kept_whole(id: &ObjectId) -> bool {
-    id.is("apiextensions.k8s.io", "CustomResourceDefinition")
-        || id.is("helm.toolkit.fluxcd.io", "HelmRelease")
-        || id.is("image.toolkit.fluxcd.io", "ImageUpdateAutomation")
+pub fn kept_whole(group: &str, kind: &str) -> bool {
+    matches!(
+        (group, kind),
+        ("apiextensions.k8s.io", "CustomResourceDefinition")
+            | ("helm.toolkit.fluxcd.io", "HelmRelease")
+            | ("image.toolkit.fluxcd.io", "ImageUpdateAutomation")
+    )
 }
 
 /// Whether a manifest is SOPS-encrypted: a `sops` mapping with its `mac`.

@@ -139,7 +139,7 @@ fn deletion(
         name: id.name.clone(),
         stateful: false,
         owner: e.owner.to_string(),
-        owner_id: e.owner.clone(),
+        owner_id: ObjectId::clone(&e.owner),
         new_owner: new_owner.map(ToString::to_string),
         rule,
         reason,
@@ -167,14 +167,14 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
         if e.facts.opt_out.is_some() {
             continue;
         }
-        let Some(owner) = old.owners.get(&e.owner) else {
+        let Some(owner) = old.owners.get(&*e.owner) else {
             continue;
         };
         if !owner.built {
             continue;
         }
-        let moved_to = new.objects.get(id).map(|n| &n.owner);
-        match fates.get(&e.owner) {
+        let moved_to = new.objects.get(id).map(|n| &*n.owner);
+        match fates.get(&*e.owner) {
             Some(Fate::Deleted {
                 collects: true,
                 why,
@@ -199,14 +199,14 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
             Some(Fate::Alive) => {}
             _ => continue,
         }
-        let Some(now) = new.owners.get(&e.owner) else {
+        let Some(now) = new.owners.get(&*e.owner) else {
             continue;
         };
         if !now.built || !now.prunes() {
             continue;
         }
         match moved_to {
-            Some(to) if *to == e.owner => {}
+            Some(to) if *to == *e.owner => {}
             Some(to) => {
                 if new.reconciles_after(to, &e.owner) {
                     out.insert(id.clone(), deletion(env, id, e, Rule::MovedLater, format!(
@@ -286,7 +286,7 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
         d.stateful = d.id.is_stateful_kind()
             || (d.id.kind == "Namespace" && d.id.group.is_empty() && holding.contains(&d.id.name));
         if d.id.is("helm.toolkit.fluxcd.io", "HelmRelease") {
-            let value = old.objects.get(&d.id).and_then(|e| e.whole.as_ref());
+            let value = old.objects.get(&d.id).and_then(|e| e.whole.as_deref());
             let persistent = value.is_some_and(mentions_persistence);
             let target = value
                 .and_then(|v| v.pointer("/spec/targetNamespace"))
