@@ -61,7 +61,10 @@ pub fn analyse(root: &Path, from: &str, to: Option<&str>) -> Result<Report> {
     };
     drop(blobs);
     let change = format!("{from} -> {}", to.unwrap_or("the working tree"));
-    let mut report = compare(&old, &new, &change)?;
+    let built = Builds::of(&old, &new)?;
+    // The texts are not read again: at 100,000 services they are 270 MB.
+    drop((old, new));
+    let mut report = built.judge(&change);
     report.from = from.to_string();
     report.to = to.unwrap_or("the working tree").to_string();
     Ok(report)
@@ -69,18 +72,32 @@ pub fn analyse(root: &Path, from: &str, to: Option<&str>) -> Result<Report> {
 
 /// The comparison of two trees (what `analyse` does once both are read).
 pub fn compare(old: &FileTree, new: &FileTree, change: &str) -> Result<Report> {
-    let mut envs: BTreeMap<String, (Option<String>, Option<String>)> = BTreeMap::new();
-    for (name, path) in inventory::environments(old)? {
-        envs.entry(name).or_default().0 = Some(path);
-    }
-    for (name, path) in inventory::environments(new)? {
-        envs.entry(name).or_default().1 = Some(path);
-    }
-    let mut pairs: Vec<(Inventory, Inventory)> = Vec::new();
-    let mut warnings = Vec::new();
-    // Both revisions are built side by side.
-    for (name, (old_path, new_path)) in &envs {
-        match (old_path, new_path) {
+    Ok(Builds::of(old, new)?.judge(change))
+}
+
+/// Every environment of both revisions, built.
+struct Builds {
+    from: String,
+    to: String,
+    environments: Vec<String>,
+    pairs: Vec<(Inventory, Inventory)>,
+    warnings: Vec<EnvWarning>,
+}
+
+impl Builds {
+    fn of(old: &FileTree, new: &FileTree) -> Result<Builds> {
+        let mut envs: BTreeMap<String, (Option<String>, Option<String>)> = BTreeMap::new();
+        for (name, path) in inventory::environments(old)? {
+            envs.entry(name).or_default().0 = Some(path);
+        }
+        for (name, path) in inventory::environments(new)? {
+            envs.entry(name).or_default().1 = Some(path);
+        }
+        let mut pairs: Vec<(Inventory, Inventory)> = Vec::new();
+        let mut warnings = Vec::new();
+        // Both revisions are built side by side.
+        for (name, (old_path, new_path)) in &envs {
+            match (old_path, new_path) {
             (Some(op), Some(np)) => pairs.push(std::thread::scope(|s| {
                 let o = s.spawn(|| inventory::build(old, name, op));
                 let n = inventory::build(new, name, np);
@@ -95,47 +112,66 @@ pub fn compare(old: &FileTree, new: &FileTree, change: &str) -> Result<Report> {
             }),
             _ => {}
         }
+        }
+        Ok(Builds {
+            from: old.label.clone(),
+            to: new.label.clone(),
+            environments: envs.into_keys().collect(),
+            pairs,
+            warnings,
+        })
     }
-    let mut deletions = Vec::new();
-    let mut removed = Vec::new();
-    for (o, n) in &pairs {
-        deletions.extend(rules::deletions(o, n));
-        removed.extend(rules::removed_collecting_owners(o, n).into_iter().cloned());
-        for w in o.warnings.iter().chain(&n.warnings) {
-            let w = EnvWarning {
-                environment: o.env.clone(),
-                path: w.path.clone(),
-                feature: w.feature.clone(),
-                message: w.message.clone(),
-            };
-            if !warnings
-                .iter()
-                .any(|x: &EnvWarning| x.path == w.path && x.message == w.message)
-            {
-                warnings.push(w);
+
+    /// What Flux deletes between the two builds, and the runbook.
+    fn judge(self, change: &str) -> Report {
+        let Builds {
+            from,
+            to,
+            environments,
+            pairs,
+            mut warnings,
+        } = self;
+        let mut deletions = Vec::new();
+        let mut removed = Vec::new();
+        for (o, n) in &pairs {
+            deletions.extend(rules::deletions(o, n));
+            removed.extend(rules::removed_collecting_owners(o, n).into_iter().cloned());
+            for w in o.warnings.iter().chain(&n.warnings) {
+                let w = EnvWarning {
+                    environment: o.env.clone(),
+                    path: w.path.clone(),
+                    feature: w.feature.clone(),
+                    message: w.message.clone(),
+                };
+                if !warnings
+                    .iter()
+                    .any(|x: &EnvWarning| x.path == w.path && x.message == w.message)
+                {
+                    warnings.push(w);
+                }
             }
         }
+        deletions.sort_by(|a, b| {
+            (!a.stateful, &a.environment, &a.owner_id, &a.id).cmp(&(
+                !b.stateful,
+                &b.environment,
+                &b.owner_id,
+                &b.id,
+            ))
+        });
+        warnings.sort_by(|a, b| {
+            (&a.environment, &a.path, &a.message).cmp(&(&b.environment, &b.path, &b.message))
+        });
+        removed.sort_by(|a, b| a.id.cmp(&b.id));
+        removed.dedup_by(|a, b| a.id == b.id);
+        let runbook = runbook::write(&deletions, &pairs, &removed, change);
+        Report {
+            from,
+            to,
+            environments,
+            deletions,
+            warnings,
+            runbook,
+        }
     }
-    deletions.sort_by(|a, b| {
-        (!a.stateful, &a.environment, &a.owner_id, &a.id).cmp(&(
-            !b.stateful,
-            &b.environment,
-            &b.owner_id,
-            &b.id,
-        ))
-    });
-    warnings.sort_by(|a, b| {
-        (&a.environment, &a.path, &a.message).cmp(&(&b.environment, &b.path, &b.message))
-    });
-    removed.sort_by(|a, b| a.id.cmp(&b.id));
-    removed.dedup_by(|a, b| a.id == b.id);
-    let runbook = runbook::write(&deletions, &pairs, &removed, change);
-    Ok(Report {
-        from: old.label.clone(),
-        to: new.label.clone(),
-        environments: envs.keys().cloned().collect(),
-        deletions,
-        warnings,
-        runbook,
-    })
 }
