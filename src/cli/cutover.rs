@@ -52,10 +52,10 @@ fn group(s: &mut String, title: &str, items: &[&Deletion]) {
         return;
     }
     s.push_str(&format!("\n{title}\n"));
-    let mut by_owner: BTreeMap<(&str, &str), BTreeMap<&str, Vec<&Deletion>>> = BTreeMap::new();
+    let mut by_owner: BTreeMap<(&str, String), BTreeMap<&str, Vec<&Deletion>>> = BTreeMap::new();
     for d in items {
         by_owner
-            .entry((&d.environment, &d.owner))
+            .entry((&d.environment, d.owner_id.to_string()))
             .or_default()
             .entry(&d.reason)
             .or_default()

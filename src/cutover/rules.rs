@@ -4,6 +4,7 @@
 //! surviving owner prunes. Every deletion carries the rule that causes it and its reason.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -50,30 +51,56 @@ impl Rule {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// One object Flux deletes. Serialised flat: `environment`, `kind`, `group`, `namespace`,
+/// `name`, `stateful`, `owner`, `newOwner` (when it moves), `rule`, `reason`, `file`.
+#[derive(Debug, Clone)]
 pub struct Deletion {
     pub environment: String,
-    #[serde(skip)]
     pub id: ObjectId,
-    pub kind: String,
-    pub group: String,
-    pub namespace: String,
-    pub name: String,
     pub stateful: bool,
-    /// The Flux Kustomization that applies it in the cluster (the old revision's).
-    pub owner: String,
-    /// Where it goes, for moves and renames.
-    #[serde(rename = "newOwner", skip_serializing_if = "Option::is_none")]
-    pub new_owner: Option<String>,
+    /// The Kustomization that applied it in the old revision.
+    pub owner_id: Arc<ObjectId>,
+    /// The Kustomization that applies it in the new revision, when it moves.
+    pub new_owner: Option<Arc<ObjectId>>,
     pub rule: Rule,
     pub reason: String,
-    /// The file it is written in, in the old revision.
     pub file: String,
-    #[serde(skip)]
-    pub owner_id: ObjectId,
 }
 
-/// What becomes of a Flux Kustomization of the old revision.
+impl Serialize for Deletion {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Flat<'a> {
+            environment: &'a str,
+            kind: &'a str,
+            group: &'a str,
+            namespace: &'a str,
+            name: &'a str,
+            stateful: bool,
+            owner: String,
+            #[serde(rename = "newOwner", skip_serializing_if = "Option::is_none")]
+            new_owner: Option<String>,
+            rule: Rule,
+            reason: &'a str,
+            file: &'a str,
+        }
+        Flat {
+            environment: &self.environment,
+            kind: &self.id.kind,
+            group: &self.id.group,
+            namespace: &self.id.namespace,
+            name: &self.id.name,
+            stateful: self.stateful,
+            owner: self.owner_id.to_string(),
+            new_owner: self.new_owner.as_ref().map(ToString::to_string),
+            rule: self.rule,
+            reason: &self.reason,
+            file: &self.file,
+        }
+        .serialize(s)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Fate {
     /// Still built: it reconciles the new revision.
@@ -128,19 +155,14 @@ fn deletion(
     e: &Entry,
     rule: Rule,
     reason: String,
-    new_owner: Option<&ObjectId>,
+    new_owner: Option<&Arc<ObjectId>>,
 ) -> Deletion {
     Deletion {
         environment: env.to_string(),
         id: id.clone(),
-        kind: id.kind.clone(),
-        group: id.group.clone(),
-        namespace: id.namespace.clone(),
-        name: id.name.clone(),
         stateful: false,
-        owner: e.owner.to_string(),
-        owner_id: ObjectId::clone(&e.owner),
-        new_owner: new_owner.map(ToString::to_string),
+        owner_id: e.owner.clone(),
+        new_owner: new_owner.cloned(),
         rule,
         reason,
         file: e.file.clone(),
@@ -173,7 +195,7 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
         if !owner.built {
             continue;
         }
-        let moved_to = new.objects.get(id).map(|n| &*n.owner);
+        let moved_to = new.objects.get(id).map(|n| &n.owner);
         match fates.get(&*e.owner) {
             Some(Fate::Deleted {
                 collects: true,
@@ -206,7 +228,7 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
             continue;
         }
         match moved_to {
-            Some(to) if *to == *e.owner => {}
+            Some(to) if *to == e.owner => {}
             Some(to) => {
                 if new.reconciles_after(to, &e.owner) {
                     out.insert(id.clone(), deletion(env, id, e, Rule::MovedLater, format!(

@@ -96,10 +96,10 @@ pub fn write(
     let ns: BTreeSet<&str> = stateful
         .iter()
         .map(|d| {
-            if d.namespace.is_empty() {
-                d.name.as_str()
+            if d.id.namespace.is_empty() {
+                d.id.name.as_str()
             } else {
-                d.namespace.as_str()
+                d.id.namespace.as_str()
             }
         })
         .collect();
@@ -258,16 +258,13 @@ pub fn write(
     let sample = deletions
         .iter()
         .filter(|d| d.new_owner.is_some())
-        .find(|d| d.kind == "Deployment")
+        .find(|d| d.id.kind == "Deployment")
         .or_else(|| deletions.iter().find(|d| d.new_owner.is_some()));
     if let Some(d) = sample {
         verify.push(format!(
             "{} -o jsonpath='{{.metadata.labels.kustomize\\.toolkit\\.fluxcd\\.io/name}}'    # {}",
             kubectl(&d.id, "get"),
-            d.new_owner
-                .as_deref()
-                .and_then(|o| o.rsplit('/').next())
-                .unwrap_or("")
+            d.new_owner.as_ref().map_or("", |o| o.name.as_str())
         ));
     }
     out.push(Section {
