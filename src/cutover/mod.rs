@@ -98,20 +98,20 @@ impl Builds {
         // Both revisions are built side by side.
         for (name, (old_path, new_path)) in &envs {
             match (old_path, new_path) {
-            (Some(op), Some(np)) => pairs.push(std::thread::scope(|s| {
-                let o = s.spawn(|| inventory::build(old, name, op));
-                let n = inventory::build(new, name, np);
-                let o = o.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-                (o, n)
-            })),
-            (Some(op), None) => warnings.push(EnvWarning {
-                environment: name.clone(),
-                path: op.clone(),
-                feature: "environment removed".into(),
-                message: format!("environment {name} is gone in {}: a cluster still synced to `{op}` fails to build, and Flux deletes nothing until it is pointed elsewhere", new.label),
-            }),
-            _ => {}
-        }
+                (Some(op), Some(np)) => pairs.push(std::thread::scope(|s| {
+                    let o = s.spawn(|| inventory::build(old, name, op));
+                    let n = inventory::build(new, name, np);
+                    let o = o.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+                    (o, n)
+                })),
+                (Some(op), None) => warnings.push(EnvWarning {
+                    environment: name.clone(),
+                    path: op.clone(),
+                    feature: "environment removed".into(),
+                    message: format!("environment {name} is gone in {}: a cluster still synced to `{op}` fails to build, and Flux deletes nothing until it is pointed elsewhere", new.label),
+                }),
+                _ => {}
+            }
         }
         Ok(Builds {
             from: old.label.clone(),
