@@ -29,6 +29,7 @@ SHARED = next((p for p in [Path(os.environ.get("FLUXWAVE_SHARED_BENCH", "/nonexi
                if p.exists()), ROOT.parent / "shared" / "bench")
 WORK = ROOT / "target" / "bench"
 FLUXWAVE = ROOT / "target" / "release" / "fluxwave"
+NOTES = "## Notes"
 
 
 def run_once(cmd, cwd=None, setup=None):
@@ -179,7 +180,10 @@ def write_report(out, rows, cutover, runs):
             + (f"{fmt(r.get('cutover'))} | " if cutover else "") + f"{fmt(r.get('kustomize'))} |")
     lines.append("")
     lines += targets({r["n"]: r for r in rows}, cutover)
-    out.write_text("\n".join(lines) + "\n")
+    # The hand-written analysis (from "## Notes" on) survives a new run.
+    old = out.read_text() if out.exists() else ""
+    notes = old[old.index(NOTES):] if NOTES in old else ""
+    out.write_text("\n".join(lines) + "\n" + notes)
     print(f"wrote {out}")
 
 
