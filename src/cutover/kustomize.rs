@@ -969,6 +969,30 @@ mod tests {
     }
 
     #[test]
+    fn an_object_is_held_as_its_head_until_a_patch_reads_it_whole() {
+        let list = "apiVersion: v1\nkind: List\nitems:\n  - {apiVersion: v1, kind: ConfigMap, metadata: {name: a}, data: {k: '1'}}\n  - {apiVersion: v1, kind: ConfigMap, metadata: {name: b}, data: {k: '${V}'}}\n";
+        let tree = FileTree::from_files([
+            ("base/kustomization.yaml", "namespace: ns\nresources: [list.yaml]\n"),
+            ("base/list.yaml", list),
+            ("o/kustomization.yaml", "resources: [../base]\npatches:\n  - target: {name: b}\n    patch: |\n      - op: add\n        path: /data/j\n        value: '2'\n"),
+        ]);
+        let out = Builder::new(&tree).build_dir("o").unwrap();
+        assert_eq!(out.len(), 2);
+        // Not patched: the head, transformed, and the facts of the rest.
+        assert_eq!(out[0].value.get("data"), None);
+        assert_eq!(out[0].value["metadata"]["namespace"], "ns");
+        let facts = out[0].facts(true);
+        assert_eq!(facts.data_keys, Some(vec!["k".to_string()]));
+        // Patched: the second item whole again, keeping the namespace its base set.
+        assert_eq!(
+            out[1].value["data"],
+            serde_json::json!({"k": "${V}", "j": "2"})
+        );
+        assert_eq!(out[1].value["metadata"]["namespace"], "ns");
+        assert_eq!(out[1].facts(true).variables, ["V"]);
+    }
+
+    #[test]
     fn patches_merge_mappings_replace_lists_and_follow_renames() {
         let tree = FileTree::from_files([
             ("base/kustomization.yaml", "namePrefix: p-\nresources: [cm.yaml]\n"),
