@@ -591,16 +591,22 @@ pub fn execute(repo: &Repo, changes: &[Change]) -> Result<()> {
         })
         .collect();
     let mut writes_done = false;
-    let mut touched: Vec<std::path::PathBuf> = Vec::new();
-    let mut parent =
-        |p: &std::path::Path| touched.extend(p.parent().map(std::path::Path::to_path_buf));
+    // Each folder once: a move per file would otherwise look up both folders again.
+    let mut touched: BTreeSet<std::path::PathBuf> = BTreeSet::new();
+    let mut made: BTreeSet<std::path::PathBuf> = BTreeSet::new();
     for c in ordered {
         match &c.op {
             Op::Move { from, to } => {
                 let (from, to) = (repo.path(from), repo.path(to));
+                if let Some(dir) = to.parent() {
+                    if !made.contains(dir) {
+                        fsops::make_dir(dir)?;
+                        made.insert(dir.to_path_buf());
+                    }
+                }
                 fsops::move_file(&from, &to)?;
-                parent(&from);
-                parent(&to);
+                touched.extend(from.parent().map(std::path::Path::to_path_buf));
+                touched.extend(to.parent().map(std::path::Path::to_path_buf));
             }
             Op::Write { .. } if !writes_done => {
                 writes_done = true;
@@ -610,12 +616,12 @@ pub fn execute(repo: &Repo, changes: &[Change]) -> Result<()> {
             Op::Remove { path } => {
                 let path = repo.path(path);
                 fsops::remove_file(&path)?;
-                parent(&path);
+                touched.extend(path.parent().map(std::path::Path::to_path_buf));
             }
             Op::RemoveDir { path } => {
                 let path = repo.path(path);
                 fsops::remove_empty_dir(&path)?;
-                parent(&path);
+                touched.extend(path.parent().map(std::path::Path::to_path_buf));
             }
         }
     }
