@@ -183,7 +183,7 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
     let base = &config.base;
     let base_rel = format!("{base}/kustomization.yaml");
     let base_text = require(repo, &base_rel, "fluxwave keeps the wave entries of clusters.base's kustomization.yaml; create it, or set clusters.base in fluxwave.yaml")?;
-    let base_doc: Value = yaml::parse(&base_rel, &Text::new(base_text.clone()))?;
+    let base_doc = yaml::parse_value(&base_rel, &Text::new(base_text.clone()))?;
     let entries: Vec<String> = base_doc
         .get("resources")
         .and_then(Value::as_array)
@@ -322,7 +322,7 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
             &rel,
             "list your environments under clusters.environments in fluxwave.yaml",
         )?;
-        let doc: Value = yaml::parse(&rel, &Text::new(text.clone()))?;
+        let doc = yaml::parse_value(&rel, &Text::new(text.clone()))?;
         let read = |p: &str| crate::repo::read_referenced(&repo.root, &env.path, p);
         let patches = kedit::decryption_patches(&doc, &read)
             .map_err(|e| Error::from(SourceError::new(&rel, e)))?;

@@ -43,6 +43,15 @@ pub fn parse_all(text: &str) -> Option<Vec<Value>> {
     p.documents()?.iter().map(value).collect()
 }
 
+/// A single-document file (a mapping, no `---`) as an untyped value, or declines; values as
+/// in `parse_all`.
+pub fn parse_value(text: &str) -> Option<Value> {
+    if !in_charset(text) {
+        return None;
+    }
+    value(&Parser::new(text).document()?)
+}
+
 fn value(node: &Node<'_>) -> Option<Value> {
     Some(match node {
         Node::Scalar {
@@ -1219,6 +1228,41 @@ mod tests {
             files >= 50 && accepted * 2 >= files,
             "{accepted} of {files} read fast"
         );
+    }
+
+    #[test]
+    fn reads_single_documents_as_serde_saphyr_does() {
+        let base = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n# the app tier\nresources:\n  - a.yaml\n  - b-db.yaml # its database\n  - ../base\npatches:\n  - target: {kind: Kustomization, name: apps}\n    patch: |-\n      - op: add\n        path: /spec/decryption\n        value: {provider: sops}\nnamespace: media\n";
+        let mut r = Rng(0xF1A5_0000_0002);
+        let (mut accepted, mut mutants_accepted) = (0, 0);
+        for i in 0..800 {
+            let text = if i == 0 {
+                base.to_string()
+            } else {
+                mutate(&mut r, base)
+            };
+            let fast = super::parse_value(&text);
+            let slow: Result<serde_json::Value, _> = serde_saphyr::from_str(&text);
+            if let Some(doc) = &fast {
+                let slow = slow.unwrap_or_else(|e| {
+                    panic!("fast read a file serde-saphyr refuses ({e}):\n{text}")
+                });
+                assert_eq!(doc, &slow, "differs on:\n{text}");
+                if i == 0 {
+                    accepted += 1;
+                } else {
+                    mutants_accepted += 1;
+                }
+            }
+        }
+        assert_eq!(accepted, 1, "the base file is in the subset");
+        assert!(
+            mutants_accepted > 100,
+            "mutants exercise the fast path: {mutants_accepted}"
+        );
+        assert!(super::parse_value("---\na: b\n").is_none());
+        assert!(super::parse_value("a: b\n---\nc: d\n").is_none());
+        assert!(super::parse_value("- a\n").is_none());
     }
 
     #[test]
