@@ -1232,7 +1232,7 @@ mod tests {
 
     #[test]
     fn reads_single_documents_as_serde_saphyr_does() {
-        let base = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n# the app tier\nresources:\n  - a.yaml\n  - b-db.yaml # its database\n  - ../base\npatches:\n  - target: {kind: Kustomization, name: apps}\n    patch: |-\n      - op: add\n        path: /spec/decryption\n        value: {provider: sops}\nnamespace: media\n";
+        let base = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n# the app tier\nresources:\n  - a.yaml\n  - b-db.yaml # its database\n  - base\nlabels:\n  - pairs: {app: media}\n    includeSelectors: true\nnamespace: media\n";
         let mut r = Rng(0xF1A5_0000_0002);
         let (mut accepted, mut mutants_accepted) = (0, 0);
         for i in 0..800 {
