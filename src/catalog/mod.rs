@@ -237,11 +237,23 @@ pub fn load(root: &Path, dir: &str) -> Result<Vec<Service>> {
             );
             continue;
         }
-        files.push((format!("{dir}/{file_name}"), stem.to_string(), entry.path()));
+        let regular = ft.is_file();
+        files.push((
+            format!("{dir}/{file_name}"),
+            stem.to_string(),
+            file_name.to_string(),
+            regular,
+        ));
     }
-    files.sort();
-    let results = crate::par::map(&files, |(shown, stem, abs)| {
-        let bytes = match crate::repo::read_regular(abs, shown) {
+    files.sort_unstable();
+    let folder = crate::repo::Folder::open(&abs);
+    let results = crate::par::map(&files, |(shown, stem, name, regular)| {
+        let read = if *regular {
+            folder.read_regular(name, shown)
+        } else {
+            crate::repo::read_regular(&abs.join(name), shown)
+        };
+        let bytes = match read {
             Ok(Some(bytes)) => bytes,
             Ok(None) => return Ok(Err(vec![])),
             Err(Error::Input(e)) => return Ok(Err(e)),

@@ -13,6 +13,8 @@ use serde::Deserialize;
 /// What the service is and how it runs. Rendered into a Namespace, PersistentVolumeClaims, a
 /// Deployment, a Service, an Ingress and Flux image automation objects in `<name>.yaml`, and a
 /// CloudNativePG cluster in `<name>-db.yaml` when `database` is set.
+// The sections few services set are boxed: unset they cost a pointer, not their size (a
+// Spec was 1,400 bytes, held for every service and moved while it is read).
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Spec {
@@ -45,19 +47,19 @@ pub struct Spec {
     #[serde(default)]
     pub volumes: Vec<Volume>,
     /// CPU and memory requests and limits of the container.
-    pub resources: Option<Resources>,
+    pub resources: Option<Box<Resources>>,
     /// Readiness, liveness and startup probes.
-    pub probes: Option<Probes>,
+    pub probes: Option<Box<Probes>>,
     /// Pod count of the Deployment. Default 1.
     pub replicas: Option<u32>,
     /// Deployment strategy. Default: `Recreate` when a ReadWriteOnce volume is mounted (two
     /// pods cannot share it during a rolling update), else Kubernetes' default.
     pub strategy: Option<Strategy>,
     /// Security settings of the container (and `fsGroup` of the pod).
-    pub security_context: Option<SecurityContext>,
+    pub security_context: Option<Box<SecurityContext>>,
     /// A CloudNativePG Postgres cluster `<name>-db` in namespace `<name>-db`, rendered into
     /// `<name>-db.yaml`. Declaring it implies the dependency on `<name>-db`.
-    pub database: Option<Database>,
+    pub database: Option<Box<Database>>,
     /// Annotate stateful objects (PersistentVolumeClaims, the CNPG cluster and their
     /// Namespaces) with `kustomize.toolkit.fluxcd.io/prune: disabled`, so that Flux never
     /// garbage-collects a volume or a database. Default true; set false to let Flux prune them.
@@ -85,7 +87,7 @@ pub struct Image {
     pub pull_policy: Option<PullPolicy>,
     /// Flux image automation: an ImageRepository and an ImagePolicy `<name>` in flux-system,
     /// and the `$imagepolicy` setter marker on the image line. On by default.
-    pub automation: Option<ImageAutomation>,
+    pub automation: Option<Box<ImageAutomation>>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]

@@ -31,6 +31,9 @@ pub fn run(root: &Path, dry_run: bool, out: &mut impl Write) -> Result<Outcome> 
         (n, false) => format!("{n} changes made\n"),
     });
     out.write_all(s.as_bytes()).map_err(io)?;
+    // The process ends next: freeing every service, node, file name and change one by one
+    // is work for nothing.
+    std::mem::forget((repo, plan, changes));
     Ok(Outcome::Clean)
 }
 

@@ -79,7 +79,7 @@ fn text(repo: &Repo, plan: &Plan) -> String {
         s.extend(std::iter::repeat_n(' ', 8 - n.kind.as_str().len() + 2));
         s.push_str(placed);
         s.push_str("  ");
-        s.push_str(&g.reason(i, &above));
+        g.write_reason(i, &above, &mut s);
         s.push('\n');
     }
     let unplaced = plan.placed.iter().filter(|p| !**p).count();

@@ -306,35 +306,50 @@ impl Graph {
 
     /// Why a node is in its wave, in words (the seed's Reason column).
     pub fn reason(&self, i: usize, unit_above: impl Fn(&str) -> bool) -> String {
+        let mut s = String::new();
+        self.write_reason(i, unit_above, &mut s);
+        s
+    }
+
+    /// `reason`, appended to `out` (written piece by piece: `waves` writes one per node).
+    pub fn write_reason(&self, i: usize, unit_above: impl Fn(&str) -> bool, out: &mut String) {
+        use std::fmt::Write as _;
         let node = &self.nodes[i];
-        let name_wave = |j: usize| format!("`{}` (w{})", self.nodes[j].name, self.nodes[j].wave);
+        let name_wave = |out: &mut String, j: usize| {
+            out.push('`');
+            out.push_str(&self.nodes[j].name);
+            let _ = write!(out, "` (w{})", self.nodes[j].wave);
+        };
         match node.kind {
-            NodeKind::Unit => {
-                let anchor = node.edges.first().map(|e| e.to);
-                match anchor {
-                    Some(a) if unit_above(&node.name) => {
-                        format!("unit: anchor {}, above -> one wave up", name_wave(a))
-                    }
-                    Some(a) => format!("unit: anchor {}, same wave", name_wave(a)),
-                    None => "unit".into(),
+            NodeKind::Unit => match node.edges.first().map(|e| e.to) {
+                Some(a) => {
+                    out.push_str("unit: anchor ");
+                    name_wave(out, a);
+                    out.push_str(if unit_above(&node.name) {
+                        ", above -> one wave up"
+                    } else {
+                        ", same wave"
+                    });
                 }
-            }
+                None => out.push_str("unit"),
+            },
             NodeKind::Database if node.edges.is_empty() => {
-                let users: Vec<String> = node
-                    .dependants
-                    .iter()
-                    .map(|&d| format!("`{}`", self.nodes[d].name))
-                    .collect();
-                if users.is_empty() {
-                    "database leaf".into()
-                } else {
-                    format!("database leaf; strictly below {}", users.join(", "))
+                out.push_str("database leaf");
+                for (k, &d) in node.dependants.iter().enumerate() {
+                    out.push_str(if k == 0 { "; strictly below `" } else { ", `" });
+                    out.push_str(&self.nodes[d].name);
+                    out.push('`');
                 }
             }
-            _ if node.edges.is_empty() => "no dependencies (leaf)".into(),
+            _ if node.edges.is_empty() => out.push_str("no dependencies (leaf)"),
             _ => {
-                let deps: Vec<String> = node.edges.iter().map(|e| name_wave(e.to)).collect();
-                format!("-> {}", deps.join(", "))
+                out.push_str("-> ");
+                for (k, e) in node.edges.iter().enumerate() {
+                    if k > 0 {
+                        out.push_str(", ");
+                    }
+                    name_wave(out, e.to);
+                }
             }
         }
     }

@@ -5,7 +5,7 @@
 //! (`execute`) is ordered so that a run killed at any moment loses no file and a rerun
 //! converges: probe, moves, writes, removals (see `execute`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use serde_json::Value;
 
@@ -183,7 +183,7 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
     let base = &config.base;
     let base_rel = format!("{base}/kustomization.yaml");
     let base_text = require(repo, &base_rel, "fluxwave keeps the wave entries of clusters.base's kustomization.yaml; create it, or set clusters.base in fluxwave.yaml")?;
-    let base_doc: Value = yaml::parse(&base_rel, &Text::new(base_text.clone()))?;
+    let base_doc = yaml::parse_value(&base_rel, &Text::new(base_text.clone()))?;
     let entries: Vec<String> = base_doc
         .get("resources")
         .and_then(Value::as_array)
@@ -322,7 +322,7 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
             &rel,
             "list your environments under clusters.environments in fluxwave.yaml",
         )?;
-        let doc: Value = yaml::parse(&rel, &Text::new(text.clone()))?;
+        let doc = yaml::parse_value(&rel, &Text::new(text.clone()))?;
         let read = |p: &str| crate::repo::read_referenced(&repo.root, &env.path, p);
         let patches = kedit::decryption_patches(&doc, &read)
             .map_err(|e| Error::from(SourceError::new(&rel, e)))?;
@@ -549,26 +549,34 @@ fn write_if_changed(
 /// rerun computes the change set from the tree as it is, so whichever step was cut short
 /// is finished and nothing is done twice (tests/cli/crash.rs kills `apply` at random moments).
 pub fn execute(repo: &Repo, changes: &[Change]) -> Result<()> {
-    let mut dirs: Vec<std::path::PathBuf> = Vec::new();
+    // Folders are kept as repository-relative text and made absolute once each: comparing
+    // and joining paths per file (161,796 moves at 100,000 services) was a third of `apply`.
+    let abs_dir = |dir: &str| -> std::path::PathBuf {
+        if dir.is_empty() {
+            repo.root.clone()
+        } else {
+            repo.path(dir)
+        }
+    };
+    let mut dirs: HashSet<&str> = HashSet::new();
     let mut files: Vec<std::path::PathBuf> = Vec::new();
     for c in changes {
-        let paths: Vec<&String> = match &c.op {
+        match &c.op {
             Op::Move { from, to } => {
                 files.push(repo.path(from));
-                vec![from, to]
+                dirs.insert(parent(from));
+                dirs.insert(parent(to));
             }
             Op::Write { path, .. } | Op::Remove { path } => {
                 files.push(repo.path(path));
-                vec![path]
+                dirs.insert(parent(path));
             }
-            Op::RemoveDir { path } => vec![path],
-        };
-        dirs.extend(
-            paths
-                .into_iter()
-                .filter_map(|p| repo.path(p).parent().map(std::path::Path::to_path_buf)),
-        );
+            Op::RemoveDir { path } => {
+                dirs.insert(parent(path));
+            }
+        }
     }
+    let dirs: Vec<std::path::PathBuf> = dirs.into_iter().map(abs_dir).collect();
     fsops::probe_writable(
         dirs.iter().map(|p| p.as_path()),
         files.iter().map(|p| p.as_path()),
@@ -591,16 +599,18 @@ pub fn execute(repo: &Repo, changes: &[Change]) -> Result<()> {
         })
         .collect();
     let mut writes_done = false;
-    let mut touched: Vec<std::path::PathBuf> = Vec::new();
-    let mut parent =
-        |p: &std::path::Path| touched.extend(p.parent().map(std::path::Path::to_path_buf));
+    let mut touched: HashSet<&str> = HashSet::new();
+    let mut made: HashSet<&str> = HashSet::new();
     for c in ordered {
         match &c.op {
             Op::Move { from, to } => {
-                let (from, to) = (repo.path(from), repo.path(to));
-                fsops::move_file(&from, &to)?;
-                parent(&from);
-                parent(&to);
+                let (from_dir, to_dir) = (parent(from), parent(to));
+                if made.insert(to_dir) {
+                    fsops::make_dir(&abs_dir(to_dir))?;
+                }
+                fsops::move_file(&repo.path(from), &repo.path(to))?;
+                touched.insert(from_dir);
+                touched.insert(to_dir);
             }
             Op::Write { .. } if !writes_done => {
                 writes_done = true;
@@ -608,16 +618,20 @@ pub fn execute(repo: &Repo, changes: &[Change]) -> Result<()> {
             }
             Op::Write { .. } => {}
             Op::Remove { path } => {
-                let path = repo.path(path);
-                fsops::remove_file(&path)?;
-                parent(&path);
+                fsops::remove_file(&repo.path(path))?;
+                touched.insert(parent(path));
             }
             Op::RemoveDir { path } => {
-                let path = repo.path(path);
-                fsops::remove_empty_dir(&path)?;
-                parent(&path);
+                fsops::remove_empty_dir(&repo.path(path))?;
+                touched.insert(parent(path));
             }
         }
     }
+    let touched: Vec<std::path::PathBuf> = touched.into_iter().map(abs_dir).collect();
     fsops::sync_dirs(touched.iter().map(|p| p.as_path()).filter(|p| p.exists()))
+}
+
+/// The folder of a repository-relative path (`""` for the root).
+fn parent(rel: &str) -> &str {
+    rel.rsplit_once('/').map_or("", |(dir, _)| dir)
 }

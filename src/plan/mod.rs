@@ -232,7 +232,7 @@ fn flat_kustomization_problems(repo: &Repo, plan: &Plan) -> Result<Vec<Problem>>
     let Some(text) = repo.read_optional(&rel)? else {
         return Ok(vec![]);
     };
-    let doc: Value = crate::yaml::parse(&rel, &crate::yaml::Text::new(text))?;
+    let doc = crate::yaml::parse_value(&rel, &crate::yaml::Text::new(text))?;
     let mut problems = Vec::new();
     for field in doc.as_object().into_iter().flat_map(|m| m.keys()) {
         if !matches!(

@@ -2,6 +2,7 @@
 //! places (flat and in a wave, or in two waves) is a problem, because ownership and the
 //! generated kustomizations are keyed by file name.
 
+use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::config::wave_number;
@@ -86,8 +87,9 @@ impl AppTier {
                 });
             }
         }
+        // (name, location) pairs are unique: an unstable sort gives the same order, faster.
         tier.files
-            .sort_by(|a, b| (&a.name, a.location).cmp(&(&b.name, b.location)));
+            .sort_unstable_by(|a, b| (&a.name, a.location).cmp(&(&b.name, b.location)));
         tier.wave_dirs.sort();
         tier.foreign.sort();
         Ok(tier)
@@ -133,10 +135,15 @@ impl AppTier {
 
     /// Repository-relative path of a file at a location.
     pub fn path_of(&self, name: &str, location: Location) -> String {
-        match location {
-            Location::Flat => format!("{}/{name}", self.dir),
-            Location::Wave(n) => format!("{}/wave-{n}/{name}", self.dir),
+        // Built by hand: `format!` was 6% of `plan`, which makes two paths per file.
+        let mut s = String::with_capacity(self.dir.len() + name.len() + 12);
+        s.push_str(&self.dir);
+        s.push('/');
+        if let Location::Wave(n) = location {
+            let _ = write!(s, "wave-{n}/");
         }
+        s.push_str(name);
+        s
     }
 
     pub fn wave_dir(&self, n: usize) -> String {

@@ -42,8 +42,8 @@ impl FluxTree {
             return;
         }
         let rel = format!("{dir}/kustomization.yaml");
-        let Some(doc) = read_text(root, reads, &rel)
-            .and_then(|t| yaml::parse::<Value>(&rel, &Text::new(t)).ok())
+        let Some(doc) =
+            read_text(root, reads, &rel).and_then(|t| yaml::parse_value(&rel, &Text::new(t)).ok())
         else {
             self.complete = false;
             return;

@@ -49,20 +49,38 @@ pub fn write_all_atomic(writes: &[(std::path::PathBuf, &str)]) -> Result<()> {
     Ok(())
 }
 
-/// Moves a file by renaming it; the target must not exist (a rename never overwrites). The
-/// two folders are not synced here: the caller syncs each touched folder once (`sync_dirs`).
+/// Moves a file by renaming it into an existing folder; the target must not exist (a rename
+/// never overwrites). The two folders are not synced here: the caller syncs each touched
+/// folder once (`sync_dirs`).
 pub fn move_file(from: &Path, to: &Path) -> Result<()> {
-    if let Some(parent) = to.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-    }
-    if to.symlink_metadata().is_ok() {
-        return Err(Error::Usage(format!(
+    let exists = || {
+        Error::Usage(format!(
             "{} already exists; fluxwave will not overwrite it with {}",
             to.display(),
             from.display()
-        )));
+        ))
+    };
+    // On Linux the check and the rename are one call (`RENAME_NOREPLACE`); where the file
+    // system does not take that flag, and elsewhere, the target is looked up first.
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{renameat_with, RenameFlags, CWD};
+        match renameat_with(CWD, from, CWD, to, RenameFlags::NOREPLACE) {
+            Ok(()) => return Ok(()),
+            Err(rustix::io::Errno::EXIST) => return Err(exists()),
+            Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => {}
+            Err(e) => return Err(Error::io(from, e.into())),
+        }
+    }
+    if to.symlink_metadata().is_ok() {
+        return Err(exists());
     }
     std::fs::rename(from, to).map_err(|e| Error::io(from, e))
+}
+
+/// Makes a folder and its missing parents.
+pub fn make_dir(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))
 }
 
 /// Fails, changing nothing, unless every folder can take a new entry and every existing file

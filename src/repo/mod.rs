@@ -111,52 +111,126 @@ pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// block forever), a socket or device, and a file over `MAX_FILE_BYTES` are refused as bad
 /// input under the name `shown`.
 pub fn read_regular(path: &Path, shown: &str) -> Result<Option<Vec<u8>>> {
-    use std::io::Read;
     let meta = match path.symlink_metadata() {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(crate::error::Error::io(path, e)),
     };
-    let refuse = |message: String, help: &str| -> crate::error::Error {
-        crate::error::SourceError::new(shown, message)
-            .help(help)
-            .into()
-    };
+    check_regular(&meta, shown)?;
+    let file = std::fs::File::open(path).map_err(|e| crate::error::Error::io(path, e))?;
+    read_bounded(file, meta.len(), path, shown).map(Some)
+}
+
+fn refuse(shown: &str, message: String, help: &str) -> crate::error::Error {
+    crate::error::SourceError::new(shown, message)
+        .help(help)
+        .into()
+}
+
+fn too_big(shown: &str, len: u64) -> crate::error::Error {
+    refuse(
+        shown,
+        format!(
+            "is {} MiB; fluxwave reads files up to {} MiB",
+            len.div_ceil(1024 * 1024),
+            MAX_FILE_BYTES / (1024 * 1024)
+        ),
+        "split the file, or keep generated bulk out of the GitOps tree",
+    )
+}
+
+/// Refuses a link, a FIFO, socket or device, and a file over `MAX_FILE_BYTES`.
+fn check_regular(meta: &std::fs::Metadata, shown: &str) -> Result<()> {
     if meta.file_type().is_symlink() {
         return Err(refuse(
+            shown,
             "is a symbolic link; fluxwave does not follow links".into(),
             "replace the link with the file itself",
         ));
     }
     if !meta.is_file() {
         return Err(refuse(
+            shown,
             "is not a regular file (a FIFO, socket or device)".into(),
             "replace it with a regular file",
         ));
     }
-    let too_big = |len: u64| {
-        refuse(
-            format!(
-                "is {} MiB; fluxwave reads files up to {} MiB",
-                len.div_ceil(1024 * 1024),
-                MAX_FILE_BYTES / (1024 * 1024)
-            ),
-            "split the file, or keep generated bulk out of the GitOps tree",
-        )
-    };
     if meta.len() > MAX_FILE_BYTES {
-        return Err(too_big(meta.len()));
+        return Err(too_big(shown, meta.len()));
     }
-    let file = std::fs::File::open(path).map_err(|e| crate::error::Error::io(path, e))?;
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    Ok(())
+}
+
+fn read_bounded(file: impl std::io::Read, len: u64, path: &Path, shown: &str) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
     // Bounded even if the file grows while it is read.
     file.take(MAX_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| crate::error::Error::io(path, e))?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(too_big(bytes.len() as u64));
+        return Err(too_big(shown, bytes.len() as u64));
     }
-    Ok(Some(bytes))
+    Ok(bytes)
+}
+
+/// A folder whose regular files are read by name, as `read_regular` reads them. Where the
+/// system allows, the folder is opened once and each file is opened relative to it and
+/// checked on the open file: one path lookup per file instead of a walk of the whole path
+/// for its metadata and another for its contents.
+pub struct Folder {
+    path: PathBuf,
+    #[cfg(unix)]
+    fd: Option<rustix::fd::OwnedFd>,
+}
+
+impl Folder {
+    pub fn open(path: &Path) -> Folder {
+        Folder {
+            path: path.to_path_buf(),
+            #[cfg(unix)]
+            fd: {
+                use rustix::fs::{open, Mode, OFlags};
+                open(
+                    path,
+                    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )
+                .ok()
+            },
+        }
+    }
+
+    /// `read_regular` of the entry `name`, which the folder's listing says is a regular file.
+    pub fn read_regular(&self, name: &str, shown: &str) -> Result<Option<Vec<u8>>> {
+        #[cfg(unix)]
+        if let Some(dir) = &self.fd {
+            use rustix::fs::{openat, Mode, OFlags};
+            use std::io::Read;
+            // Never through a link, and never blocking on a FIFO put in the file's place.
+            let flags = OFlags::RDONLY
+                | OFlags::NOFOLLOW
+                | OFlags::NONBLOCK
+                | OFlags::NOCTTY
+                | OFlags::CLOEXEC;
+            if let Ok(fd) = openat(dir, name, flags, Mode::empty()) {
+                let file = std::fs::File::from(fd);
+                let path = self.path.join(name);
+                let meta = file
+                    .metadata()
+                    .map_err(|e| crate::error::Error::io(&path, e))?;
+                check_regular(&meta, shown)?;
+                if meta.len() == 0 {
+                    // Empty, or a file whose size is not known up front.
+                    return read_bounded(file, 0, &path, shown).map(Some);
+                }
+                // The size it had when opened: no further read to find the end.
+                return read_bounded(file.take(meta.len()), meta.len(), &path, shown).map(Some);
+            }
+            // Whatever kept it from opening is reported as `read_regular` reports it.
+        }
+        read_regular(&self.path.join(name), shown)
+    }
 }
 
 /// Whether `path` (which exists) lies inside `root` once every link in it is resolved: a

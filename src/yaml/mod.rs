@@ -270,6 +270,15 @@ pub fn parse<T: DeserializeOwned>(path: &str, text: &Text) -> Result<T, SourceEr
     serde_saphyr::from_str::<T>(text).map_err(|e| located(path, text, e))
 }
 
+/// Parses a single-document file into an untyped value: plain block YAML through the fast
+/// reader, everything else (and every file with a problem) through serde-saphyr.
+pub fn parse_value(path: &str, text: &Text) -> Result<Value, SourceError> {
+    match fast::parse_value(text) {
+        Some(doc) => Ok(doc),
+        None => parse(path, text),
+    }
+}
+
 /// Parses every document of a multi-document file into untyped values (empty documents are
 /// left out).
 pub fn parse_all(path: &str, text: &Text) -> Result<Vec<Value>, SourceError> {
