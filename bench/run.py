@@ -210,7 +210,7 @@ def targets(by_n, cutover):
     if 10_000 in by_n and 100_000 in by_n:
         for cmd in commands:
             g = by_n[100_000][cmd][0] / by_n[10_000][cmd][0]
-            out.append(f"| growth of `{cmd}` from 10,000 to 100,000 ≤ 12× | {g:.1f}× "
+            out.append(f"| growth of `{cmd}` from 10,000 to 100,000 ≤ 12× | {g:.2f}× "
                        f"({by_n[10_000][cmd][0]:.3f} s → {by_n[100_000][cmd][0]:.3f} s) | {verdict(g <= 12)} |")
     if 100_000 in by_n:
         for cmd in commands:
