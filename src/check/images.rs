@@ -60,13 +60,7 @@ pub fn image_policies(flux: &Flux) -> Vec<Finding> {
         }
     }
     let mut findings = Vec::new();
-    for file in flux.tree.files_under("") {
-        if !(file.ends_with(".yaml") || file.ends_with(".yml")) {
-            continue;
-        }
-        let Some(text) = flux.tree.read(file) else {
-            continue;
-        };
+    for (file, text) in flux.tree.manifests() {
         for (offset, reference) in markers(text) {
             let pos = Some(locate::pos_of(text, offset));
             let covered = paths

@@ -13,13 +13,7 @@ pub const CODE: &str = "plaintext-secret";
 
 pub fn plaintext_secret(flux: &Flux) -> Vec<Finding> {
     let mut findings = Vec::new();
-    for file in flux.tree.files_under("") {
-        if !(file.ends_with(".yaml") || file.ends_with(".yml")) {
-            continue;
-        }
-        let Some(text) = flux.tree.read(file) else {
-            continue;
-        };
+    for (file, text) in flux.tree.manifests() {
         if !text.contains("Secret") {
             continue;
         }

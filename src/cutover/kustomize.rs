@@ -14,6 +14,7 @@ use super::object::{
 };
 use super::source::{join, FileTree};
 use crate::flux::KUSTOMIZE_GROUP;
+use crate::repo::is_manifest;
 use crate::repo::kedit::{ObjectRef, PatchTarget};
 use crate::yaml;
 
@@ -662,10 +663,6 @@ impl<'a> Builder<'a> {
         }
         Ok(acc)
     }
-}
-
-fn is_manifest(file: &str) -> bool {
-    file.ends_with(".yaml") || file.ends_with(".yml")
 }
 
 /// The objects of a file: its documents, and the items of a List.

@@ -264,6 +264,14 @@ impl FileTree {
         dir.is_empty() || self.files_under(dir).next().is_some()
     }
 
+    /// Every YAML manifest of the tree (`.yaml`, `.yml`) with its text, in path order.
+    pub fn manifests(&self) -> impl Iterator<Item = (&str, &Text)> {
+        self.files
+            .iter()
+            .filter(|(p, _)| crate::repo::is_manifest(p))
+            .map(|(p, t)| (p.as_str(), t))
+    }
+
     /// Every file under `dir`, recursively, in path order.
     pub fn files_under<'a>(&'a self, dir: &'a str) -> impl Iterator<Item = &'a str> + 'a {
         let prefix = if dir.is_empty() {

@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use super::is_manifest;
 use crate::config::wave_number;
 use crate::error::{Error, Result};
 
@@ -36,10 +37,6 @@ pub struct AppTier {
 }
 
 const KUSTOMIZATION_NAMES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
-
-fn is_manifest(name: &str) -> bool {
-    name.ends_with(".yaml") || name.ends_with(".yml")
-}
 
 impl AppTier {
     pub fn scan(root: &Path, dir: &str) -> Result<AppTier> {

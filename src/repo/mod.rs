@@ -103,6 +103,11 @@ impl Repo {
     }
 }
 
+/// Whether a file is a YAML manifest by its name (`.yaml` or `.yml`).
+pub fn is_manifest(path: &str) -> bool {
+    path.ends_with(".yaml") || path.ends_with(".yml")
+}
+
 /// The largest file fluxwave reads. Real manifests and CRD bundles are far below it; a file
 /// above it is refused with a clear error rather than read into memory and parsed for minutes.
 pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
