@@ -189,10 +189,11 @@ pub struct Entry {
 }
 
 impl Entry {
-    fn new(owner: &Owner, owner_id: &Arc<ObjectId>, id: &ObjectId, r: Resource) -> Entry {
+    /// `r`, built by `owner`; `substituted` when the owner has `postBuild`.
+    fn new(owner: &Arc<ObjectId>, substituted: bool, id: &ObjectId, r: Resource) -> Entry {
         Entry {
-            owner: owner_id.clone(),
-            facts: r.facts(owner.substitutes()),
+            owner: owner.clone(),
+            facts: r.facts(substituted),
             whole: kept_whole(&id.group, &id.kind).then(|| Box::new(r.value)),
             file: r.file,
             index: r.index,
@@ -378,6 +379,7 @@ pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
         };
         let vars = substitutions(&owner.object);
         let shared_id = Arc::new(owner_id.clone());
+        let substituted = owner.substitutes();
         for mut r in resources {
             substitute_identity(&mut r.value, &vars);
             let Some(id) = r.id() else {
@@ -416,12 +418,12 @@ pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
                             e.owner, e.owner
                         ),
                     });
-                    let entry = Entry::new(&owner, &shared_id, &id, r);
+                    let entry = Entry::new(&shared_id, substituted, &id, r);
                     inv.duplicates.push((id, entry));
                 }
                 Some(_) => {}
                 None => {
-                    let entry = Entry::new(&owner, &shared_id, &id, r);
+                    let entry = Entry::new(&shared_id, substituted, &id, r);
                     inv.objects.insert(id, entry);
                 }
             }
