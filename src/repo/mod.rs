@@ -220,6 +220,23 @@ impl Folder {
                 | OFlags::CLOEXEC;
             if let Ok(fd) = openat(dir, name, flags, Mode::empty()) {
                 let file = std::fs::File::from(fd);
+                // A regular file (as the listing said) that ends within the first read needs
+                // no fstat: a short read is its end. What is not a regular file (a FIFO put
+                // in its place reads nothing, without blocking; a device fills the buffer or
+                // cannot be read at an offset) falls through to the checks below.
+                thread_local! {
+                    static HEAD: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; 4096]);
+                }
+                let whole =
+                    HEAD.with_borrow_mut(|head| {
+                        match std::os::unix::fs::FileExt::read_at(&file, head, 0) {
+                            Ok(n) if n > 0 && n < head.len() => Some(head[..n].to_vec()),
+                            _ => None,
+                        }
+                    });
+                if whole.is_some() {
+                    return Ok(whole);
+                }
                 let path = self.path.join(name);
                 let meta = file
                     .metadata()
