@@ -149,8 +149,21 @@ struct Parser<'a> {
 const MAX_DEPTH: usize = 64;
 
 fn is_key_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b'/')
+    KEY_BYTES[usize::from(b)]
 }
+
+/// The bytes a plain key is made of (letters, digits, `_-./`), as a table: keys are most of
+/// what the reader scans byte by byte.
+const KEY_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.' | b'/');
+        b += 1;
+    }
+    table
+};
 
 /// Whether a scalar at this byte cannot start a plain scalar (or is not one we read).
 fn is_indicator(b: u8) -> bool {
@@ -283,7 +296,7 @@ impl<'a> Parser<'a> {
     }
 
     fn map_inner(&mut self, indent: usize) -> Option<Node<'a>> {
-        let mut entries: Vec<(&'a str, Node<'a>)> = Vec::new();
+        let mut entries: Vec<(&'a str, Node<'a>)> = Vec::with_capacity(8);
         while let Some(line) = self.current() {
             if line.indent < indent {
                 break;
@@ -475,29 +488,51 @@ impl<'a> Parser<'a> {
             b'{' => self.flow_map(pos, end),
             b'[' => self.flow_seq(pos, end),
             c if is_indicator(c) => None,
+            _ if !flow => {
+                // A plain scalar ends at ` #` (a comment) or the end of the line; `: ` inside
+                // it would make it a key. Only `#` and `:` need a look.
+                let mut k = pos;
+                let stop = loop {
+                    let Some(i) = memchr::memchr2(b'#', b':', &b[k..end]) else {
+                        break end;
+                    };
+                    k += i;
+                    match b[k] {
+                        b'#' if b[k - 1] == b' ' => break k,
+                        b':' if k + 1 == end || b[k + 1] == b' ' => return None,
+                        _ => k += 1,
+                    }
+                };
+                self.plain(pos, stop)
+            }
             _ => {
                 let mut k = pos;
                 while k < end {
                     match b[k] {
                         b'#' if b[k - 1] == b' ' => break,
                         b':' if k + 1 == end || b[k + 1] == b' ' => return None,
-                        b',' | b']' | b'}' if flow => break,
-                        b'[' | b'{' | b'#' | b':' if flow => return None,
+                        b',' | b']' | b'}' => break,
+                        b'[' | b'{' | b'#' | b':' => return None,
                         _ => k += 1,
                     }
                 }
-                let text = self.src[pos..k].trim_end_matches(' ');
-                if text.ends_with(':') {
-                    return None;
-                }
-                let node = Node::Scalar {
-                    text,
-                    style: Style::Plain,
-                    span: (pos, text.len()),
-                };
-                Some((node, pos + text.len()))
+                self.plain(pos, k)
             }
         }
+    }
+
+    /// The plain scalar from `pos` to `k` (trailing blanks left out): (node, end position).
+    fn plain(&self, pos: usize, k: usize) -> Option<(Node<'a>, usize)> {
+        let text = self.src[pos..k].trim_end_matches(' ');
+        if text.ends_with(':') {
+            return None;
+        }
+        let node = Node::Scalar {
+            text,
+            style: Style::Plain,
+            span: (pos, text.len()),
+        };
+        Some((node, pos + text.len()))
     }
 
     fn skip_blanks(&self, mut pos: usize, end: usize) -> usize {
