@@ -2,9 +2,13 @@
 //! pool): reading and parsing thousands of small files is the hot path of every command.
 
 pub fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(16);
+    // Asked once per run: each answer reads the cgroup's CPU quota from /sys.
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let threads = *THREADS.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(16)
+    });
     if threads < 2 || items.len() < 64 {
         return items.iter().map(&f).collect();
     }
