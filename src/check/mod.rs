@@ -100,8 +100,8 @@ pub struct Built<'a> {
 }
 
 impl Flux {
-    pub fn load(root: &Path, config: Config) -> Result<Flux> {
-        let tree = FileTree::from_worktree_or_dir(root)?;
+    /// The Flux view of a tree already read.
+    pub fn with_tree(tree: FileTree, config: Config) -> Result<Flux> {
         let envs = inventory::environments(&tree)?
             .into_iter()
             .map(|(name, path)| inventory::build(&tree, &name, &path))
@@ -172,12 +172,14 @@ pub fn run(root: &Path) -> Result<Vec<Finding>> {
     let config = Config::load(root)?;
     // A fluxwave.yaml that only configures `check` does not make a repository catalog-managed.
     let managed = root.join(&config.catalog).is_dir() || !config.units.is_empty();
+    // The tree is read first and once: the catalog lints take their files from it.
+    let tree = FileTree::from_worktree_or_dir(root)?;
     let mut findings = if managed {
-        catalog_lints(root)?
+        catalog_lints(root, &tree)?
     } else {
         Vec::new()
     };
-    let flux = Flux::load(root, config)?;
+    let flux = Flux::with_tree(tree, config)?;
     findings.extend(decryption::sops_without_decryption(&flux, managed));
     findings.extend(plaintext::plaintext_secret(&flux));
     findings.extend(substitution::variables(&flux));
@@ -198,8 +200,8 @@ pub fn run(root: &Path) -> Result<Vec<Finding>> {
 }
 
 /// The lints of a catalog-managed repository: plan problems and drift from `apply`.
-fn catalog_lints(root: &Path) -> Result<Vec<Finding>> {
-    let repo = Repo::load(root)?;
+fn catalog_lints(root: &Path, tree: &FileTree) -> Result<Vec<Finding>> {
+    let repo = Repo::load_with(root, &|path| tree.read(path).cloned())?;
     let plan = Plan::for_repo(&repo)?;
     let mut findings: Vec<Finding> = plan
         .problems

@@ -60,11 +60,20 @@ impl Reads {
 
 impl Repo {
     pub fn load(root: &Path) -> Result<Repo> {
+        Repo::load_with(root, &|_| None)
+    }
+
+    /// `load`, taking the catalog files this run has read already from `preread` (by
+    /// repository-relative path) instead of reading them again.
+    pub fn load_with(
+        root: &Path,
+        preread: &(dyn Fn(&str) -> Option<crate::yaml::Text> + Sync),
+    ) -> Result<Repo> {
         let config = Config::load(root)?;
         // The app tier's listing overlaps the catalog's reads and parses.
         let (services, apps) = std::thread::scope(|s| {
             let apps = s.spawn(|| AppTier::scan(root, &config.apps));
-            let services = catalog::load(root, &config.catalog);
+            let services = catalog::load(root, &config.catalog, preread);
             let apps = apps.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
             (services, apps)
         });
