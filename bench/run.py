@@ -57,6 +57,20 @@ def measure(cmd, runs, ok_codes=(0,), setup=None, cwd=None):
     return statistics.median(times), max(mems)
 
 
+def measure_together(specs, runs):
+    """`measure` of several commands, their runs interleaved (A B A B ...), so that a ratio
+    between them compares runs made under the same conditions of the machine."""
+    samples = [([], []) for _ in specs]
+    for _ in range(runs):
+        for spec, (times, mems) in zip(specs, samples):
+            t, m, code, err = run_once(spec["cmd"], setup=spec.get("setup"))
+            if code not in spec.get("ok_codes", (0,)):
+                raise SystemExit(f"{' '.join(map(str, spec['cmd']))}: exit {code}\n{err}")
+            times.append(t)
+            mems.append(m)
+    return [(statistics.median(times), max(mems)) for times, mems in samples]
+
+
 def fresh_copy(src, dst):
     def setup():
         if dst.exists():
@@ -128,17 +142,22 @@ def main():
         scratch = WORK / f"scratch-{n}"
         r = {"n": n}
         r["floor"] = read_floor(repo, runs)
-        r["waves"] = measure([FLUXWAVE, "--repo", repo, "waves"], runs)
+        peer = [sys.executable, SHARED / "baseline_render.py"]
+        # Each fluxwave command and the peer command it is compared with run in turns.
+        r["waves"], r["print"] = measure_together([
+            {"cmd": [FLUXWAVE, "--repo", repo, "waves"]},
+            {"cmd": peer + [repo, "--print-waves"]},
+        ], runs)
         r["plan"] = measure([FLUXWAVE, "--repo", repo, "plan"], runs)
-        r["apply"] = measure([FLUXWAVE, "--repo", scratch, "apply"], runs, setup=fresh_copy(repo, scratch))
+        r["apply"], r["emit"] = measure_together([
+            {"cmd": [FLUXWAVE, "--repo", scratch, "apply"], "setup": fresh_copy(repo, scratch)},
+            {"cmd": peer + [scratch, "--emit-waves"], "setup": fresh_copy(repo, scratch)},
+        ], runs)
         # exit 1 is findings (gen_repo.py writes image markers without ImagePolicies), not failure
         r["check"] = measure([FLUXWAVE, "--repo", applied, "check"], runs, ok_codes=(0, 1))
         if cutover:
             r["cutover"] = measure([FLUXWAVE, "--repo", applied, "cutover", "--from", "HEAD~1", "--to", "HEAD"],
                                    runs, ok_codes=(0, 1))
-        r["print"] = measure([sys.executable, SHARED / "baseline_render.py", repo, "--print-waves"], runs)
-        r["emit"] = measure([sys.executable, SHARED / "baseline_render.py", scratch, "--emit-waves"], runs,
-                            setup=fresh_copy(repo, scratch))
         if kustomize_ok:
             t, m, code, err = run_once(["kubectl", "kustomize", str(repo / "apps")])
             if code != 0:
