@@ -69,8 +69,8 @@ fn replace(path: &Path, contents: &str) -> Result<()> {
             "not a file name",
         ))
     })?;
-    let (mut file, mut temp) = open_temporary(dir, name).map_err(io)?;
-    let written = (|| {
+    // The bytes, with the permissions and owner of the file they replace.
+    let fill = |mut file: &std::fs::File| -> std::io::Result<()> {
         if let Ok(old) = std::fs::symlink_metadata(path) {
             if old.is_file() {
                 file.set_permissions(old.permissions())?;
@@ -78,22 +78,36 @@ fn replace(path: &Path, contents: &str) -> Result<()> {
                 {
                     use std::os::unix::fs::MetadataExt;
                     // Only root may give a file away; anyone else keeps their own.
-                    let _ = std::os::unix::fs::fchown(&file, Some(old.uid()), Some(old.gid()));
+                    let _ = std::os::unix::fs::fchown(file, Some(old.uid()), Some(old.gid()));
                 }
             }
         }
-        file.write_all(contents.as_bytes())?;
+        file.write_all(contents.as_bytes())
+    };
+    let mut temp = None;
+    let written = (|| {
+        let (mut file, named) = open_temporary(dir, name)?;
+        temp = named;
+        fill(&file)?;
         if temp.is_none() {
-            temp = Some(link_unnamed(&file, dir, name)?);
+            match link_unnamed(&file, dir, name) {
+                Ok(named) => temp = Some(named),
+                // Without /proc an unnamed file cannot be given a name: a named one instead.
+                Err(_) => {
+                    let (named_file, named) = named_temporary(dir, name)?;
+                    (file, temp) = (named_file, Some(named));
+                    fill(&file)?;
+                }
+            }
         }
         // After the link: some file systems (btrfs) do not sync a file that has no name.
-        file.sync_data()
+        file.sync_data()?;
+        match &temp {
+            Some(temp) => std::fs::rename(temp, path),
+            None => Ok(()),
+        }
     })();
-    let renamed = written.and_then(|()| match &temp {
-        Some(temp) => std::fs::rename(temp, path),
-        None => Ok(()),
-    });
-    if let Err(e) = renamed {
+    if let Err(e) = written {
         if let Some(temp) = &temp {
             let _ = std::fs::remove_file(temp);
         }
@@ -124,6 +138,14 @@ fn open_temporary(
             Err(e) => return Err(e),
         }
     }
+    named_temporary(dir, name).map(|(file, temp)| (file, Some(temp)))
+}
+
+/// A new file `.<name>.XXXXXX` in `dir`, and its path.
+fn named_temporary(
+    dir: &Path,
+    name: &std::ffi::OsStr,
+) -> std::io::Result<(std::fs::File, std::path::PathBuf)> {
     loop {
         let temp = dir.join(temporary_name(name));
         match std::fs::OpenOptions::new()
@@ -131,7 +153,7 @@ fn open_temporary(
             .create_new(true)
             .open(&temp)
         {
-            Ok(file) => return Ok((file, Some(temp))),
+            Ok(file) => return Ok((file, temp)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),
         }
