@@ -354,79 +354,49 @@ pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
             mark_unbuilt(&mut inv, &owner_id);
             continue;
         }
-        let built = builder.build_flux_path(&owner.path).and_then(|acc| {
-            builder.transform(
-                &format!("{where_} ({})", owner.id),
-                &owner.path,
-                &owner.overlay(),
-                acc,
-            )
-        });
-        let resources = match built {
-            Ok(r) => r,
-            Err(e) => {
-                extra_warnings.push(Warning {
-                    path: where_,
-                    feature: "build failure".into(),
-                    message: format!(
-                        "{} cannot be built ({e}); Flux stops there and deletes nothing of it",
-                        owner.id
-                    ),
-                });
-                mark_unbuilt(&mut inv, &owner_id);
-                continue;
-            }
-        };
         let vars = substitutions(&owner.object);
         let shared_id = Arc::new(owner_id.clone());
         let substituted = owner.substitutes();
-        for mut r in resources {
-            substitute_identity(&mut r.value, &vars);
-            let Some(id) = r.id() else {
-                extra_warnings.push(Warning {
-                    path: r.file.clone(),
-                    feature: "unnamed object".into(),
-                    message: format!("document {} has no apiVersion, kind or name", r.index + 1),
-                });
-                continue;
-            };
-            if id.name.contains("${") || id.namespace.contains("${") {
-                extra_warnings.push(Warning {
-                    path: r.file.clone(),
-                    feature: "postBuild substitution".into(),
-                    message: format!("{id}: a variable in its name or namespace comes from substituteFrom, which is not modelled"),
-                });
+        let (queued, warned, duplicated) =
+            (queue.len(), extra_warnings.len(), inv.duplicates.len());
+        let mut recorded = 0;
+        let built = builder.build_owner(
+            &format!("{where_} ({})", owner.id),
+            &owner.path,
+            &owner.overlay(),
+            &mut |r| {
+                recorded += 1;
+                record(
+                    &mut inv,
+                    &mut queue,
+                    &mut extra_warnings,
+                    &shared_id,
+                    substituted,
+                    &vars,
+                    r,
+                );
+            },
+        );
+        if let Err(e) = built {
+            // Nothing of a build that fails is applied: what it recorded is taken back.
+            if recorded > 0 {
+                inv.objects
+                    .retain(|_, entry| !Arc::ptr_eq(&entry.owner, &shared_id));
+                inv.owners
+                    .retain(|_, o| o.parent.as_ref() != Some(&owner_id));
+                inv.duplicates.truncate(duplicated);
+                queue.truncate(queued);
+                extra_warnings.truncate(warned);
             }
-            if is_flux_kustomization(&r.value) {
-                if let Some(child) =
-                    Owner::from_value(&r.value, Some(owner_id.clone()), &r.file, r.index)
-                {
-                    if !inv.owners.contains_key(&child.id) {
-                        queue.push_back(child.id.clone());
-                        inv.owners.insert(child.id.clone(), child);
-                    }
-                }
-                continue;
-            }
-            match inv.objects.get(&id) {
-                Some(e) if *e.owner != owner_id => {
-                    extra_warnings.push(Warning {
-                        path: r.file.clone(),
-                        feature: "two owners".into(),
-                        message: format!(
-                            "{id} is applied by both {} and {owner_id}; Flux counts it as {}'s",
-                            e.owner, e.owner
-                        ),
-                    });
-                    let entry = Entry::new(&shared_id, substituted, &id, r);
-                    inv.duplicates.push((id, entry));
-                }
-                Some(_) => {}
-                None => {
-                    let entry = Entry::new(&shared_id, substituted, &id, r);
-                    inv.objects.insert(id, entry);
-                }
-            }
+            extra_warnings.push(Warning {
+                path: where_,
+                feature: "build failure".into(),
+                message: format!(
+                    "{} cannot be built ({e}); Flux stops there and deletes nothing of it",
+                    owner.id
+                ),
+            });
+            mark_unbuilt(&mut inv, &owner_id);
         }
     }
     inv.warnings = builder.warnings;
@@ -434,6 +404,65 @@ pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
     inv.warnings.sort();
     inv.warnings.dedup();
     inv
+}
+
+/// Records object `r` of the build of owner `owner` (with `postBuild` when `substituted`,
+/// its inline variables `vars`): a Flux Kustomization becomes an owner to build next, any
+/// other object an entry of the inventory unless an earlier owner has it already.
+fn record(
+    inv: &mut Inventory,
+    queue: &mut VecDeque<ObjectId>,
+    warnings: &mut Vec<Warning>,
+    owner: &Arc<ObjectId>,
+    substituted: bool,
+    vars: &BTreeMap<String, String>,
+    mut r: Resource,
+) {
+    substitute_identity(&mut r.value, vars);
+    let Some(id) = r.id() else {
+        warnings.push(Warning {
+            path: r.file.clone(),
+            feature: "unnamed object".into(),
+            message: format!("document {} has no apiVersion, kind or name", r.index + 1),
+        });
+        return;
+    };
+    if id.name.contains("${") || id.namespace.contains("${") {
+        warnings.push(Warning {
+            path: r.file.clone(),
+            feature: "postBuild substitution".into(),
+            message: format!("{id}: a variable in its name or namespace comes from substituteFrom, which is not modelled"),
+        });
+    }
+    if is_flux_kustomization(&r.value) {
+        if let Some(child) = Owner::from_value(&r.value, Some((**owner).clone()), &r.file, r.index)
+        {
+            if !inv.owners.contains_key(&child.id) {
+                queue.push_back(child.id.clone());
+                inv.owners.insert(child.id.clone(), child);
+            }
+        }
+        return;
+    }
+    match inv.objects.get(&id) {
+        Some(e) if e.owner != *owner => {
+            warnings.push(Warning {
+                path: r.file.clone(),
+                feature: "two owners".into(),
+                message: format!(
+                    "{id} is applied by both {} and {owner}; Flux counts it as {}'s",
+                    e.owner, e.owner
+                ),
+            });
+            let entry = Entry::new(owner, substituted, &id, r);
+            inv.duplicates.push((id, entry));
+        }
+        Some(_) => {}
+        None => {
+            let entry = Entry::new(owner, substituted, &id, r);
+            inv.objects.insert(id, entry);
+        }
+    }
 }
 
 fn mark_unbuilt(inv: &mut Inventory, id: &ObjectId) {
@@ -497,6 +526,59 @@ mod tests {
             substitute("${APP}-${NS:=media}-${X}", &vars),
             "web-media-${X}"
         );
+    }
+
+    #[test]
+    fn a_build_that_fails_records_nothing() {
+        let ks = |name: &str, path: &str| {
+            format!("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {{name: {name}, namespace: flux-system}}\nspec:\n  path: ./{path}\n  prune: true\n  sourceRef: {{kind: GitRepository, name: flux-system}}\n")
+        };
+        let cm = |name: &str| {
+            format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: app}}\n")
+        };
+        let (first, apps, child) = (
+            ks("first", "first"),
+            ks("apps", "apps"),
+            ks("child", "child"),
+        );
+        let (shared, own) = (cm("shared"), cm("own"));
+        let tree = FileTree::from_files([
+            (
+                "clusters/dev/kustomization.yaml",
+                "resources: [first.yaml, apps.yaml]\n",
+            ),
+            ("clusters/dev/first.yaml", first.as_str()),
+            ("clusters/dev/apps.yaml", apps.as_str()),
+            ("first/shared.yaml", shared.as_str()),
+            // `apps` loads three files, then fails on the fourth.
+            (
+                "apps/kustomization.yaml",
+                "resources: [shared.yaml, own.yaml, child.yaml, missing.yaml]\n",
+            ),
+            ("apps/shared.yaml", shared.as_str()),
+            ("apps/own.yaml", own.as_str()),
+            ("apps/child.yaml", child.as_str()),
+            ("child/cm.yaml", cm("c").leak()),
+        ]);
+        let inv = build(&tree, "dev", "clusters/dev");
+        let objects: Vec<String> = inv.objects.keys().map(ToString::to_string).collect();
+        assert_eq!(objects, ["ConfigMap/app/shared"]);
+        assert_eq!(
+            inv.objects.values().next().map(|e| e.owner.name.as_str()),
+            Some("first")
+        );
+        assert!(inv.duplicates.is_empty());
+        let owners: Vec<(&str, bool)> = inv
+            .owners
+            .values()
+            .map(|o| (o.id.name.as_str(), o.built))
+            .collect();
+        assert_eq!(
+            owners,
+            [("apps", false), ("first", true), ("flux-system", true)]
+        );
+        let features: Vec<&str> = inv.warnings.iter().map(|w| w.feature.as_str()).collect();
+        assert_eq!(features, ["build failure"]);
     }
 
     #[test]

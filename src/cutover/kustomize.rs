@@ -237,6 +237,54 @@ pub struct Builder<'a> {
 
 type Built = Result<Vec<Resource>, String>;
 
+/// Where a build hands its objects, one at a time and in build order.
+pub type Emit<'e> = dyn FnMut(Resource) + 'e;
+
+/// How many files a build parses ahead (on every core) of the one it loads: enough to keep
+/// the cores busy, few enough that a folder of 100,000 files is not held parsed at once.
+const AHEAD: usize = 1024;
+
+/// The window of a build's files parsed ahead: `next` is called before the build loads each
+/// of `files`, in order, and parses the next `AHEAD` of them when the window is used up.
+/// (A file not parsed ahead is parsed when it is loaded: the window never changes what a
+/// build yields, only when files are parsed.)
+#[derive(Default)]
+struct Ahead {
+    loaded: usize,
+    parsed: usize,
+}
+
+impl Ahead {
+    fn next<S: AsRef<str> + Sync>(&mut self, builder: &mut Builder<'_>, files: &[S]) {
+        if self.loaded == self.parsed && self.parsed < files.len() {
+            let end = (self.parsed + AHEAD).min(files.len());
+            builder.prefetch(&files[self.parsed..end]);
+            self.parsed = end;
+        }
+        self.loaded += 1;
+    }
+}
+
+/// Keys of a kustomization that change the objects it accumulated (see `transform`).
+const TRANSFORMERS: &[&str] = &[
+    "components",
+    "patchesStrategicMerge",
+    "patches",
+    "namespace",
+    "namePrefix",
+    "nameSuffix",
+    "commonLabels",
+    "labels",
+    "commonAnnotations",
+    "patchesJson6902",
+];
+
+/// Whether kustomization `k` may change what it accumulated: else its build is the objects
+/// of its resources and generators as they are loaded.
+fn transforms(k: &Map<String, Value>) -> bool {
+    TRANSFORMERS.iter().any(|key| k.contains_key(*key))
+}
+
 impl<'a> Builder<'a> {
     pub fn new(tree: &'a FileTree) -> Builder<'a> {
         let mut cluster_kinds = BTreeSet::new();
@@ -288,18 +336,57 @@ impl<'a> Builder<'a> {
 
     /// `kustomize build DIR`: `dir` must hold a kustomization.
     pub fn build_dir(&mut self, dir: &str) -> Built {
+        let mut out = Vec::new();
+        self.stream_dir(dir, &mut |r| out.push(r))?;
+        Ok(out)
+    }
+
+    /// `build_dir`, handing each object to `emit` in build order.
+    fn stream_dir(&mut self, dir: &str, emit: &mut Emit) -> Result<(), String> {
         let file = self
             .kustomization_file(dir)
             .ok_or_else(|| format!("{dir}: no kustomization.yaml in this folder"))?;
-        self.build_kustomization(dir, &file, Vec::new())
+        self.stream_kustomization(dir, &file, emit)
     }
 
     /// What Flux builds at `spec.path`: the folder's kustomization, or the one Flux generates
     /// when there is none (every manifest under the folder, recursively; a sub-folder with its
     /// own kustomization is built as one).
     pub fn build_flux_path(&mut self, dir: &str) -> Built {
+        let mut out = Vec::new();
+        self.stream_flux_path(dir, &mut |r| out.push(r))?;
+        Ok(out)
+    }
+
+    /// What a Flux Kustomization applies: `build_flux_path(dir)` transformed by `overlay`
+    /// (the kustomization Flux wraps around its `spec.path`, see `transform`), each object
+    /// handed to `emit` in build order. Where no kustomization on the way transforms the
+    /// list, objects are handed on as they are loaded and the build holds no list: a flat app
+    /// tier of hundreds of thousands of objects is never held whole. When the build fails,
+    /// `emit` may have had some of its objects.
+    pub fn build_owner(
+        &mut self,
+        what: &str,
+        dir: &str,
+        overlay: &Map<String, Value>,
+        emit: &mut Emit,
+    ) -> Result<(), String> {
+        if transforms(overlay) {
+            let acc = self.build_flux_path(dir)?;
+            self.transform(what, dir, overlay, acc)?
+                .into_iter()
+                .for_each(emit);
+        } else {
+            self.stream_flux_path(dir, emit)?;
+            // Nothing to transform: only the warnings of unmodelled keys.
+            self.transform(what, dir, overlay, Vec::new())?;
+        }
+        Ok(())
+    }
+
+    fn stream_flux_path(&mut self, dir: &str, emit: &mut Emit) -> Result<(), String> {
         if self.kustomization_file(dir).is_some() {
-            return self.build_dir(dir);
+            return self.stream_dir(dir, emit);
         }
         if !self.tree.is_dir(dir) {
             return Err(format!("path `./{dir}` does not exist"));
@@ -326,27 +413,26 @@ impl<'a> Builder<'a> {
             .filter(|(file, sub)| sub.is_none() && is_manifest(file))
             .map(|(file, _)| file.as_str())
             .collect();
-        self.prefetch(&manifests);
-        let mut out = Vec::new();
+        let mut ahead = Ahead::default();
         let mut built = BTreeSet::new();
-        for (file, kustomized) in files {
+        for (file, kustomized) in &files {
             match kustomized {
                 Some(sub) if built.insert(sub.clone()) => {
-                    out.extend(self.build_dir(&sub)?);
+                    self.stream_dir(sub, emit)?;
                 }
                 Some(_) => {}
-                None if is_manifest(&file) => {
+                None if is_manifest(file) => {
+                    ahead.next(self, &manifests);
                     // Flux's generator leaves out what is not a Kubernetes object.
-                    out.extend(
-                        self.load_file(&file)?
-                            .into_iter()
-                            .filter(|r| !r.kind().is_empty() && !r.api_version().is_empty()),
-                    );
+                    self.load_file(file)?
+                        .into_iter()
+                        .filter(|r| !r.kind().is_empty() && !r.api_version().is_empty())
+                        .for_each(&mut *emit);
                 }
                 None => {}
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     fn load_file(&mut self, path: &str) -> Built {
@@ -360,15 +446,17 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// Loads `paths` (the files a folder's build is about to load) in parallel, so that
-    /// building a folder of thousands of manifests uses every core. Only the folder at hand
-    /// is loaded ahead: what is held is what its build holds anyway.
-    fn prefetch(&mut self, paths: &[&str]) {
+    /// Loads `paths` (files a build is about to load) in parallel, so that building a folder
+    /// of thousands of manifests uses every core.
+    fn prefetch<S: AsRef<str> + Sync>(&mut self, paths: &[S]) {
         let tree = self.tree;
-        let loaded = crate::par::map(paths, |path| tree.read(path).map(|text| load(path, text)));
+        let loaded = crate::par::map(paths, |path| {
+            let path = path.as_ref();
+            tree.read(path).map(|text| load(path, text))
+        });
         for (path, objects) in paths.iter().zip(loaded) {
             if let Some(objects) = objects {
-                self.ready.insert(path.to_string(), objects);
+                self.ready.insert(path.as_ref().to_string(), objects);
             }
         }
     }
@@ -385,35 +473,76 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn build_kustomization(&mut self, dir: &str, file: &str, acc: Vec<Resource>) -> Built {
+    /// Runs `f` with `dir` on the stack of kustomizations being built (a cycle or a chain
+    /// deeper than `MAX_DEPTH` is an error).
+    fn nested<T>(
+        &mut self,
+        dir: &str,
+        file: &str,
+        f: impl FnOnce(&mut Self) -> Result<T, String>,
+    ) -> Result<T, String> {
         if self.stack.len() > MAX_DEPTH || self.stack.iter().any(|d| d == dir) {
             return Err(format!("{file}: kustomization cycle through `{dir}`"));
         }
         self.stack.push(dir.to_string());
-        let result = self.build_kustomization_inner(dir, file, acc);
+        let result = f(self);
         self.stack.pop();
         result
     }
 
-    fn build_kustomization_inner(
+    /// The kustomization `file` of `dir` built over `acc` (a component's list).
+    fn build_kustomization(&mut self, dir: &str, file: &str, mut acc: Vec<Resource>) -> Built {
+        self.nested(dir, file, |b| {
+            let k = b.read_kustomization(file)?;
+            b.resources(dir, file, &k, &mut |r| acc.push(r))?;
+            b.transform(file, dir, &k, acc)
+        })
+    }
+
+    /// `build_kustomization` over nothing, each object handed to `emit` as it is loaded when
+    /// the kustomization transforms nothing, else once its list is built and transformed.
+    fn stream_kustomization(
         &mut self,
         dir: &str,
         file: &str,
-        mut acc: Vec<Resource>,
-    ) -> Built {
-        let k = self.read_kustomization(file)?;
+        emit: &mut Emit,
+    ) -> Result<(), String> {
+        self.nested(dir, file, |b| {
+            let k = b.read_kustomization(file)?;
+            if transforms(&k) {
+                let mut acc = Vec::new();
+                b.resources(dir, file, &k, &mut |r| acc.push(r))?;
+                b.transform(file, dir, &k, acc)?.into_iter().for_each(emit);
+            } else {
+                b.resources(dir, file, &k, emit)?;
+                // Nothing to transform: only the warnings of unmodelled keys.
+                b.transform(file, dir, &k, Vec::new())?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The objects of kustomization `k`'s `resources` and `bases`, then of its generators,
+    /// in order, untransformed.
+    fn resources(
+        &mut self,
+        dir: &str,
+        file: &str,
+        k: &Map<String, Value>,
+        emit: &mut Emit,
+    ) -> Result<(), String> {
         let files: Vec<String> = ["resources", "bases"]
             .iter()
-            .filter_map(|field| list(&k, field, file).ok())
+            .filter_map(|field| list(k, field, file).ok())
             .flatten()
             .filter_map(Value::as_str)
             .filter(|entry| !is_remote(entry))
             .filter_map(|entry| join(dir, entry))
             .filter(|path| self.tree.is_file(path))
             .collect();
-        self.prefetch(&files.iter().map(String::as_str).collect::<Vec<_>>());
+        let mut ahead = Ahead::default();
         for field in ["resources", "bases"] {
-            for entry in list(&k, field, file)? {
+            for entry in list(k, field, file)? {
                 let Some(entry) = entry.as_str() else {
                     return Err(format!("{file}: `{field}` entries must be strings"));
                 };
@@ -428,16 +557,19 @@ impl<'a> Builder<'a> {
                 let path = join(dir, entry)
                     .ok_or_else(|| format!("{file}: `{entry}` leaves the repository"))?;
                 if self.tree.is_file(&path) {
-                    acc.extend(self.load_file(&path)?);
+                    ahead.next(self, &files);
+                    self.load_file(&path)?.into_iter().for_each(&mut *emit);
                 } else if self.tree.is_dir(&path) {
-                    acc.extend(self.build_dir(&path)?);
+                    self.stream_dir(&path, emit)?;
                 } else {
                     return Err(format!("{file}: resource `{entry}` not found"));
                 }
             }
         }
-        self.generators(file, &k, &mut acc)?;
-        self.transform(file, dir, &k, acc)
+        let mut generated = Vec::new();
+        self.generators(file, k, &mut generated)?;
+        generated.into_iter().for_each(emit);
+        Ok(())
     }
 
     /// ConfigMap and Secret generators: modelled when their names carry no hash suffix.
@@ -1044,6 +1176,96 @@ mod tests {
             features,
             ["remote base", "generator with hash suffix", "helmCharts"]
         );
+    }
+
+    #[test]
+    fn an_owner_build_hands_on_objects_in_build_order() {
+        let cm = |name: &str| CM.replace("name: cm", &format!("name: {name}"));
+        let (a, b, c, d, e) = (cm("a"), cm("b"), cm("c"), cm("d"), cm("e"));
+        let tree = FileTree::from_files([
+            // Flux's generated kustomization: files in path order, a kustomized folder once.
+            ("apps/1.yaml", a.as_str()),
+            ("apps/k/kustomization.yaml", "resources: [c.yaml, ../../plain, b.yaml]\nconfigMapGenerator: [{name: g, options: {disableNameSuffixHash: true}}]\n"),
+            ("apps/k/b.yaml", b.as_str()),
+            ("apps/k/c.yaml", c.as_str()),
+            ("apps/t/kustomization.yaml", "namespace: t\nresources: [e.yaml]\n"),
+            ("apps/t/e.yaml", e.as_str()),
+            ("plain/kustomization.yaml", "resources: [d.yaml]\n"),
+            ("plain/d.yaml", d.as_str()),
+        ]);
+        let build = |overlay: Map<String, Value>| {
+            let mut out = Vec::new();
+            let mut b = Builder::new(&tree);
+            b.build_owner("apps", "apps", &overlay, &mut |r| {
+                out.push(r.id().map(|i| i.to_string()).unwrap_or_default())
+            })
+            .unwrap();
+            out
+        };
+        assert_eq!(
+            build(Map::new()),
+            [
+                "ConfigMap/a/a",
+                "ConfigMap/a/c",
+                "ConfigMap/a/d",
+                "ConfigMap/a/b",
+                "ConfigMap/g",
+                "ConfigMap/t/e"
+            ]
+        );
+        let mut overlay = Map::new();
+        overlay.insert("namePrefix".into(), Value::String("p-".into()));
+        assert_eq!(
+            build(overlay),
+            [
+                "ConfigMap/a/p-a",
+                "ConfigMap/a/p-c",
+                "ConfigMap/a/p-d",
+                "ConfigMap/a/p-b",
+                "ConfigMap/p-g",
+                "ConfigMap/t/p-e"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_folder_larger_than_the_parse_ahead_window_is_built_whole_and_in_order() {
+        let n = 2 * AHEAD + 7;
+        let names: Vec<String> = (0..n).map(|i| format!("cm-{i:05}")).collect();
+        let texts: Vec<String> = names
+            .iter()
+            .map(|name| CM.replace("name: cm", &format!("name: {name}")))
+            .collect();
+        // Listed out of path order, one file twice, and a missing one at the end.
+        let mut listed: Vec<String> = names.iter().rev().map(|n| format!("{n}.yaml")).collect();
+        listed.insert(AHEAD + 3, listed[5].clone());
+        let k = format!(
+            "resources:\n{}",
+            listed
+                .iter()
+                .map(|f| format!("  - {f}\n"))
+                .collect::<String>()
+        );
+        let paths: Vec<String> = names.iter().map(|n| format!("big/{n}.yaml")).collect();
+        let mut files: Vec<(&str, &str)> = paths
+            .iter()
+            .zip(&texts)
+            .map(|(p, t)| (p.as_str(), t.as_str()))
+            .collect();
+        files.push(("big/kustomization.yaml", k.as_str()));
+        let tree = FileTree::from_files(files.iter().copied());
+        let out = Builder::new(&tree).build_dir("big").unwrap();
+        let built: Vec<String> = out
+            .iter()
+            .filter_map(|r| r.id())
+            .map(|i| format!("{}.yaml", i.name))
+            .collect();
+        assert_eq!(built, listed);
+        // A folder without a kustomization: every manifest, in path order.
+        let plain = FileTree::from_files(files[..n].iter().copied());
+        let out = Builder::new(&plain).build_flux_path("big").unwrap();
+        let built: Vec<&str> = out.iter().map(|r| r.meta_str("name")).collect();
+        assert_eq!(built, names);
     }
 
     #[test]
