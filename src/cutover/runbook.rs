@@ -3,7 +3,9 @@
 //! with Flux's per-object opt-out, and the verification commands, all with the real names.
 //! Only what the deletions call for is written; a safe change gets no runbook.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
+
+use foldhash::{HashMap, HashMapExt, HashSet};
 
 use serde::Serialize;
 
@@ -74,12 +76,14 @@ pub fn write(
     let mut out = Vec::new();
     let stateful: Vec<&Deletion> = deletions.iter().filter(|d| d.stateful).collect();
     // Objects protected one by one: stateful ones, and whatever moves (their owner stays).
-    let protect: BTreeSet<&ObjectId> = deletions
+    let mut protect: Vec<&ObjectId> = deletions
         .iter()
         .filter(|d| d.stateful || d.rule.is_move())
         .filter(|d| d.rule != Rule::NamespaceDeleted && d.rule != Rule::CrdDeleted)
         .map(|d| &d.id)
         .collect();
+    protect.sort_unstable();
+    protect.dedup();
     let moves: Vec<&Deletion> = deletions.iter().filter(|d| d.rule.is_move()).collect();
     let intended: Vec<&Deletion> = deletions
         .iter()
@@ -138,11 +142,11 @@ pub fn write(
         ));
     }
     // The first deletion of each object (an object may be deleted in several environments).
-    let mut first_of: BTreeMap<&ObjectId, &Deletion> = BTreeMap::new();
+    let mut first_of: HashMap<&ObjectId, &Deletion> = HashMap::with_capacity(deletions.len());
     for d in deletions {
         first_of.entry(&d.id).or_insert(d);
     }
-    let released: BTreeSet<&ObjectId> = deletions
+    let released: HashSet<&ObjectId> = deletions
         .iter()
         .filter(|d| d.rule == Rule::OwnerRemoved)
         .map(|d| &d.id)
