@@ -4,7 +4,7 @@
 //! its `spec.path` with Flux's own patches, components, `targetNamespace`, name affixes and
 //! `commonMetadata` on top. An object belongs to the first owner that builds it.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{btree_map, BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
@@ -444,23 +444,23 @@ fn record(
         }
         return;
     }
-    match inv.objects.get(&id) {
-        Some(e) if e.owner != *owner => {
+    match inv.objects.entry(id) {
+        btree_map::Entry::Occupied(e) if e.get().owner != *owner => {
+            let (id, first) = (e.key().clone(), &e.get().owner);
             warnings.push(Warning {
                 path: r.file.clone(),
                 feature: "two owners".into(),
                 message: format!(
-                    "{id} is applied by both {} and {owner}; Flux counts it as {}'s",
-                    e.owner, e.owner
+                    "{id} is applied by both {first} and {owner}; Flux counts it as {first}'s"
                 ),
             });
             let entry = Entry::new(owner, substituted, &id, r);
             inv.duplicates.push((id, entry));
         }
-        Some(_) => {}
-        None => {
-            let entry = Entry::new(owner, substituted, &id, r);
-            inv.objects.insert(id, entry);
+        btree_map::Entry::Occupied(_) => {}
+        btree_map::Entry::Vacant(v) => {
+            let entry = Entry::new(owner, substituted, v.key(), r);
+            v.insert(entry);
         }
     }
 }

@@ -289,9 +289,10 @@ impl<'a> Builder<'a> {
     pub fn new(tree: &'a FileTree) -> Builder<'a> {
         let mut cluster_kinds = BTreeSet::new();
         // Cluster-scoped custom kinds are known from any CRD in the revision.
+        let crd = memchr::memmem::Finder::new("CustomResourceDefinition");
         for path in tree.files_under("") {
             if let Some(text) = tree.read(path) {
-                if text.contains("CustomResourceDefinition") {
+                if crd.find(text.as_bytes()).is_some() {
                     // Not `take`: only builds count as loads.
                     let docs = yaml::parse_all(path, text).unwrap_or_default();
                     for doc in docs {
