@@ -286,7 +286,7 @@ pub fn cutover(root: &Path, base: &str) -> Result<Vec<Finding>> {
                     _ => "cutover-deletion",
                 },
                 Severity::Error,
-                d.file.clone(),
+                d.file.to_string(),
                 format!(
                     "{} ({}): Flux deletes it: {}",
                     d.id, d.environment, d.reason

@@ -17,7 +17,7 @@ pub fn double_owner(flux: &Flux) -> Vec<Finding> {
                 Finding::new(
                     CODE,
                     Severity::Error,
-                    second.file.clone(),
+                    second.file.to_string(),
                     format!(
                         "{id} is built by both `{}` and `{}` in environment `{}`: they overwrite each other, and the one that stops building it prunes it",
                         flux_name(&first.owner),

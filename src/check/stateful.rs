@@ -23,7 +23,7 @@ pub fn unprotected_stateful(flux: &Flux) -> Vec<Finding> {
             Finding::new(
                 CODE,
                 Severity::Warning,
-                e.file.clone(),
+                e.file.to_string(),
                 format!("{id} holds data, and Flux prunes it when it leaves the build: a moved path, a rename or a removed Kustomization deletes the data"),
                 "annotate it with `kustomize.toolkit.fluxcd.io/prune: disabled` (render does so unless the catalog says `pruneProtection: false`)",
             )

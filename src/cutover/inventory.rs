@@ -182,20 +182,27 @@ pub fn flux_id(namespace: &str, name: &str) -> ObjectId {
 pub struct Entry {
     /// Shared by every object of the owner.
     pub owner: Arc<ObjectId>,
-    pub file: String,
+    /// Shared by every object of the file.
+    pub file: Arc<str>,
     pub index: usize,
     pub facts: Facts,
     pub whole: Option<Box<Value>>,
 }
 
 impl Entry {
-    /// `r`, built by `owner`; `substituted` when the owner has `postBuild`.
-    fn new(owner: &Arc<ObjectId>, substituted: bool, id: &ObjectId, r: Resource) -> Entry {
+    /// `r`, built by `owner` from `file`; `substituted` when the owner has `postBuild`.
+    fn new(
+        owner: &Arc<ObjectId>,
+        file: &Arc<str>,
+        substituted: bool,
+        id: &ObjectId,
+        r: Resource,
+    ) -> Entry {
         Entry {
             owner: owner.clone(),
+            file: file.clone(),
             facts: r.facts(substituted),
             whole: kept_whole(&id.group, &id.kind).then(|| Box::new(r.value)),
-            file: r.file,
             index: r.index,
         }
     }
@@ -354,25 +361,32 @@ pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
             mark_unbuilt(&mut inv, &owner_id);
             continue;
         }
-        let vars = substitutions(&owner.object);
         let shared_id = Arc::new(owner_id.clone());
-        let substituted = owner.substitutes();
+        let building = Building {
+            owner: &shared_id,
+            substituted: owner.substitutes(),
+            vars: substitutions(&owner.object),
+        };
         let (queued, warned, duplicated) =
             (queue.len(), extra_warnings.len(), inv.duplicates.len());
         let mut recorded = 0;
+        let mut file: Arc<str> = Arc::from("");
         let built = builder.build_owner(
             &format!("{where_} ({})", owner.id),
             &owner.path,
             &owner.overlay(),
             &mut |r| {
                 recorded += 1;
+                // The objects of a file come together: its path is shared.
+                if *file != *r.file {
+                    file = Arc::from(r.file.as_str());
+                }
                 record(
                     &mut inv,
                     &mut queue,
                     &mut extra_warnings,
-                    &shared_id,
-                    substituted,
-                    &vars,
+                    &building,
+                    &file,
                     r,
                 );
             },
@@ -406,18 +420,28 @@ pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
     inv
 }
 
-/// Records object `r` of the build of owner `owner` (with `postBuild` when `substituted`,
-/// its inline variables `vars`): a Flux Kustomization becomes an owner to build next, any
-/// other object an entry of the inventory unless an earlier owner has it already.
+/// The owner whose build is being recorded.
+struct Building<'a> {
+    /// Its id, shared by its entries.
+    owner: &'a Arc<ObjectId>,
+    /// Whether it has `postBuild`.
+    substituted: bool,
+    /// Its inline `postBuild` variables.
+    vars: BTreeMap<String, String>,
+}
+
+/// Records object `r` of the build of `building`, written in `file`: a Flux Kustomization
+/// becomes an owner to build next, any other object an entry of the inventory unless an
+/// earlier owner has it already.
 fn record(
     inv: &mut Inventory,
     queue: &mut VecDeque<ObjectId>,
     warnings: &mut Vec<Warning>,
-    owner: &Arc<ObjectId>,
-    substituted: bool,
-    vars: &BTreeMap<String, String>,
+    building: &Building,
+    file: &Arc<str>,
     mut r: Resource,
 ) {
+    let (owner, substituted, vars) = (building.owner, building.substituted, &building.vars);
     substitute_identity(&mut r.value, vars);
     let Some(id) = r.id() else {
         warnings.push(Warning {
@@ -454,12 +478,12 @@ fn record(
                     "{id} is applied by both {first} and {owner}; Flux counts it as {first}'s"
                 ),
             });
-            let entry = Entry::new(owner, substituted, &id, r);
+            let entry = Entry::new(owner, file, substituted, &id, r);
             inv.duplicates.push((id, entry));
         }
         btree_map::Entry::Occupied(_) => {}
         btree_map::Entry::Vacant(v) => {
-            let entry = Entry::new(owner, substituted, v.key(), r);
+            let entry = Entry::new(owner, file, substituted, v.key(), r);
             v.insert(entry);
         }
     }

@@ -128,14 +128,19 @@ impl Builds {
             from,
             to,
             environments,
-            pairs,
+            mut pairs,
             mut warnings,
         } = self;
         let mut deletions = Vec::new();
         let mut removed = Vec::new();
-        for (o, n) in &pairs {
+        for (o, n) in &mut pairs {
             deletions.extend(rules::deletions(o, n));
             removed.extend(rules::removed_collecting_owners(o, n).into_iter().cloned());
+            // The runbook reads the owners only: the objects go before the next environment.
+            for inv in [&mut *o, &mut *n] {
+                inv.objects = BTreeMap::new();
+                inv.duplicates = Vec::new();
+            }
             for w in o.warnings.iter().chain(&n.warnings) {
                 let w = EnvWarning {
                     environment: o.env.clone(),

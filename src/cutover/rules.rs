@@ -15,7 +15,7 @@ use super::inventory::{Entry, Inventory, Owner};
 use super::object::{crd_kind, namespaces_with_state, opt_out, ObjectId};
 
 /// Why Flux deletes an object.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Rule {
     /// Its owner is removed and its finalizer deletes what it applied.
@@ -57,7 +57,8 @@ impl Rule {
 /// `name`, `stateful`, `owner`, `newOwner` (when it moves), `rule`, `reason`, `file`.
 #[derive(Debug, Clone)]
 pub struct Deletion {
-    pub environment: String,
+    /// Shared by the deletions of an environment.
+    pub environment: Arc<str>,
     pub id: ObjectId,
     pub stateful: bool,
     /// The Kustomization that applied it in the old revision.
@@ -65,8 +66,9 @@ pub struct Deletion {
     /// The Kustomization that applies it in the new revision, when it moves.
     pub new_owner: Option<Arc<ObjectId>>,
     pub rule: Rule,
-    pub reason: String,
-    pub file: String,
+    /// Shared by the deletions with the same reason (most of an owner's).
+    pub reason: Arc<str>,
+    pub file: Arc<str>,
 }
 
 impl Serialize for Deletion {
@@ -152,15 +154,15 @@ fn short(id: &ObjectId) -> String {
 }
 
 fn deletion(
-    env: &str,
+    env: &Arc<str>,
     id: &ObjectId,
     e: &Entry,
     rule: Rule,
-    reason: String,
+    reason: Arc<str>,
     new_owner: Option<&Arc<ObjectId>>,
 ) -> Deletion {
     Deletion {
-        environment: env.to_string(),
+        environment: env.clone(),
         id: id.clone(),
         stateful: false,
         owner_id: e.owner.clone(),
@@ -169,6 +171,31 @@ fn deletion(
         reason,
         file: e.file.clone(),
     }
+}
+
+/// What a shared reason depends on: a rule and the addresses of the owners' ids (0 for
+/// none), or a deleted Namespace.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Because<'a> {
+    Owners(Rule, usize, usize),
+    Namespace(&'a str),
+}
+
+/// The reason for `because`, made by `text` the first time.
+fn shared<'a>(
+    reasons: &mut HashMap<Because<'a>, Arc<str>>,
+    because: Because<'a>,
+    text: impl FnOnce() -> String,
+) -> Arc<str> {
+    reasons
+        .entry(because)
+        .or_insert_with(|| Arc::from(text()))
+        .clone()
+}
+
+/// The address of an id shared through `Arc`: the same for every clone.
+fn address(id: &Arc<ObjectId>) -> usize {
+    Arc::as_ptr(id) as usize
 }
 
 /// Where each object of a revision comes from: (file, document) -> its id and entry there.
@@ -185,7 +212,10 @@ struct OwnerView<'a> {
 
 /// Every object Flux deletes in one environment on the way from `old` to `new`, sorted by id.
 pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
-    let env = old.env.as_str();
+    let env: &Arc<str> = &Arc::from(old.env.as_str());
+    // Reasons by what they depend on: the owners' ids (by address), a namespace or a kind.
+    let mut reasons: HashMap<Because, Arc<str>> = HashMap::default();
+
     // The objects of the old revision in id order, and what is deleted of each: at 100,000
     // services both are hundreds of thousands long, so they are walked in step rather than
     // looked up in a tree.
@@ -235,18 +265,21 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
                 collects: true,
                 why,
             }) => {
-                let tail = match moved_to {
-                    Some(to) => format!("; {} recreates it afterwards as a new object", short(to)),
-                    None => String::new(),
-                };
-                out[i] = Some(deletion(
-                    env,
-                    id,
-                    e,
+                let because = Because::Owners(
                     Rule::OwnerRemoved,
-                    format!("{why}{tail}"),
-                    moved_to,
-                ));
+                    address(&e.owner),
+                    moved_to.map_or(0, address),
+                );
+                let text = shared(&mut reasons, because, || {
+                    let tail = match moved_to {
+                        Some(to) => {
+                            format!("; {} recreates it afterwards as a new object", short(to))
+                        }
+                        None => String::new(),
+                    };
+                    format!("{why}{tail}")
+                });
+                out[i] = Some(deletion(env, id, e, Rule::OwnerRemoved, text, moved_to));
                 continue;
             }
             Some(Fate::Alive) => {}
@@ -262,35 +295,48 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
             Some(to) if *to == e.owner => {}
             Some(to) => {
                 if new.reconciles_after(to, &e.owner) {
-                    out[i] = Some(deletion(env, id, e, Rule::MovedLater, format!(
+                    let because = Because::Owners(Rule::MovedLater, address(&e.owner), address(to));
+                    let text = shared(&mut reasons, because, || {
+                        format!(
                         "moves from {} to {to}, which reconciles after it (dependsOn): {} prunes it first and {to} recreates it",
                         e.owner, e.owner
-                    ), Some(to)));
+                    )
+                    });
+                    out[i] = Some(deletion(env, id, e, Rule::MovedLater, text, Some(to)));
                 } else if !new.reconciles_after(&e.owner, to) {
-                    out[i] = Some(deletion(env, id, e, Rule::MovedUnordered, format!(
+                    let because =
+                        Because::Owners(Rule::MovedUnordered, address(&e.owner), address(to));
+                    let text = shared(&mut reasons, because, || {
+                        format!(
                         "moves from {} to {to} with no dependsOn order between them: {} may prune it before {to} adopts it",
                         e.owner, e.owner
-                    ), Some(to)));
+                    )
+                    });
+                    out[i] = Some(deletion(env, id, e, Rule::MovedUnordered, text, Some(to)));
                 }
             }
             None => {
                 let origins = origins.get_or_insert_with(|| {
                     new.objects
                         .iter()
-                        .map(|(id, e)| ((e.file.as_str(), e.index), (id, e)))
+                        .map(|(id, e)| ((&*e.file, e.index), (id, e)))
                         .collect()
                 });
                 let renamed = origins
-                    .get(&(e.file.as_str(), e.index))
+                    .get(&(&*e.file, e.index))
                     .filter(|(nid, _)| nid.kind == id.kind && nid.group == id.group);
                 let d = match renamed {
                     Some((nid, ne)) => deletion(env, id, e, Rule::IdentityChanged, format!(
                         "its identity changes to {nid} (name, namePrefix or targetNamespace): {} prunes the old object and {} creates a new, empty one",
                         e.owner, ne.owner
-                    ), Some(&ne.owner)),
-                    None => deletion(env, id, e, Rule::LeftBuild, format!(
-                        "leaves the build of {}, which prunes ({})", e.owner, now.policy()
-                    ), None),
+                    ).into(), Some(&ne.owner)),
+                    None => {
+                        let because = Because::Owners(Rule::LeftBuild, address(&e.owner), 0);
+                        let text = shared(&mut reasons, because, || format!(
+                            "leaves the build of {}, which prunes ({})", e.owner, now.policy()
+                        ));
+                        deletion(env, id, e, Rule::LeftBuild, text, None)
+                    }
                 };
                 out[i] = Some(d);
             }
@@ -318,17 +364,11 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
                 continue;
             }
             if let Some(crd) = crd_of.get(&(id.group.as_str(), id.kind.as_str())) {
-                out[i] = Some(deletion(
-                    env,
-                    id,
-                    e,
-                    Rule::CrdDeleted,
-                    format!(
-                        "its CustomResourceDefinition {crd} is deleted, and with it every {}",
-                        id.kind
-                    ),
-                    None,
-                ));
+                let text = format!(
+                    "its CustomResourceDefinition {crd} is deleted, and with it every {}",
+                    id.kind
+                );
+                out[i] = Some(deletion(env, id, e, Rule::CrdDeleted, text.into(), None));
             }
         }
     }
@@ -341,10 +381,14 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
     if !deleted_ns.is_empty() {
         for (i, (id, e)) in objects.iter().copied().enumerate() {
             if out[i].is_none() && deleted_ns.contains(id.namespace.as_str()) {
-                out[i] = Some(deletion(env, id, e, Rule::NamespaceDeleted, format!(
+                let because = Because::Namespace(&id.namespace);
+                let text = shared(&mut reasons, because, || {
+                    format!(
                     "its Namespace {} is deleted, and Kubernetes deletes everything inside (opt-outs do not help)",
                     id.namespace
-                ), None));
+                )
+                });
+                out[i] = Some(deletion(env, id, e, Rule::NamespaceDeleted, text, None));
             }
         }
     }
@@ -364,14 +408,14 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
                 .unwrap_or(&d.id.namespace);
             d.stateful =
                 persistent || holding.contains(target) || holding.contains(&d.id.namespace);
-            d.reason
-                .push_str("; Helm uninstalls the release and everything its chart installed");
+            let mut text = d.reason.to_string();
+            text.push_str("; Helm uninstalls the release and everything its chart installed");
             if persistent {
-                d.reason.push_str(" (its values configure persistence)");
+                text.push_str(" (its values configure persistence)");
             } else if d.stateful {
-                d.reason
-                    .push_str(&format!(" (its namespace {target} holds stateful objects)"));
+                text.push_str(&format!(" (its namespace {target} holds stateful objects)"));
             }
+            d.reason = text.into();
         }
     }
     out.into_iter().flatten().collect()

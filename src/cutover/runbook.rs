@@ -155,7 +155,9 @@ pub fn write(
         if released.contains(id) && !removed.is_empty() {
             continue; // released with its owner
         }
-        let file = first_of.get(id).map_or(String::new(), |d| d.file.clone());
+        let file = first_of
+            .get(id)
+            .map_or(String::new(), |d| d.file.to_string());
         annotated += 1;
         first.push(format!(
             "{file}: add the annotation `{PRUNE}: disabled` to {id}"
