@@ -134,7 +134,12 @@ impl Builds {
         let mut deletions = Vec::new();
         let mut removed = Vec::new();
         for (o, n) in &mut pairs {
-            deletions.extend(rules::deletions(o, n));
+            let found = rules::deletions(o, n);
+            if deletions.is_empty() {
+                deletions = found;
+            } else {
+                deletions.extend(found);
+            }
             removed.extend(rules::removed_collecting_owners(o, n).into_iter().cloned());
             // The runbook reads the owners only: the objects go before the next environment.
             for inv in [&mut *o, &mut *n] {
@@ -156,7 +161,9 @@ impl Builds {
                 }
             }
         }
-        deletions.sort_by(|a, b| {
+        // Unstable (in place, no scratch list): no two deletions have the same key, as an
+        // environment deletes an object once.
+        deletions.sort_unstable_by(|a, b| {
             (!a.stateful, &a.environment, &a.owner_id, &a.id).cmp(&(
                 !b.stateful,
                 &b.environment,

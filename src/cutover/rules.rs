@@ -418,7 +418,9 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
             d.reason = text.into();
         }
     }
-    out.into_iter().flatten().collect()
+    // `filter_map`, not `flatten`: it collects in place, without a second list.
+    #[allow(clippy::filter_map_identity)]
+    out.into_iter().filter_map(|d| d).collect()
 }
 
 fn mentions_persistence(v: &Value) -> bool {
