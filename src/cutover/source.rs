@@ -20,6 +20,9 @@ pub struct FileTree {
     pub label: String,
 }
 
+/// Texts already read from git, by blob id (see `FileTree::from_git_sharing`).
+pub type Blobs = foldhash::HashMap<String, Text>;
+
 /// Files the builder may read: manifests, kustomizations and patches.
 fn wanted(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
@@ -84,16 +87,12 @@ impl FileTree {
     /// The tree of commit `rev`, restricted to `root` (which may be a folder inside the
     /// repository) with paths relative to it.
     pub fn from_git(root: &Path, rev: &str) -> Result<FileTree> {
-        FileTree::from_git_sharing(root, rev, &mut BTreeMap::new())
+        FileTree::from_git_sharing(root, rev, &mut Blobs::default())
     }
 
     /// `from_git`, taking the blobs already in `blobs` (by object id) from there and adding
     /// the ones it reads: two revisions that share most files read each from git once.
-    pub fn from_git_sharing(
-        root: &Path,
-        rev: &str,
-        blobs_read: &mut BTreeMap<String, Text>,
-    ) -> Result<FileTree> {
+    pub fn from_git_sharing(root: &Path, rev: &str, blobs_read: &mut Blobs) -> Result<FileTree> {
         require_git(root)?;
         let spec = format!("{rev}^{{commit}}");
         let oid = git(root)
