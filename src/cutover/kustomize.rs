@@ -290,16 +290,15 @@ impl<'a> Builder<'a> {
         let mut cluster_kinds = BTreeSet::new();
         // Cluster-scoped custom kinds are known from any CRD in the revision.
         let crd = memchr::memmem::Finder::new("CustomResourceDefinition");
-        for path in tree.files_under("") {
-            if let Some(text) = tree.read(path) {
-                if crd.find(text.as_bytes()).is_some() {
-                    // Not `take`: only builds count as loads.
-                    let docs = yaml::parse_all(path, text).unwrap_or_default();
-                    for doc in docs {
-                        if let Some((_, kind, true)) = super::object::crd_kind(&doc) {
-                            cluster_kinds.insert(kind);
-                        }
-                    }
+        for (path, text) in tree.files() {
+            if crd.find(text.as_bytes()).is_none() {
+                continue;
+            }
+            // Not `take`: only builds count as loads.
+            let docs = yaml::parse_all(path, text).unwrap_or_default();
+            for doc in docs {
+                if let Some((_, kind, true)) = super::object::crd_kind(&doc) {
+                    cluster_kinds.insert(kind);
                 }
             }
         }

@@ -263,6 +263,11 @@ impl FileTree {
         dir.is_empty() || self.files_under(dir).next().is_some()
     }
 
+    /// Every file of the tree with its text, in path order.
+    pub fn files(&self) -> impl Iterator<Item = (&str, &Text)> {
+        self.files.iter().map(|(p, t)| (p.as_str(), t))
+    }
+
     /// Every YAML manifest of the tree (`.yaml`, `.yml`) with its text, in path order.
     pub fn manifests(&self) -> impl Iterator<Item = (&str, &Text)> {
         self.files
