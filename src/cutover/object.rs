@@ -135,26 +135,51 @@ pub fn string_map(v: &Value, key: &str) -> BTreeMap<String, String> {
 /// The per-object opt-out Flux honours before deleting, if the object carries one (as a
 /// label or an annotation): `prune: disabled`, `reconcile: disabled` or `ssa: Ignore`.
 pub fn opt_out(v: &Value) -> Option<String> {
-    opt_out_of(&string_map(v, "annotations"), &string_map(v, "labels"))
+    opt_out_of(&Metadata::of(v))
 }
 
-fn opt_out_of(
-    annotations: &BTreeMap<String, String>,
-    labels: &BTreeMap<String, String>,
-) -> Option<String> {
+fn opt_out_of(meta: &Metadata) -> Option<String> {
     const OPT_OUTS: &[(&str, &str)] = &[
         (PRUNE, "disabled"),
         ("kustomize.toolkit.fluxcd.io/reconcile", "disabled"),
         ("kustomize.toolkit.fluxcd.io/ssa", "Ignore"),
     ];
-    for map in [annotations, labels] {
+    for map in [meta.annotations, meta.labels] {
         for (k, val) in OPT_OUTS {
-            if map.get(*k).is_some_and(|x| x.eq_ignore_ascii_case(val)) {
+            if string_at(map, k).is_some_and(|x| x.eq_ignore_ascii_case(val)) {
                 return Some(format!("{k}: {val}"));
             }
         }
     }
     None
+}
+
+/// An object's annotations and labels, read where they are (`string_map` copies them).
+struct Metadata<'a> {
+    annotations: Option<&'a serde_json::Map<String, Value>>,
+    labels: Option<&'a serde_json::Map<String, Value>>,
+}
+
+impl<'a> Metadata<'a> {
+    fn of(v: &'a Value) -> Metadata<'a> {
+        let map = |key: &str| v.get("metadata")?.get(key)?.as_object();
+        Metadata {
+            annotations: map("annotations"),
+            labels: map("labels"),
+        }
+    }
+
+    /// Whether `key` is `value` as an annotation or a label.
+    fn is_set(&self, key: &str, value: &str) -> bool {
+        [self.annotations, self.labels]
+            .into_iter()
+            .any(|m| string_at(m, key) == Some(value))
+    }
+}
+
+/// The string value of `key` in `map` (not a string: none).
+fn string_at<'a>(map: Option<&'a serde_json::Map<String, Value>>, key: &str) -> Option<&'a str> {
+    map?.get(key)?.as_str()
 }
 
 /// What the deletion rules and the lints read of an object, taken when a build records it.
@@ -179,15 +204,9 @@ impl Facts {
     /// The facts of `v` and, when `v` is an object's head only, of the `rest` of it; its
     /// variables only when `substituted` (its owner has `postBuild`).
     pub fn of(v: &Value, rest: Option<&Facts>, substituted: bool) -> Facts {
-        let annotations = string_map(v, "annotations");
-        let labels = string_map(v, "labels");
-        let set = |key: &str, value: &str| {
-            [&annotations, &labels]
-                .iter()
-                .any(|m| m.get(key).is_some_and(|x| x == value))
-        };
+        let meta = Metadata::of(v);
         let mut variables = BTreeSet::new();
-        if substituted && !set(SUBSTITUTE, "disabled") {
+        if substituted && !meta.is_set(SUBSTITUTE, "disabled") {
             needed_in(v, &mut variables);
             variables.extend(rest.iter().flat_map(|r| r.variables.iter().cloned()));
         }
@@ -196,8 +215,8 @@ impl Facts {
             .filter_map(|k| v.get(*k).and_then(Value::as_object))
             .collect();
         Facts {
-            opt_out: opt_out_of(&annotations, &labels),
-            prune_disabled: set(PRUNE, "disabled"),
+            opt_out: opt_out_of(&meta),
+            prune_disabled: meta.is_set(PRUNE, "disabled"),
             sops: is_sops(v) || rest.is_some_and(|r| r.sops),
             variables: variables.into_iter().collect(),
             data_keys: if maps.is_empty() {
