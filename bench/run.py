@@ -184,8 +184,9 @@ def write_report(out, rows, cutover, runs, large_runs):
         "Made by `python3 bench/run.py` (repositories from `../shared/bench/gen_repo.py`, seed 0,",
         f"max 3 dependencies). Median of {runs} runs"
         + (f" ({large_runs} at 100,000)" if large_runs != runs else "") + ", wall time / peak memory of",
-        "the process. `apply` and `--emit-waves` run on a fresh copy each time; `check` and `cutover`",
-        "on the applied tree (cutover between the flat commit and the applied one).",
+        "the process. `waves` and `--print-waves` run in turns, as do `apply` and `--emit-waves`, each",
+        "on a fresh copy; `check` and `cutover` on the applied tree (cutover between the flat commit",
+        "and the applied one, its git objects packed as in a clone).",
         "",
         f"Machine: {cpu}, {os.cpu_count()} cores, Linux {platform.release()}; "
         f"{platform.python_implementation()} {platform.python_version()}; "
