@@ -531,12 +531,14 @@ fn write_if_changed(
 /// loss, a full disk) recoverable by running `apply` again:
 ///
 /// 0. Probe: every folder the set touches takes a new entry and no file it moves, rewrites
-///    or removes is immutable or append-only, or nothing is done (a read-only tree fails here, whole).
+///    or removes is immutable or append-only, or nothing is done (a read-only tree fails
+///    here, whole).
 /// 1. Moves, each one `rename(2)`: atomic, so a manifest is at its old place or its new one,
 ///    never both, never neither, never truncated. Interrupted here, the next run's plan sees
 ///    the files already moved as placed and moves the rest.
-/// 2. Writes, each a temporary file, fsync and rename: a file is old or new. Wave kustomizations are written after the moves, so a wave folder never lists a
-///    file that is not in it yet; a temporary left by a kill is found by `compute` (drift
+/// 2. Writes, each a temporary file, fsync and rename: a file is old or new. Wave
+///    kustomizations are written after the moves, so a wave folder never lists a file that
+///    is not in it yet; a temporary left by a kill is found by `compute` (drift
 ///    `interrupted-write`) and removed by the next run. The base and environment
 ///    kustomizations are re-derived from what is on disk, so a half-edited set converges.
 /// 3. Removals last (the flat kustomization, the retired Kustomization, stale waves): a kill

@@ -234,7 +234,8 @@ impl Folder {
                 // in its place reads nothing, without blocking; a device fills the buffer or
                 // cannot be read at an offset) falls through to the checks below.
                 thread_local! {
-                    static HEAD: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; 4096]);
+                    static HEAD: std::cell::RefCell<Vec<u8>> =
+                        std::cell::RefCell::new(vec![0; 4096]);
                 }
                 let whole =
                     HEAD.with_borrow_mut(|head| {
@@ -333,4 +334,25 @@ pub fn join(dir: &str, rel: &str) -> Option<String> {
 pub fn read_referenced(root: &Path, dir: &str, entry: &str) -> Option<String> {
     let rel = fluxtree::join(dir, entry)?;
     read_optional(root, &rel).ok().flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every size reads whole: within the first read (no fstat), exactly its buffer, beyond
+    /// it (read through the size checks), and empty.
+    #[test]
+    fn a_folder_reads_files_of_every_size_whole() {
+        let dir = std::env::temp_dir().join(format!("fluxwave-folder-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let folder = super::Folder::open(&dir);
+        for len in [0, 1, 300, 4095, 4096, 4097, 10_000, 100_000] {
+            let bytes: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+            let name = format!("f{len}.yaml");
+            std::fs::write(dir.join(&name), &bytes).unwrap();
+            let read = folder.read_regular(&name, &name).unwrap();
+            assert_eq!(read.as_deref(), Some(&bytes[..]), "{len} bytes");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
