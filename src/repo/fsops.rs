@@ -122,23 +122,39 @@ fn open_temporary(
     dir: &Path,
     name: &std::ffi::OsStr,
 ) -> std::io::Result<(std::fs::File, Option<std::path::PathBuf>)> {
+    match open_unnamed(dir, 0o666)? {
+        Some(file) => Ok((file, None)),
+        None => named_temporary(dir, name).map(|(file, temp)| (file, Some(temp))),
+    }
+}
+
+/// A new unnamed file in `dir` (`O_TMPFILE`), or `None` where there are none: off Linux, and
+/// on file systems (or kernels) without them.
+fn open_unnamed(dir: &Path, mode: u32) -> std::io::Result<Option<std::fs::File>> {
     #[cfg(target_os = "linux")]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        // O_TMPFILE | O_DIRECTORY (see `probe_dir`).
+        // O_TMPFILE | O_DIRECTORY on Linux (the same value on every architecture but a few
+        // that fluxwave does not target; there the open fails as unsupported).
         const O_TMPFILE: i32 = 0o20_200_000;
         match std::fs::OpenOptions::new()
             .write(true)
             .custom_flags(O_TMPFILE)
-            .mode(0o666)
+            .mode(mode)
             .open(dir)
         {
-            Ok(file) => return Ok((file, None)),
-            Err(e) if matches!(e.raw_os_error(), Some(95 | 21 | 22)) => {}
+            Ok(file) => return Ok(Some(file)),
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(95 /* EOPNOTSUPP */ | 21 /* EISDIR */ | 22 /* EINVAL */)
+                ) => {}
             Err(e) => return Err(e),
         }
     }
-    named_temporary(dir, name).map(|(file, temp)| (file, Some(temp)))
+    #[cfg(not(target_os = "linux"))]
+    let _ = (dir, mode);
+    Ok(None)
 }
 
 /// A new file `.<name>.XXXXXX` in `dir`, and its path.
@@ -316,26 +332,11 @@ fn probe_file(file: &Path) -> Result<()> {
 /// Elsewhere, or where the file system has no unnamed files, a named probe is made and
 /// removed at once.
 fn probe_dir(dir: &Path) -> Result<()> {
-    #[cfg(target_os = "linux")]
+    if open_unnamed(dir, 0o600)
+        .map_err(|e| Error::io(dir, e))?
+        .is_some()
     {
-        use std::os::unix::fs::OpenOptionsExt;
-        // O_TMPFILE | O_DIRECTORY on Linux (the same value on every architecture but a few
-        // that fluxwave does not target; there the open fails and the named probe runs).
-        const O_TMPFILE: i32 = 0o20_200_000;
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .custom_flags(O_TMPFILE)
-            .mode(0o600)
-            .open(dir)
-        {
-            Ok(_) => return Ok(()),
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(95 /* EOPNOTSUPP */ | 21 /* EISDIR */ | 22 /* EINVAL */)
-                ) => {}
-            Err(e) => return Err(Error::io(dir, e)),
-        }
+        return Ok(());
     }
     let probe = dir.join(format!(".fluxwave-probe-{}", std::process::id()));
     std::fs::OpenOptions::new()
