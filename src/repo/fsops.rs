@@ -1,6 +1,6 @@
 //! Every write fluxwave makes. A file is written whole or not at all (temporary file, fsync,
-//! rename, then one fsync of each touched folder), and a move is a rename, so a manifest's bytes are never
-//! rewritten and git records the move as a rename.
+//! rename, then one fsync of each touched folder), and a move is a rename, so a manifest's
+//! bytes are never rewritten and git records the move as a rename.
 
 use std::io::Write;
 use std::path::Path;
@@ -57,12 +57,7 @@ pub fn replace_all(writes: &[(std::path::PathBuf, &str)]) -> Result<()> {
 /// `leftover_temporaries` finds what an interrupted write left.
 fn replace(path: &Path, contents: &str) -> Result<()> {
     let io = |e| Error::io(path, e);
-    let dir = path.parent().unwrap_or(Path::new(""));
-    let dir = if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        dir
-    };
+    let dir = folder(path.parent().unwrap_or(Path::new("")));
     let name = path.file_name().ok_or_else(|| {
         io(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
@@ -352,7 +347,7 @@ pub fn sync_dirs<'a>(dirs: impl IntoIterator<Item = &'a Path>) -> Result<()> {
     let mut dirs: Vec<&Path> = dirs.into_iter().collect();
     dirs.sort();
     dirs.dedup();
-    dirs.into_iter().try_for_each(|d| sync_dir(Some(d)))
+    dirs.into_iter().try_for_each(sync_dir)
 }
 
 /// Removes a file (the caller syncs its folder).
@@ -373,16 +368,20 @@ pub fn remove_empty_dir(path: &Path) -> Result<bool> {
     }
 }
 
-fn sync_dir(dir: Option<&Path>) -> Result<()> {
-    let Some(dir) = dir else { return Ok(()) };
-    let dir = if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        dir
-    };
+fn sync_dir(dir: &Path) -> Result<()> {
+    let dir = folder(dir);
     match std::fs::File::open(dir).and_then(|f| f.sync_all()) {
         Ok(()) => Ok(()),
         Err(e) => Err(Error::io(dir, e)),
+    }
+}
+
+/// A folder as a path to open: the empty path (a file's folder when it has none) is `.`.
+fn folder(dir: &Path) -> &Path {
+    if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
     }
 }
 
