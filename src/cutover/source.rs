@@ -270,10 +270,7 @@ impl FileTree {
 
     /// Every YAML manifest of the tree (`.yaml`, `.yml`) with its text, in path order.
     pub fn manifests(&self) -> impl Iterator<Item = (&str, &Text)> {
-        self.files
-            .iter()
-            .filter(|(p, _)| crate::repo::is_manifest(p))
-            .map(|(p, t)| (p.as_str(), t))
+        self.files().filter(|(p, _)| crate::repo::is_manifest(p))
     }
 
     /// Every file under `dir`, recursively, in path order.
