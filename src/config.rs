@@ -219,7 +219,7 @@ impl Default for Config {
 impl Config {
     /// Reads `fluxwave.yaml` under `root`; a missing file means every default.
     pub fn load(root: &Path) -> Result<Config> {
-        let text = match crate::repo::read_optional(root, FILE)? {
+        let text = match crate::fs::read_optional(root, FILE)? {
             Some(t) => Text::new(t),
             None => return Ok(Config::default()),
         };

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use fluxwave::cutover::source::FileTree;
+use fluxwave::tree::FileTree;
 
 const KEYS: [&str; 4] = [
     "resources",
@@ -96,22 +96,22 @@ pub fn config(data: &[u8]) {
         }
         Ok(config) => {
             for n in 0..3 {
-                let emitted = fluxwave::flux::wave_kustomization_text(&config, n);
+                let emitted = fluxwave::flux::emit::wave_kustomization_text(&config, n);
                 let back: Value =
                     serde_saphyr::from_str(&emitted).expect("wave Kustomization parses");
                 assert_eq!(
                     back,
-                    fluxwave::flux::wave_kustomization(&config, n),
+                    fluxwave::flux::emit::wave_kustomization(&config, n),
                     "{emitted}"
                 );
                 assert_eq!(config.wave_of_name(&config.wave_name(n)), Some(n));
-                let item = fluxwave::repo::kedit::decryption_patch_item(
+                let item = fluxwave::flux::decryption::decryption_patch_item(
                     &config.wave_name(n),
                     &config.waves.namespace,
                     &config.waves.decryption,
                 );
                 let doc: Value = serde_saphyr::from_str(&item).expect("patch item parses");
-                let patches = fluxwave::repo::kedit::decryption_patches(
+                let patches = fluxwave::flux::decryption::decryption_patches(
                     &serde_json::json!({"patches": [doc]}),
                     &|_| None,
                 )
@@ -136,11 +136,11 @@ pub fn kustomization(data: &[u8]) {
         }
         Ok(doc) => {
             let read = |_: &str| Some(text.to_string());
-            if let Ok(patches) = fluxwave::repo::kedit::decryption_patches(&doc, &read) {
+            if let Ok(patches) = fluxwave::flux::decryption::decryption_patches(&doc, &read) {
                 let empty = BTreeMap::new();
                 for p in &patches {
                     let name = p.literal_name().unwrap_or("apps-wave-0").to_string();
-                    let obj = fluxwave::repo::kedit::FluxRef {
+                    let obj = fluxwave::flux::decryption::FluxRef {
                         name: &name,
                         namespace: "flux-system",
                         labels: &empty,
@@ -149,7 +149,7 @@ pub fn kustomization(data: &[u8]) {
                     let _ = p.covers(&obj);
                 }
             }
-            let _ = fluxwave::repo::kedit::edit_sequence(text, "patches", &[], None, &[]);
+            let _ = fluxwave::yaml::edit::edit_sequence(text, "patches", &[], None, &[]);
         }
     }
     match fluxwave::yaml::parse_all("clusters/base/apps.yaml", &shared) {
@@ -160,7 +160,7 @@ pub fn kustomization(data: &[u8]) {
             for d in &docs {
                 if let Some(k) = fluxwave::flux::FluxKustomization::from_value(d) {
                     assert!(!k.path.starts_with("./"));
-                    let _ = fluxwave::cutover::inventory::is_flux_kustomization(d);
+                    let _ = fluxwave::flux::inventory::is_flux_kustomization(d);
                 }
                 let _ = fluxwave::cutover::ObjectId::of(d);
             }
@@ -219,7 +219,7 @@ pub fn kedit(data: &[u8]) {
     let key = KEYS[usize::from(*k) % KEYS.len()];
     let remove: Vec<usize> = rm.iter().map(|&r| usize::from(r % 16)).collect();
     let at = (*a != 255).then(|| usize::from(*a % 16));
-    let result = fluxwave::repo::kedit::edit_sequence(&text, key, &remove, at, &items);
+    let result = fluxwave::yaml::edit::edit_sequence(&text, key, &remove, at, &items);
     let Ok(edited) = result else { return };
     if remove.is_empty() && items.is_empty() {
         assert_eq!(edited, text);

@@ -209,7 +209,7 @@ pub fn load(
     preread: &(dyn Fn(&str) -> Option<Text> + Sync),
 ) -> Result<Vec<Service>> {
     let abs = root.join(dir);
-    crate::repo::check_inside(root, dir)?;
+    crate::fs::check_inside(root, dir)?;
     let entries = match std::fs::read_dir(&abs) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
@@ -252,7 +252,7 @@ pub fn load(
         ));
     }
     files.sort_unstable();
-    let folder = crate::repo::Folder::open(&abs);
+    let folder = crate::fs::Folder::open(&abs);
     let results = crate::par::map(&files, |(shown, stem, name, regular)| {
         if let Some(text) = preread(shown).filter(|_| *regular) {
             return Ok(parse(shown, stem, text));
@@ -260,7 +260,7 @@ pub fn load(
         let read = if *regular {
             folder.read_regular(name, shown)
         } else {
-            crate::repo::read_regular(&abs.join(name), shown)
+            crate::fs::read_regular(&abs.join(name), shown)
         };
         let bytes = match read {
             Ok(Some(bytes)) => bytes,

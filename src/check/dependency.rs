@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{flux_name, Finding, Flux, Severity};
-use crate::cutover::ObjectId;
+use crate::kustomize::object::ObjectId;
 
 pub const UNKNOWN: &str = "unknown-dependency";
 pub const CYCLE: &str = "dependency-cycle";

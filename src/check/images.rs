@@ -7,8 +7,8 @@
 use serde_json::Value;
 
 use super::{locate, Finding, Flux, Severity};
-use crate::cutover::ObjectId;
 use crate::flux::normalize_path;
+use crate::kustomize::object::ObjectId;
 
 pub const UNCOVERED: &str = "uncovered-image-policy";
 pub const UNKNOWN: &str = "unknown-image-policy";

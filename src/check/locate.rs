@@ -3,7 +3,7 @@
 //! them (empty documents and comment-only ones are skipped), so an object's document index
 //! from the builder finds its text.
 
-use crate::cutover::source::FileTree;
+use crate::tree::FileTree;
 
 /// A 1-based line and column.
 pub type Pos = (usize, usize);

@@ -24,14 +24,14 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::config::Config;
-use crate::cutover::inventory::{self, Inventory, Owner};
-use crate::cutover::object::Facts;
-use crate::cutover::source::FileTree;
-use crate::cutover::ObjectId;
 use crate::error::Result;
+use crate::flux::inventory::{self, Inventory, Owner};
+use crate::kustomize::object::Facts;
+use crate::kustomize::object::ObjectId;
 use crate::plan::changes::{self, Op};
 use crate::plan::Plan;
 use crate::repo::Repo;
+use crate::tree::FileTree;
 use locate::Pos;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]

@@ -7,7 +7,7 @@
 use serde_json::Value;
 
 use super::{locate, Finding, Flux, Severity};
-use crate::cutover::object::is_sops;
+use crate::kustomize::object::is_sops;
 
 pub const CODE: &str = "plaintext-secret";
 

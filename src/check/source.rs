@@ -4,7 +4,7 @@
 //! `clusters/<env>/flux-system/gotk-sync.yaml`) exists by definition: Flux runs from it.
 
 use super::{flux_name, Finding, Flux, Severity};
-use crate::cutover::ObjectId;
+use crate::kustomize::object::ObjectId;
 
 pub const CODE: &str = "unknown-source";
 

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::{flux_name, locate, Finding, Flux, Severity};
-use crate::cutover::ObjectId;
+use crate::kustomize::object::ObjectId;
 
 pub const UNDEFINED: &str = "undefined-variable";
 pub const UNKNOWABLE: &str = "unknowable-variable";
@@ -121,7 +121,7 @@ fn keys_of(flux: &Flux, id: &ObjectId) -> Option<BTreeSet<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cutover::object::needed_variables;
+    use crate::kustomize::object::needed_variables;
 
     #[test]
     fn finds_variables_without_defaults_and_skips_escapes() {

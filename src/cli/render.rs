@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 
 use super::{io, Outcome};
 use crate::error::{Error, Result, SourceError};
+use crate::fs::write;
 use crate::render::{self, Options};
-use crate::repo::{fsops, Repo};
+use crate::repo::Repo;
 
 pub struct Args<'a> {
     pub files: &'a [PathBuf],
@@ -66,12 +67,12 @@ pub fn run(root: &Path, args: Args<'_>, out: &mut impl Write) -> Result<Outcome>
         };
         writes.push((target, &f.text));
     }
-    fsops::probe_writable(
+    write::probe_writable(
         writes.iter().filter_map(|(t, _)| t.parent()),
         writes.iter().map(|(t, _)| t.as_path()),
     )?;
     for (target, text) in &writes {
-        fsops::write_atomic(target, text)?;
+        write::write_atomic(target, text)?;
         writeln!(out, "wrote {}", target.display()).map_err(io)?;
     }
     Ok(Outcome::Clean)

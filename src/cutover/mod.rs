@@ -4,12 +4,8 @@
 //! (`ObjectId -> owner`) judged by the owners' specs (`rules`), never by file names. A
 //! feature the builder does not model is reported as a warning, never skipped in silence.
 
-pub mod inventory;
-pub mod kustomize;
-pub mod object;
 pub mod rules;
 pub mod runbook;
-pub mod source;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -17,11 +13,11 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::error::Result;
-use inventory::Inventory;
-pub use kustomize::Warning;
-pub use object::ObjectId;
+use crate::flux::inventory::{self, Inventory};
+pub use crate::kustomize::object::ObjectId;
+pub use crate::kustomize::Warning;
+use crate::tree::{Blobs, FileTree};
 pub use rules::{Deletion, Rule};
-use source::FileTree;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct EnvWarning {
@@ -53,7 +49,7 @@ impl Report {
 /// `root`.
 pub fn analyse(root: &Path, from: &str, to: Option<&str>) -> Result<Report> {
     // Blobs both revisions hold are read from git once.
-    let mut blobs = source::Blobs::default();
+    let mut blobs = Blobs::default();
     let old = FileTree::from_git_sharing(root, from, &mut blobs)?;
     let new = match to {
         Some(rev) => FileTree::from_git_sharing(root, rev, &mut blobs)?,

@@ -11,8 +11,8 @@ use foldhash::HashMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::inventory::{Entry, Inventory, Owner};
-use super::object::{crd_kind, namespaces_with_state, opt_out, ObjectId};
+use crate::flux::inventory::{Entry, Inventory, Owner};
+use crate::kustomize::object::{crd_kind, namespaces_with_state, opt_out, ObjectId};
 
 /// Why Flux deletes an object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -453,8 +453,8 @@ pub fn removed_collecting_owners<'a>(old: &'a Inventory, new: &Inventory) -> Vec
 
 #[cfg(test)]
 mod tests {
-    use crate::cutover::source::FileTree;
     use crate::cutover::{compare, Report};
+    use crate::tree::FileTree;
 
     fn ks(name: &str, extra: &str) -> String {
         format!("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {{name: {name}, namespace: flux-system}}\nspec:\n  path: ./{name}\n  prune: true\n  sourceRef: {{kind: GitRepository, name: flux-system}}\n{extra}")

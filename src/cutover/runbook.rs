@@ -9,9 +9,9 @@ use foldhash::{HashMap, HashMapExt, HashSet};
 
 use serde::Serialize;
 
-use super::inventory::{Inventory, Owner};
-use super::object::ObjectId;
 use super::rules::{Deletion, Rule};
+use crate::flux::inventory::{Inventory, Owner};
+use crate::kustomize::object::ObjectId;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Section {

@@ -10,11 +10,13 @@ use std::collections::{BTreeSet, HashSet};
 use serde_json::Value;
 
 use crate::error::{Error, Result, SourceError};
+use crate::flux::decryption::{self, FluxRef};
 use crate::flux::{self, FluxKustomization};
+use crate::fs::write;
 use crate::plan::Plan;
 use crate::repo::fluxtree::FluxTree;
-use crate::repo::kedit::{self, FluxRef};
-use crate::repo::{fsops, Location, Repo};
+use crate::repo::{Location, Repo};
+use crate::yaml::edit;
 use crate::yaml::{self, Text};
 
 /// What kind of drift a change repairs (the `check` code it is reported under).
@@ -142,7 +144,8 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
 
     for n in 0..plan.waves {
         let rel = format!("{}/kustomization.yaml", apps.wave_dir(n));
-        let new = flux::wave_dir_kustomization_text(n, plan.files_in(n).map(|p| p.file.as_str()));
+        let new =
+            flux::emit::wave_dir_kustomization_text(n, plan.files_in(n).map(|p| p.file.as_str()));
         write_if_changed(
             &mut changes,
             repo.read_optional(&rel)?,
@@ -254,7 +257,7 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
         .collect();
     for n in 0..plan.waves {
         let rel = format!("{base}/{}.yaml", config.wave_name(n));
-        let new = flux::wave_kustomization_text(config, n);
+        let new = flux::emit::wave_kustomization_text(config, n);
         write_if_changed(
             &mut changes,
             repo.read_optional(&rel)?,
@@ -284,7 +287,7 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
         .collect();
     let current: Vec<&str> = managed.iter().map(|&i| entries[i].as_str()).collect();
     if current != desired {
-        let new = kedit::edit_sequence(
+        let new = edit::edit_sequence(
             &base_text,
             "resources",
             &managed,
@@ -324,7 +327,7 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
         )?;
         let doc = yaml::parse_value(&rel, &Text::new(text.clone()))?;
         let read = |p: &str| crate::repo::read_referenced(&repo.root, &env.path, p);
-        let patches = kedit::decryption_patches(&doc, &read)
+        let patches = decryption::decryption_patches(&doc, &read)
             .map_err(|e| Error::from(SourceError::new(&rel, e)))?;
         // A patch for a Kustomization the environment no longer builds goes too. Which those
         // are is known from this run (the retired one, stale waves) and, when the walk of the
@@ -333,7 +336,7 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
         let tree = FluxTree::walk(repo, &env.path);
         let exists_after =
             |n: &str| wave_names.iter().any(|w| w == n) || (tree.has(n) && !gone.contains(n));
-        let removed: Vec<&kedit::DecryptionPatch> = patches
+        let removed: Vec<&decryption::DecryptionPatch> = patches
             .iter()
             .filter(|p| {
                 p.literal_name()
@@ -356,7 +359,7 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
                     .any(|p| p.covers(&obj) && !removed.iter().any(|r| std::ptr::eq(*r, p)));
             if !covered {
                 undecrypted.push(format!("`{name}`"));
-                items.push(kedit::decryption_patch_item(
+                items.push(decryption::decryption_patch_item(
                     name,
                     &config.waves.namespace,
                     &config.waves.decryption,
@@ -385,7 +388,7 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
                     .map(|p| p.index + 1)
                     .max()
             });
-            new = kedit::edit_sequence(&new, field, &remove, at, insert)
+            new = edit::edit_sequence(&new, field, &remove, at, insert)
                 .map_err(|e| edit_failed(&rel, e))?;
         }
         if new != text {
@@ -436,7 +439,7 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
         .into_iter()
         .collect();
     for rel in written {
-        for temp in fsops::leftover_temporaries(&repo.path(&rel)) {
+        for temp in write::leftover_temporaries(&repo.path(&rel)) {
             if let Ok(temp_rel) = temp.strip_prefix(&repo.root) {
                 changes.push(Change {
                     op: Op::Remove {
@@ -578,7 +581,7 @@ pub fn execute(repo: &Repo, changes: &[Change]) -> Result<()> {
         }
     }
     let dirs: Vec<std::path::PathBuf> = dirs.into_iter().map(abs_dir).collect();
-    fsops::probe_writable(
+    write::probe_writable(
         dirs.iter().map(|p| p.as_path()),
         files.iter().map(|p| p.as_path()),
     )?;
@@ -608,7 +611,7 @@ pub fn execute(repo: &Repo, changes: &[Change]) -> Result<()> {
         match &c.op {
             Op::Move { from, to } => {
                 ensure_dir(repo, parent(to), &mut made, &mut touched)?;
-                fsops::move_file(&repo.path(from), &repo.path(to))?;
+                write::move_file(&repo.path(from), &repo.path(to))?;
                 touched.insert(parent(from));
             }
             Op::Write { .. } if !writes_done => {
@@ -618,21 +621,21 @@ pub fn execute(repo: &Repo, changes: &[Change]) -> Result<()> {
                         ensure_dir(repo, parent(path), &mut made, &mut touched)?;
                     }
                 }
-                fsops::replace_all(&writes)?;
+                write::replace_all(&writes)?;
             }
             Op::Write { .. } => {}
             Op::Remove { path } => {
-                fsops::remove_file(&repo.path(path))?;
+                write::remove_file(&repo.path(path))?;
                 touched.insert(parent(path));
             }
             Op::RemoveDir { path } => {
-                fsops::remove_empty_dir(&repo.path(path))?;
+                write::remove_empty_dir(&repo.path(path))?;
                 touched.insert(parent(path));
             }
         }
     }
     let touched: Vec<std::path::PathBuf> = touched.into_iter().map(abs_dir).collect();
-    fsops::sync_dirs(touched.iter().map(|p| p.as_path()).filter(|p| p.exists()))
+    write::sync_dirs(touched.iter().map(|p| p.as_path()).filter(|p| p.exists()))
 }
 
 /// Makes `dir` (repository-relative) and its missing parents once, and marks it and the
@@ -653,7 +656,7 @@ fn ensure_dir<'a>(
         touched.insert(missing);
     }
     if missing != dir {
-        fsops::make_dir(&repo.path(dir))?;
+        write::make_dir(&repo.path(dir))?;
     }
     Ok(())
 }

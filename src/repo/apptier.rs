@@ -5,9 +5,9 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::is_manifest;
 use crate::config::wave_number;
 use crate::error::{Error, Result};
+use crate::fs::is_manifest;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Location {
@@ -46,7 +46,7 @@ impl AppTier {
         };
         let abs = root.join(dir);
         // Moves inside a linked app tier would rename files outside the repository.
-        crate::repo::check_inside(root, dir)?;
+        crate::fs::check_inside(root, dir)?;
         let entries = match std::fs::read_dir(&abs) {
             Ok(e) => e,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(tier),

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::flux::decryption::{self, DecryptionPatch};
 use crate::flux::FluxKustomization;
-use crate::repo::kedit::{self, DecryptionPatch};
 use crate::repo::{Reads, Repo};
 use crate::yaml::{self, Text};
 
@@ -50,7 +50,7 @@ impl FluxTree {
         };
         // A patch file is read only where its reference stays inside the repository.
         let read = |p: &str| join(dir, p).and_then(|rel| reads.text(&root.join(rel)));
-        match kedit::decryption_patches(&doc, &read) {
+        match decryption::decryption_patches(&doc, &read) {
             Ok(found) => self.patches.extend(found),
             Err(_) => self.complete = false,
         }
@@ -82,7 +82,7 @@ impl FluxTree {
 }
 
 fn read_text(root: &Path, reads: &Reads, rel: &str) -> Option<String> {
-    crate::repo::check_inside(root, Path::new(rel).parent()?.to_str()?).ok()?;
+    crate::fs::check_inside(root, Path::new(rel).parent()?.to_str()?).ok()?;
     reads.text(&root.join(rel))
 }
 
@@ -93,5 +93,5 @@ pub fn join(dir: &str, entry: &str) -> Option<String> {
         return None;
     }
     // An entry is read relative to `dir` even with a leading `/`.
-    crate::repo::join(dir, entry.trim_start_matches('/'))
+    crate::fs::join(dir, entry.trim_start_matches('/'))
 }

@@ -12,6 +12,7 @@ use serde_saphyr::Location;
 
 use crate::error::SourceError;
 
+pub mod edit;
 pub mod fast;
 
 /// A parsed file's text, shared by every error that points into it.

@@ -10,8 +10,8 @@ use proptest::prelude::*;
 
 use fluxwave::catalog;
 use fluxwave::config::Config;
-use fluxwave::cutover::source::FileTree;
 use fluxwave::graph::Graph;
+use fluxwave::tree::FileTree;
 
 use crate::common::TestRepo;
 

@@ -9,12 +9,13 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::kustomize::{Builder, Resource, Warning};
-use super::object::{kept_whole, Facts, ObjectId};
-use super::source::{join, FileTree};
+use super::{normalize_path, KUSTOMIZE_GROUP};
 use crate::config::{self, Config};
 use crate::error::Result;
-use crate::flux::{normalize_path, KUSTOMIZE_GROUP};
+use crate::fs::join;
+use crate::kustomize::object::{kept_whole, Facts, ObjectId};
+use crate::kustomize::{Builder, Resource, Warning};
+use crate::tree::FileTree;
 
 /// A Flux Kustomization as the cluster would hold it after this revision is applied.
 #[derive(Debug, Clone)]

@@ -9,14 +9,16 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Map, Value};
 
-use super::object::{
-    group_of, kept_whole, string_map, version_of, Facts, ObjectId, CLUSTER_SCOPED,
-};
-use super::source::{join, FileTree};
+pub mod object;
+pub mod target;
+
 use crate::flux::KUSTOMIZE_GROUP;
-use crate::repo::is_manifest;
-use crate::repo::kedit::{ObjectRef, PatchTarget};
+use crate::fs::is_manifest;
+use crate::fs::join;
+use crate::tree::FileTree;
 use crate::yaml;
+use object::{group_of, kept_whole, string_map, version_of, Facts, ObjectId, CLUSTER_SCOPED};
+use target::{ObjectRef, PatchTarget};
 
 /// A kustomize feature that may change what a build yields and that fluxwave does not model.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -297,7 +299,7 @@ impl<'a> Builder<'a> {
             // Not `take`: only builds count as loads.
             let docs = yaml::parse_all(path, text).unwrap_or_default();
             for doc in docs {
-                if let Some((_, kind, true)) = super::object::crd_kind(&doc) {
+                if let Some((_, kind, true)) = object::crd_kind(&doc) {
                     cluster_kinds.insert(kind);
                 }
             }

@@ -190,7 +190,7 @@ impl FileTree {
             {
                 return Ok(None);
             }
-            let bytes = crate::repo::read_regular(&full, path)?;
+            let bytes = crate::fs::read_regular(&full, path)?;
             Ok(bytes.and_then(|b| String::from_utf8(b).ok()).map(Arc::new))
         });
         let mut files = BTreeMap::new();
@@ -270,7 +270,7 @@ impl FileTree {
 
     /// Every YAML manifest of the tree (`.yaml`, `.yml`) with its text, in path order.
     pub fn manifests(&self) -> impl Iterator<Item = (&str, &Text)> {
-        self.files().filter(|(p, _)| crate::repo::is_manifest(p))
+        self.files().filter(|(p, _)| crate::fs::is_manifest(p))
     }
 
     /// Every file under `dir`, recursively, in path order.
@@ -321,13 +321,13 @@ fn cat_blobs(root: &Path, blobs: &[String]) -> Result<Vec<Vec<u8>>> {
             .nth(2)
             .and_then(|s| s.trim().parse().ok())
             .ok_or_else(|| broken(&format!("unexpected answer `{}`", header.trim())))?;
-        if size as u64 > crate::repo::MAX_FILE_BYTES {
+        if size as u64 > crate::fs::MAX_FILE_BYTES {
             let _ = child.kill();
             return Err(Error::Usage(format!(
                 "blob {} of the revision is {} MiB; fluxwave reads files up to {} MiB",
                 header.split(' ').next().unwrap_or(""),
                 size.div_ceil(1024 * 1024),
-                crate::repo::MAX_FILE_BYTES / (1024 * 1024)
+                crate::fs::MAX_FILE_BYTES / (1024 * 1024)
             )));
         }
         let mut body = vec![0; size + 1];
@@ -342,21 +342,9 @@ fn cat_blobs(root: &Path, blobs: &[String]) -> Result<Vec<Vec<u8>>> {
     Ok(out)
 }
 
-pub use crate::repo::join;
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn joins_relative_paths_inside_the_repository() {
-        assert_eq!(
-            join("clusters/dev", "../base").as_deref(),
-            Some("clusters/base")
-        );
-        assert_eq!(join("", "./apps/").as_deref(), Some("apps"));
-        assert_eq!(join("a", "../.."), None);
-    }
 
     #[test]
     fn lists_files_under_a_folder_only() {

@@ -1,0 +1,260 @@
+//! File primitives: bounded reads of regular files (never through a link, never blocking on
+//! a FIFO), the containment checks that keep fluxwave inside the repository, repository-relative
+//! path arithmetic, and (`write`) atomic, checked writes. Every other module reads and writes
+//! files through here.
+
+pub mod write;
+
+use std::path::{Path, PathBuf};
+
+use crate::error::Result;
+
+/// Whether a file is a YAML manifest by its name (`.yaml` or `.yml`).
+pub fn is_manifest(path: &str) -> bool {
+    path.ends_with(".yaml") || path.ends_with(".yml")
+}
+
+/// The largest file fluxwave reads. Real manifests and CRD bundles are far below it; a file
+/// above it is refused with a clear error rather than read into memory and parsed for minutes.
+pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Reads a regular file, `Ok(None)` when it does not exist. A link, a FIFO (reading it would
+/// block forever), a socket or device, and a file over `MAX_FILE_BYTES` are refused as bad
+/// input under the name `shown`.
+pub fn read_regular(path: &Path, shown: &str) -> Result<Option<Vec<u8>>> {
+    let meta = match path.symlink_metadata() {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(crate::error::Error::io(path, e)),
+    };
+    check_regular(&meta, shown)?;
+    let file = std::fs::File::open(path).map_err(|e| crate::error::Error::io(path, e))?;
+    read_bounded(file, meta.len(), path, shown).map(Some)
+}
+
+fn refuse(shown: &str, message: String, help: &str) -> crate::error::Error {
+    crate::error::SourceError::new(shown, message)
+        .help(help)
+        .into()
+}
+
+fn too_big(shown: &str, len: u64) -> crate::error::Error {
+    refuse(
+        shown,
+        format!(
+            "is {} MiB; fluxwave reads files up to {} MiB",
+            len.div_ceil(1024 * 1024),
+            MAX_FILE_BYTES / (1024 * 1024)
+        ),
+        "split the file, or keep generated bulk out of the GitOps tree",
+    )
+}
+
+/// Refuses a link, a FIFO, socket or device, and a file over `MAX_FILE_BYTES`.
+fn check_regular(meta: &std::fs::Metadata, shown: &str) -> Result<()> {
+    if meta.file_type().is_symlink() {
+        return Err(refuse(
+            shown,
+            "is a symbolic link; fluxwave does not follow links".into(),
+            "replace the link with the file itself",
+        ));
+    }
+    if !meta.is_file() {
+        return Err(refuse(
+            shown,
+            "is not a regular file (a FIFO, socket or device)".into(),
+            "replace it with a regular file",
+        ));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(too_big(shown, meta.len()));
+    }
+    Ok(())
+}
+
+fn read_bounded(file: impl std::io::Read, len: u64, path: &Path, shown: &str) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    // Bounded even if the file grows while it is read.
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| crate::error::Error::io(path, e))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_big(shown, bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+/// A folder whose regular files are read by name, as `read_regular` reads them. Where the
+/// system allows, the folder is opened once and each file is opened relative to it and
+/// checked on the open file: one path lookup per file instead of a walk of the whole path
+/// for its metadata and another for its contents.
+pub struct Folder {
+    path: PathBuf,
+    #[cfg(unix)]
+    fd: Option<rustix::fd::OwnedFd>,
+}
+
+impl Folder {
+    pub fn open(path: &Path) -> Folder {
+        Folder {
+            path: path.to_path_buf(),
+            #[cfg(unix)]
+            fd: {
+                use rustix::fs::{open, Mode, OFlags};
+                open(
+                    path,
+                    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )
+                .ok()
+            },
+        }
+    }
+
+    /// `read_regular` of the entry `name`, which the folder's listing says is a regular file.
+    pub fn read_regular(&self, name: &str, shown: &str) -> Result<Option<Vec<u8>>> {
+        #[cfg(unix)]
+        if let Some(dir) = &self.fd {
+            use rustix::fs::{openat, Mode, OFlags};
+            use std::io::Read;
+            // Never through a link, and never blocking on a FIFO put in the file's place.
+            let flags = OFlags::RDONLY
+                | OFlags::NOFOLLOW
+                | OFlags::NONBLOCK
+                | OFlags::NOCTTY
+                | OFlags::CLOEXEC;
+            if let Ok(fd) = openat(dir, name, flags, Mode::empty()) {
+                let file = std::fs::File::from(fd);
+                // A regular file (as the listing said) that ends within the first read needs
+                // no fstat: a short read is its end. What is not a regular file (a FIFO put
+                // in its place reads nothing, without blocking; a device fills the buffer or
+                // cannot be read at an offset) falls through to the checks below.
+                thread_local! {
+                    static HEAD: std::cell::RefCell<Vec<u8>> =
+                        std::cell::RefCell::new(vec![0; 4096]);
+                }
+                let whole =
+                    HEAD.with_borrow_mut(|head| {
+                        match std::os::unix::fs::FileExt::read_at(&file, head, 0) {
+                            Ok(n) if n > 0 && n < head.len() => Some(head[..n].to_vec()),
+                            _ => None,
+                        }
+                    });
+                if whole.is_some() {
+                    return Ok(whole);
+                }
+                let path = self.path.join(name);
+                let meta = file
+                    .metadata()
+                    .map_err(|e| crate::error::Error::io(&path, e))?;
+                check_regular(&meta, shown)?;
+                if meta.len() == 0 {
+                    // Empty, or a file whose size is not known up front.
+                    return read_bounded(file, 0, &path, shown).map(Some);
+                }
+                // The size it had when opened: no further read to find the end.
+                return read_bounded(file.take(meta.len()), meta.len(), &path, shown).map(Some);
+            }
+            // Whatever kept it from opening is reported as `read_regular` reports it.
+        }
+        read_regular(&self.path.join(name), shown)
+    }
+}
+
+/// Whether `path` (which exists) lies inside `root` once every link in it is resolved: a
+/// linked folder must not lead fluxwave out of the repository.
+pub fn inside(root: &Path, path: &Path) -> bool {
+    match (root.canonicalize(), path.canonicalize()) {
+        (Ok(r), Ok(p)) => p.starts_with(r),
+        _ => false,
+    }
+}
+
+/// Fails when the folder `rel` of the repository exists and leads out of it through a link.
+pub fn check_inside(root: &Path, rel: &str) -> Result<()> {
+    let path = root.join(rel);
+    if path.symlink_metadata().is_ok() && !inside(root, &path) {
+        return Err(crate::error::SourceError::new(
+            rel,
+            "leads out of the repository through a symbolic link; fluxwave does not follow it",
+        )
+        .help("replace the link with the folder itself")
+        .into());
+    }
+    Ok(())
+}
+
+/// Reads a file of the repository as text; `Ok(None)` when it does not exist. The file must
+/// be a regular file inside the repository (see `read_regular`, `check_inside`).
+pub fn read_optional(root: &Path, rel: &str) -> Result<Option<String>> {
+    let path = root.join(rel);
+    if let Some(parent) = Path::new(rel).parent().and_then(Path::to_str) {
+        if !parent.is_empty() {
+            check_inside(root, parent)?;
+        }
+    }
+    match read_regular(&path, rel)? {
+        Some(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| {
+            crate::error::SourceError::new(rel, "the file is not UTF-8 text")
+                .help("kustomization and manifest files are UTF-8 YAML")
+                .into()
+        }),
+        None => Ok(None),
+    }
+}
+
+/// `a/b` + `../c` -> `a/c` (a leading `/` starts from the repository root); `None` when the
+/// path leaves the repository. Every relative reference fluxwave follows goes through here.
+pub fn join(dir: &str, rel: &str) -> Option<String> {
+    let mut parts: Vec<&str> = if rel.starts_with('/') {
+        Vec::new()
+    } else {
+        dir.split('/')
+            .filter(|s| !s.is_empty() && *s != ".")
+            .collect()
+    };
+    for seg in rel.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            s => parts.push(s),
+        }
+    }
+    Some(parts.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::join;
+
+    #[test]
+    fn joins_relative_paths_inside_the_repository() {
+        assert_eq!(
+            join("clusters/dev", "../base").as_deref(),
+            Some("clusters/base")
+        );
+        assert_eq!(join("", "./apps/").as_deref(), Some("apps"));
+        assert_eq!(join("a", "../.."), None);
+    }
+
+    /// Every size reads whole: within the first read (no fstat), exactly its buffer, beyond
+    /// it (read through the size checks), and empty.
+    #[test]
+    fn a_folder_reads_files_of_every_size_whole() {
+        let dir = std::env::temp_dir().join(format!("fluxwave-folder-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let folder = super::Folder::open(&dir);
+        for len in [0, 1, 300, 4095, 4096, 4097, 10_000, 100_000] {
+            let bytes: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+            let name = format!("f{len}.yaml");
+            std::fs::write(dir.join(&name), &bytes).unwrap();
+            let read = folder.read_regular(&name, &name).unwrap();
+            assert_eq!(read.as_deref(), Some(&bytes[..]), "{len} bytes");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,265 @@
+//! Kustomize patch targets: which objects a `target` selects, by group, version, kind,
+//! name or namespace (anchored regular expressions) and label or annotation selector, as
+//! kustomize reads them.
+
+use regex::Regex;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    pub(crate) group: Option<String>,
+    pub(crate) version: Option<String>,
+    pub(crate) kind: Option<String>,
+    pub(crate) name: Option<(String, Regex)>,
+    pub(crate) namespace: Option<(String, Regex)>,
+    pub(crate) labels: Option<LabelSelector>,
+    pub(crate) annotations: Option<LabelSelector>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct LabelSelector(Vec<Requirement>);
+
+#[derive(Debug, Clone)]
+enum Requirement {
+    Eq(String, String),
+    NotEq(String, String),
+    In(String, Vec<String>),
+    NotIn(String, Vec<String>),
+    Exists(String),
+    NotExists(String),
+}
+
+/// Any object a kustomize patch target may select (the builder applies patches to every
+/// kind, not only Flux Kustomizations).
+#[derive(Debug, Clone, Copy)]
+pub struct ObjectRef<'a> {
+    /// API group; empty for the core group.
+    pub group: &'a str,
+    pub version: &'a str,
+    pub kind: &'a str,
+    pub name: &'a str,
+    pub namespace: &'a str,
+    pub labels: &'a BTreeMap<String, String>,
+    pub annotations: &'a BTreeMap<String, String>,
+}
+
+/// A kustomize patch `target`, parsed once: literal or regular-expression names and
+/// namespaces, label and annotation selectors, as kustomize reads them.
+#[derive(Debug, Clone)]
+pub struct PatchTarget(Target);
+
+impl PatchTarget {
+    pub fn parse(v: &Value, what: &str) -> Result<PatchTarget, String> {
+        parse_target(v, what).map(PatchTarget)
+    }
+
+    /// Whether the target selects `obj` (every field given must match).
+    pub fn matches(&self, obj: &ObjectRef) -> bool {
+        let t = &self.0;
+        let eq = |want: &Option<String>, have: &str| want.as_ref().is_none_or(|w| w == have);
+        eq(&t.group, obj.group)
+            && eq(&t.version, obj.version)
+            && eq(&t.kind, obj.kind)
+            && t.name.as_ref().is_none_or(|(_, re)| re.is_match(obj.name))
+            && t.namespace
+                .as_ref()
+                .is_none_or(|(_, re)| re.is_match(obj.namespace))
+            && t.labels.as_ref().is_none_or(|s| s.matches(obj.labels))
+            && t.annotations
+                .as_ref()
+                .is_none_or(|s| s.matches(obj.annotations))
+    }
+}
+
+impl LabelSelector {
+    pub(crate) fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.0.iter().all(|r| match r {
+            Requirement::Eq(k, v) => labels.get(k) == Some(v),
+            Requirement::NotEq(k, v) => labels.get(k) != Some(v),
+            Requirement::In(k, vs) => labels.get(k).is_some_and(|v| vs.contains(v)),
+            Requirement::NotIn(k, vs) => !labels.get(k).is_some_and(|v| vs.contains(v)),
+            Requirement::Exists(k) => labels.contains_key(k),
+            Requirement::NotExists(k) => !labels.contains_key(k),
+        })
+    }
+}
+
+/// Parses a Kubernetes label selector (`k=v`, `k==v`, `k!=v`, `k`, `!k`, `k in (a,b)`,
+/// `k notin (a,b)`, comma = AND).
+fn parse_selector(s: &str, what: &str) -> Result<LabelSelector, String> {
+    let bad = |why: &str| format!("{what}: invalid selector `{s}`: {why}");
+    let mut parts = Vec::new();
+    let mut depth = 0usize;
+    let mut start = 0usize;
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.checked_sub(1).ok_or_else(|| bad("unbalanced `)`"))?,
+            ',' if depth == 0 => {
+                parts.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if depth != 0 {
+        return Err(bad("unbalanced `(`"));
+    }
+    parts.push(&s[start..]);
+    if s.trim().is_empty() {
+        return Ok(LabelSelector(Vec::new()));
+    }
+    let mut reqs = Vec::new();
+    for part in parts {
+        let p = part.trim();
+        if p.is_empty() {
+            return Err(bad("empty requirement"));
+        }
+        let req = if let Some(k) = p.strip_prefix('!') {
+            Requirement::NotExists(label_key(k.trim(), &bad)?)
+        } else if let Some((key, negate, set)) = set_requirement(p) {
+            let inner = set
+                .strip_prefix('(')
+                .and_then(|x| x.strip_suffix(')'))
+                .ok_or_else(|| bad("expected a parenthesised value list"))?;
+            let mut values = Vec::new();
+            for v in inner.split(',') {
+                values.push(label_value(v.trim(), &bad)?);
+            }
+            let key = label_key(key, &bad)?;
+            if negate {
+                Requirement::NotIn(key, values)
+            } else {
+                Requirement::In(key, values)
+            }
+        } else if let Some((k, v)) = p.split_once("!=") {
+            Requirement::NotEq(label_key(k.trim(), &bad)?, label_value(v.trim(), &bad)?)
+        } else if let Some((k, v)) = p.split_once("==") {
+            Requirement::Eq(label_key(k.trim(), &bad)?, label_value(v.trim(), &bad)?)
+        } else if let Some((k, v)) = p.split_once('=') {
+            Requirement::Eq(label_key(k.trim(), &bad)?, label_value(v.trim(), &bad)?)
+        } else {
+            Requirement::Exists(label_key(p, &bad)?)
+        };
+        reqs.push(req);
+    }
+    Ok(LabelSelector(reqs))
+}
+
+/// Splits `key in (a,b)` / `key notin (a,b)` into key, negation and the `(...)` part.
+fn set_requirement(p: &str) -> Option<(&str, bool, &str)> {
+    let i = p.find([' ', '\t'])?;
+    let (key, rest) = (&p[..i], p[i..].trim_start());
+    let (negate, set) = if let Some(r) = rest.strip_prefix("notin") {
+        (true, r)
+    } else {
+        (false, rest.strip_prefix("in")?)
+    };
+    let set = set.trim();
+    set.starts_with('(').then_some((key, negate, set))
+}
+
+fn label_key(k: &str, bad: &dyn Fn(&str) -> String) -> Result<String, String> {
+    if k.is_empty()
+        || !k
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
+    {
+        return Err(bad(&format!("invalid label key `{k}`")));
+    }
+    Ok(k.to_string())
+}
+
+fn label_value(v: &str, bad: &dyn Fn(&str) -> String) -> Result<String, String> {
+    if !v
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    {
+        return Err(bad(&format!("invalid label value `{v}`")));
+    }
+    Ok(v.to_string())
+}
+
+/// A string field of a mapping; absent, null and "" are None.
+pub(crate) fn opt_str(
+    m: &Map<String, Value>,
+    field: &str,
+    what: &str,
+) -> Result<Option<String>, String> {
+    match m.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.is_empty() => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(format!("{what}: `{field}` must be a string, not {other}")),
+    }
+}
+
+fn anchored(re: &str, what: &str) -> Result<Regex, String> {
+    Regex::new(&format!("^(?:{re})$"))
+        .map_err(|e| format!("{what}: invalid regular expression `{re}`: {e}"))
+}
+
+pub(crate) fn parse_target(v: &Value, what: &str) -> Result<Target, String> {
+    let what = format!("{what}.target");
+    let m = v
+        .as_object()
+        .ok_or_else(|| format!("{what}: must be a mapping"))?;
+    let name = match opt_str(m, "name", &what)? {
+        Some(n) => {
+            let re = anchored(&n, &format!("{what}.name"))?;
+            Some((n, re))
+        }
+        None => None,
+    };
+    let namespace = match opt_str(m, "namespace", &what)? {
+        Some(n) => {
+            let re = anchored(&n, &format!("{what}.namespace"))?;
+            Some((n, re))
+        }
+        None => None,
+    };
+    let labels = match opt_str(m, "labelSelector", &what)? {
+        Some(s) => Some(parse_selector(&s, &format!("{what}.labelSelector"))?),
+        None => None,
+    };
+    let annotations = match opt_str(m, "annotationSelector", &what)? {
+        Some(s) => Some(parse_selector(&s, &format!("{what}.annotationSelector"))?),
+        None => None,
+    };
+    Ok(Target {
+        group: opt_str(m, "group", &what)?,
+        version: opt_str(m, "version", &what)?,
+        kind: opt_str(m, "kind", &what)?,
+        name,
+        namespace,
+        labels,
+        annotations,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selector_forms_and_errors() {
+        let l: BTreeMap<String, String> = [("a", "1"), ("b", "2")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let ok = |sel: &str| parse_selector(sel, "t").unwrap().matches(&l);
+        assert!(ok("a==1"));
+        assert!(ok("a=1, b"));
+        assert!(ok("a!=2"));
+        assert!(ok("c!=2"));
+        assert!(ok("b notin (3,4)"));
+        assert!(ok("c notin (3)"));
+        assert!(!ok("c in (3)"));
+        assert!(!ok("!a"));
+        assert!(ok(""));
+        for bad in ["a in 1", "a=1,,b", "a in (1", "=1", "a b"] {
+            assert!(parse_selector(bad, "t").is_err(), "{bad}");
+        }
+    }
+}
