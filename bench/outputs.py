@@ -43,6 +43,9 @@ nothing inherently nondeterministic was found in two runs of the same binary (ti
 temporary paths are not printed). A panic message carries the source file and line of the
 panic, so a panic moves with the code even when nothing else changes. The run takes one lock
 on --work, so two runs never share the working copies.
+
+Size: about 720 cases; a run takes 1.5 to 2.5 minutes on 2 cores (most of it copying the
+generated repository and the binary's render/check/cutover of it); the slowest cases are printed.
 """
 import argparse
 import difflib
