@@ -9,7 +9,7 @@ pub mod inventory;
 
 use serde_json::Value;
 
-pub const KUSTOMIZE_GROUP: &str = "kustomize.toolkit.fluxcd.io";
+pub use crate::kustomize::object::{string_map_at, KUSTOMIZE_GROUP};
 pub const KUSTOMIZE_API: &str = "kustomize.toolkit.fluxcd.io/v1";
 pub const KUSTOMIZATION_API: &str = "kustomize.config.k8s.io/v1beta1";
 
@@ -58,19 +58,6 @@ impl FluxKustomization {
             object: doc.clone(),
         })
     }
-}
-
-/// The string entries of the mapping at a JSON pointer (labels, annotations, substitutions);
-/// empty when there is none. Non-string values are left out.
-pub fn string_map_at(v: &Value, pointer: &str) -> std::collections::BTreeMap<String, String> {
-    v.pointer(pointer)
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// `./apps/` -> `apps`; `./` -> ``.

@@ -93,6 +93,9 @@ impl ObjectId {
     }
 }
 
+/// The API group of Flux Kustomizations: a build keeps them whole (their spec is read).
+pub const KUSTOMIZE_GROUP: &str = "kustomize.toolkit.fluxcd.io";
+
 /// `apps/v1` -> `apps`; `v1` -> ``.
 pub fn group_of(api_version: &str) -> &str {
     api_version.split_once('/').map_or("", |(g, _)| g)
@@ -127,9 +130,22 @@ pub const CLUSTER_SCOPED: &[&str] = &[
     "GatewayClass",
 ];
 
+/// The string entries of the mapping at a JSON pointer (labels, annotations, substitutions);
+/// empty when there is none. Non-string values are left out.
+pub fn string_map_at(v: &Value, pointer: &str) -> std::collections::BTreeMap<String, String> {
+    v.pointer(pointer)
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// A string map of `metadata.<key>` (labels or annotations).
 pub fn string_map(v: &Value, key: &str) -> BTreeMap<String, String> {
-    crate::flux::string_map_at(v, &format!("/metadata/{key}"))
+    string_map_at(v, &format!("/metadata/{key}"))
 }
 
 /// The per-object opt-out Flux honours before deleting, if the object carries one (as a

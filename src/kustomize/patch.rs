@@ -1,0 +1,295 @@
+//! Patches: strategic merge (a deep merge of mappings with lists replaced, `$patch:
+//! delete`/`replace`) and JSON 6902, applied to the objects a target selects.
+
+use serde_json::{Map, Value};
+
+use super::object::group_of;
+use super::target::PatchTarget;
+use super::{Builder, Built, Resource};
+use crate::fs::join;
+use crate::tree::FileTree;
+use crate::yaml;
+
+impl Builder<'_> {
+    pub(super) fn apply_patch(
+        &mut self,
+        what: &str,
+        text: &str,
+        target: Option<PatchTarget>,
+        mut acc: Vec<Resource>,
+    ) -> Built {
+        let docs: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| {
+            format!(
+                "{what}: the patch is not valid YAML: {}",
+                yaml::brief_error(text, &e)
+            )
+        })?;
+        for doc in docs.into_iter().filter(|d| !d.is_null()) {
+            match (&doc, &target) {
+                (Value::Array(ops), Some(t)) => {
+                    for r in acc.iter_mut().filter(|r| r.selected_by(t)) {
+                        r.make_whole(self.tree)?;
+                        json6902(&mut r.value, ops).map_err(|e| format!("{what}: {e}"))?;
+                    }
+                }
+                (Value::Array(_), None) => {
+                    return Err(format!("{what}: a JSON 6902 patch needs a `target`"))
+                }
+                (Value::Object(_), _) => {
+                    let selects = |r: &Resource| match &target {
+                        Some(t) => r.selected_by(t),
+                        None => own_match(&doc, r),
+                    };
+                    let delete = doc.get("$patch").and_then(Value::as_str) == Some("delete");
+                    if target.is_none() && !acc.iter().any(selects) {
+                        return Err(format!(
+                            "{what}: the patch's target {}/{} is not in the build",
+                            doc.get("kind").and_then(Value::as_str).unwrap_or("?"),
+                            doc.pointer("/metadata/name")
+                                .and_then(Value::as_str)
+                                .unwrap_or("?"),
+                        ));
+                    }
+                    if delete {
+                        acc.retain(|r| !selects(r));
+                        continue;
+                    }
+                    let mut patch = doc.clone();
+                    if let Some(meta) = patch.get_mut("metadata").and_then(Value::as_object_mut) {
+                        meta.remove("name");
+                        meta.remove("namespace");
+                    }
+                    if let Some(p) = patch.as_object_mut() {
+                        p.remove("apiVersion");
+                        p.remove("kind");
+                    }
+                    for r in acc.iter_mut().filter(|r| selects(r)) {
+                        r.make_whole(self.tree)?;
+                        merge(&mut r.value, &patch);
+                    }
+                }
+                _ => {
+                    return Err(format!(
+                        "{what}: a patch must be a mapping or a list of operations"
+                    ))
+                }
+            }
+        }
+        Ok(acc)
+    }
+}
+
+pub(super) fn patch_text(
+    tree: &FileTree,
+    dir: &str,
+    entry: &Value,
+    what: &str,
+) -> Result<String, String> {
+    if let Some(p) = entry.get("patch").and_then(Value::as_str) {
+        return Ok(p.to_string());
+    }
+    if let Some(p) = entry.get("path").and_then(Value::as_str) {
+        let path = join(dir, p).ok_or_else(|| format!("{what}: `{p}` leaves the repository"))?;
+        return tree
+            .read(&path)
+            .map(|t| t.to_string())
+            .ok_or_else(|| format!("{what}: patch file `{p}` not found"));
+    }
+    Err(format!("{what}: needs `patch` or `path`"))
+}
+
+pub(super) fn target_of(entry: &Value, what: &str) -> Result<Option<PatchTarget>, String> {
+    match entry.get("target") {
+        None | Some(Value::Null) => Ok(None),
+        Some(t) => PatchTarget::parse(t, what).map(Some),
+    }
+}
+
+/// A strategic-merge patch without a target applies to the object its own header names.
+fn own_match(doc: &Value, r: &Resource) -> bool {
+    let s = |p: &str| doc.pointer(p).and_then(Value::as_str);
+    let group = s("/apiVersion").map(group_of);
+    s("/kind") == Some(r.kind())
+        && group.is_none_or(|g| g == group_of(r.api_version()))
+        && s("/metadata/name").is_some_and(|n| {
+            let ns = s("/metadata/namespace");
+            std::iter::once((r.meta_str("name"), r.meta_str("namespace")))
+                .chain(r.previous.iter().map(|(a, b)| (a.as_str(), b.as_str())))
+                .any(|(name, namespace)| name == n && ns.is_none_or(|x| x == namespace))
+        })
+}
+
+/// Strategic merge as fluxwave models it: mappings merge key by key, `null` removes a key,
+/// `$patch: delete`/`replace` on a mapping are honoured, and lists are replaced whole.
+pub fn merge(dst: &mut Value, patch: &Value) {
+    let (Value::Object(d), Value::Object(p)) = (&mut *dst, patch) else {
+        *dst = patch.clone();
+        return;
+    };
+    for (k, v) in p {
+        if k.starts_with('$') {
+            continue;
+        }
+        match v {
+            Value::Null => {
+                d.remove(k);
+            }
+            Value::Object(inner) => match inner.get("$patch").and_then(Value::as_str) {
+                Some("delete") => {
+                    d.remove(k);
+                }
+                Some("replace") => {
+                    let mut clean = inner.clone();
+                    clean.remove("$patch");
+                    d.insert(k.clone(), Value::Object(clean));
+                }
+                _ => match d.get_mut(k) {
+                    Some(existing) if existing.is_object() => merge(existing, v),
+                    _ => {
+                        let mut fresh = Value::Object(Map::new());
+                        merge(&mut fresh, v);
+                        d.insert(k.clone(), fresh);
+                    }
+                },
+            },
+            other => {
+                d.insert(k.clone(), other.clone());
+            }
+        }
+    }
+}
+
+fn pointer_segments(path: &str) -> Result<Vec<String>, String> {
+    if path.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rest = path
+        .strip_prefix('/')
+        .ok_or_else(|| format!("JSON pointer `{path}` must start with `/`"))?;
+    Ok(rest
+        .split('/')
+        .map(|s| s.replace("~1", "/").replace("~0", "~"))
+        .collect())
+}
+
+/// The container that holds the last segment of `path`, and that segment.
+fn parent_of<'v>(root: &'v mut Value, path: &str) -> Result<(&'v mut Value, String), String> {
+    let mut segs = pointer_segments(path)?;
+    let last = segs
+        .pop()
+        .ok_or_else(|| "an operation on the whole document is not supported".to_string())?;
+    let mut cur = root;
+    for s in &segs {
+        cur = match cur {
+            Value::Object(m) => m.get_mut(s),
+            Value::Array(a) => s.parse::<usize>().ok().and_then(|i| a.get_mut(i)),
+            _ => None,
+        }
+        .ok_or_else(|| format!("path `{path}` does not exist"))?;
+    }
+    Ok((cur, last))
+}
+
+fn op_add(root: &mut Value, path: &str, value: Value) -> Result<(), String> {
+    let (parent, last) = parent_of(root, path)?;
+    match parent {
+        Value::Object(m) => {
+            m.insert(last, value);
+        }
+        Value::Array(a) => {
+            let i = if last == "-" {
+                a.len()
+            } else {
+                last.parse::<usize>()
+                    .ok()
+                    .filter(|i| *i <= a.len())
+                    .ok_or_else(|| format!("index `{last}` out of range at `{path}`"))?
+            };
+            a.insert(i, value);
+        }
+        _ => return Err(format!("`{path}`: parent is not a container")),
+    }
+    Ok(())
+}
+
+fn op_remove(root: &mut Value, path: &str) -> Result<Value, String> {
+    let (parent, last) = parent_of(root, path)?;
+    let missing = || format!("path `{path}` does not exist");
+    match parent {
+        Value::Object(m) => m.remove(&last).ok_or_else(missing),
+        Value::Array(a) => {
+            let i = last
+                .parse::<usize>()
+                .ok()
+                .filter(|i| *i < a.len())
+                .ok_or_else(missing)?;
+            Ok(a.remove(i))
+        }
+        _ => Err(missing()),
+    }
+}
+
+/// Applies JSON 6902 operations (add, replace, remove, move, copy, test).
+pub fn json6902(doc: &mut Value, ops: &[Value]) -> Result<(), String> {
+    for op in ops {
+        let s = |k: &str| op.get(k).and_then(Value::as_str);
+        let path = s("path").ok_or("a JSON 6902 operation needs `path`")?;
+        let value = || {
+            op.get("value")
+                .cloned()
+                .ok_or(format!("`{path}`: needs `value`"))
+        };
+        match s("op") {
+            Some("add") => op_add(doc, path, value()?)?,
+            Some("replace") => {
+                op_remove(doc, path)?;
+                op_add(doc, path, value()?)?;
+            }
+            Some("remove") => {
+                op_remove(doc, path)?;
+            }
+            Some("move") => {
+                let from = s("from").ok_or("`move` needs `from`")?;
+                let v = op_remove(doc, from)?;
+                op_add(doc, path, v)?;
+            }
+            Some("copy") => {
+                let from = s("from").ok_or("`copy` needs `from`")?;
+                let v = doc
+                    .pointer(from)
+                    .cloned()
+                    .ok_or(format!("path `{from}` does not exist"))?;
+                op_add(doc, path, v)?;
+            }
+            Some("test") => {
+                if doc.pointer(path) != Some(&value()?) {
+                    return Err(format!("test failed at `{path}`"));
+                }
+            }
+            other => return Err(format!("unknown JSON 6902 operation {other:?}")),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json6902_operations() {
+        let mut v = serde_json::json!({"spec": {"list": [1, 2]}});
+        json6902(&mut v, &serde_json::from_str::<Vec<Value>>(
+            r#"[{"op":"add","path":"/spec/list/-","value":3},{"op":"replace","path":"/spec/list/0","value":0},{"op":"remove","path":"/spec/list/1"},{"op":"add","path":"/spec/prune","value":false}]"#,
+        ).unwrap()).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"spec": {"list": [0, 3], "prune": false}})
+        );
+        assert!(json6902(
+            &mut v,
+            &[serde_json::json!({"op": "remove", "path": "/nope"})]
+        )
+        .is_err());
+    }
+}

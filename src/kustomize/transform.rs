@@ -1,0 +1,141 @@
+//! What a kustomization does to the objects it accumulated, in kustomize's order:
+//! components, strategic-merge patches, `patches`, namespace, name affixes, labels,
+//! annotations, JSON 6902 patches.
+
+use serde_json::{Map, Value};
+
+use super::patch::{patch_text, target_of};
+use super::{is_remote, list, Builder, Built, Resource, MODELLED};
+use crate::fs::join;
+
+impl Builder<'_> {
+    /// What a kustomization does to what it accumulated, in kustomize's order: components,
+    /// strategic-merge patches, `patches`, namespace, name affixes, labels, annotations,
+    /// JSON 6902 patches. `file` names the kustomization in messages; `dir` resolves paths.
+    pub fn transform(
+        &mut self,
+        file: &str,
+        dir: &str,
+        k: &Map<String, Value>,
+        mut acc: Vec<Resource>,
+    ) -> Built {
+        for key in k.keys() {
+            if !MODELLED.contains(&key.as_str()) {
+                self.warn(
+                    file,
+                    key,
+                    format!("`{key}` is not modelled: the objects it adds, removes or renames are not in the inventory"),
+                );
+            }
+        }
+        for entry in list(k, "components", file)? {
+            let Some(entry) = entry.as_str() else {
+                return Err(format!("{file}: `components` entries must be strings"));
+            };
+            if is_remote(entry) {
+                self.warn(
+                    file,
+                    "remote component",
+                    format!("`{entry}` is fetched from the network; not modelled"),
+                );
+                continue;
+            }
+            let path = join(dir, entry)
+                .ok_or_else(|| format!("{file}: `{entry}` leaves the repository"))?;
+            let kfile = self
+                .kustomization_file(&path)
+                .ok_or_else(|| format!("{file}: component `{entry}` has no kustomization.yaml"))?;
+            acc = self.build_kustomization(&path, &kfile, acc)?;
+        }
+        for (i, entry) in list(k, "patchesStrategicMerge", file)?.iter().enumerate() {
+            let what = format!("{file}: patchesStrategicMerge[{i}]");
+            let text = match entry.as_str() {
+                Some(s) if !s.contains('\n') && !s.trim_start().starts_with('{') => {
+                    let path =
+                        join(dir, s).ok_or_else(|| format!("{what}: leaves the repository"))?;
+                    self.tree
+                        .read(&path)
+                        .ok_or_else(|| format!("{what}: patch file `{s}` not found"))?
+                        .to_string()
+                }
+                Some(s) => s.to_string(),
+                None => return Err(format!("{what}: must be a string")),
+            };
+            acc = self.apply_patch(&what, &text, None, acc)?;
+        }
+        for (i, entry) in list(k, "patches", file)?.iter().enumerate() {
+            let what = format!("{file}: patches[{i}]");
+            let text = patch_text(self.tree, dir, entry, &what)?;
+            let target = target_of(entry, &what)?;
+            acc = self.apply_patch(&what, &text, target, acc)?;
+        }
+        if let Some(ns) = str_field(k, "namespace").filter(|s| !s.is_empty()) {
+            for r in &mut acc {
+                if r.kind() == "Namespace" {
+                    r.set_meta("name", ns.clone());
+                } else if !self.is_cluster_scoped(r.kind()) {
+                    r.set_meta("namespace", ns.clone());
+                }
+            }
+        }
+        let prefix = str_field(k, "namePrefix").unwrap_or_default();
+        let suffix = str_field(k, "nameSuffix").unwrap_or_default();
+        if !prefix.is_empty() || !suffix.is_empty() {
+            for r in &mut acc {
+                if !matches!(r.kind(), "Namespace" | "CustomResourceDefinition") {
+                    let name = format!("{prefix}{}{suffix}", r.meta_str("name"));
+                    r.set_meta("name", name);
+                }
+            }
+        }
+        let mut labels = k.get("commonLabels").cloned().unwrap_or(Value::Null);
+        for l in list(k, "labels", file)? {
+            if let (Some(pairs), Value::Null) = (l.get("pairs"), &labels) {
+                labels = pairs.clone();
+            } else if let (Some(Value::Object(p)), Value::Object(m)) = (l.get("pairs"), &mut labels)
+            {
+                m.extend(p.clone());
+            }
+        }
+        add_metadata(&mut acc, "labels", &labels);
+        add_metadata(
+            &mut acc,
+            "annotations",
+            k.get("commonAnnotations").unwrap_or(&Value::Null),
+        );
+        for (i, entry) in list(k, "patchesJson6902", file)?.iter().enumerate() {
+            let what = format!("{file}: patchesJson6902[{i}]");
+            let text = patch_text(self.tree, dir, entry, &what)?;
+            let target = target_of(entry, &what)?
+                .ok_or_else(|| format!("{what}: a JSON 6902 patch needs a `target`"))?;
+            acc = self.apply_patch(&what, &text, Some(target), acc)?;
+        }
+        Ok(acc)
+    }
+}
+
+fn str_field(k: &Map<String, Value>, field: &str) -> Option<String> {
+    k.get(field).and_then(Value::as_str).map(String::from)
+}
+
+fn add_metadata(acc: &mut [Resource], key: &str, pairs: &Value) {
+    let Value::Object(pairs) = pairs else { return };
+    if pairs.is_empty() {
+        return;
+    }
+    for r in acc.iter_mut() {
+        if let Some(meta) = r.value.get_mut("metadata").and_then(Value::as_object_mut) {
+            let entry = meta
+                .entry(key.to_string())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !entry.is_object() {
+                *entry = Value::Object(Map::new());
+            }
+            if let Some(m) = entry.as_object_mut() {
+                for (k, v) in pairs {
+                    m.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
+}
