@@ -188,6 +188,11 @@ pub enum Error {
         source: std::io::Error,
     },
     Usage(String),
+    /// git failed, or could not be run: the command and what git said.
+    Git {
+        command: String,
+        message: String,
+    },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -197,6 +202,19 @@ impl Error {
         Error::Io {
             path: path.to_path_buf(),
             source,
+        }
+    }
+}
+
+impl Error {
+    /// A failure of `git <args>`.
+    pub fn git(args: &[&str], message: impl Into<String>) -> Self {
+        Error::Git {
+            command: std::iter::once("git")
+                .chain(args.iter().copied())
+                .collect::<Vec<_>>()
+                .join(" "),
+            message: message.into(),
         }
     }
 }
@@ -227,6 +245,7 @@ impl fmt::Display for Error {
             }
             Error::Io { path, source } => write!(f, "{}: {}", path.display(), source),
             Error::Usage(message) => f.write_str(message),
+            Error::Git { command, message } => write!(f, "`{command}` failed: {message}"),
         }
     }
 }

@@ -43,13 +43,12 @@ fn run_git(root: &Path, args: &[&str]) -> Result<Vec<u8>> {
         .args(args)
         .stderr(Stdio::piped())
         .output()
-        .map_err(|e| Error::Usage(format!("cannot run git: {e}")))?;
+        .map_err(|e| Error::git(args, format!("cannot run git: {e}")))?;
     if !out.status.success() {
-        return Err(Error::Usage(format!(
-            "git {}: {}",
-            args.first().copied().unwrap_or(""),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
+        return Err(Error::git(
+            args,
+            String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        ));
     }
     Ok(out.stdout)
 }
@@ -105,7 +104,7 @@ impl FileTree {
             ])
             .stderr(Stdio::null())
             .output()
-            .map_err(|e| Error::Usage(format!("cannot run git: {e}")))?;
+            .map_err(|e| Error::git(&["rev-parse"], format!("cannot run git: {e}")))?;
         if !oid.status.success() {
             return Err(Error::Usage(format!(
                 "revision `{rev}` does not exist in {} (try a branch, a tag or a commit id)",
@@ -298,7 +297,7 @@ fn cat_blobs(root: &Path, blobs: &[String]) -> Result<Vec<Vec<u8>>> {
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| Error::Usage(format!("cannot run git cat-file: {e}")))?;
+        .map_err(|e| Error::git(&["cat-file", "--batch"], format!("cannot run git: {e}")))?;
     let stdin = child.stdin.take();
     let input: String = blobs.iter().map(|b| format!("{b}\n")).collect();
     // Written from another thread: git answers while it reads, and a full pipe would block.
@@ -307,7 +306,7 @@ fn cat_blobs(root: &Path, blobs: &[String]) -> Result<Vec<Vec<u8>>> {
             let _ = stdin.write_all(input.as_bytes());
         }
     });
-    let broken = |what: &str| Error::Usage(format!("git cat-file --batch: {what}"));
+    let broken = |what: &str| Error::git(&["cat-file", "--batch"], what);
     let stdout = child.stdout.take().ok_or_else(|| broken("no output"))?;
     let mut reader = BufReader::new(stdout);
     let mut out = Vec::with_capacity(blobs.len());

@@ -497,3 +497,31 @@ fn cutover_outside_git_and_with_a_revision_that_does_not_exist() {
     );
     refused(&repo, &["cutover", "--from", "HEAD~5"], "does not exist");
 }
+
+/// A revision git cannot read (its tree object is gone) is git's failure, reported with the
+/// command and git's own message: exit 2, not a verdict.
+#[test]
+fn a_revision_git_cannot_read_is_reported_as_a_git_failure() {
+    let repo = flat();
+    repo.commit_all("flat");
+    let tree = repo.git(&["rev-parse", "HEAD^{tree}"]);
+    let tree = tree.trim();
+    let object = repo
+        .path()
+        .join(".git/objects")
+        .join(&tree[..2])
+        .join(&tree[2..]);
+    std::fs::remove_file(&object).unwrap();
+    let r = run(&repo, &["cutover", "--from", "HEAD"]);
+    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("`git ls-tree -r -z --end-of-options ") && r.stderr.contains("failed: "),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("fatal: "),
+        "git's own message:\n{}",
+        r.stderr
+    );
+}
