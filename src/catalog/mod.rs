@@ -92,16 +92,17 @@ pub fn parse(path: &str, stem: &str, text: Text) -> std::result::Result<Service,
     parse_with(path, stem, text, true)
 }
 
-/// `parse`, with or without the fast reader (the tests compare the two).
+/// `parse`, with or without the plain reader (the tests compare the two).
 pub(crate) fn parse_with(
     path: &str,
     stem: &str,
     text: Text,
     fast: bool,
 ) -> std::result::Result<Service, Vec<SourceError>> {
-    // The fast reader declines whatever it does not read exactly as serde-saphyr does, and
+    // The plain reader declines whatever it does not read exactly as serde-saphyr does, and
     // every file with a problem: serde-saphyr reads those and locates the problem.
-    let raw: Option<RawServiceDefinition> = match fast.then(|| yaml::fast::parse(&text)).flatten() {
+    let raw: Option<RawServiceDefinition> = match fast.then(|| yaml::plain::parse(&text)).flatten()
+    {
         Some(raw) => Some(raw),
         None => yaml::parse(path, &text).map_err(|e| vec![e])?,
     };

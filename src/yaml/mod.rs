@@ -13,7 +13,7 @@ use serde_saphyr::Location;
 use crate::error::SourceError;
 
 pub mod edit;
-pub mod fast;
+pub mod plain;
 
 /// A parsed file's text, shared by every error that points into it.
 pub type Text = Arc<String>;
@@ -88,8 +88,8 @@ pub fn spanned<T>(text: &str, value: &Spanned<T>) -> (usize, usize) {
 }
 
 /// A value with where it was written: serde-saphyr's `Spanned` reduced to what fluxwave
-/// uses (the use site, as bytes when known), so that the fast catalog reader
-/// (`catalog::fast`) can produce it too and a parsed file stays small.
+/// uses (the use site, as bytes when known), so that the plain-subset reader
+/// (`yaml::plain`) can produce it too and a parsed file stays small.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Spanned<T> {
     pub value: T,
@@ -129,7 +129,7 @@ impl At {
     }
 }
 
-/// The key under which `catalog::fast` hands a value's byte span to `Spanned`.
+/// The key under which `yaml::plain` hands a value's byte span to `Spanned`.
 pub(crate) const FAST_SPAN_KEY: &str = "__fluxwave_byte_span";
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Spanned<T> {
@@ -182,7 +182,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Spanned<T> {
             }
 
             // serde-saphyr's view is `{<marker>: _, value: T, referenced: Location,
-            // defined: Location}`; the fast reader's `{__fluxwave_byte_span: (offset, len),
+            // defined: Location}`; the plain reader's `{__fluxwave_byte_span: (offset, len),
             // value: T}`.
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut value = None;
@@ -274,7 +274,7 @@ pub fn parse<T: DeserializeOwned>(path: &str, text: &Text) -> Result<T, SourceEr
 /// Parses a single-document file into an untyped value: plain block YAML through the fast
 /// reader, everything else (and every file with a problem) through serde-saphyr.
 pub fn parse_value(path: &str, text: &Text) -> Result<Value, SourceError> {
-    match fast::parse_value(text) {
+    match plain::parse_value(text) {
         Some(doc) => Ok(doc),
         None => parse(path, text),
     }
@@ -283,9 +283,9 @@ pub fn parse_value(path: &str, text: &Text) -> Result<Value, SourceError> {
 /// Parses every document of a multi-document file into untyped values (empty documents are
 /// left out).
 pub fn parse_all(path: &str, text: &Text) -> Result<Vec<Value>, SourceError> {
-    // Manifests in plain block style (most of them) are read by the fast reader; it declines
+    // Manifests in plain block style (most of them) are read by the plain reader; it declines
     // everything else, and every file with a problem, to serde-saphyr.
-    if let Some(docs) = fast::parse_all(text) {
+    if let Some(docs) = plain::parse_all(text) {
         return Ok(docs);
     }
     let docs: Vec<Value> =
