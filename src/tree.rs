@@ -230,9 +230,9 @@ impl FileTree {
                 if ft.is_dir() && name != ".git" {
                     stack.push(path);
                 } else if ft.is_file() && wanted(&path) {
-                    if let Ok(text) = String::from_utf8(
-                        std::fs::read(entry.path()).map_err(|e| Error::io(&entry.path(), e))?,
-                    ) {
+                    // Through the same size and file-type rules as every other read.
+                    let bytes = crate::fs::read_regular(&entry.path(), &path)?;
+                    if let Some(text) = bytes.and_then(|b| String::from_utf8(b).ok()) {
                         files.insert(path, Arc::new(text));
                     }
                 }
@@ -357,5 +357,27 @@ mod tests {
             ["apps/a.yaml", "apps/x/c.yaml"]
         );
         assert!(t.is_dir("apps/x") && !t.is_dir("apps/y"));
+    }
+
+    /// A folder outside git is read through the same rules as a working tree: a file over
+    /// the size bound is refused by name, not read into memory.
+    #[test]
+    fn a_folder_outside_git_refuses_a_file_over_the_bound() {
+        let dir = std::env::temp_dir().join(format!("fluxwave-tree-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("apps")).unwrap();
+        std::fs::write(dir.join("apps/a.yaml"), "a: 1\n").unwrap();
+        let tree = FileTree::from_worktree_or_dir(&dir).unwrap();
+        assert!(tree.is_file("apps/a.yaml"));
+        let big = std::fs::File::create(dir.join("apps/big.yaml")).unwrap();
+        big.set_len(crate::fs::MAX_FILE_BYTES + 1).unwrap();
+        let err = FileTree::from_worktree_or_dir(&dir)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("apps/big.yaml") && err.contains("MiB"),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -188,14 +188,22 @@ pub fn check_inside(root: &Path, rel: &str) -> Result<()> {
 /// Reads a file of the repository as text; `Ok(None)` when it does not exist. The file must
 /// be a regular file inside the repository (see `read_regular`, `check_inside`).
 pub fn read_optional(root: &Path, rel: &str) -> Result<Option<String>> {
-    let path = root.join(rel);
+    read_text_with(root, rel, |path| read_regular(path, rel))
+}
+
+/// `read_optional`, with the bytes read by `read` (a cache of `read_regular`).
+pub fn read_text_with<B: Into<Vec<u8>>>(
+    root: &Path,
+    rel: &str,
+    read: impl FnOnce(&Path) -> Result<Option<B>>,
+) -> Result<Option<String>> {
     if let Some(parent) = Path::new(rel).parent().and_then(Path::to_str) {
         if !parent.is_empty() {
             check_inside(root, parent)?;
         }
     }
-    match read_regular(&path, rel)? {
-        Some(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| {
+    match read(&root.join(rel))? {
+        Some(bytes) => String::from_utf8(bytes.into()).map(Some).map_err(|_| {
             crate::error::SourceError::new(rel, "the file is not UTF-8 text")
                 .help("kustomization and manifest files are UTF-8 YAML")
                 .into()

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use crate::catalog::{self, Service};
 use crate::config::Config;
 use crate::error::Result;
-use crate::fs::{check_inside, read_optional, read_regular};
+use crate::fs::{read_optional, read_regular};
 use crate::graph::Graph;
 
 pub use apptier::{AppFile, AppTier, Location};
@@ -91,19 +91,9 @@ impl Repo {
 
     /// `read_optional` (inside the repository, a regular file), read once per run.
     pub fn read_optional(&self, rel: &str) -> Result<Option<String>> {
-        if let Some(parent) = Path::new(rel).parent().and_then(Path::to_str) {
-            if !parent.is_empty() {
-                check_inside(&self.root, parent)?;
-            }
-        }
-        match self.reads.bytes(&self.root.join(rel), rel)? {
-            Some(bytes) => String::from_utf8(bytes.to_vec()).map(Some).map_err(|_| {
-                crate::error::SourceError::new(rel, "the file is not UTF-8 text")
-                    .help("kustomization and manifest files are UTF-8 YAML")
-                    .into()
-            }),
-            None => Ok(None),
-        }
+        crate::fs::read_text_with(&self.root, rel, |path| {
+            Ok(self.reads.bytes(path, rel)?.map(|b| b.to_vec()))
+        })
     }
 
     pub fn path(&self, rel: &str) -> PathBuf {
