@@ -1,5 +1,5 @@
-//! `fluxwave.yaml`: every setting is optional and takes the default of PRODUCT.md, so the
-//! seed's repository needs nothing but its `units`. Paths are checked to stay inside the
+//! `fluxwave.yaml`: every setting is optional and takes the default the README documents, so
+//! examples/homelab needs nothing but its `units`. Paths are checked to stay inside the
 //! repository; names that become file or object names are checked to be DNS-1123 labels.
 
 use std::path::Path;

@@ -116,7 +116,7 @@ fn json(repo: &Repo, plan: &Plan) -> String {
     serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
 }
 
-/// The seed's wave table: one row per placed node, its main file first.
+/// The wave table of `--format markdown`: one row per placed node, its main file first.
 fn markdown(repo: &Repo, plan: &Plan) -> String {
     let g = &repo.graph;
     let mut s =

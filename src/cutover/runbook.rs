@@ -1,4 +1,4 @@
-//! The seed's cutover runbook (section 5) made specific to one change: which Kustomization to
+//! The cutover runbook made specific to one change: which Kustomization to
 //! release in a first commit and how to see that the cluster has it, which objects to protect
 //! with Flux's per-object opt-out, and the verification commands, all with the real names.
 //! Only what the deletions call for is written; a safe change gets no runbook.

@@ -1,5 +1,5 @@
 //! SOPS decryption patches of an environment's kustomization: which patch entries set
-//! `spec.decryption` on which Flux Kustomizations, and the seed's form of a new one.
+//! `spec.decryption` on which Flux Kustomizations, and the form `apply` writes a new one in.
 
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;

@@ -304,7 +304,7 @@ impl Graph {
         path
     }
 
-    /// Why a node is in its wave, in words (the seed's Reason column).
+    /// Why a node is in its wave, in words (the Reason column of `waves --format markdown`).
     pub fn reason(&self, i: usize, unit_above: impl Fn(&str) -> bool) -> String {
         let mut s = String::new();
         self.write_reason(i, unit_above, &mut s);

@@ -457,7 +457,7 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
 /// Settings of the retired Kustomization's spec that the waves, made from `waves.spec`, would
 /// not carry or would change. (`path` and `dependsOn` are the waves' own; decryption comes from
 /// the environments' patches; `prune`, `suspend` and `deletionPolicy` on the retired object are
-/// how the seed's runbook releases it — `cutover` reasons about those.)
+/// how the cutover runbook releases it — `cutover` reasons about those.)
 fn dropped_settings(
     config: &crate::config::Config,
     rel: &str,
