@@ -110,7 +110,7 @@ fn require(repo: &Repo, rel: &str, help: &str) -> Result<String> {
         .ok_or_else(|| SourceError::new(rel, "not found").help(help).into())
 }
 
-fn edit_failed(rel: &str, why: String) -> Error {
+fn edit_failed(rel: &str, why: impl std::fmt::Display) -> Error {
     SourceError::new(rel, format!("cannot edit this file safely: {why}"))
         .help(
             "make the edit by hand, or simplify the file's layout, then run `fluxwave apply` again",

@@ -10,6 +10,65 @@ use serde_json::{Map, Value};
 /// Item indentation used when nothing in the file suggests another.
 const DEFAULT_INDENT: usize = 2;
 
+/// Why an edit was refused. Every refusal leaves the file as it was.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EditError {
+    #[error("edit_sequence: the key is empty")]
+    EmptyKey,
+    #[error("edit_sequence: the file has Windows (CRLF) or CR line endings; convert it to LF line endings first")]
+    LineEndings,
+    #[error("{what} is not valid YAML: {error}")]
+    Invalid { what: String, error: String },
+    #[error("edit_sequence: the document is not a YAML mapping")]
+    NotAMapping,
+    #[error("edit_sequence: `{key}` is not a list")]
+    NotAList { key: String },
+    #[error("edit_sequence: cannot remove item {index} of `{key}`: the list has {len} items")]
+    RemoveOutOfRange {
+        key: String,
+        index: usize,
+        len: usize,
+    },
+    #[error("edit_sequence: item {index} of `{key}` is listed twice for removal")]
+    RemovedTwice { key: String, index: usize },
+    #[error(
+        "edit_sequence: cannot insert before item {index} of `{key}`: the list has {len} items"
+    )]
+    InsertOutOfRange {
+        key: String,
+        index: usize,
+        len: usize,
+    },
+    #[error("edit_sequence: new item {index} contains a CR character")]
+    ItemWithCr { index: usize },
+    #[error("edit_sequence: refusing the edit of `{key}`: {source}")]
+    Unverified { key: String, source: Box<EditError> },
+    #[error("edit_sequence: refusing the edit of `{key}`: the edited file does not parse to the intended value (the file's layout is not one this editor handles)")]
+    Mismatch { key: String },
+    #[error(
+        "edit_sequence: found a line for `{key}` that the parser does not see as a top-level key"
+    )]
+    HiddenKeyLine { key: String },
+    #[error("edit_sequence: cannot locate the line of top-level key `{key}` (it must start at column 0 as `{key}:`)")]
+    KeyLineNotFound { key: String },
+    #[error("edit_sequence: top-level key `{key}` appears on more than one line")]
+    KeyOnManyLines { key: String },
+    #[error("edit_sequence: found {found} items under `{key}` but the parser sees {parsed}; the list's layout is not one this editor handles")]
+    ItemCount {
+        key: String,
+        found: usize,
+        parsed: usize,
+    },
+    #[error("edit_sequence: `{key}` is a flow sequence spanning several lines (or with unbalanced brackets); rewrite it as a block sequence first")]
+    MultiLineFlow { key: String },
+    #[error(
+        "edit_sequence: the value of `{key}` is not a list this editor can rewrite (`{value}`)"
+    )]
+    NotRewritable { key: String, value: String },
+    #[error("edit_sequence: unexpected text after the value of `{key}`: `{tail}`")]
+    TrailingText { key: String, tail: String },
+}
+
 /// Removes the items at `remove` (indices into the original list) from the block sequence
 /// under the top-level key `key` of a single-document YAML mapping, and inserts `new_items`
 /// before original index `insert_at` (None = after the last item; an index equal to a removed
@@ -25,19 +84,15 @@ pub fn edit_sequence(
     remove: &[usize],
     insert_at: Option<usize>,
     new_items: &[String],
-) -> Result<String, String> {
+) -> Result<String, EditError> {
     if remove.is_empty() && new_items.is_empty() {
         return Ok(text.to_string());
     }
     if key.is_empty() {
-        return Err("edit_sequence: the key is empty".to_string());
+        return Err(EditError::EmptyKey);
     }
     if text.contains('\r') {
-        return Err(
-            "edit_sequence: the file has Windows (CRLF) or CR line endings; \
-                    convert it to LF line endings first"
-                .to_string(),
-        );
+        return Err(EditError::LineEndings);
     }
 
     // What the document means now, and what it must mean after the edit.
@@ -45,40 +100,43 @@ pub fn edit_sequence(
     let map = match original {
         Value::Object(m) => m,
         Value::Null => Map::new(),
-        _ => return Err("edit_sequence: the document is not a YAML mapping".to_string()),
+        _ => return Err(EditError::NotAMapping),
     };
     let orig_list: Vec<Value> = match map.get(key) {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(a)) => a.clone(),
-        Some(_) => return Err(format!("edit_sequence: `{key}` is not a list")),
+        Some(_) => return Err(EditError::NotAList { key: key.into() }),
     };
     let len = orig_list.len();
     let mut removed = vec![false; len];
     for &r in remove {
         if r >= len {
-            return Err(format!(
-                "edit_sequence: cannot remove item {r} of `{key}`: the list has {len} items"
-            ));
+            return Err(EditError::RemoveOutOfRange {
+                key: key.into(),
+                index: r,
+                len,
+            });
         }
         if removed[r] {
-            return Err(format!(
-                "edit_sequence: item {r} of `{key}` is listed twice for removal"
-            ));
+            return Err(EditError::RemovedTwice {
+                key: key.into(),
+                index: r,
+            });
         }
         removed[r] = true;
     }
     let at = insert_at.unwrap_or(len);
     if at > len {
-        return Err(format!(
-            "edit_sequence: cannot insert before item {at} of `{key}`: the list has {len} items"
-        ));
+        return Err(EditError::InsertOutOfRange {
+            key: key.into(),
+            index: at,
+            len,
+        });
     }
     let mut new_values = Vec::with_capacity(new_items.len());
     for (i, item) in new_items.iter().enumerate() {
         if item.contains('\r') {
-            return Err(format!(
-                "edit_sequence: new item {i} contains a CR character"
-            ));
+            return Err(EditError::ItemWithCr { index: i });
         }
         new_values.push(parse_single_doc(
             item,
@@ -92,13 +150,12 @@ pub fn edit_sequence(
 
     let result = edit_text(text, key, &map, &orig_list, &removed, at, new_items)?;
 
-    let got = parse_single_doc(&result, "the edited file")
-        .map_err(|e| format!("edit_sequence: refusing the edit of `{key}`: {e}"))?;
+    let got = parse_single_doc(&result, "the edited file").map_err(|e| EditError::Unverified {
+        key: key.into(),
+        source: Box::new(e),
+    })?;
     if got != expected {
-        return Err(format!(
-            "edit_sequence: refusing the edit of `{key}`: the edited file does not parse to the \
-             intended value (the file's layout is not one this editor handles)"
-        ));
+        return Err(EditError::Mismatch { key: key.into() });
     }
     Ok(result)
 }
@@ -126,12 +183,10 @@ pub(crate) fn apply_list_edit<T: Clone>(
 }
 
 /// Parses one YAML document into JSON; empty input is `null`.
-fn parse_single_doc(text: &str, what: &str) -> Result<Value, String> {
-    serde_saphyr::from_str::<Value>(text).map_err(|e| {
-        format!(
-            "{what} is not valid YAML: {}",
-            crate::yaml::brief_error(text, &e)
-        )
+fn parse_single_doc(text: &str, what: &str) -> Result<Value, EditError> {
+    serde_saphyr::from_str::<Value>(text).map_err(|e| EditError::Invalid {
+        what: what.into(),
+        error: crate::yaml::brief_error(text, &e),
     })
 }
 
@@ -152,7 +207,7 @@ fn edit_text(
     removed: &[bool],
     at: usize,
     new_items: &[String],
-) -> Result<String, String> {
+) -> Result<String, EditError> {
     let (lines, trailing_nl) = split_lines(text);
 
     let key_lines: Vec<usize> = lines
@@ -163,10 +218,7 @@ fn edit_text(
 
     if !map.contains_key(key) {
         if !key_lines.is_empty() {
-            return Err(format!(
-                "edit_sequence: found a line for `{key}` that the parser does not see as a \
-                 top-level key"
-            ));
+            return Err(EditError::HiddenKeyLine { key: key.into() });
         }
         let indent = default_indent(&lines);
         let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
@@ -179,21 +231,12 @@ fn edit_text(
 
     let k = match key_lines.as_slice() {
         [k] => *k,
-        [] => {
-            return Err(format!(
-                "edit_sequence: cannot locate the line of top-level key `{key}` (it must start \
-                 at column 0 as `{key}:`)"
-            ))
-        }
-        _ => {
-            return Err(format!(
-                "edit_sequence: top-level key `{key}` appears on more than one line"
-            ))
-        }
+        [] => return Err(EditError::KeyLineNotFound { key: key.into() }),
+        _ => return Err(EditError::KeyOnManyLines { key: key.into() }),
     };
     let key_line = lines[k];
     let colon_end = key_colon_end(key_line, key)
-        .ok_or_else(|| format!("edit_sequence: cannot read the line of `{key}`"))?;
+        .ok_or_else(|| EditError::KeyLineNotFound { key: key.into() })?;
     let prefix = &key_line[..colon_end];
     let after = &key_line[colon_end..];
     let final_len = removed.iter().filter(|r| !**r).count() + new_items.len();
@@ -218,12 +261,11 @@ fn edit_text(
         KeyValue::Block => {
             let (indent, items) = scan_block_sequence(&lines, k);
             if items.len() != orig_list.len() {
-                return Err(format!(
-                    "edit_sequence: found {} items under `{key}` but the parser sees {}; the \
-                     list's layout is not one this editor handles",
-                    items.len(),
-                    orig_list.len()
-                ));
+                return Err(EditError::ItemCount {
+                    key: key.into(),
+                    found: items.len(),
+                    parsed: orig_list.len(),
+                });
             }
             let indent = indent.unwrap_or_else(|| default_indent(&lines));
             if final_len == 0 {
@@ -298,36 +340,32 @@ fn key_colon_end(line: &str, key: &str) -> Option<usize> {
 }
 
 /// Classifies what follows `key:` on its line.
-fn key_value(after: &str, key: &str) -> Result<KeyValue, String> {
+fn key_value(after: &str, key: &str) -> Result<KeyValue, EditError> {
     let trimmed = after.trim_start();
     if trimmed.is_empty() || trimmed.starts_with('#') {
         return Ok(KeyValue::Block);
     }
     let value_len = if trimmed.starts_with('[') {
-        flow_end(trimmed).ok_or_else(|| {
-            format!(
-                "edit_sequence: `{key}` is a flow sequence spanning several lines (or with \
-                 unbalanced brackets); rewrite it as a block sequence first"
-            )
-        })?
+        flow_end(trimmed).ok_or_else(|| EditError::MultiLineFlow { key: key.into() })?
     } else {
         let token = trimmed.split([' ', '\t']).next().unwrap_or("");
         if matches!(token, "~" | "null" | "Null" | "NULL") {
             token.len()
         } else {
-            return Err(format!(
-                "edit_sequence: the value of `{key}` is not a list this editor can rewrite \
-                 (`{trimmed}`)"
-            ));
+            return Err(EditError::NotRewritable {
+                key: key.into(),
+                value: trimmed.into(),
+            });
         }
     };
     let tail = &trimmed[value_len..];
     let tail_ok = tail.trim().is_empty()
         || (tail.starts_with([' ', '\t']) && tail.trim_start().starts_with('#'));
     if !tail_ok {
-        return Err(format!(
-            "edit_sequence: unexpected text after the value of `{key}`: `{tail}`"
-        ));
+        return Err(EditError::TrailingText {
+            key: key.into(),
+            tail: tail.into(),
+        });
     }
     let tail = if tail.trim().is_empty() { "" } else { tail };
     Ok(KeyValue::Inline {
@@ -657,7 +695,7 @@ resources:
     fn crlf_rejected() {
         let text = BASE.replace('\n', "\r\n");
         let err = edit_sequence(&text, "resources", &[0], None, &[]).unwrap_err();
-        assert!(err.contains("CRLF"), "{err}");
+        assert!(err.to_string().contains("CRLF"), "{err}");
     }
 
     #[test]
