@@ -216,6 +216,142 @@ impl Default for Config {
     }
 }
 
+/// One reading of `fluxwave.yaml`: each section of the raw file into the config, every
+/// problem gathered with its place in the text.
+struct Parse<'t> {
+    text: &'t Text,
+    errors: Vec<SourceError>,
+}
+
+impl Parse<'_> {
+    fn err(&mut self, s: &Spanned<String>, msg: String, help: &str) {
+        self.errors.push(
+            SourceError::new(FILE, msg)
+                .at(self.text, yaml::spanned(self.text, s))
+                .help(help),
+        );
+    }
+
+    fn kind(&mut self, kind: Option<&Spanned<String>>) {
+        if let Some(kind) = kind.filter(|k| k.value != "Config") {
+            self.err(
+                kind,
+                format!("kind is `{}`", kind.value),
+                "fluxwave.yaml has `kind: Config`",
+            );
+        }
+    }
+
+    /// A path inside the repository into `slot`, when it is given.
+    fn path(&mut self, field: Option<Spanned<String>>, slot: &mut String) {
+        if let Some(p) = field {
+            match repo_relative(&p.value) {
+                Some(clean) => *slot = clean,
+                None => self.err(
+                    &p,
+                    format!("`{}` is not a path inside the repository", p.value),
+                    "give a relative path without `..`, such as `clusters/dev`",
+                ),
+            }
+        }
+    }
+
+    fn paths(
+        &mut self,
+        config: &mut Config,
+        catalog: Option<Spanned<String>>,
+        apps: Option<Spanned<String>>,
+        clusters: Option<RawClusters>,
+    ) {
+        self.path(catalog, &mut config.catalog);
+        self.path(apps, &mut config.apps);
+        let Some(clusters) = clusters else { return };
+        self.path(clusters.base, &mut config.base);
+        if let Some(envs) = clusters.environments {
+            config.environments.clear();
+            for env in envs {
+                let mut path = String::new();
+                self.path(Some(env.path), &mut path);
+                config.environments.push(Environment {
+                    name: env.name.value,
+                    path,
+                });
+            }
+        }
+    }
+
+    fn waves(&mut self, into: &mut Waves, waves: RawWaves) {
+        if let Some(prefix) = waves.name_prefix {
+            let probe = format!("{}0", prefix.value);
+            if is_dns_label(&probe) {
+                into.name_prefix = prefix.value;
+            } else {
+                self.err(
+                    &prefix,
+                    format!("namePrefix `{}` does not make DNS-1123 names", prefix.value),
+                    "use lower-case letters, digits and `-`, such as `apps-wave-`",
+                );
+            }
+        }
+        if let Some(up) = waves.upstream {
+            into.upstream = up;
+        }
+        if let Some(ns) = waves.namespace {
+            if is_dns_label(&ns.value) {
+                into.namespace = ns.value;
+            } else {
+                self.err(
+                    &ns,
+                    format!("namespace `{}` is not a DNS-1123 label", ns.value),
+                    "use a namespace name such as `flux-system`",
+                );
+            }
+        }
+        if let Some(spec) = waves.spec {
+            merge(&mut into.spec, spec);
+        }
+        if let Some(d) = waves.decryption {
+            into.decryption = d;
+        }
+    }
+
+    /// The units, with their names' places; a name declared twice is an error.
+    fn units(&mut self, into: &mut Vec<Unit>, units: Vec<RawUnit>) {
+        let text = self.text;
+        for u in units {
+            for field in [&u.name, &u.anchor] {
+                if !is_dns_label(&field.value) {
+                    self.err(
+                        field,
+                        format!("`{}` is not a DNS-1123 label", field.value),
+                        "unit names use lower-case letters, digits and `-`, at most 63 characters",
+                    );
+                }
+            }
+            into.push(Unit {
+                name_span: yaml::spanned(text, &u.name),
+                anchor_span: yaml::spanned(text, &u.anchor),
+                name: u.name.value,
+                anchor: u.anchor.value,
+                above: u.above,
+            });
+        }
+        let mut seen = std::collections::HashMap::new();
+        for u in into.iter() {
+            if let Some(first) = seen.insert(u.name.clone(), u.name_span) {
+                let (line, _) = crate::error::line_col(text, first.0);
+                self.errors.push(
+                    SourceError::new(FILE, format!("unit `{}` is declared twice", u.name))
+                        .at(text, u.name_span)
+                        .help(format!(
+                            "remove one of the two; the first is on line {line}"
+                        )),
+                );
+            }
+        }
+    }
+}
+
 impl Config {
     /// Reads `fluxwave.yaml` under `root`; a missing file means every default.
     pub fn load(root: &Path) -> Result<Config> {
@@ -233,101 +369,16 @@ impl Config {
             ..Config::default()
         };
         let Some(raw) = raw else { return Ok(config) };
-        let mut errors = Vec::new();
-        let err = |s: &Spanned<String>, msg: String, help: &str| {
-            SourceError::new(FILE, msg)
-                .at(text, yaml::spanned(text, s))
-                .help(help)
+        let mut p = Parse {
+            text,
+            errors: Vec::new(),
         };
-        if let Some(kind) = &raw.kind {
-            if kind.value != "Config" {
-                errors.push(err(
-                    kind,
-                    format!("kind is `{}`", kind.value),
-                    "fluxwave.yaml has `kind: Config`",
-                ));
-            }
-        }
-        let mut path_field = |field: Option<Spanned<String>>, slot: &mut String| {
-            if let Some(p) = field {
-                match repo_relative(&p.value) {
-                    Some(clean) => *slot = clean,
-                    None => errors.push(err(
-                        &p,
-                        format!("`{}` is not a path inside the repository", p.value),
-                        "give a relative path without `..`, such as `clusters/dev`",
-                    )),
-                }
-            }
-        };
-        path_field(raw.catalog, &mut config.catalog);
-        path_field(raw.apps, &mut config.apps);
-        if let Some(clusters) = raw.clusters {
-            path_field(clusters.base, &mut config.base);
-            if let Some(envs) = clusters.environments {
-                config.environments.clear();
-                for env in envs {
-                    let mut path = String::new();
-                    path_field(Some(env.path), &mut path);
-                    config.environments.push(Environment {
-                        name: env.name.value,
-                        path,
-                    });
-                }
-            }
-        }
+        p.kind(raw.kind.as_ref());
+        p.paths(&mut config, raw.catalog, raw.apps, raw.clusters);
         if let Some(waves) = raw.waves {
-            if let Some(prefix) = waves.name_prefix {
-                let probe = format!("{}0", prefix.value);
-                if is_dns_label(&probe) {
-                    config.waves.name_prefix = prefix.value;
-                } else {
-                    errors.push(err(
-                        &prefix,
-                        format!("namePrefix `{}` does not make DNS-1123 names", prefix.value),
-                        "use lower-case letters, digits and `-`, such as `apps-wave-`",
-                    ));
-                }
-            }
-            if let Some(up) = waves.upstream {
-                config.waves.upstream = up;
-            }
-            if let Some(ns) = waves.namespace {
-                if is_dns_label(&ns.value) {
-                    config.waves.namespace = ns.value;
-                } else {
-                    errors.push(err(
-                        &ns,
-                        format!("namespace `{}` is not a DNS-1123 label", ns.value),
-                        "use a namespace name such as `flux-system`",
-                    ));
-                }
-            }
-            if let Some(spec) = waves.spec {
-                merge(&mut config.waves.spec, spec);
-            }
-            if let Some(d) = waves.decryption {
-                config.waves.decryption = d;
-            }
+            p.waves(&mut config.waves, waves);
         }
-        for u in raw.units.unwrap_or_default() {
-            for field in [&u.name, &u.anchor] {
-                if !is_dns_label(&field.value) {
-                    errors.push(err(
-                        field,
-                        format!("`{}` is not a DNS-1123 label", field.value),
-                        "unit names use lower-case letters, digits and `-`, at most 63 characters",
-                    ));
-                }
-            }
-            config.units.push(Unit {
-                name_span: yaml::spanned(text, &u.name),
-                anchor_span: yaml::spanned(text, &u.anchor),
-                name: u.name.value,
-                anchor: u.anchor.value,
-                above: u.above,
-            });
-        }
+        p.units(&mut config.units, raw.units.unwrap_or_default());
         if let Some(check) = raw.check {
             config.check.allow_plaintext_secrets = check
                 .allow_plaintext_secrets
@@ -336,23 +387,10 @@ impl Config {
                 .map(|a| (a.namespace, a.name))
                 .collect();
         }
-        let mut seen = std::collections::HashMap::new();
-        for u in &config.units {
-            if let Some(first) = seen.insert(u.name.clone(), u.name_span) {
-                let (line, _) = crate::error::line_col(text, first.0);
-                errors.push(
-                    SourceError::new(FILE, format!("unit `{}` is declared twice", u.name))
-                        .at(text, u.name_span)
-                        .help(format!(
-                            "remove one of the two; the first is on line {line}"
-                        )),
-                );
-            }
-        }
-        if errors.is_empty() {
+        if p.errors.is_empty() {
             Ok(config)
         } else {
-            Err(errors.into())
+            Err(p.errors.into())
         }
     }
 
