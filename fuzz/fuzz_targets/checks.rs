@@ -158,8 +158,8 @@ pub fn kustomization(data: &[u8]) {
         }
         Ok(docs) => {
             for d in &docs {
-                if let Some(k) = fluxwave::flux::FluxKustomization::from_value(d) {
-                    assert!(!k.path.starts_with("./"));
+                if let Some(k) = fluxwave::flux::Kustomization::from_value(d) {
+                    assert!(!k.spec.path.starts_with("./"));
                     let _ = fluxwave::flux::inventory::is_flux_kustomization(d);
                 }
                 let _ = fluxwave::cutover::ObjectId::of(d);

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::{normalize_path, KUSTOMIZE_GROUP};
+use super::{normalize_path, Kustomization, SourceRef, KUSTOMIZE_GROUP};
 use crate::config::{self, Config};
 use crate::error::Result;
 use crate::fs::join;
@@ -27,6 +27,10 @@ pub struct Owner {
     pub deletion_policy: String,
     pub suspend: bool,
     pub depends_on: Vec<ObjectId>,
+    /// `spec.sourceRef` as written.
+    source: SourceRef,
+    /// Whether it has `spec.postBuild`.
+    substitutes: bool,
     /// The owner whose build holds this Kustomization (None for the root).
     pub parent: Option<ObjectId>,
     /// The file it is written in; empty for an assumed root.
@@ -41,56 +45,41 @@ pub struct Owner {
 
 impl Owner {
     fn from_value(v: &Value, parent: Option<ObjectId>, file: &str, index: usize) -> Option<Owner> {
+        let k = Kustomization::from_value(v)?;
         let mut id = ObjectId::of(v)?;
         if id.namespace.is_empty() {
             id.namespace = parent
                 .as_ref()
                 .map_or("flux-system".to_string(), |p| p.namespace.clone());
         }
-        let spec = v.get("spec").cloned().unwrap_or(Value::Null);
+        let spec = k.spec;
         let depends_on = spec
-            .get("dependsOn")
-            .and_then(Value::as_array)
-            .map(|deps| {
-                deps.iter()
-                    .filter_map(|d| {
-                        Some(flux_id(
-                            d.get("namespace")
-                                .and_then(Value::as_str)
-                                .unwrap_or(&id.namespace),
-                            d.get("name")?.as_str()?,
-                        ))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+            .depends_on
+            .iter()
+            .map(|d| flux_id(d.namespace.as_deref().unwrap_or(&id.namespace), &d.name))
+            .collect();
         Some(Owner {
-            path: normalize_path(spec.get("path").and_then(Value::as_str).unwrap_or("")),
-            prune: spec.get("prune").and_then(Value::as_bool).unwrap_or(false),
+            path: spec.path,
+            prune: spec.prune,
             deletion_policy: spec
-                .get("deletionPolicy")
-                .and_then(Value::as_str)
-                .unwrap_or("MirrorPrune")
-                .to_string(),
-            suspend: spec
-                .get("suspend")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
+                .deletion_policy
+                .unwrap_or_else(|| "MirrorPrune".to_string()),
+            suspend: spec.suspend,
             depends_on,
+            source: spec.source_ref,
+            substitutes: spec.post_build.is_some(),
             parent,
             file: file.to_string(),
             index,
             built: true,
-            object: v.clone(),
+            object: k.object,
             id,
         })
     }
 
     /// Whether it substitutes variables in what it builds (`spec.postBuild`).
     pub fn substitutes(&self) -> bool {
-        self.object
-            .pointer("/spec/postBuild")
-            .is_some_and(Value::is_object)
+        self.substitutes
     }
 
     /// Whether it deletes what leaves its build when it reconciles.
@@ -122,22 +111,15 @@ impl Owner {
 
     /// `spec.sourceRef` as (kind, namespace, name); the namespace defaults to the owner's.
     pub fn source(&self) -> (String, String, String) {
-        let s = |p: &str| {
-            self.object
-                .pointer(p)
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string()
-        };
-        let ns = s("/spec/sourceRef/namespace");
+        let s = &self.source;
         (
-            s("/spec/sourceRef/kind"),
-            if ns.is_empty() {
+            s.kind.clone(),
+            if s.namespace.is_empty() {
                 self.id.namespace.clone()
             } else {
-                ns
+                s.namespace.clone()
             },
-            s("/spec/sourceRef/name"),
+            s.name.clone(),
         )
     }
 
@@ -315,6 +297,8 @@ fn unreachable_owner(env_path: &str) -> Owner {
         deletion_policy: "MirrorPrune".into(),
         suspend: false,
         depends_on: Vec::new(),
+        source: SourceRef::default(),
+        substitutes: false,
         parent: None,
         file: String::new(),
         index: 0,
@@ -324,10 +308,7 @@ fn unreachable_owner(env_path: &str) -> Owner {
 }
 
 pub fn is_flux_kustomization(v: &Value) -> bool {
-    v.get("kind").and_then(Value::as_str) == Some("Kustomization")
-        && v.get("apiVersion")
-            .and_then(Value::as_str)
-            .is_some_and(|a| a.starts_with(&format!("{KUSTOMIZE_GROUP}/")))
+    Kustomization::is(v)
 }
 
 /// Builds environment `env` (entry `env_path`) of `tree`.

@@ -1,4 +1,4 @@
-//! The Flux model: Flux Kustomizations as fluxwave reads them (`FluxKustomization`), what
+//! The Flux model: Flux Kustomizations as fluxwave reads them (`Kustomization`), what
 //! fluxwave emits (`emit`), an environment built as Flux builds it with the inventory of
 //! which Kustomization applies each object (`inventory`), and SOPS decryption patches
 //! (`decryption`).
@@ -7,54 +7,128 @@ pub mod decryption;
 pub mod emit;
 pub mod inventory;
 
-use serde_json::Value;
+use std::collections::BTreeMap;
+
+use serde::de::{DeserializeOwned, Deserializer};
+use serde::Deserialize;
+use serde_json::{Map, Value};
 
 pub use crate::kustomize::object::{string_map_at, KUSTOMIZE_GROUP};
 pub const KUSTOMIZE_API: &str = "kustomize.toolkit.fluxcd.io/v1";
 pub const KUSTOMIZATION_API: &str = "kustomize.config.k8s.io/v1beta1";
 
-/// A Flux Kustomization as read from a file: the fields fluxwave reasons about.
+/// A Flux Kustomization (`kustomize.toolkit.fluxcd.io`), read once into types: every command
+/// that reasons about one (the inventory's owners, `plan`'s retired Kustomization) reads it
+/// through here. A field of the wrong type reads as absent, and a `dependsOn` entry without a
+/// name is left out: the API server would refuse such an object, and fluxwave reports what
+/// it can rather than nothing.
 #[derive(Debug, Clone)]
-pub struct FluxKustomization {
+pub struct Kustomization {
     pub name: String,
+    /// As written; empty when the document names none.
     pub namespace: String,
-    /// `spec.path`, normalised (no leading `./`, no trailing `/`); empty for the root.
-    pub path: String,
-    pub has_decryption: bool,
-    pub labels: std::collections::BTreeMap<String, String>,
-    pub annotations: std::collections::BTreeMap<String, String>,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    pub spec: KustomizationSpec,
+    /// The document as read.
     pub object: Value,
 }
 
-impl FluxKustomization {
-    /// The Flux Kustomization in a parsed document, if it is one.
-    pub fn from_value(doc: &Value) -> Option<FluxKustomization> {
-        let api = doc.get("apiVersion")?.as_str()?;
-        if !api.starts_with(&format!("{KUSTOMIZE_GROUP}/"))
-            || doc.get("kind")?.as_str()? != "Kustomization"
-        {
+/// The fields of `spec` fluxwave reasons about.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KustomizationSpec {
+    /// `spec.path`, normalised (no leading `./`, no trailing `/`); empty for the root.
+    #[serde(default, deserialize_with = "lenient")]
+    pub path: String,
+    #[serde(default, deserialize_with = "lenient")]
+    pub prune: bool,
+    /// MirrorPrune (the default), Delete, WaitForTermination or Orphan.
+    #[serde(default, deserialize_with = "lenient")]
+    pub deletion_policy: Option<String>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub suspend: bool,
+    #[serde(default, deserialize_with = "lenient_items")]
+    pub depends_on: Vec<DependsOn>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub source_ref: SourceRef,
+    #[serde(default, deserialize_with = "lenient")]
+    pub decryption: Option<Map<String, Value>>,
+    #[serde(default, deserialize_with = "lenient")]
+    pub post_build: Option<Map<String, Value>>,
+}
+
+/// A `spec.dependsOn` entry; the namespace defaults to the dependant's.
+#[derive(Debug, Clone, Deserialize)]
+pub struct DependsOn {
+    pub name: String,
+    #[serde(default, deserialize_with = "lenient")]
+    pub namespace: Option<String>,
+}
+
+/// `spec.sourceRef`; the namespace defaults to the Kustomization's.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct SourceRef {
+    #[serde(default, deserialize_with = "lenient")]
+    pub kind: String,
+    #[serde(default, deserialize_with = "lenient")]
+    pub namespace: String,
+    #[serde(default, deserialize_with = "lenient")]
+    pub name: String,
+}
+
+/// A field that does not read as `T` reads as `T::default()`.
+fn lenient<'de, D: Deserializer<'de>, T: DeserializeOwned + Default>(d: D) -> Result<T, D::Error> {
+    Ok(serde_json::from_value(Value::deserialize(d)?).unwrap_or_default())
+}
+
+/// A list whose entries that do not read as `T` are left out (a list that is not a list is
+/// empty).
+fn lenient_items<'de, D: Deserializer<'de>, T: DeserializeOwned>(d: D) -> Result<Vec<T>, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::Array(items) => items
+            .into_iter()
+            .filter_map(|v| serde_json::from_value(v).ok())
+            .collect(),
+        _ => Vec::new(),
+    })
+}
+
+impl Kustomization {
+    /// Whether a parsed document is a Flux Kustomization.
+    pub fn is(doc: &Value) -> bool {
+        doc.get("kind").and_then(Value::as_str) == Some("Kustomization")
+            && doc
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .is_some_and(|a| {
+                    a.strip_prefix(KUSTOMIZE_GROUP)
+                        .is_some_and(|v| v.starts_with('/'))
+                })
+    }
+
+    /// The Flux Kustomization in a parsed document, if it is one (with a name).
+    pub fn from_value(doc: &Value) -> Option<Kustomization> {
+        if !Kustomization::is(doc) {
             return None;
         }
         let meta = doc.get("metadata")?;
         let strings = |key: &str| string_map_at(meta, &format!("/{key}"));
-        let spec = doc.get("spec");
-        Some(FluxKustomization {
+        let mut spec = match doc.get("spec") {
+            Some(spec) => KustomizationSpec::deserialize(spec).unwrap_or_default(),
+            None => KustomizationSpec::default(),
+        };
+        spec.path = normalize_path(&spec.path);
+        Some(Kustomization {
             name: meta.get("name")?.as_str()?.to_string(),
             namespace: meta
                 .get("namespace")
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string(),
-            path: normalize_path(
-                spec.and_then(|s| s.get("path"))
-                    .and_then(Value::as_str)
-                    .unwrap_or(""),
-            ),
-            has_decryption: spec
-                .and_then(|s| s.get("decryption"))
-                .is_some_and(Value::is_object),
             labels: strings("labels"),
             annotations: strings("annotations"),
+            spec,
             object: doc.clone(),
         })
     }
@@ -75,12 +149,38 @@ mod tests {
     #[test]
     fn reads_flux_kustomizations_only() {
         let doc: Value = serde_saphyr::from_str("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps, namespace: flux-system}\nspec: {path: ./apps/}\n").unwrap();
-        let k = FluxKustomization::from_value(&doc).unwrap();
-        assert_eq!((k.name.as_str(), k.path.as_str()), ("apps", "apps"));
+        let k = Kustomization::from_value(&doc).unwrap();
+        assert_eq!((k.name.as_str(), k.spec.path.as_str()), ("apps", "apps"));
         let doc: Value = serde_saphyr::from_str(
             "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n",
         )
         .unwrap();
-        assert!(FluxKustomization::from_value(&doc).is_none());
+        assert!(Kustomization::from_value(&doc).is_none());
+    }
+
+    /// Each field is read on its own: one of the wrong type is absent, the others are kept.
+    #[test]
+    fn a_field_of_the_wrong_type_reads_as_absent() {
+        let doc: Value = serde_saphyr::from_str("apiVersion: kustomize.toolkit.fluxcd.io/v1beta2\nkind: Kustomization\nmetadata: {name: apps, labels: {a: b, n: 1}}\nspec:\n  path: ./apps\n  prune: 'yes'\n  suspend: true\n  dependsOn: [{name: infra}, {namespace: x}, 3, {name: db, namespace: data}]\n  sourceRef: {kind: GitRepository, name: 7}\n  decryption: sops\n  postBuild: {substitute: {A: b}}\n").unwrap();
+        let k = Kustomization::from_value(&doc).unwrap();
+        assert_eq!(k.namespace, "");
+        assert_eq!(k.labels.len(), 1);
+        let s = &k.spec;
+        assert_eq!((s.path.as_str(), s.prune, s.suspend), ("apps", false, true));
+        let deps: Vec<(&str, Option<&str>)> = s
+            .depends_on
+            .iter()
+            .map(|d| (d.name.as_str(), d.namespace.as_deref()))
+            .collect();
+        assert_eq!(deps, [("infra", None), ("db", Some("data"))]);
+        assert_eq!(
+            (s.source_ref.kind.as_str(), s.source_ref.name.as_str()),
+            ("GitRepository", "")
+        );
+        assert!(s.decryption.is_none() && s.post_build.is_some());
+        let doc: Value = serde_saphyr::from_str("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: a}\nspec: nothing\n").unwrap();
+        assert_eq!(Kustomization::from_value(&doc).unwrap().spec.path, "");
+        let doc: Value = serde_saphyr::from_str("apiVersion: kustomize.toolkit.fluxcd.iox/v1\nkind: Kustomization\nmetadata: {name: a}\n").unwrap();
+        assert!(!Kustomization::is(&doc));
     }
 }

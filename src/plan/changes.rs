@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result, SourceError};
 use crate::flux::decryption::{self, FluxRef};
-use crate::flux::{self, FluxKustomization};
+use crate::flux::{self, Kustomization};
 use crate::fs::write;
 use crate::plan::Plan;
 use crate::repo::fluxtree::FluxTree;
@@ -218,10 +218,10 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
             Err(e) if listed.contains(file) => return Err(e),
             Err(_) => continue,
         };
-        let retired: Vec<FluxKustomization> = docs
+        let retired: Vec<Kustomization> = docs
             .iter()
-            .filter_map(FluxKustomization::from_value)
-            .filter(|k| k.path == config.apps)
+            .filter_map(Kustomization::from_value)
+            .filter(|k| k.spec.path == config.apps)
             .collect();
         let Some(first) = retired.first() else {
             continue;
@@ -461,7 +461,7 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
 fn dropped_settings(
     config: &crate::config::Config,
     rel: &str,
-    retired: &FluxKustomization,
+    retired: &Kustomization,
 ) -> Vec<Warning> {
     let Some(spec) = retired.object.get("spec").and_then(Value::as_object) else {
         return vec![];

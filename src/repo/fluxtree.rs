@@ -9,13 +9,13 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::flux::decryption::{self, DecryptionPatch};
-use crate::flux::FluxKustomization;
+use crate::flux::Kustomization;
 use crate::repo::{Reads, Repo};
 use crate::yaml::{self, Text};
 
 #[derive(Debug, Default)]
 pub struct FluxTree {
-    pub kustomizations: Vec<FluxKustomization>,
+    pub kustomizations: Vec<Kustomization>,
     pub patches: Vec<DecryptionPatch>,
     pub complete: bool,
 }
@@ -74,7 +74,7 @@ impl FluxTree {
             match docs {
                 Some(docs) => self
                     .kustomizations
-                    .extend(docs.iter().filter_map(FluxKustomization::from_value)),
+                    .extend(docs.iter().filter_map(Kustomization::from_value)),
                 None => self.complete = false,
             }
         }
