@@ -2,6 +2,7 @@
 """Side-by-side benchmarks of fluxwave, the Python peer and kubectl kustomize.
 
     python3 bench/run.py [--sizes 1000,10000,100000] [--runs 5] [--large-runs 3] [--out BENCHMARKS.md]
+                         [--against OTHER_BINARY]
 
 Generates repositories with ../shared/bench/gen_repo.py (cached under target/bench/), then
 times, in one run: `fluxwave waves`, `plan`, `apply` (on a fresh copy each time), `check`
@@ -129,6 +130,9 @@ def main():
     ap.add_argument("--large-runs", type=int, help="runs at 100,000 services and more (default: --runs)")
     ap.add_argument("--kustomize-limit", type=float, default=180.0)
     ap.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
+    ap.add_argument("--against", metavar="BIN",
+                    help="another fluxwave binary (an earlier build): its plan, check and cutover run in "
+                         "turns with this build's, and the report gains a table of the two")
     a = ap.parse_args()
     if not SHARED.exists():
         raise SystemExit(f"{SHARED} not found: the benchmarks need the shared bench scripts")
@@ -149,6 +153,8 @@ def main():
             {"cmd": peer + [repo, "--print-waves"]},
         ], runs)
         r["plan"] = measure([FLUXWAVE, "--repo", repo, "plan"], runs)
+        if a.against:
+            r["against"] = against(Path(a.against), repo, applied, runs)
         r["apply"], r["emit"] = measure_together([
             {"cmd": [FLUXWAVE, "--repo", scratch, "apply"], "setup": fresh_copy(repo, scratch)},
             {"cmd": peer + [scratch, "--emit-waves"], "setup": fresh_copy(repo, scratch)},
@@ -167,14 +173,30 @@ def main():
         shutil.rmtree(scratch, ignore_errors=True)
         rows.append(r)
         print(f"{n}: " + ", ".join(f"{k} {v[0]:.3f}s" for k, v in r.items() if k != "floor" and isinstance(v, tuple)), flush=True)
-    write_report(Path(a.out), rows, cutover, a.runs, a.large_runs or a.runs)
+    write_report(Path(a.out), rows, cutover, a.runs, a.large_runs or a.runs, a.against)
+
+
+def against(other, repo, applied, runs):
+    """`plan`, `check` and `cutover` of this build and of `other`, in turns: {cmd: (ours, theirs)}."""
+    out = {}
+    for name, args, codes in [
+        ("plan", ["--repo", repo, "plan"], (0,)),
+        ("check", ["--repo", applied, "check"], (0, 1)),
+        ("cutover", ["--repo", applied, "cutover", "--from", "HEAD~1", "--to", "HEAD"], (0, 1)),
+    ]:
+        ours, theirs = measure_together([
+            {"cmd": [FLUXWAVE, *args], "ok_codes": codes},
+            {"cmd": [other, *args], "ok_codes": codes},
+        ], runs)
+        out[name] = (ours, theirs)
+    return out
 
 
 def fmt(v):
     return "—" if v is None else f"{v[0]:.3f} s / {v[1]:.0f} MiB"
 
 
-def write_report(out, rows, cutover, runs, large_runs):
+def write_report(out, rows, cutover, runs, large_runs, other=None):
     cpu = next((l.split(":", 1)[1].strip() for l in Path("/proc/cpuinfo").read_text().splitlines()
                 if l.startswith("model name")), platform.processor())
     kv = subprocess.run(["kubectl", "version", "--client"], capture_output=True, text=True).stdout.split("\n")
@@ -205,6 +227,14 @@ def write_report(out, rows, cutover, runs, large_runs):
             f"{fmt(r['emit'])} | {r['emit'][0] / r['apply'][0]:.1f}× | {fmt(r['check'])} | "
             + (f"{fmt(r.get('cutover'))} | " if cutover else "") + f"{fmt(r.get('kustomize'))} |")
     lines.append("")
+    if other:
+        lines += [f"Against `{other}`, run in turns with this build (this build / the other, and the ratio "
+                  "of their times):", "",
+                  "| services | command | this build | the other | this / other |", "|---|---|---|---|---|"]
+        for r in rows:
+            for cmd, (ours, theirs) in r["against"].items():
+                lines.append(f"| {r['n']:,} | `{cmd}` | {fmt(ours)} | {fmt(theirs)} | {ours[0] / theirs[0]:.2f} |")
+        lines.append("")
     lines += targets({r["n"]: r for r in rows}, cutover)
     # The hand-written analysis (from "## Notes" on) survives a new run.
     old = out.read_text() if out.exists() else ""
