@@ -1,14 +1,21 @@
 //! `check` on repositories with no catalog: one fixture per lint under
-//! `tests/fixtures/check/<code>/`, each firing its own code and nothing else, with the line
-//! it prints; the output formats; `--deny warnings`; Secret values never printed; and the
-//! per-app `ks.yaml` layout under a parent that patches its children.
+//! `tests/fixtures/check/<code>/`, each firing its own code and nothing else, with its outputs
+//! in the snapshot `snapshots/cli__check__<code>.snap`; the output formats; `--deny warnings`;
+//! Secret values never printed; and the per-app `ks.yaml` layout under a parent that patches
+//! its children.
 
 use serde_json::Value;
 
-use crate::common::TestRepo;
+use crate::common::{Run, TestRepo};
 
 fn codes(repo: &TestRepo) -> (i32, Vec<String>, Value) {
     let run = repo.run(&["check", "--format", "json"]);
+    let (codes, doc) = parse(&run);
+    (run.code, codes, doc)
+}
+
+/// The codes of a `check --format json` run's findings, in order, and its document.
+fn parse(run: &Run) -> (Vec<String>, Value) {
     let doc: Value = serde_json::from_str(&run.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}{}", run.stdout, run.stderr));
     let codes = doc["findings"]
@@ -17,65 +24,110 @@ fn codes(repo: &TestRepo) -> (i32, Vec<String>, Value) {
         .iter()
         .map(|f| f["code"].as_str().unwrap().to_string())
         .collect();
-    (run.code, codes, doc)
+    (codes, doc)
 }
 
-/// Every fixture fires its own code only, and prints the expected line.
+/// One test per fixture, so that the fixtures run in parallel and a changed message shows up
+/// as one snapshot per fixture in `cargo insta review`; `FIXTURES` lists them all.
+macro_rules! lint_fixtures {
+    ($($test:ident: $code:literal,)*) => {
+        $(
+            #[test]
+            fn $test() {
+                lint_fixture($code);
+            }
+        )*
+        const FIXTURES: &[&str] = &[$($code),*];
+    };
+}
+
+lint_fixtures! {
+    sops_without_decryption: "sops-without-decryption",
+    plaintext_secret: "plaintext-secret",
+    undefined_variable: "undefined-variable",
+    unknowable_variable: "unknowable-variable",
+    unknown_dependency: "unknown-dependency",
+    dependency_cycle: "dependency-cycle",
+    missing_path: "missing-path",
+    unknown_source: "unknown-source",
+    missing_timeout: "missing-timeout",
+    double_owner: "double-owner",
+    unprotected_stateful: "unprotected-stateful",
+    uncovered_image_policy: "uncovered-image-policy",
+    unknown_image_policy: "unknown-image-policy",
+}
+
 #[test]
-fn every_lint_fires_on_its_fixture_alone() {
-    let cases: &[(&str, i32, &str)] = &[
-        ("sops-without-decryption", 1, "error[sops-without-decryption]: clusters/dev/apps.yaml:7:1: environment `dev`: Flux Kustomization `flux-system/apps` builds the SOPS file apps/token.sops.yaml but has no decryption"),
-        ("plaintext-secret", 1, "error[plaintext-secret]: apps/db-password.yaml:2:1: Secret `web/db-password` is committed in plain text (1 key in data/stringData, no SOPS metadata)"),
-        ("undefined-variable", 1, "error[undefined-variable]: apps/web.yaml:10:11: `${REGION}` is not defined for Flux Kustomization `flux-system/apps` (environment `dev`): postBuild.substitute does not set it; Flux fails the reconcile"),
-        ("unknowable-variable", 0, "warning[unknowable-variable]: apps/web.yaml:7:10: `${API_TOKEN}` can only come from Secret/flux-system/cluster-secrets, which is not in the repository"),
-        ("unknown-dependency", 1, "error[unknown-dependency]: clusters/dev/apps.yaml:13:3: Flux Kustomization `flux-system/apps` depends on `flux-system/infra-controllers`, which environment `dev` does not have"),
-        ("dependency-cycle", 1, "error[dependency-cycle]: clusters/dev/apps.yaml:13:3: dependsOn cycle in environment `dev`: flux-system/apps -> flux-system/infra -> flux-system/apps"),
-        ("missing-path", 1, "error[missing-path]: clusters/dev/apps.yaml:8:3: Flux Kustomization `flux-system/apps` (environment `dev`) builds `./apps/production`, which is not a folder of the repository"),
-        ("unknown-source", 1, "error[unknown-source]: clusters/dev/apps.yaml:10:3: Flux Kustomization `flux-system/apps` reads its source from `GitRepository/flux-system/fleet-infra`, which environment `dev` does not build"),
-        ("missing-timeout", 0, "warning[missing-timeout]: clusters/dev/apps.yaml:6:1: Flux Kustomization `flux-system/apps` has wait: true but sets no timeout (environment `dev`): Flux then waits as long as the interval (10m, minus 30 s in some versions)"),
-        ("double-owner", 1, "error[double-owner]: apps/web/web.yaml:1:1: ConfigMap/web/web is built by both `flux-system/apps` and `flux-system/web` in environment `dev`"),
-        ("unprotected-stateful", 0, "warning[unprotected-stateful]: apps/data.yaml:1:1: PersistentVolumeClaim/web/data holds data"),
-        ("uncovered-image-policy", 1, "error[uncovered-image-policy]: tools/web.yaml:15:47: the image marker for `flux-system:web` lies outside every ImageUpdateAutomation's update.path (./apps)"),
-        ("unknown-image-policy", 1, "error[unknown-image-policy]: apps/web.yaml:15:47: the image marker names ImagePolicy `flux-system/webapp`, which no environment builds"),
-    ];
-    let fixtures: Vec<String> = std::fs::read_dir(crate::common::fixtures().join("check"))
+fn every_fixture_has_its_test() {
+    let mut fixtures: Vec<String> = std::fs::read_dir(crate::common::fixtures().join("check"))
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
-    assert_eq!(
-        fixtures.len(),
-        cases.len(),
-        "one case per fixture: {fixtures:?}"
+    fixtures.sort();
+    let mut tested: Vec<&str> = FIXTURES.to_vec();
+    tested.sort();
+    assert_eq!(fixtures, tested, "one lint_fixtures! entry per fixture");
+}
+
+/// `tests/fixtures/check/<code>` fires `<code>` and nothing else; its exit status and its
+/// text and JSON outputs are the snapshot `snapshots/cli__check__<code>.snap`; the finding's
+/// line is the one docs/checks.md shows; and the same finding fails the fixture once
+/// committed to git (read through git ls-files).
+fn lint_fixture(code: &str) {
+    let repo = TestRepo::fixture(&format!("check/{code}"));
+    let text = repo.run(&["check"]);
+    let json = repo.run(&["check", "--format", "json"]);
+    let (found, doc) = parse(&json);
+    assert_eq!(found, [code], "{code} fires alone");
+
+    let mut shown = String::new();
+    for (args, run) in [("check", &text), ("check --format json", &json)] {
+        shown += &format!("$ fluxwave {args}\nexit {}\n{}", run.code, run.stdout);
+        if !run.stderr.is_empty() {
+            shown += &format!("stderr:\n{}", run.stderr);
+        }
+        shown += "\n";
+    }
+    insta::with_settings!({
+        description => format!("fluxwave check on tests/fixtures/check/{code}"),
+        omit_expression => true,
+    }, {
+        insta::assert_snapshot!(code, shown);
+    });
+
+    // The text output groups the finding under its file, and docs/checks.md shows its line.
+    let path = doc["findings"][0]["path"].as_str().unwrap();
+    assert!(
+        text.stdout.starts_with(&format!("{path}\n  ")),
+        "grouped under the file: {}",
+        text.stdout
     );
+    let line = text
+        .stdout
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("  ")
+                .filter(|l| l.contains(&format!("[{code}]: ")))
+        })
+        .unwrap_or_else(|| panic!("{code}: no finding line in\n{}", text.stdout));
     let docs =
         std::fs::read_to_string(crate::common::fixtures().join("../../docs/checks.md")).unwrap();
-    for (code, exit, line) in cases {
-        assert!(
-            docs.contains(&format!("## `{code}`")),
-            "docs/checks.md explains {code}"
-        );
-        assert!(
-            docs.contains(line),
-            "docs/checks.md shows what {code} prints"
-        );
-        let repo = TestRepo::fixture(&format!("check/{code}"));
-        let (status, found, _) = codes(&repo);
-        assert_eq!(found, [*code], "{code}");
-        assert_eq!(status, *exit, "{code}");
-        let text = repo.run(&["check"]);
-        assert!(text.stdout.contains(line), "{code}:\n{}", text.stdout);
-        assert!(
-            text.stdout.starts_with(&format!(
-                "{}\n  ",
-                line.split(": ").nth(1).unwrap().split(':').next().unwrap()
-            )),
-            "grouped under the file: {}",
-            text.stdout
-        );
-        // The same finding fails the fixture once committed to git (read through git ls-files).
-        repo.commit_all("fixture");
-        assert_eq!(codes(&repo).1, [*code], "{code} in git");
-    }
+    assert!(
+        docs.contains(&format!("## `{code}`")),
+        "docs/checks.md explains {code}"
+    );
+    assert!(
+        docs.contains(line),
+        "docs/checks.md shows what {code} prints: {line}"
+    );
+
+    repo.commit_all("fixture");
+    let committed = repo.run(&["check", "--format", "json"]);
+    assert_eq!(
+        (committed.code, committed.stdout.as_str()),
+        (json.code, json.stdout.as_str()),
+        "{code} in git"
+    );
 }
 
 #[test]
