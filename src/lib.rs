@@ -12,6 +12,7 @@ pub mod check;
 pub mod cli;
 pub mod config;
 pub mod cutover;
+pub mod diag;
 pub mod error;
 pub mod flux;
 pub mod fs;

@@ -7,9 +7,10 @@
 
 use serde_json::Value;
 
-use super::{flux_name, Finding, Flux, Severity};
+use super::{flux_name, Finding, Flux};
+use crate::diag::Code;
 
-pub const CODE: &str = "sops-without-decryption";
+pub const CODE: Code = Code::SopsWithoutDecryption;
 
 pub fn sops_without_decryption(flux: &Flux, waves_handled: bool) -> Vec<Finding> {
     let mut findings = Vec::new();
@@ -31,7 +32,6 @@ pub fn sops_without_decryption(flux: &Flux, waves_handled: bool) -> Vec<Finding>
             findings.push(
                 Finding::new(
                     CODE,
-                    Severity::Error,
                     path,
                     format!(
                         "environment `{}`: Flux Kustomization `{}` builds the SOPS file {} but has no decryption",

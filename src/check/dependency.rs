@@ -5,11 +5,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{flux_name, Finding, Flux, Severity};
+use super::{flux_name, Finding, Flux};
+use crate::diag::Code;
 use crate::kustomize::object::ObjectId;
 
-pub const UNKNOWN: &str = "unknown-dependency";
-pub const CYCLE: &str = "dependency-cycle";
+pub const UNKNOWN: Code = Code::UnknownDependency;
+pub const CYCLE: Code = Code::DependencyCycle;
 
 pub fn unknown_dependency(flux: &Flux) -> Vec<Finding> {
     let mut findings = Vec::new();
@@ -31,7 +32,6 @@ pub fn unknown_dependency(flux: &Flux) -> Vec<Finding> {
                 findings.push(
                     Finding::new(
                         UNKNOWN,
-                        Severity::Error,
                         path,
                         format!(
                             "Flux Kustomization `{}` depends on `{}`, which environment `{}` does not have{closest}: it never becomes ready",
@@ -90,7 +90,6 @@ pub fn dependency_cycle(flux: &Flux) -> Vec<Finding> {
             findings.push(
                 Finding::new(
                     CYCLE,
-                    Severity::Error,
                     path,
                     format!(
                         "dependsOn cycle in environment `{}`: {}; none of them ever becomes ready",

@@ -6,12 +6,13 @@
 
 use serde_json::Value;
 
-use super::{locate, Finding, Flux, Severity};
+use super::{locate, Finding, Flux};
+use crate::diag::Code;
 use crate::flux::normalize_path;
 use crate::kustomize::object::ObjectId;
 
-pub const UNCOVERED: &str = "uncovered-image-policy";
-pub const UNKNOWN: &str = "unknown-image-policy";
+pub const UNCOVERED: Code = Code::UncoveredImagePolicy;
+pub const UNKNOWN: Code = Code::UnknownImagePolicy;
 
 const IMAGE_GROUP: &str = "image.toolkit.fluxcd.io";
 const MARKER: &str = "\"$imagepolicy\"";
@@ -70,7 +71,6 @@ pub fn image_policies(flux: &Flux) -> Vec<Finding> {
                 findings.push(
                     Finding::new(
                         UNCOVERED,
-                        Severity::Error,
                         file,
                         format!(
                             "the image marker for `{reference}` lies outside every ImageUpdateAutomation's update.path{}: the image is never updated",
@@ -92,7 +92,6 @@ pub fn image_policies(flux: &Flux) -> Vec<Finding> {
                 findings.push(
                     Finding::new(
                         UNKNOWN,
-                        Severity::Error,
                         file,
                         format!("the image marker names ImagePolicy `{ns}/{name}`, which no environment builds: the image is never updated"),
                         "name an existing ImagePolicy as `namespace:name`, or add the ImagePolicy",

@@ -21,9 +21,8 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::Serialize;
-
 use crate::config::Config;
+pub use crate::diag::{Code, Finding, Severity};
 use crate::error::Result;
 use crate::flux::inventory::{self, Inventory, Owner};
 use crate::kustomize::object::Facts;
@@ -33,56 +32,6 @@ use crate::plan::Plan;
 use crate::repo::Repo;
 use crate::tree::FileTree;
 use locate::Pos;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Error,
-    Warning,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Finding {
-    pub code: &'static str,
-    pub severity: Severity,
-    /// Relative to the repository root.
-    pub path: String,
-    /// 1-based, when the object or key is known.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub line: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub column: Option<usize>,
-    pub message: String,
-    pub help: String,
-}
-
-impl Finding {
-    fn new(
-        code: &'static str,
-        severity: Severity,
-        path: impl Into<String>,
-        message: String,
-        help: impl Into<String>,
-    ) -> Finding {
-        Finding {
-            code,
-            severity,
-            path: path.into(),
-            line: None,
-            column: None,
-            message,
-            help: help.into(),
-        }
-    }
-
-    fn at(mut self, pos: Option<Pos>) -> Finding {
-        if let Some((line, column)) = pos {
-            self.line = Some(line);
-            self.column = Some(column);
-        }
-        self
-    }
-}
 
 /// The repository as Flux sees it: the working tree, its config, and every environment built
 /// as Flux builds it.
@@ -192,8 +141,22 @@ pub fn run(root: &Path) -> Result<Vec<Finding>> {
     findings.extend(stateful::unprotected_stateful(&flux));
     findings.extend(images::image_policies(&flux));
     findings.sort_by(|a, b| {
-        (&a.path, a.line, a.column, a.severity, a.code, &a.message)
-            .cmp(&(&b.path, b.line, b.column, b.severity, b.code, &b.message))
+        (
+            &a.path,
+            a.line,
+            a.column,
+            a.severity,
+            a.code.as_str(),
+            &a.message,
+        )
+            .cmp(&(
+                &b.path,
+                b.line,
+                b.column,
+                b.severity,
+                b.code.as_str(),
+                &b.message,
+            ))
     });
     findings.dedup_by(|a, b| a.path == b.path && a.code == b.code && a.message == b.message);
     Ok(findings)
@@ -206,32 +169,19 @@ fn catalog_lints(root: &Path, tree: &FileTree) -> Result<Vec<Finding>> {
     let mut findings: Vec<Finding> = plan
         .problems
         .iter()
-        .map(|p| {
-            Finding::new(
-                p.code(),
-                if p.blocks() {
-                    Severity::Error
-                } else {
-                    Severity::Warning
-                },
-                p.path(&repo.apps.dir),
-                p.message(),
-                p.help(),
-            )
-        })
+        .map(|p| Finding::new(p.code(), p.path(&repo.apps.dir), p.message(), p.help()))
         .collect();
     if plan.blocking().next().is_none() {
         let set = changes::compute(&repo, &plan)?;
         findings.extend(
             set.warnings
                 .into_iter()
-                .map(|w| Finding::new(w.code, Severity::Warning, w.path, w.message, w.help)),
+                .map(|w| Finding::new(w.code, w.path, w.message, w.help)),
         );
         if !repo.apps.is_waved() && plan.waves > 0 {
             // Before the first apply every file is out of place: one finding says it all.
             findings.push(Finding::new(
-                "not-waved",
-                Severity::Error,
+                Code::NotWaved,
                 repo.apps.dir.clone(),
                 format!(
                     "the app tier is one flat folder: {} files wait to be placed in {} waves",
@@ -262,13 +212,7 @@ fn drift_finding(c: &changes::Change) -> Finding {
             (path.clone(), format!("should not exist ({})", c.why))
         }
     };
-    Finding::new(
-        c.drift.code(),
-        Severity::Error,
-        path,
-        message,
-        "run `fluxwave apply`",
-    )
+    Finding::new(c.drift.code(), path, message, "run `fluxwave apply`")
 }
 
 /// What Flux would delete going from `base` to the working tree, as findings: a CI job
@@ -281,11 +225,10 @@ pub fn cutover(root: &Path, base: &str) -> Result<Vec<Finding>> {
         .map(|d| {
             Finding::new(
                 match (d.stateful, d.rule.is_move()) {
-                    (true, true) => "promotes-stateful",
-                    (true, false) => "deletes-stateful",
-                    _ => "cutover-deletion",
+                    (true, true) => Code::PromotesStateful,
+                    (true, false) => Code::DeletesStateful,
+                    _ => Code::CutoverDeletion,
                 },
-                Severity::Error,
                 d.file.to_string(),
                 format!(
                     "{} ({}): Flux deletes it: {}",
@@ -297,8 +240,7 @@ pub fn cutover(root: &Path, base: &str) -> Result<Vec<Finding>> {
         .collect();
     findings.extend(report.warnings.iter().map(|w| {
         Finding::new(
-            "cutover-unmodelled",
-            Severity::Warning,
+            Code::CutoverUnmodelled,
             w.path.clone(),
             format!("{} ({}): {}", w.feature, w.environment, w.message),
             "fluxwave cannot see what this feature does; check it by hand",

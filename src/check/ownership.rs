@@ -2,9 +2,10 @@
 //! in one environment. Each applies its own copy over the other's, and when one stops
 //! building it, that one prunes it while the other still expects it.
 
-use super::{flux_name, locate, Finding, Flux, Severity};
+use super::{flux_name, locate, Finding, Flux};
+use crate::diag::Code;
 
-pub const CODE: &str = "double-owner";
+pub const CODE: Code = Code::DoubleOwner;
 
 pub fn double_owner(flux: &Flux) -> Vec<Finding> {
     let mut findings = Vec::new();
@@ -16,7 +17,6 @@ pub fn double_owner(flux: &Flux) -> Vec<Finding> {
             findings.push(
                 Finding::new(
                     CODE,
-                    Severity::Error,
                     second.file.to_string(),
                     format!(
                         "{id} is built by both `{}` and `{}` in environment `{}`: they overwrite each other, and the one that stops building it prunes it",

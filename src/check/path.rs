@@ -2,9 +2,10 @@
 //! fails every reconcile ("no such file or directory") and applies nothing. Only
 //! Kustomizations that read this repository (the environment's own source) are judged.
 
-use super::{flux_name, Finding, Flux, Severity};
+use super::{flux_name, Finding, Flux};
+use crate::diag::Code;
 
-pub const CODE: &str = "missing-path";
+pub const CODE: Code = Code::MissingPath;
 
 pub fn missing_path(flux: &Flux) -> Vec<Finding> {
     let mut findings = Vec::new();
@@ -29,7 +30,6 @@ pub fn missing_path(flux: &Flux) -> Vec<Finding> {
             findings.push(
                 Finding::new(
                     CODE,
-                    Severity::Error,
                     path,
                     format!(
                         "Flux Kustomization `{}` (environment `{}`) builds `{written}`, which is not a folder of the repository: every reconcile fails",

@@ -6,10 +6,11 @@
 
 use serde_json::Value;
 
-use super::{locate, Finding, Flux, Severity};
+use super::{locate, Finding, Flux};
+use crate::diag::Code;
 use crate::kustomize::object::is_sops;
 
-pub const CODE: &str = "plaintext-secret";
+pub const CODE: Code = Code::PlaintextSecret;
 
 pub fn plaintext_secret(flux: &Flux) -> Vec<Finding> {
     let mut findings = Vec::new();
@@ -54,7 +55,6 @@ pub fn plaintext_secret(flux: &Flux) -> Vec<Finding> {
             findings.push(
                 Finding::new(
                     CODE,
-                    Severity::Error,
                     file,
                     format!(
                         "Secret `{shown}` is committed in plain text ({keys} key{} in data/stringData, no SOPS metadata)",

@@ -3,10 +3,11 @@
 //! comes. The source the root Kustomization reads (the bootstrap GitRepository, usually in
 //! `clusters/<env>/flux-system/gotk-sync.yaml`) exists by definition: Flux runs from it.
 
-use super::{flux_name, Finding, Flux, Severity};
+use super::{flux_name, Finding, Flux};
+use crate::diag::Code;
 use crate::kustomize::object::ObjectId;
 
-pub const CODE: &str = "unknown-source";
+pub const CODE: Code = Code::UnknownSource;
 
 const SOURCE_GROUP: &str = "source.toolkit.fluxcd.io";
 const SOURCE_KINDS: &[&str] = &["GitRepository", "OCIRepository", "Bucket"];
@@ -49,7 +50,6 @@ pub fn unknown_source(flux: &Flux) -> Vec<Finding> {
             findings.push(
                 Finding::new(
                     CODE,
-                    Severity::Error,
                     path,
                     format!(
                         "Flux Kustomization `{}` reads its source from {what}: it never gets an artifact",

@@ -3,9 +3,10 @@
 //! with it; `kustomize.toolkit.fluxcd.io/prune: disabled` (label or annotation) makes Flux
 //! leave it in place.
 
-use super::{locate, Finding, Flux, Severity};
+use super::{locate, Finding, Flux};
+use crate::diag::Code;
 
-pub const CODE: &str = "unprotected-stateful";
+pub const CODE: Code = Code::UnprotectedStateful;
 
 pub fn unprotected_stateful(flux: &Flux) -> Vec<Finding> {
     let mut findings = Vec::new();
@@ -22,7 +23,6 @@ pub fn unprotected_stateful(flux: &Flux) -> Vec<Finding> {
         findings.push(
             Finding::new(
                 CODE,
-                Severity::Warning,
                 e.file.to_string(),
                 format!("{id} holds data, and Flux prunes it when it leaves the build: a moved path, a rename or a removed Kustomization deletes the data"),
                 "annotate it with `kustomize.toolkit.fluxcd.io/prune: disabled` (render does so unless the catalog says `pruneProtection: false`)",

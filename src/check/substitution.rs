@@ -11,11 +11,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::{flux_name, locate, Finding, Flux, Severity};
+use super::{flux_name, locate, Finding, Flux};
+use crate::diag::Code;
 use crate::kustomize::object::ObjectId;
 
-pub const UNDEFINED: &str = "undefined-variable";
-pub const UNKNOWABLE: &str = "unknowable-variable";
+pub const UNDEFINED: Code = Code::UndefinedVariable;
+pub const UNKNOWABLE: Code = Code::UnknowableVariable;
 
 pub fn variables(flux: &Flux) -> Vec<Finding> {
     let mut findings = Vec::new();
@@ -71,7 +72,6 @@ pub fn variables(flux: &Flux) -> Vec<Finding> {
                     let finding = if unknowable.is_empty() {
                         Finding::new(
                             UNDEFINED,
-                            Severity::Error,
                             file,
                             format!(
                                 "`${{{var}}}` is not defined for Flux Kustomization `{}` (environment `{}`): {}; Flux fails the reconcile",
@@ -88,7 +88,6 @@ pub fn variables(flux: &Flux) -> Vec<Finding> {
                     } else {
                         Finding::new(
                             UNKNOWABLE,
-                            Severity::Warning,
                             file,
                             format!(
                                 "`${{{var}}}` can only come from {}, which is not in the repository (Flux Kustomization `{}`, environment `{}`): if it does not set it, Flux fails the reconcile",

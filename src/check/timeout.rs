@@ -5,9 +5,10 @@
 
 use serde_json::Value;
 
-use super::{flux_name, Finding, Flux, Severity};
+use super::{flux_name, Finding, Flux};
+use crate::diag::Code;
 
-pub const CODE: &str = "missing-timeout";
+pub const CODE: Code = Code::MissingTimeout;
 
 pub fn missing_timeout(flux: &Flux, waves: bool) -> Vec<Finding> {
     let mut findings = Vec::new();
@@ -41,7 +42,6 @@ pub fn missing_timeout(flux: &Flux, waves: bool) -> Vec<Finding> {
             findings.push(
                 Finding::new(
                     CODE,
-                    Severity::Warning,
                     path,
                     format!(
                         "Flux Kustomization `{}` {why} but sets no timeout (environment `{}`): Flux then waits as long as the interval ({interval}, minus 30 s in some versions), so one stuck workload holds it and everything that depends on it for most of an interval",

@@ -144,7 +144,7 @@ fn github(findings: &[Finding], errors: usize, warnings: usize) -> String {
         if let Some(c) = f.column {
             props.push_str(&format!(",col={c}"));
         }
-        props.push_str(&format!(",title={}", escape(f.code, true)));
+        props.push_str(&format!(",title={}", escape(f.code.as_str(), true)));
         s.push_str(&format!(
             "::{level} {props}::{}\n",
             escape(&format!("{}\nhelp: {}", f.message, f.help), false)

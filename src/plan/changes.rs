@@ -9,6 +9,7 @@ use std::collections::{BTreeSet, HashSet};
 
 use serde_json::Value;
 
+use crate::diag::Code;
 use crate::error::{Error, Result, SourceError};
 use crate::flux::decryption::{self, FluxRef};
 use crate::flux::{self, Kustomization};
@@ -33,16 +34,16 @@ pub enum Drift {
 }
 
 impl Drift {
-    pub fn code(self) -> &'static str {
+    pub fn code(self) -> Code {
         match self {
-            Drift::MisplacedFile => "misplaced-file",
-            Drift::WaveFolder => "wave-folder-drift",
-            Drift::WaveKustomization => "wave-kustomization-drift",
-            Drift::BaseEntries => "base-entries-drift",
-            Drift::Decryption => "missing-decryption",
-            Drift::FlatKustomization => "flat-kustomization",
-            Drift::RetiredKustomization => "retired-kustomization",
-            Drift::InterruptedWrite => "interrupted-write",
+            Drift::MisplacedFile => Code::MisplacedFile,
+            Drift::WaveFolder => Code::WaveFolderDrift,
+            Drift::WaveKustomization => Code::WaveKustomizationDrift,
+            Drift::BaseEntries => Code::BaseEntriesDrift,
+            Drift::Decryption => Code::MissingDecryption,
+            Drift::FlatKustomization => Code::FlatKustomization,
+            Drift::RetiredKustomization => Code::RetiredKustomization,
+            Drift::InterruptedWrite => Code::InterruptedWrite,
         }
     }
 }
@@ -79,7 +80,7 @@ pub struct Change {
 /// Something `apply` carries out faithfully but that may not be what the user meant.
 #[derive(Debug, Clone)]
 pub struct Warning {
-    pub code: &'static str,
+    pub code: Code,
     pub path: String,
     pub message: String,
     pub help: String,
@@ -480,7 +481,7 @@ fn dropped_settings(
                 None => "nothing".to_string(),
             };
             Warning {
-                code: "retired-setting-dropped",
+                code: Code::RetiredSettingDropped,
                 path: rel.to_string(),
                 message: format!(
                     "`{}` sets spec.{k}: {}; the waves get {now} from waves.spec",

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use crate::diag::{Code, Severity};
 use crate::error::Result;
 use crate::graph::Graph;
 use crate::repo::apptier::owner_of;
@@ -54,16 +55,16 @@ pub enum Problem {
 }
 
 impl Problem {
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> Code {
         match self {
-            Problem::Unowned { .. } => "unowned-file",
-            Problem::Duplicate { .. } => "duplicate-file",
-            Problem::MissingDependency { .. } => "unplaced-dependency",
-            Problem::Foreign { .. } => "foreign-entry",
+            Problem::Unowned { .. } => Code::UnownedFile,
+            Problem::Duplicate { .. } => Code::DuplicateFile,
+            Problem::MissingDependency { .. } => Code::UnplacedDependency,
+            Problem::Foreign { .. } => Code::ForeignEntry,
             Problem::FlatListsUnplaced { .. } | Problem::FlatSetsField { .. } => {
-                "flat-kustomization-loss"
+                Code::FlatKustomizationLoss
             }
-            Problem::NotDeployedYet { .. } => "not-deployed-yet",
+            Problem::NotDeployedYet { .. } => Code::NotDeployedYet,
         }
     }
 
@@ -103,12 +104,10 @@ impl Problem {
         }
     }
 
-    /// Whether it stops `apply` (the others are left as they are and only reported).
+    /// Whether it stops `apply` (the others are left as they are and only reported): the
+    /// problems whose code is an error.
     pub fn blocks(&self) -> bool {
-        !matches!(
-            self,
-            Problem::Foreign { .. } | Problem::NotDeployedYet { .. }
-        )
+        self.code().severity() == Severity::Error
     }
 
     /// The file the problem is about, as the user sees it.

@@ -1,0 +1,216 @@
+//! The registry of every finding code fluxwave reports: `check`'s lints, the plan problems
+//! and drift of a catalog-managed repository, the warnings of `plan`/`apply`, and the
+//! deletions of `check --base`. Each code has one kebab-case name, a default severity and a
+//! one-line summary, all on one row of the table below; docs/checks.md has a section for each
+//! (a unit test holds the two together).
+//!
+//! The table is a `macro_rules!` rather than `strum`'s derives: one row holds the name, the
+//! severity and the summary side by side (strum would give the name, but severity and summary
+//! would still be two hand-written matches, or string properties parsed at run time), and it
+//! adds no proc-macro crate to the build.
+
+use serde::Serialize;
+
+/// How bad a finding is. `check --deny warnings` counts warnings as errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+macro_rules! codes {
+    ($($(#[$doc:meta])* $variant:ident = $name:literal, $severity:ident, $summary:literal;)*) => {
+        /// A finding code.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Code {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl Code {
+            /// Every code, in the order of the table.
+            pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
+
+            /// The code as printed and documented (kebab-case).
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Code::$variant => $name,)*
+                }
+            }
+
+            /// The severity a finding of this code has (before `--deny warnings`).
+            pub fn severity(self) -> Severity {
+                match self {
+                    $(Code::$variant => Severity::$severity,)*
+                }
+            }
+
+            /// What the code catches, in one line.
+            pub fn summary(self) -> &'static str {
+                match self {
+                    $(Code::$variant => $summary,)*
+                }
+            }
+        }
+    };
+}
+
+codes! {
+    // The lints of any Flux repository (src/check/*.rs).
+    SopsWithoutDecryption = "sops-without-decryption", Error,
+        "a Flux Kustomization builds a SOPS-encrypted file but has no decryption";
+    PlaintextSecret = "plaintext-secret", Error,
+        "a Secret is committed in plain text";
+    UndefinedVariable = "undefined-variable", Error,
+        "a ${VAR} that postBuild substitution leaves undefined";
+    UnknowableVariable = "unknowable-variable", Warning,
+        "a ${VAR} that only a source outside the repository could define";
+    UnknownDependency = "unknown-dependency", Error,
+        "a dependsOn entry names a Flux Kustomization the environment does not have";
+    DependencyCycle = "dependency-cycle", Error,
+        "Flux Kustomizations whose dependsOn form a cycle";
+    MissingPath = "missing-path", Error,
+        "a Flux Kustomization's spec.path is not a folder of the repository";
+    UnknownSource = "unknown-source", Error,
+        "a Flux Kustomization's sourceRef names no source the environment builds";
+    MissingTimeout = "missing-timeout", Warning,
+        "a Flux Kustomization that waits but sets no timeout";
+    DoubleOwner = "double-owner", Error,
+        "one object built by two Flux Kustomizations";
+    UnprotectedStateful = "unprotected-stateful", Warning,
+        "a PersistentVolumeClaim, StatefulSet or database Cluster Flux may prune";
+    UncoveredImagePolicy = "uncovered-image-policy", Error,
+        "an image setter marker outside every ImageUpdateAutomation's update.path";
+    UnknownImagePolicy = "unknown-image-policy", Error,
+        "an image setter marker naming an ImagePolicy no environment builds";
+
+    // A catalog-managed repository before its first apply (src/check/mod.rs).
+    NotWaved = "not-waved", Error,
+        "the app tier is still one flat folder while the catalog has waves";
+
+    // Drift: a change `apply` would make (plan::changes::Drift).
+    MisplacedFile = "misplaced-file", Error,
+        "an app-tier file is not in its unit's wave folder";
+    WaveFolderDrift = "wave-folder-drift", Error,
+        "a wave folder's kustomization.yaml is missing or differs from the catalog's";
+    WaveKustomizationDrift = "wave-kustomization-drift", Error,
+        "a wave's Flux Kustomization is missing or differs from the catalog's";
+    BaseEntriesDrift = "base-entries-drift", Error,
+        "clusters/base/kustomization.yaml does not list exactly the waves";
+    MissingDecryption = "missing-decryption", Error,
+        "an environment lacks the SOPS decryption patch for a wave";
+    FlatKustomization = "flat-kustomization", Error,
+        "the flat apps/kustomization.yaml is still there after the migration";
+    RetiredKustomization = "retired-kustomization", Error,
+        "the single apps Flux Kustomization is still there after the migration";
+    InterruptedWrite = "interrupted-write", Error,
+        "a write of apply was interrupted";
+
+    // Plan problems (plan::Problem).
+    UnownedFile = "unowned-file", Error,
+        "an app-tier file belongs to no unit";
+    DuplicateFile = "duplicate-file", Error,
+        "the same file name in more than one place of the app tier";
+    UnplacedDependency = "unplaced-dependency", Error,
+        "a placed unit depends on a unit with no manifest";
+    ForeignEntry = "foreign-entry", Warning,
+        "an app-tier entry that is neither a manifest nor a wave folder";
+    FlatKustomizationLoss = "flat-kustomization-loss", Error,
+        "the flat kustomization lists or sets something no wave would carry";
+    NotDeployedYet = "not-deployed-yet", Warning,
+        "a manifest Flux does not apply today that the waves would start applying";
+
+    // A warning of the change set (plan::changes::Warning).
+    RetiredSettingDropped = "retired-setting-dropped", Warning,
+        "the retired apps Kustomization sets something the waves will not carry";
+
+    // `check --base REV` (check::cutover).
+    CutoverDeletion = "cutover-deletion", Error,
+        "Flux would delete an object going from the base revision to the working tree";
+    DeletesStateful = "deletes-stateful", Error,
+        "Flux would delete an object that holds data";
+    PromotesStateful = "promotes-stateful", Error,
+        "Flux would delete and recreate an object that holds data (a move to a later wave)";
+    CutoverUnmodelled = "cutover-unmodelled", Warning,
+        "a kustomize feature fluxwave does not model, so the deletion analysis may be incomplete";
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Code {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// One finding: data (a code, a severity, a place, a message and what to do), never an
+/// error. `check` gathers every finding and decides its exit code by counting errors.
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    pub code: Code,
+    pub severity: Severity,
+    /// Relative to the repository root.
+    pub path: String,
+    /// 1-based, when the object or key is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<usize>,
+    pub message: String,
+    pub help: String,
+}
+
+impl Finding {
+    /// A finding of `code`, with the code's severity.
+    pub fn new(
+        code: Code,
+        path: impl Into<String>,
+        message: String,
+        help: impl Into<String>,
+    ) -> Finding {
+        Finding {
+            code,
+            severity: code.severity(),
+            path: path.into(),
+            line: None,
+            column: None,
+            message,
+            help: help.into(),
+        }
+    }
+
+    /// At a 1-based line and column.
+    pub fn at(mut self, pos: Option<(usize, usize)>) -> Finding {
+        if let Some((line, column)) = pos {
+            self.line = Some(line);
+            self.column = Some(column);
+        }
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_kebab_case() {
+        let mut names: Vec<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
+        for n in &names {
+            assert!(
+                n.split('-').all(|w| !w.is_empty()
+                    && w.chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())),
+                "{n}"
+            );
+        }
+        names.sort_unstable();
+        let len = names.len();
+        names.dedup();
+        assert_eq!(names.len(), len, "a code name is used twice");
+    }
+}
