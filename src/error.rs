@@ -6,18 +6,26 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use miette::{Diagnostic, LabeledSpan, NamedSource, SourceCode};
+use miette::{Diagnostic, NamedSource};
 
-/// One problem in one input file, located by a byte span.
-#[derive(Debug, Clone)]
+/// One problem in one input file, located by a byte span. Its `Diagnostic` is derived: the
+/// help line, and, once `report` has attached the file's masked text, the snippet with the
+/// span labelled.
+#[derive(Debug, Clone, Diagnostic)]
 pub struct SourceError {
     /// The path as the user should see it (relative to the repository root).
     pub path: String,
     pub source: Option<Arc<String>>,
     /// Byte offset and length of the offending text.
+    #[label("here")]
     pub span: Option<(usize, usize)>,
     pub message: String,
+    #[help]
     pub help: Option<String>,
+    /// What miette shows of the file: its text with every secret masked (set by `report`).
+    /// (Behind an `Arc`, so that a `Result<_, SourceError>` stays small.)
+    #[source_code]
+    shown: Option<Arc<NamedSource<String>>>,
 }
 
 impl SourceError {
@@ -28,6 +36,7 @@ impl SourceError {
             span: None,
             message: message.into(),
             help: None,
+            shown: None,
         }
     }
 
@@ -73,111 +82,63 @@ fn floor_char_boundary(text: &str, mut i: usize) -> usize {
     i
 }
 
+impl SourceError {
+    /// `path:line:col: message` (or `path: message` when there is no place).
+    pub fn located(&self) -> String {
+        match self.line_col() {
+            Some((line, col)) => format!("{}:{}:{}: {}", self.path, line, col, self.message),
+            None => format!("{}: {}", self.path, self.message),
+        }
+    }
+
+    /// A miette report with the file's text attached, for rendering.
+    /// A line too long to show (minified or hostile input) is left out: the location alone
+    /// is printed then.
+    pub fn report(&self) -> miette::Report {
+        let (Some(src), Some((start, _))) = (&self.source, self.span) else {
+            return miette::Report::new(self.clone());
+        };
+        if crate::diag::render::too_long(src, start) {
+            let (line, col) = self.line_col().unwrap_or((0, 0));
+            return miette::Report::new(SourceError {
+                path: format!("{}:{line}:{col}", self.path),
+                source: None,
+                span: None,
+                ..self.clone()
+            });
+        }
+        let mut secrets = crate::redact::ranges(src);
+        // The value beside an unknown key is not needed to fix it, and may be a secret
+        // put in the wrong place.
+        if self.message.starts_with("unknown field") {
+            let line_end = src[start.min(src.len())..]
+                .find('\n')
+                .map_or(src.len(), |i| start + i);
+            if let Some(colon) = src.get(start..line_end).and_then(|l| l.find(':')) {
+                secrets.push((start + colon + 1, line_end - (start + colon + 1)));
+            }
+        }
+        let shown = crate::redact::masked(src, &secrets);
+        miette::Report::new(SourceError {
+            shown: Some(Arc::new(NamedSource::new(&self.path, shown))),
+            ..self.clone()
+        })
+    }
+}
+
+/// The message as miette prints it: beside the snippet, which shows the place, the message
+/// alone; otherwise with the place in front.
 impl fmt::Display for SourceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.line_col() {
-            Some((line, col)) => write!(f, "{}:{}:{}: {}", self.path, line, col, self.message),
-            None => write!(f, "{}: {}", self.path, self.message),
+        if self.shown.is_some() {
+            f.write_str(&self.message)
+        } else {
+            f.write_str(&self.located())
         }
     }
 }
 
 impl std::error::Error for SourceError {}
-
-impl Diagnostic for SourceError {
-    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
-        self.help
-            .as_ref()
-            .map(|h| Box::new(h) as Box<dyn fmt::Display>)
-    }
-
-    fn source_code(&self) -> Option<&dyn SourceCode> {
-        None
-    }
-
-    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
-        None
-    }
-}
-
-impl SourceError {
-    /// A miette report with the file's text attached, for rendering.
-    /// A line too long to show (minified or hostile input) is left out: the location alone
-    /// is printed then.
-    pub fn report(&self) -> miette::Report {
-        const MAX_SHOWN_LINE: usize = 400;
-        let long_line = match (&self.source, self.span) {
-            (Some(src), Some((start, _))) => {
-                let line_start = src[..start.min(src.len())].rfind('\n').map_or(0, |i| i + 1);
-                src[line_start..].split('\n').next().map_or(0, str::len) > MAX_SHOWN_LINE
-            }
-            _ => false,
-        };
-        if long_line {
-            let (line, col) = self.line_col().unwrap_or((0, 0));
-            let located = SourceError {
-                path: format!("{}:{line}:{col}", self.path),
-                source: None,
-                span: None,
-                ..self.clone()
-            };
-            return miette::Report::new(Plain(located));
-        }
-        let mut report = miette::Report::new(Plain(self.clone()));
-        if let (Some(src), Some((start, _))) = (&self.source, self.span) {
-            let mut secrets = crate::redact::ranges(src);
-            // The value beside an unknown key is not needed to fix it, and may be a secret
-            // put in the wrong place.
-            if self.message.starts_with("unknown field") {
-                let line_end = src[start.min(src.len())..]
-                    .find('\n')
-                    .map_or(src.len(), |i| start + i);
-                if let Some(colon) = src.get(start..line_end).and_then(|l| l.find(':')) {
-                    secrets.push((start + colon + 1, line_end - (start + colon + 1)));
-                }
-            }
-            let shown = crate::redact::masked(src, &secrets);
-            report = report.with_source_code(NamedSource::new(&self.path, shown));
-        }
-        report
-    }
-}
-
-/// The rendering form: the message without the location prefix (miette prints the location
-/// beside the underlined text), one label on the span.
-#[derive(Debug)]
-struct Plain(SourceError);
-
-impl fmt::Display for Plain {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0.span.is_some() && self.0.source.is_some() {
-            f.write_str(&self.0.message)
-        } else {
-            write!(f, "{}: {}", self.0.path, self.0.message)
-        }
-    }
-}
-
-impl std::error::Error for Plain {}
-
-impl Diagnostic for Plain {
-    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
-        self.0
-            .help
-            .as_ref()
-            .map(|h| Box::new(h) as Box<dyn fmt::Display>)
-    }
-
-    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
-        let (start, len) = self.0.span?;
-        self.0.source.as_ref()?;
-        Some(Box::new(std::iter::once(LabeledSpan::new(
-            Some("here".into()),
-            start,
-            len,
-        ))))
-    }
-}
 
 /// A failure: bad input (every problem found, not just the first), I/O, or a refusal to act.
 #[derive(Debug)]
@@ -239,7 +200,7 @@ impl fmt::Display for Error {
                     if i > 0 {
                         f.write_str("\n")?;
                     }
-                    write!(f, "{e}")?;
+                    f.write_str(&e.located())?;
                 }
                 Ok(())
             }

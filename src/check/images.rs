@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use super::{locate, Finding, Flux};
+use super::{Finding, Flux, Place};
 use crate::diag::Code;
 use crate::flux::normalize_path;
 use crate::kustomize::object::ObjectId;
@@ -17,8 +17,10 @@ pub const UNKNOWN: Code = Code::UnknownImagePolicy;
 const IMAGE_GROUP: &str = "image.toolkit.fluxcd.io";
 const MARKER: &str = "\"$imagepolicy\"";
 
-/// The `ns:name` of every marker in a text, with its byte offset.
-fn markers(text: &str) -> Vec<(usize, String)> {
+/// The `ns:name` of every marker in a text, with the byte span of the marker (from
+/// `"$imagepolicy"` to the closing quote of its value): the scan that finds a marker is the
+/// one that places it.
+fn markers(text: &str) -> Vec<((usize, usize), String)> {
     let mut out = Vec::new();
     let mut from = 0;
     while let Some(at) = text[from..].find(MARKER) {
@@ -33,7 +35,8 @@ fn markers(text: &str) -> Vec<(usize, String)> {
             continue;
         };
         if let Some(end) = rest.find('"') {
-            out.push((start, rest[..end].to_string()));
+            let close = text.len() - rest.len() + end + 1;
+            out.push(((start, close - start), rest[..end].to_string()));
         }
     }
     out
@@ -62,8 +65,8 @@ pub fn image_policies(flux: &Flux) -> Vec<Finding> {
     }
     let mut findings = Vec::new();
     for (file, text) in flux.tree.manifests() {
-        for (offset, reference) in markers(text) {
-            let pos = Some(locate::pos_of(text, offset));
+        for ((offset, len), reference) in markers(text) {
+            let pos = Some(Place::new(text, offset, len));
             let covered = paths
                 .iter()
                 .any(|p| p.is_empty() || file.starts_with(&format!("{p}/")));
@@ -82,7 +85,7 @@ pub fn image_policies(flux: &Flux) -> Vec<Finding> {
                         ),
                         "move the file under an ImageUpdateAutomation's spec.update.path, or widen that path",
                     )
-                    .at(pos),
+                    .at(pos.clone()),
                 );
             }
             let mut parts = reference.split(':');
@@ -115,6 +118,10 @@ mod tests {
         assert_eq!(m.len(), 2);
         assert_eq!(m[0].1, "flux-system:a");
         assert_eq!(m[1].1, "ns:b:tag");
-        assert_eq!(locate::pos_of(text, m[0].0), (1, 15));
+        let at = |(o, l): (usize, usize)| &text[o..o + l];
+        assert_eq!(at(m[0].0), "\"$imagepolicy\": \"flux-system:a\"");
+        assert_eq!(at(m[1].0), "\"$imagepolicy\":\"ns:b:tag\"");
+        let text = std::sync::Arc::new(text.to_string());
+        assert_eq!(Place::new(&text, m[0].0 .0, 1).line_col(), (1, 15));
     }
 }

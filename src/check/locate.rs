@@ -1,12 +1,17 @@
-//! Where a finding points: the line and column of a YAML document, of a key inside it, or of
-//! some text inside it, found in the file's text. Documents are counted as the parser counts
-//! them (empty documents and comment-only ones are skipped), so an object's document index
-//! from the builder finds its text.
+//! Where a finding points: the byte span of a YAML document's first line, of a key inside
+//! it, or of some text inside it, found in the file's text. Documents are counted as the
+//! parser counts them (empty documents and comment-only ones are skipped), so an object's
+//! document index from the builder finds its text.
+//!
+//! This is a textual search, not the parser's spans: the objects a lint judges come out of
+//! the kustomize builder (patched, transformed, generated) as plain values, and their keys
+//! may come from a patch in another file, so no parser span survives to them. The span is
+//! found once, when the finding is made, and carried from there (`Place`); every output
+//! (the snippet, JSON's line and column, GitHub's annotation) is computed from it.
 
+use crate::diag::Place;
 use crate::tree::FileTree;
-
-/// A 1-based line and column.
-pub type Pos = (usize, usize);
+use crate::yaml::Text;
 
 /// The byte ranges of the non-empty documents of a YAML text.
 fn documents(text: &str) -> Vec<(usize, usize)> {
@@ -31,42 +36,38 @@ fn documents(text: &str) -> Vec<(usize, usize)> {
     docs
 }
 
-/// 1-based line and column of a byte offset.
-pub fn pos_of(text: &str, offset: usize) -> Pos {
-    crate::error::line_col(text, offset)
-}
-
 /// The text of document `index` with its byte offset in the file.
-fn doc<'a>(tree: &'a FileTree, file: &str, index: usize) -> Option<(&'a str, usize)> {
+fn doc<'a>(tree: &'a FileTree, file: &str, index: usize) -> Option<(&'a Text, &'a str, usize)> {
     let text = tree.read(file)?;
     let (s, e) = *documents(text).get(index)?;
-    Some((&text[s..e], s))
+    Some((text, &text[s..e], s))
 }
 
-/// The first line of document `index` that is neither blank nor a comment.
-pub fn document(tree: &FileTree, file: &str, index: usize) -> Option<Pos> {
-    let (body, start) = doc(tree, file, index)?;
+/// The first line of document `index` that is neither blank nor a comment (its content).
+pub fn document(tree: &FileTree, file: &str, index: usize) -> Option<Place> {
+    let (text, body, start) = doc(tree, file, index)?;
     let mut offset = start;
     for line in body.split_inclusive('\n') {
         let trimmed = line.trim_start();
         if !trimmed.trim().is_empty() && !trimmed.starts_with('#') {
             let indent = line.len() - trimmed.len();
-            return Some(pos_of(tree.read(file)?, offset + indent));
+            return Some(Place::new(text, offset + indent, trimmed.trim_end().len()));
         }
         offset += line.len();
     }
     None
 }
 
-/// The first line of document `index` whose key is `key` (`dependsOn:`), else the document.
-pub fn key(tree: &FileTree, file: &str, index: usize, key: &str) -> Option<Pos> {
-    let (body, start) = doc(tree, file, index)?;
+/// The first line of document `index` whose key is `key` (`dependsOn:`), the key itself;
+/// else the document.
+pub fn key(tree: &FileTree, file: &str, index: usize, key: &str) -> Option<Place> {
+    let (text, body, start) = doc(tree, file, index)?;
     let mut offset = start;
     for line in body.split_inclusive('\n') {
         let trimmed = line.trim_start().trim_start_matches("- ");
         if trimmed.starts_with(key) && trimmed[key.len()..].starts_with(':') {
             let indent = line.len() - trimmed.len();
-            return Some(pos_of(tree.read(file)?, offset + indent));
+            return Some(Place::new(text, offset + indent, key.len()));
         }
         offset += line.len();
     }
@@ -74,10 +75,10 @@ pub fn key(tree: &FileTree, file: &str, index: usize, key: &str) -> Option<Pos> 
 }
 
 /// Where `needle` first occurs in document `index`, else the document.
-pub fn text(tree: &FileTree, file: &str, index: usize, needle: &str) -> Option<Pos> {
-    let (body, start) = doc(tree, file, index)?;
+pub fn text(tree: &FileTree, file: &str, index: usize, needle: &str) -> Option<Place> {
+    let (text, body, start) = doc(tree, file, index)?;
     match body.find(needle) {
-        Some(at) => Some(pos_of(tree.read(file)?, start + at)),
+        Some(at) => Some(Place::new(text, start + at, needle.len())),
         None => document(tree, file, index),
     }
 }
@@ -92,11 +93,12 @@ mod tests {
             "a.yaml",
             "# header\n---\nkind: A\nmetadata:\n  name: a\n---\n# only a comment\n---\n\n  kind: B\n  spec:\n    - path: x\n",
         )]);
-        assert_eq!(document(&tree, "a.yaml", 0), Some((3, 1)));
-        assert_eq!(document(&tree, "a.yaml", 1), Some((10, 3)));
-        assert_eq!(key(&tree, "a.yaml", 0, "name"), Some((5, 3)));
-        assert_eq!(key(&tree, "a.yaml", 1, "path"), Some((12, 7)));
-        assert_eq!(text(&tree, "a.yaml", 1, "x"), Some((12, 13)));
-        assert_eq!(document(&tree, "a.yaml", 2), None);
+        let at = |p: Option<Place>| p.map(|p| (p.line_col(), p.shown()));
+        assert_eq!(at(document(&tree, "a.yaml", 0)), Some(((3, 1), "kind: A")));
+        assert_eq!(at(document(&tree, "a.yaml", 1)), Some(((10, 3), "kind: B")));
+        assert_eq!(at(key(&tree, "a.yaml", 0, "name")), Some(((5, 3), "name")));
+        assert_eq!(at(key(&tree, "a.yaml", 1, "path")), Some(((12, 7), "path")));
+        assert_eq!(at(text(&tree, "a.yaml", 1, "x")), Some(((12, 13), "x")));
+        assert!(document(&tree, "a.yaml", 2).is_none());
     }
 }

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::config::Config;
-pub use crate::diag::{Code, Finding, Severity};
+pub use crate::diag::{Code, Finding, Place, Severity};
 use crate::error::Result;
 use crate::flux::inventory::{self, Inventory, Owner};
 use crate::kustomize::object::Facts;
@@ -31,7 +31,6 @@ use crate::plan::changes::{self, Op};
 use crate::plan::Plan;
 use crate::repo::Repo;
 use crate::tree::FileTree;
-use locate::Pos;
 
 /// The repository as Flux sees it: the working tree, its config, and every environment built
 /// as Flux builds it.
@@ -100,7 +99,7 @@ impl Flux {
     }
 
     /// Where a Flux Kustomization is written (the environment for an assumed root), at `key`.
-    pub fn owner_at(&self, inv: &Inventory, owner: &Owner, key: &str) -> (String, Option<Pos>) {
+    pub fn owner_at(&self, inv: &Inventory, owner: &Owner, key: &str) -> (String, Option<Place>) {
         if owner.file.is_empty() {
             return (inv.env_path.clone(), None);
         }
@@ -140,23 +139,16 @@ pub fn run(root: &Path) -> Result<Vec<Finding>> {
     findings.extend(ownership::double_owner(&flux));
     findings.extend(stateful::unprotected_stateful(&flux));
     findings.extend(images::image_policies(&flux));
+    // By byte offset within a file: the order of line and column.
     findings.sort_by(|a, b| {
-        (
-            &a.path,
-            a.line,
-            a.column,
-            a.severity,
-            a.code.as_str(),
-            &a.message,
-        )
-            .cmp(&(
-                &b.path,
-                b.line,
-                b.column,
-                b.severity,
-                b.code.as_str(),
-                &b.message,
-            ))
+        let offset = |f: &Finding| f.place.as_ref().map(|p| p.span.0);
+        (&a.path, offset(a), a.severity, a.code.as_str(), &a.message).cmp(&(
+            &b.path,
+            offset(b),
+            b.severity,
+            b.code.as_str(),
+            &b.message,
+        ))
     });
     findings.dedup_by(|a, b| a.path == b.path && a.code == b.code && a.message == b.message);
     Ok(findings)

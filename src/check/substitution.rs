@@ -68,7 +68,17 @@ pub fn variables(flux: &Flux) -> Vec<Finding> {
             by_file.retain(|_, vars| !vars.is_empty());
             for ((file, index), vars) in by_file {
                 for var in vars {
-                    let pos = locate::text(&flux.tree, file, index, &format!("${{{var}"));
+                    // The whole `${VAR...}`, to its closing brace on the line.
+                    let pos =
+                        locate::text(&flux.tree, file, index, &format!("${{{var}")).map(|mut p| {
+                            let (start, len) = p.span;
+                            let rest = &p.text[start + len..];
+                            let line = &rest[..rest.find('\n').unwrap_or(rest.len())];
+                            if let Some(close) = line.find('}') {
+                                p.span.1 += close + 1;
+                            }
+                            p
+                        });
                     let finding = if unknowable.is_empty() {
                         Finding::new(
                             UNDEFINED,

@@ -5,6 +5,7 @@ use std::io::Write;
 use std::path::Path;
 
 use super::{io, Outcome};
+use crate::diag::{render, Finding};
 use crate::error::Result;
 use crate::plan::changes::{self, Change, Op};
 
@@ -12,10 +13,8 @@ pub fn run(root: &Path, dry_run: bool, out: &mut impl Write) -> Result<Outcome> 
     let (repo, plan) = super::plan::load(root)?;
     let set = changes::compute(&repo, &plan)?;
     for w in &set.warnings {
-        eprintln!(
-            "fluxwave: warning[{}]: {}: {}\n  help: {}",
-            w.code, w.path, w.message, w.help
-        );
+        let f = Finding::new(w.code, &w.path, w.message.clone(), &w.help);
+        eprintln!("{}", render::line(&f));
     }
     let changes = set.changes;
     let mut s = String::new();

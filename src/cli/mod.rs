@@ -153,6 +153,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
             };
         }
     };
+    // Once per run: every error report renders through the same handler as `check`'s text
+    // (set already when the command line runs twice in one process).
+    let _ = miette::set_hook(Box::new(|_| Box::new(crate::diag::render::handler(None))));
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let result = match cli.command {
@@ -196,10 +199,6 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
 }
 
 fn report(e: &Error) {
-    // Messages are not wrapped, so that a path or a name is never split across lines.
-    let _ = miette::set_hook(Box::new(|_| {
-        Box::new(miette::MietteHandlerOpts::new().wrap_lines(false).build())
-    }));
     match e {
         Error::Input(errors) => {
             for err in errors {

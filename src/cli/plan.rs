@@ -6,6 +6,7 @@ use std::path::Path;
 use serde_json::json;
 
 use super::{io, Outcome, ReportFormat};
+use crate::diag::{render, Finding};
 use crate::error::{Error, Result, SourceError};
 use crate::plan::{Plan, Problem};
 use crate::repo::{Location, Repo};
@@ -19,13 +20,8 @@ pub(crate) fn load(root: &Path) -> Result<(Repo, Plan)> {
         return Err(Error::Input(blocking));
     }
     for p in plan.problems.iter().filter(|p| !p.blocks()) {
-        eprintln!(
-            "fluxwave: warning[{}]: {}: {}\n  help: {}",
-            p.code(),
-            p.path(&repo.apps.dir),
-            p.message(),
-            p.help()
-        );
+        let f = Finding::new(p.code(), p.path(&repo.apps.dir), p.message(), p.help());
+        eprintln!("{}", render::line(&f));
     }
     Ok((repo, plan))
 }

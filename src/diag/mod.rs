@@ -11,6 +11,10 @@
 
 use serde::Serialize;
 
+use crate::yaml::Text;
+
+pub mod render;
+
 /// How bad a finding is. `check --deny warnings` counts warnings as errors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -147,19 +151,49 @@ impl Serialize for Code {
     }
 }
 
+/// Where a finding points: a byte span of a file's text (the text shared with the tree it
+/// was read from, so a finding costs no copy of it).
+#[derive(Debug, Clone)]
+pub struct Place {
+    pub text: Text,
+    /// Byte offset and length, on character boundaries.
+    pub span: (usize, usize),
+}
+
+impl Place {
+    /// `len` bytes at `offset` of `text` (clamped to it).
+    pub fn new(text: &Text, offset: usize, len: usize) -> Place {
+        let start = offset.min(text.len());
+        let end = offset.saturating_add(len).min(text.len());
+        Place {
+            text: text.clone(),
+            span: (start, end - start),
+        }
+    }
+
+    /// 1-based line and column (in characters) of the span's start.
+    pub fn line_col(&self) -> (usize, usize) {
+        crate::error::line_col(&self.text, self.span.0)
+    }
+
+    /// The text under the span (for tests; never printed, it may be a secret).
+    pub fn shown(&self) -> &str {
+        self.text
+            .get(self.span.0..self.span.0 + self.span.1)
+            .unwrap_or("")
+    }
+}
+
 /// One finding: data (a code, a severity, a place, a message and what to do), never an
 /// error. `check` gathers every finding and decides its exit code by counting errors.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Finding {
     pub code: Code,
     pub severity: Severity,
     /// Relative to the repository root.
     pub path: String,
-    /// 1-based, when the object or key is known.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub line: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub column: Option<usize>,
+    /// Where in the file, when the object or key is known.
+    pub place: Option<Place>,
     pub message: String,
     pub help: String,
 }
@@ -176,20 +210,47 @@ impl Finding {
             code,
             severity: code.severity(),
             path: path.into(),
-            line: None,
-            column: None,
+            place: None,
             message,
             help: help.into(),
         }
     }
 
-    /// At a 1-based line and column.
-    pub fn at(mut self, pos: Option<(usize, usize)>) -> Finding {
-        if let Some((line, column)) = pos {
-            self.line = Some(line);
-            self.column = Some(column);
-        }
+    /// At a place of the file's text.
+    pub fn at(mut self, place: Option<Place>) -> Finding {
+        self.place = place;
         self
+    }
+
+    /// 1-based line and column, when the place is known.
+    pub fn line_col(&self) -> Option<(usize, usize)> {
+        self.place.as_ref().map(Place::line_col)
+    }
+}
+
+/// JSON's form of a finding: `line` and `column` (1-based) from the span, left out when the
+/// place is unknown.
+impl Serialize for Finding {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let pos = self.line_col();
+        let mut m = s.serialize_struct("Finding", 7)?;
+        m.serialize_field("code", &self.code)?;
+        m.serialize_field("severity", &self.severity)?;
+        m.serialize_field("path", &self.path)?;
+        match pos {
+            Some((line, column)) => {
+                m.serialize_field("line", &line)?;
+                m.serialize_field("column", &column)?;
+            }
+            None => {
+                m.skip_field("line")?;
+                m.skip_field("column")?;
+            }
+        }
+        m.serialize_field("message", &self.message)?;
+        m.serialize_field("help", &self.help)?;
+        m.end()
     }
 }
 
