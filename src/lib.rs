@@ -20,6 +20,7 @@ pub mod graph;
 pub mod kustomize;
 mod par;
 pub mod plan;
+pub mod plural;
 pub mod redact;
 pub mod render;
 pub mod repo;

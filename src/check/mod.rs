@@ -29,6 +29,7 @@ use crate::kustomize::object::Facts;
 use crate::kustomize::object::ObjectId;
 use crate::plan::changes::{self, Op};
 use crate::plan::Plan;
+use crate::plural::count;
 use crate::repo::Repo;
 use crate::tree::FileTree;
 
@@ -176,9 +177,14 @@ fn catalog_lints(root: &Path, tree: &FileTree) -> Result<Vec<Finding>> {
                 Code::NotWaved,
                 repo.apps.dir.clone(),
                 format!(
-                    "the app tier is one flat folder: {} files wait to be placed in {} waves",
-                    plan.placements.len(),
-                    plan.waves
+                    "the app tier is one flat folder: {} {} to be placed in {}",
+                    count(plan.placements.len(), "file"),
+                    if plan.placements.len() == 1 {
+                        "waits"
+                    } else {
+                        "wait"
+                    },
+                    count(plan.waves, "wave")
                 ),
                 "run `fluxwave plan` to see the placement and `fluxwave apply` to carry it out",
             ));

@@ -8,6 +8,7 @@ use super::{io, Outcome};
 use crate::diag::{render, Finding};
 use crate::error::Result;
 use crate::plan::changes::{self, Change, Op};
+use crate::plural::count;
 
 pub fn run(root: &Path, dry_run: bool, out: &mut impl Write) -> Result<Outcome> {
     let (repo, plan) = super::plan::load(root)?;
@@ -26,8 +27,11 @@ pub fn run(root: &Path, dry_run: bool, out: &mut impl Write) -> Result<Outcome> 
     }
     s.push_str(&match (changes.len(), dry_run) {
         (0, _) => "nothing to change\n".to_string(),
-        (n, true) => format!("{n} changes would be made (dry run: nothing written)\n"),
-        (n, false) => format!("{n} changes made\n"),
+        (n, true) => format!(
+            "{} would be made (dry run: nothing written)\n",
+            count(n, "change")
+        ),
+        (n, false) => format!("{} made\n", count(n, "change")),
     });
     out.write_all(s.as_bytes()).map_err(io)?;
     // The process ends next: freeing every service, node, file name and change one by one

@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::{io, Outcome, ReportFormat};
 use crate::cutover::{self, Deletion, Report};
 use crate::error::Result;
+use crate::plural::count;
 
 pub fn run(
     root: &Path,
@@ -108,8 +109,8 @@ fn text(r: &Report) -> String {
         s.push_str("safe: Flux deletes nothing on the way\n");
     } else {
         s.push_str(&format!(
-            "Flux would delete {} objects, {} of them holding data\n",
-            r.deletions.len(),
+            "Flux would delete {}, {} of them holding data\n",
+            count(r.deletions.len(), "object"),
             stateful.len()
         ));
     }

@@ -205,7 +205,10 @@ fn report(e: &Error) {
                 eprintln!("{:?}", err.report());
             }
             if errors.len() > 1 {
-                eprintln!("fluxwave: {} problems; nothing was written", errors.len());
+                eprintln!(
+                    "fluxwave: {}; nothing was written",
+                    crate::plural::count(errors.len(), "problem")
+                );
             }
         }
         other => eprintln!("fluxwave: {other}"),

@@ -9,6 +9,7 @@ use super::{io, Outcome, ReportFormat};
 use crate::diag::{render, Finding};
 use crate::error::{Error, Result, SourceError};
 use crate::plan::{Plan, Problem};
+use crate::plural::count;
 use crate::repo::{Location, Repo};
 
 /// The plan of a repository, or every problem that stops it as an input error.
@@ -114,9 +115,9 @@ pub fn run(root: &Path, format: ReportFormat, out: &mut impl Write) -> Result<Ou
                 s.push_str(&format!("not placed (no manifest): {}\n", names.join(", ")));
             }
             s.push_str(&format!(
-                "{} files in {} waves, {} to move\n",
-                plan.placements.len(),
-                plan.waves,
+                "{} in {}, {} to move\n",
+                count(plan.placements.len(), "file"),
+                count(plan.waves, "wave"),
                 moves
             ));
             s

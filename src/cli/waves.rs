@@ -10,6 +10,7 @@ use super::{io, Format, Outcome};
 use crate::error::Result;
 use crate::graph::NodeKind;
 use crate::plan::Plan;
+use crate::plural::count;
 use crate::repo::Repo;
 
 pub fn run(root: &Path, format: Format, out: &mut impl Write) -> Result<Outcome> {
@@ -84,9 +85,9 @@ fn text(repo: &Repo, plan: &Plan) -> String {
     }
     let unplaced = plan.placed.iter().filter(|p| !**p).count();
     s.push_str(&format!(
-        "\n{} waves, {} nodes, {} placed, {} not placed\n",
-        plan.waves,
-        g.nodes.len(),
+        "\n{}, {}, {} placed, {} not placed\n",
+        count(plan.waves, "wave"),
+        count(g.nodes.len(), "node"),
         g.nodes.len() - unplaced,
         unplaced
     ));

@@ -14,6 +14,7 @@ use miette::{
 };
 
 use super::{Finding, Severity};
+use crate::plural::count;
 
 /// A line longer than this (minified or hostile input) is not shown: the location alone is
 /// printed then.
@@ -148,7 +149,11 @@ pub fn text(findings: &[Finding], colour: bool) -> String {
 /// `N errors, M warnings`.
 pub fn summary(findings: &[Finding]) -> String {
     let (errors, warnings) = counts(findings);
-    format!("{errors} errors, {warnings} warnings\n")
+    format!(
+        "{}, {}\n",
+        count(errors, "error"),
+        count(warnings, "warning")
+    )
 }
 
 /// The number of errors and of warnings.
