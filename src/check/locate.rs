@@ -93,12 +93,27 @@ mod tests {
             "a.yaml",
             "# header\n---\nkind: A\nmetadata:\n  name: a\n---\n# only a comment\n---\n\n  kind: B\n  spec:\n    - path: x\n",
         )]);
-        let at = |p: Option<Place>| p.map(|p| (p.line_col(), p.shown()));
-        assert_eq!(at(document(&tree, "a.yaml", 0)), Some(((3, 1), "kind: A")));
-        assert_eq!(at(document(&tree, "a.yaml", 1)), Some(((10, 3), "kind: B")));
-        assert_eq!(at(key(&tree, "a.yaml", 0, "name")), Some(((5, 3), "name")));
-        assert_eq!(at(key(&tree, "a.yaml", 1, "path")), Some(((12, 7), "path")));
-        assert_eq!(at(text(&tree, "a.yaml", 1, "x")), Some(((12, 13), "x")));
+        let at = |p: Option<Place>| p.map(|p| (p.line_col(), p.shown().to_string()));
+        assert_eq!(
+            at(document(&tree, "a.yaml", 0)),
+            Some(((3, 1), "kind: A".to_string()))
+        );
+        assert_eq!(
+            at(document(&tree, "a.yaml", 1)),
+            Some(((10, 3), "kind: B".to_string()))
+        );
+        assert_eq!(
+            at(key(&tree, "a.yaml", 0, "name")),
+            Some(((5, 3), "name".to_string()))
+        );
+        assert_eq!(
+            at(key(&tree, "a.yaml", 1, "path")),
+            Some(((12, 7), "path".to_string()))
+        );
+        assert_eq!(
+            at(text(&tree, "a.yaml", 1, "x")),
+            Some(((12, 13), "x".to_string()))
+        );
         assert!(document(&tree, "a.yaml", 2).is_none());
     }
 }

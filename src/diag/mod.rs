@@ -274,4 +274,38 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), len, "a code name is used twice");
     }
+
+    /// docs/checks.md has a `## `<code>`` section for every code, with an example of what
+    /// it prints; and every such section is a code of the registry.
+    #[test]
+    fn every_code_is_documented_with_an_example() {
+        let docs = include_str!("../../docs/checks.md");
+        for code in Code::ALL {
+            let heading = format!("\n## `{code}`\n");
+            let Some(at) = docs.find(&heading) else {
+                panic!("docs/checks.md has no section `## `{code}``");
+            };
+            let body = &docs[at + heading.len()..];
+            let body = &body[..body.find("\n## ").unwrap_or(body.len())];
+            let shown = format!(
+                "{}[{code}]",
+                match code.severity() {
+                    Severity::Error => "error",
+                    Severity::Warning => "warning",
+                }
+            );
+            assert!(
+                body.contains("\n```\n") && body.contains(&shown),
+                "the section of {code} in docs/checks.md has no example that shows `{shown}`"
+            );
+        }
+        for line in docs.lines() {
+            if let Some(name) = line.strip_prefix("## `").and_then(|l| l.strip_suffix('`')) {
+                assert!(
+                    Code::ALL.iter().any(|c| c.as_str() == name),
+                    "docs/checks.md documents `{name}`, which is no code"
+                );
+            }
+        }
+    }
 }
