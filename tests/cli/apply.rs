@@ -2,7 +2,7 @@
 //! other forms an environment's decryption can take. Every result is built with the real
 //! kustomize, and every second apply changes nothing.
 
-use crate::common::{kustomize, TestRepo};
+use crate::common::{kustomize, shows_finding, TestRepo};
 
 /// a <- b, both with manifests, flat, with Flux wiring; then applied.
 fn waved() -> TestRepo {
@@ -58,14 +58,18 @@ fn a_new_deepest_wave_is_wired_without_manual_edits() {
     let run = repo.run(&["check"]);
     assert_eq!(run.code, 1);
     assert!(
-        run.stdout
-            .contains("error[misplaced-file]: apps/c.yaml: belongs in apps/wave-2/c.yaml"),
+        shows_finding(
+            &run.stdout,
+            "error[misplaced-file]: apps/c.yaml: belongs in apps/wave-2/c.yaml"
+        ),
         "{}",
         run.stdout
     );
     assert!(
-        run.stdout
-            .contains("error[missing-decryption]: clusters/dev/kustomization.yaml"),
+        shows_finding(
+            &run.stdout,
+            "error[missing-decryption]: clusters/dev/kustomization.yaml: "
+        ),
         "{}",
         run.stdout
     );
@@ -266,7 +270,7 @@ fn a_sops_file_under_a_kustomization_without_decryption_is_an_error() {
     let run = repo.run(&["check"]);
     assert_eq!(run.code, 1, "{}", run.stdout);
     assert!(
-        run.stdout.contains("error[sops-without-decryption]: clusters/base/infra.yaml:6:1: environment `dev`: Flux Kustomization `flux-system/infra` builds the SOPS file infra/token.sops.yaml but has no decryption"),
+        shows_finding(&run.stdout, "error[sops-without-decryption]: clusters/base/infra.yaml:6:1: environment `dev`: Flux Kustomization `flux-system/infra` builds the SOPS file infra/token.sops.yaml but has no decryption"),
         "{}",
         run.stdout
     );
@@ -283,8 +287,10 @@ fn a_file_in_the_wrong_wave_is_reported_then_moved() {
     let run = repo.run(&["check"]);
     assert_eq!(run.code, 1);
     assert!(
-        run.stdout
-            .contains("error[misplaced-file]: apps/wave-0/b.yaml: belongs in apps/wave-1/b.yaml"),
+        shows_finding(
+            &run.stdout,
+            "error[misplaced-file]: apps/wave-0/b.yaml: belongs in apps/wave-1/b.yaml"
+        ),
         "{}",
         run.stdout
     );
@@ -311,16 +317,18 @@ fn a_flat_kustomization_that_lists_more_than_the_files_stops_apply() {
     let check = repo.run(&["check"]);
     assert_eq!(check.code, 1);
     assert!(
-        check
-            .stdout
-            .contains("error[flat-kustomization-loss]: apps/kustomization.yaml"),
+        shows_finding(
+            &check.stdout,
+            "error[flat-kustomization-loss]: apps/kustomization.yaml: "
+        ),
         "{}",
         check.stdout
     );
     assert!(
-        check
-            .stdout
-            .contains("warning[foreign-entry]: apps/extra: folder that is not a wave\n"),
+        shows_finding(
+            &check.stdout,
+            "warning[foreign-entry]: apps/extra: folder that is not a wave\n"
+        ),
         "{}",
         check.stdout
     );

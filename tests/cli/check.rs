@@ -1,12 +1,12 @@
 //! `check` on repositories with no catalog: one fixture per lint under
 //! `tests/fixtures/check/<code>/`, each firing its own code and nothing else, with its outputs
-//! in the snapshot `snapshots/cli__check__<code>.snap`; the output formats; `--deny warnings`;
-//! Secret values never printed; and the per-app `ks.yaml` layout under a parent that patches
-//! its children.
+//! in the snapshot `snapshots/cli__check__<code>.snap` and its text as docs/checks.md shows
+//! it; the output formats; `--deny warnings`; Secret values never printed; and the per-app
+//! `ks.yaml` layout under a parent that patches its children.
 
 use serde_json::Value;
 
-use crate::common::{Run, TestRepo};
+use crate::common::{shows_finding, Run, TestRepo};
 
 fn codes(repo: &TestRepo) -> (i32, Vec<String>, Value) {
     let run = repo.run(&["check", "--format", "json"]);
@@ -95,30 +95,25 @@ fn lint_fixture(code: &str) {
         insta::assert_snapshot!(code, shown);
     });
 
-    // The text output groups the finding under its file, and docs/checks.md shows its line.
-    let path = doc["findings"][0]["path"].as_str().unwrap();
+    // The text output opens with the finding's head.
+    let severity = doc["findings"][0]["severity"].as_str().unwrap();
     assert!(
-        text.stdout.starts_with(&format!("{path}\n  ")),
-        "grouped under the file: {}",
+        text.stdout
+            .starts_with(&format!("{severity}[{code}]\n\n  ")),
+        "{code}: {}",
         text.stdout
     );
-    let line = text
-        .stdout
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("  ")
-                .filter(|l| l.contains(&format!("[{code}]: ")))
-        })
-        .unwrap_or_else(|| panic!("{code}: no finding line in\n{}", text.stdout));
     let docs =
         std::fs::read_to_string(crate::common::fixtures().join("../../docs/checks.md")).unwrap();
     assert!(
         docs.contains(&format!("## `{code}`")),
         "docs/checks.md explains {code}"
     );
+    // The finding, with its snippet, as docs/checks.md shows it (the counts left out).
+    let (shown, _) = text.stdout.rsplit_once("\n\n").unwrap();
     assert!(
-        docs.contains(line),
-        "docs/checks.md shows what {code} prints: {line}"
+        docs.contains(&format!("```\n{shown}\n```")),
+        "docs/checks.md shows what {code} prints:\n{shown}"
     );
 
     repo.commit_all("fixture");
@@ -157,7 +152,7 @@ fn warnings_fail_with_deny_warnings() {
         run.stdout
     );
     assert!(
-        run.stdout.ends_with("1 errors, 0 warnings\n"),
+        run.stdout.ends_with("1 error, 0 warnings\n"),
         "{}",
         run.stdout
     );
@@ -315,7 +310,7 @@ fn per_app_ks_files_with_a_parent_patch_and_no_catalog() {
     );
     let run = repo.run(&["check"]);
     assert_eq!(run.code, 1);
-    assert!(run.stdout.contains("error[sops-without-decryption]: kubernetes/apps/media/sonarr/ks.yaml:6:1: environment `main`: Flux Kustomization `flux-system/sonarr` builds the SOPS file kubernetes/apps/media/sonarr/app/secret.sops.yaml but has no decryption"), "{}", run.stdout);
+    assert!(shows_finding(&run.stdout, "error[sops-without-decryption]: kubernetes/apps/media/sonarr/ks.yaml:6:1: environment `main`: Flux Kustomization `flux-system/sonarr` builds the SOPS file kubernetes/apps/media/sonarr/app/secret.sops.yaml but has no decryption"), "{}", run.stdout);
 }
 
 #[test]

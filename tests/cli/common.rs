@@ -258,3 +258,29 @@ pub fn objects(build: &str) -> Vec<(String, String)> {
     out.sort();
     out
 }
+
+/// Whether `check`'s text shows the finding `line`, written in the one-line form
+/// `severity[code]: place: message` (`place` a path, or `path:line:col`; `message` may be
+/// its beginning): the `severity[code]` head, then the message beside a snippet of
+/// `path:line:col`, or after the path when the finding has no line.
+pub fn shows_finding(text: &str, line: &str) -> bool {
+    let (head, rest) = line.split_once(": ").unwrap();
+    let (place, message) = rest.split_once(": ").unwrap();
+    let glyph = if head.starts_with("error") {
+        '×'
+    } else {
+        '⚠'
+    };
+    let located = place
+        .rsplit(':')
+        .take(2)
+        .all(|n| n.parse::<usize>().is_ok())
+        && place.matches(':').count() >= 2;
+    if !located {
+        return text.contains(&format!("{head}\n\n  {glyph} {place}: {message}"));
+    }
+    text.split(&format!("{head}\n\n")).skip(1).any(|f| {
+        let f = f.split("\n\n").next().unwrap();
+        f.starts_with(&format!("  {glyph} {message}")) && f.contains(&format!("╭─[{place}]\n"))
+    })
+}
