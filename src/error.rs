@@ -66,6 +66,19 @@ impl SourceError {
     }
 }
 
+/// A line longer than this (minified or hostile input) is not shown in a snippet: the
+/// location alone is printed then.
+pub const MAX_SHOWN_LINE: usize = 400;
+
+/// Whether the line that holds byte `offset` of `text` is too long to show.
+pub fn too_long_to_show(text: &str, offset: usize) -> bool {
+    let bytes = text.as_bytes();
+    let offset = offset.min(bytes.len());
+    let start = memchr::memrchr(b'\n', &bytes[..offset]).map_or(0, |i| i + 1);
+    let end = memchr::memchr(b'\n', &bytes[offset..]).map_or(bytes.len(), |i| offset + i);
+    end - start > MAX_SHOWN_LINE
+}
+
 /// 1-based line and column (in characters) of a byte offset.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(text.len());
@@ -98,7 +111,7 @@ impl SourceError {
         let (Some(src), Some((start, _))) = (&self.source, self.span) else {
             return miette::Report::new(self.clone());
         };
-        if crate::diag::render::too_long(src, start) {
+        if too_long_to_show(src, start) {
             let (line, col) = self.line_col().unwrap_or((0, 0));
             return miette::Report::new(SourceError {
                 path: format!("{}:{line}:{col}", self.path),

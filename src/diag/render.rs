@@ -16,10 +16,6 @@ use miette::{
 use super::{Finding, Severity};
 use crate::plural::count;
 
-/// A line longer than this (minified or hostile input) is not shown: the location alone is
-/// printed then.
-pub const MAX_SHOWN_LINE: usize = 400;
-
 /// The handler every diagnostic is rendered with. Messages are not wrapped, so that a path or
 /// a name is never split across lines. `colour`: `None` lets miette decide (for stderr).
 pub fn handler(colour: Option<bool>) -> MietteHandler {
@@ -38,15 +34,6 @@ impl fmt::Debug for Render<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.debug(self.1, f)
     }
-}
-
-/// Whether the line that holds byte `offset` of `text` is too long to show.
-pub fn too_long(text: &str, offset: usize) -> bool {
-    let bytes = text.as_bytes();
-    let offset = offset.min(bytes.len());
-    let start = memchr::memrchr(b'\n', &bytes[..offset]).map_or(0, |i| i + 1);
-    let end = memchr::memchr(b'\n', &bytes[offset..]).map_or(bytes.len(), |i| offset + i);
-    end - start > MAX_SHOWN_LINE
 }
 
 /// A finding as miette sees it: its file's masked text when there is a snippet to show.
@@ -126,7 +113,7 @@ pub fn text(findings: &[Finding], colour: bool) -> String {
         let source = f
             .place
             .as_ref()
-            .filter(|p| !too_long(&p.text, p.span.0))
+            .filter(|p| !crate::error::too_long_to_show(&p.text, p.span.0))
             .map(|p| {
                 let text = masked
                     .entry(Arc::as_ptr(&p.text))
