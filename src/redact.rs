@@ -161,6 +161,37 @@ pub fn masked(text: &str, ranges: &[(usize, usize)]) -> String {
     String::from_utf8(bytes).unwrap_or_default()
 }
 
+/// The whole lines `text[from..to]` (`from` and `to` at line starts, or `to` at the end),
+/// masked exactly as `masked(text, &ranges(text))` masks them, but reading only the documents
+/// that hold those lines: a snippet of one line of a large file costs that document, not the
+/// file. `None` if the masked lines are not UTF-8 (never, as in `masked`).
+pub fn masked_lines(text: &str, from: usize, to: usize) -> Option<String> {
+    let bytes = text.as_bytes();
+    let to = to.min(bytes.len());
+    let from = from.min(to);
+    let line_start = |at: usize| memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |i| i + 1);
+    // A document starts at a marker line (or at the top); `ranges` reads each on its own.
+    let mut start = line_start(from);
+    while start > 0 && !is_document_marker(text.get(start..)?) {
+        start = line_start(start - 1);
+    }
+    let mut end = to;
+    while end < bytes.len() && (end == start || !is_document_marker(text.get(end..)?)) {
+        end = memchr::memchr(b'\n', &bytes[end..]).map_or(bytes.len(), |i| end + i + 1);
+    }
+    let mut out = bytes[from..to].to_vec();
+    for (s, len) in ranges(text.get(start..end)?) {
+        let (s, e) = ((start + s).max(from), (start + s + len).min(to));
+        if s >= e {
+            continue;
+        }
+        for b in out.get_mut(s - from..e - from)? {
+            *b = b'*';
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
 /// `message` with every secret value of `text` that it quotes replaced by `***`.
 pub fn message(message: &str, text: &str, ranges: &[(usize, usize)]) -> String {
     let mut out = message.to_string();
@@ -220,5 +251,63 @@ mod tests {
             message("invalid type: string \"hunter2\"", text, &r),
             "invalid type: string \"***\""
         );
+    }
+
+    #[test]
+    fn masked_lines_mask_as_the_whole_file_is_masked() {
+        let text = "apiVersion: v1\nkind: ConfigMap\ndata:\n  a: visible\n---\nkind: Secret\ndata:\n  pw: c2VjcmV0\n  cert: |\n    line-one\n---\n--- \nstringData: {token: abc}\nkind: Secret\n...\nspec:\n  env:\n    - {name: A, value: hunter2}\n  x: ENC[AES256_GCM,data:xyz]\n";
+        let whole = masked(text, &ranges(text));
+        let starts: Vec<usize> = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        for (i, &from) in starts.iter().enumerate() {
+            for &to in &starts[i..] {
+                assert_eq!(
+                    masked_lines(text, from, to).as_deref(),
+                    Some(&whole[from..to]),
+                    "lines {from}..{to}"
+                );
+            }
+        }
+    }
+
+    /// The same on every YAML file of the examples and the test fixtures, every window of up
+    /// to six lines.
+    #[test]
+    fn masked_lines_agree_on_every_fixture() {
+        fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(&p, out);
+                } else if p.extension().is_some_and(|x| x == "yaml" || x == "yml") {
+                    out.push(p);
+                }
+            }
+        }
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        walk(&root.join("examples"), &mut files);
+        walk(&root.join("tests/fixtures"), &mut files);
+        assert!(files.len() > 50, "{}", files.len());
+        for f in files {
+            let Ok(text) = std::fs::read_to_string(&f) else {
+                continue;
+            };
+            let whole = masked(&text, &ranges(&text));
+            let starts: Vec<usize> = std::iter::once(0)
+                .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+                .collect();
+            for (i, &from) in starts.iter().enumerate() {
+                for &to in starts[i..].iter().take(7) {
+                    assert_eq!(
+                        masked_lines(&text, from, to).as_deref(),
+                        Some(&whole[from..to]),
+                        "{}: {from}..{to}",
+                        f.display()
+                    );
+                }
+            }
+        }
     }
 }

@@ -2,15 +2,13 @@
 //! snippet of the offending line when the finding has a place (as ruff shows its lints), in
 //! the same form as input errors; JSON and GitHub workflow commands are made from the same
 //! findings; `plan` and `apply` print their warnings in a one-line form. A snippet never shows
-//! a Secret's value: the file's text is masked (`redact`) before miette sees it.
+//! a Secret's value: miette sees only the lines around the span, masked (`redact`) first.
 
-use std::collections::HashMap;
 use std::fmt::{self, Write as _};
-use std::sync::Arc;
 
 use miette::{
-    Diagnostic, LabeledSpan, MietteHandler, MietteHandlerOpts, NamedSource, ReportHandler,
-    SourceCode,
+    Diagnostic, LabeledSpan, MietteError, MietteHandler, MietteHandlerOpts, MietteSpanContents,
+    ReportHandler, SourceCode, SourceSpan, SpanContents,
 };
 
 use super::{Finding, Severity};
@@ -36,10 +34,88 @@ impl fmt::Debug for Render<'_> {
     }
 }
 
-/// A finding as miette sees it: its file's masked text when there is a snippet to show.
+/// A finding as miette sees it: the lines of its file around the span, masked, when there
+/// is a snippet to show.
 struct Shown<'a> {
     finding: &'a Finding,
-    source: Option<NamedSource<Arc<String>>>,
+    source: Option<Window>,
+}
+
+/// The lines of a file a snippet shows (the span's, and two either side: miette shows one),
+/// every secret in them masked, with where they start in the file. miette reads only these,
+/// so a snippet costs its lines and their YAML document, not the whole file.
+struct Window {
+    name: String,
+    text: String,
+    /// Byte offset of `text` in the file.
+    offset: usize,
+    /// 0-based line of `text`'s first line, counted as miette counts lines.
+    first_line: usize,
+}
+
+/// Lines kept either side of a span (miette's context is one).
+const WINDOW_MARGIN: usize = 2;
+
+impl Window {
+    fn of(path: &str, text: &str, (start, len): (usize, usize)) -> Option<Window> {
+        let bytes = text.as_bytes();
+        let line_start = |at: usize| memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |i| i + 1);
+        let next_line =
+            |at: usize| memchr::memchr(b'\n', &bytes[at..]).map_or(bytes.len(), |i| at + i + 1);
+        let start = start.min(bytes.len());
+        let mut from = line_start(start);
+        for _ in 0..WINDOW_MARGIN {
+            if from > 0 {
+                from = line_start(from - 1);
+            }
+        }
+        let mut to = next_line((start + len).min(bytes.len()).max(start));
+        for _ in 0..WINDOW_MARGIN {
+            to = next_line(to);
+        }
+        Some(Window {
+            name: path.to_string(),
+            text: crate::redact::masked_lines(text, from, to)?,
+            offset: from,
+            first_line: miette_lines(&bytes[..from]),
+        })
+    }
+}
+
+/// The line breaks of `bytes` as miette counts them: `\n`, `\r\n` and a lone `\r`.
+fn miette_lines(bytes: &[u8]) -> usize {
+    let lone_cr = memchr::memchr_iter(b'\r', bytes)
+        .filter(|&i| bytes.get(i + 1) != Some(&b'\n'))
+        .count();
+    memchr::memchr_iter(b'\n', bytes).count() + lone_cr
+}
+
+impl SourceCode for Window {
+    fn read_span<'a>(
+        &'a self,
+        span: &SourceSpan,
+        before: usize,
+        after: usize,
+    ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
+        let offset = span
+            .offset()
+            .checked_sub(self.offset)
+            .ok_or(MietteError::OutOfBounds)?;
+        let inner =
+            self.text
+                .read_span(&SourceSpan::new(offset.into(), span.len()), before, after)?;
+        Ok(Box::new(MietteSpanContents::new_named(
+            self.name.clone(),
+            inner.data(),
+            SourceSpan::new(
+                (inner.span().offset() + self.offset).into(),
+                inner.span().len(),
+            ),
+            inner.line() + self.first_line,
+            inner.column(),
+            inner.line_count(),
+        )))
+    }
 }
 
 impl fmt::Display for Shown<'_> {
@@ -106,26 +182,13 @@ fn severity_word(s: Severity) -> &'static str {
 /// The text of `check`: every finding through miette, then the counts.
 pub fn text(findings: &[Finding], colour: bool) -> String {
     let handler = handler(Some(colour));
-    // Each file is masked once, however many findings point into it.
-    let mut masked: HashMap<*const String, Arc<String>> = HashMap::new();
     let mut s = String::new();
     for f in findings {
         let source = f
             .place
             .as_ref()
             .filter(|p| !crate::error::too_long_to_show(&p.text, p.span.0))
-            .map(|p| {
-                let text = masked
-                    .entry(Arc::as_ptr(&p.text))
-                    .or_insert_with(|| {
-                        Arc::new(crate::redact::masked(
-                            &p.text,
-                            &crate::redact::ranges(&p.text),
-                        ))
-                    })
-                    .clone();
-                NamedSource::new(&f.path, text)
-            });
+            .and_then(|p| Window::of(&f.path, &p.text, p.span));
         let shown = Shown { finding: f, source };
         let _ = writeln!(s, "{:?}", Render(&handler, &shown));
     }
