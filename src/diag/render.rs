@@ -4,6 +4,7 @@
 //! findings; `plan` and `apply` print their warnings in a one-line form. A snippet never shows
 //! a Secret's value: miette sees only the lines around the span, masked (`redact`) first.
 
+use std::collections::HashMap;
 use std::fmt::{self, Write as _};
 
 use miette::{
@@ -13,6 +14,7 @@ use miette::{
 
 use super::{Finding, Severity};
 use crate::plural::count;
+use crate::yaml::Text;
 
 /// The handler every diagnostic is rendered with. Messages are not wrapped, so that a path or
 /// a name is never split across lines. `colour`: `None` lets miette decide (for stderr).
@@ -56,8 +58,17 @@ struct Window {
 /// Lines kept either side of a span (miette's context is one).
 const WINDOW_MARGIN: usize = 2;
 
+/// Masked windows already made, by file text and line range: the findings on one line (an
+/// image marker is usually two) share one.
+type Windows = HashMap<(*const String, usize, usize), String>;
+
 impl Window {
-    fn of(path: &str, text: &str, (start, len): (usize, usize)) -> Option<Window> {
+    fn of(
+        path: &str,
+        text: &Text,
+        (start, len): (usize, usize),
+        made: &mut Windows,
+    ) -> Option<Window> {
         let bytes = text.as_bytes();
         let line_start = |at: usize| memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |i| i + 1);
         let next_line =
@@ -73,9 +84,18 @@ impl Window {
         for _ in 0..WINDOW_MARGIN {
             to = next_line(to);
         }
+        let key = (std::sync::Arc::as_ptr(text), from, to);
+        let masked = match made.get(&key) {
+            Some(m) => m.clone(),
+            None => {
+                let m = crate::redact::masked_lines(text, from, to)?;
+                made.insert(key, m.clone());
+                m
+            }
+        };
         Some(Window {
             name: path.to_string(),
-            text: crate::redact::masked_lines(text, from, to)?,
+            text: masked,
             offset: from,
             first_line: miette_lines(&bytes[..from]),
         })
@@ -182,13 +202,14 @@ fn severity_word(s: Severity) -> &'static str {
 /// The text of `check`: every finding through miette, then the counts.
 pub fn text(findings: &[Finding], colour: bool) -> String {
     let handler = handler(Some(colour));
+    let mut made = Windows::new();
     let mut s = String::new();
     for f in findings {
         let source = f
             .place
             .as_ref()
             .filter(|p| !crate::error::too_long_to_show(&p.text, p.span.0))
-            .and_then(|p| Window::of(&f.path, &p.text, p.span));
+            .and_then(|p| Window::of(&f.path, &p.text, p.span, &mut made));
         let shown = Shown { finding: f, source };
         let _ = writeln!(s, "{:?}", Render(&handler, &shown));
     }
