@@ -8,6 +8,7 @@ use super::{io, Outcome};
 use crate::diag::{render, Finding};
 use crate::error::Result;
 use crate::plan::changes::{self, Change, Op};
+use crate::plan::execute;
 use crate::plural::count;
 
 pub fn run(root: &Path, dry_run: bool, out: &mut impl Write) -> Result<Outcome> {
@@ -23,7 +24,7 @@ pub fn run(root: &Path, dry_run: bool, out: &mut impl Write) -> Result<Outcome> 
         s.push_str(&describe(c, dry_run));
     }
     if !dry_run {
-        changes::execute(&repo, &changes)?;
+        execute::execute(&repo, &changes)?;
     }
     s.push_str(&match (changes.len(), dry_run) {
         (0, _) => "nothing to change\n".to_string(),

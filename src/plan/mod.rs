@@ -4,6 +4,7 @@
 //! and the rules checked here guarantee each of them holds at least one file.
 
 pub mod changes;
+pub mod execute;
 
 use std::collections::HashMap;
 

@@ -1,0 +1,161 @@
+//! `clusters.base`: one Flux Kustomization per wave, listed in its kustomization's
+//! `resources` in place of the retired single Kustomization, which goes (found by what it
+//! points at, listed or not); no Kustomization for a wave that no longer exists.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use super::{
+    dropped_settings, edit_failed, list_files, parse_docs, require, write_if_changed, Change,
+    ChangeSet, Drift, Op,
+};
+use crate::error::{Result, SourceError};
+use crate::flux::{self, Kustomization};
+use crate::plan::Plan;
+use crate::repo::Repo;
+use crate::yaml::edit;
+use crate::yaml::{self, Text};
+
+/// What the base's changes leave to the environments and the leftovers.
+pub(super) struct Base {
+    /// `<clusters.base>/kustomization.yaml`.
+    pub rel: String,
+    /// The names of the retired Kustomizations this run removes.
+    pub retired_names: BTreeSet<String>,
+    /// The waves that no longer exist whose Kustomization this run removes.
+    pub stale_waves: Vec<usize>,
+}
+
+/// The base's changes, appended to `set` (with the warnings of settings the waves drop).
+pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<Base> {
+    let config = &repo.config;
+    let (changes, warnings) = (&mut set.changes, &mut set.warnings);
+    let base = &config.base;
+    let base_rel = format!("{base}/kustomization.yaml");
+    let base_text = require(repo, &base_rel, "fluxwave keeps the wave entries of clusters.base's kustomization.yaml; create it, or set clusters.base in fluxwave.yaml")?;
+    let base_doc = yaml::parse_value(&base_rel, &Text::new(base_text.clone()))?;
+    let entries: Vec<String> = base_doc
+        .get("resources")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .map(|v| v.as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    let wave_file = |entry: &str| -> Option<usize> {
+        config.wave_of_name(flux::normalize_path(entry).strip_suffix(".yaml")?)
+    };
+    let listed: BTreeSet<String> = entries.iter().map(|e| flux::normalize_path(e)).collect();
+    // The retired Kustomization is found by what it points at, listed or not: a run that was
+    // interrupted after the entry was removed still finds and removes the file.
+    let base_files = list_files(&repo.path(base))?;
+    let mut retired_names: BTreeSet<String> = BTreeSet::new();
+    let mut retired_files: BTreeSet<String> = BTreeSet::new();
+    for file in base_files
+        .iter()
+        .filter(|f| wave_file(f).is_none() && f.as_str() != "kustomization.yaml")
+    {
+        let rel = format!("{base}/{file}");
+        let Some(text) = repo.read_optional(&rel)? else {
+            continue;
+        };
+        let docs = match parse_docs(&rel, &text) {
+            Ok(docs) => docs,
+            Err(e) if listed.contains(file) => return Err(e),
+            Err(_) => continue,
+        };
+        let retired: Vec<Kustomization> = docs
+            .iter()
+            .filter_map(Kustomization::from_value)
+            .filter(|k| k.spec.path == config.apps)
+            .collect();
+        let Some(first) = retired.first() else {
+            continue;
+        };
+        if docs.len() > 1 {
+            return Err(SourceError::new(
+                &rel,
+                format!(
+                    "holds other objects beside the Flux Kustomization `{}` that points at ./{}",
+                    first.name, config.apps
+                ),
+            )
+            .help("move the other objects to a file of their own, then run `fluxwave apply` again")
+            .into());
+        }
+        warnings.extend(dropped_settings(config, &rel, first));
+        retired_names.insert(first.name.clone());
+        retired_files.insert(file.clone());
+        changes.push(Change {
+            op: Op::Remove { path: rel },
+            drift: Drift::RetiredKustomization,
+            why: format!(
+                "the single `{}` Kustomization is replaced by the waves",
+                first.name
+            ),
+        });
+    }
+    let managed: Vec<usize> = entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| wave_file(e).is_some() || retired_files.contains(&flux::normalize_path(e)))
+        .map(|(i, _)| i)
+        .collect();
+    for n in 0..plan.waves {
+        let rel = format!("{base}/{}.yaml", config.wave_name(n));
+        let new = flux::emit::wave_kustomization_text(config, n);
+        write_if_changed(
+            changes,
+            repo.read_optional(&rel)?,
+            rel,
+            new,
+            Drift::WaveKustomization,
+            format!("Flux Kustomization of wave {n}"),
+        );
+    }
+    let mut stale_waves: Vec<usize> = base_files
+        .iter()
+        .filter_map(|f| wave_file(f))
+        .filter(|&n| n >= plan.waves)
+        .collect();
+    stale_waves.sort_unstable();
+    for n in &stale_waves {
+        changes.push(Change {
+            op: Op::Remove {
+                path: format!("{base}/{}.yaml", config.wave_name(*n)),
+            },
+            drift: Drift::WaveKustomization,
+            why: format!("wave {n} no longer exists"),
+        });
+    }
+    let desired: Vec<String> = (0..plan.waves)
+        .map(|n| format!("{}.yaml", config.wave_name(n)))
+        .collect();
+    let current: Vec<&str> = managed.iter().map(|&i| entries[i].as_str()).collect();
+    if current != desired {
+        let new = edit::edit_sequence(
+            &base_text,
+            "resources",
+            &managed,
+            managed.first().copied(),
+            &desired,
+        )
+        .map_err(|e| edit_failed(&base_rel, e))?;
+        changes.push(Change {
+            op: Op::Write {
+                path: base_rel.clone(),
+                old: Some(base_text.clone()),
+                new,
+            },
+            drift: Drift::BaseEntries,
+            why: "one entry per wave, the retired entry removed".into(),
+        });
+    }
+    Ok(Base {
+        rel: base_rel,
+        retired_names,
+        stale_waves,
+    })
+}
