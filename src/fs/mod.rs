@@ -212,16 +212,17 @@ pub fn read_text_with<B: Into<Vec<u8>>>(
     }
 }
 
-/// `a/b` + `../c` -> `a/c` (a leading `/` starts from the repository root); `None` when the
-/// path leaves the repository. Every relative reference fluxwave follows goes through here.
+/// `a/b` + `../c` -> `a/c`; `None` when the path leaves the repository or is not relative
+/// (a leading `/`). The paths a kustomization names go through `kustomize::resolve`, which
+/// says why a leading `/` leaves the repository.
 pub fn join(dir: &str, rel: &str) -> Option<String> {
-    let mut parts: Vec<&str> = if rel.starts_with('/') {
-        Vec::new()
-    } else {
-        dir.split('/')
-            .filter(|s| !s.is_empty() && *s != ".")
-            .collect()
-    };
+    if rel.starts_with('/') {
+        return None;
+    }
+    let mut parts: Vec<&str> = dir
+        .split('/')
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect();
     for seg in rel.split('/') {
         match seg {
             "" | "." => {}

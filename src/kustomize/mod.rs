@@ -11,11 +11,13 @@ use serde_json::{Map, Value};
 
 pub mod object;
 mod patch;
+mod resolve;
 mod resource;
 pub mod target;
 mod transform;
 
 pub use patch::{json6902, merge};
+pub use resolve::{resolve, Ref};
 pub use resource::Resource;
 
 use crate::fs::is_manifest;
@@ -376,8 +378,7 @@ impl<'a> Builder<'a> {
             .filter_map(|field| list(k, field, file).ok())
             .flatten()
             .filter_map(Value::as_str)
-            .filter(|entry| !is_remote(entry))
-            .filter_map(|entry| join(dir, entry))
+            .filter_map(|entry| resolve(dir, entry).local())
             .filter(|path| self.tree.is_file(path))
             .collect();
         let mut ahead = Ahead::default();
@@ -386,16 +387,18 @@ impl<'a> Builder<'a> {
                 let Some(entry) = entry.as_str() else {
                     return Err(format!("{file}: `{field}` entries must be strings"));
                 };
-                if is_remote(entry) {
-                    self.warn(
-                        file,
-                        "remote base",
-                        format!("`{entry}` is fetched from the network; its objects are not in the inventory"),
-                    );
-                    continue;
-                }
-                let path = join(dir, entry)
-                    .ok_or_else(|| format!("{file}: `{entry}` leaves the repository"))?;
+                let path = match resolve(dir, entry) {
+                    Ref::Local(path) => path,
+                    Ref::Remote => {
+                        self.warn(
+                            file,
+                            "remote base",
+                            format!("`{entry}` is fetched from the network; its objects are not in the inventory"),
+                        );
+                        continue;
+                    }
+                    Ref::Escapes => return Err(format!("{file}: `{entry}` leaves the repository")),
+                };
                 if self.tree.is_file(&path) {
                     ahead.next(self, &files);
                     self.load_file(&path)?.into_iter().for_each(&mut *emit);
@@ -464,14 +467,6 @@ impl<'a> Builder<'a> {
         }
         Ok(())
     }
-}
-
-fn is_remote(entry: &str) -> bool {
-    entry.contains("://")
-        || entry.starts_with("git@")
-        || entry.starts_with("github.com/")
-        || entry.starts_with("gitlab.com/")
-        || entry.starts_with("git::")
 }
 
 fn list<'v>(k: &'v Map<String, Value>, field: &str, file: &str) -> Result<&'v [Value], String> {
@@ -687,6 +682,19 @@ mod tests {
         let out = Builder::new(&plain).build_flux_path("big").unwrap();
         let built: Vec<&str> = out.iter().map(|r| r.meta_str("name")).collect();
         assert_eq!(built, names);
+    }
+
+    /// Flux fails the build of an absolute entry (see `resolve`): the builder does too,
+    /// where it used to read `/apps` as `apps`.
+    #[test]
+    fn an_absolute_resource_fails_the_build() {
+        let tree = FileTree::from_files([
+            ("clusters/dev/kustomization.yaml", "resources: [/apps]\n"),
+            ("apps/kustomization.yaml", "resources: [cm.yaml]\n"),
+            ("apps/cm.yaml", CM),
+        ]);
+        let err = Builder::new(&tree).build_dir("clusters/dev").unwrap_err();
+        assert!(err.contains("`/apps` leaves the repository"), "{err}");
     }
 
     #[test]

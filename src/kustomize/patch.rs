@@ -5,8 +5,7 @@ use serde_json::{Map, Value};
 
 use super::object::group_of;
 use super::target::PatchTarget;
-use super::{Builder, Built, Resource};
-use crate::fs::join;
+use super::{resolve, Builder, Built, Ref, Resource};
 use crate::tree::FileTree;
 use crate::yaml;
 
@@ -89,9 +88,12 @@ pub(super) fn patch_text(
         return Ok(p.to_string());
     }
     if let Some(p) = entry.get("path").and_then(Value::as_str) {
-        let path = join(dir, p).ok_or_else(|| format!("{what}: `{p}` leaves the repository"))?;
-        return tree
-            .read(&path)
+        let found = match resolve(dir, p) {
+            Ref::Local(path) => tree.read(&path),
+            Ref::Remote => None,
+            Ref::Escapes => return Err(format!("{what}: `{p}` leaves the repository")),
+        };
+        return found
             .map(|t| t.to_string())
             .ok_or_else(|| format!("{what}: patch file `{p}` not found"));
     }

@@ -5,8 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::patch::{patch_text, target_of};
-use super::{is_remote, list, Builder, Built, Resource, MODELLED};
-use crate::fs::join;
+use super::{list, resolve, Builder, Built, Ref, Resource, MODELLED};
 
 impl Builder<'_> {
     /// What a kustomization does to what it accumulated, in kustomize's order: components,
@@ -32,16 +31,18 @@ impl Builder<'_> {
             let Some(entry) = entry.as_str() else {
                 return Err(format!("{file}: `components` entries must be strings"));
             };
-            if is_remote(entry) {
-                self.warn(
-                    file,
-                    "remote component",
-                    format!("`{entry}` is fetched from the network; not modelled"),
-                );
-                continue;
-            }
-            let path = join(dir, entry)
-                .ok_or_else(|| format!("{file}: `{entry}` leaves the repository"))?;
+            let path = match resolve(dir, entry) {
+                Ref::Local(path) => path,
+                Ref::Remote => {
+                    self.warn(
+                        file,
+                        "remote component",
+                        format!("`{entry}` is fetched from the network; not modelled"),
+                    );
+                    continue;
+                }
+                Ref::Escapes => return Err(format!("{file}: `{entry}` leaves the repository")),
+            };
             let kfile = self
                 .kustomization_file(&path)
                 .ok_or_else(|| format!("{file}: component `{entry}` has no kustomization.yaml"))?;
@@ -51,10 +52,12 @@ impl Builder<'_> {
             let what = format!("{file}: patchesStrategicMerge[{i}]");
             let text = match entry.as_str() {
                 Some(s) if !s.contains('\n') && !s.trim_start().starts_with('{') => {
-                    let path =
-                        join(dir, s).ok_or_else(|| format!("{what}: leaves the repository"))?;
-                    self.tree
-                        .read(&path)
+                    let found = match resolve(dir, s) {
+                        Ref::Local(path) => self.tree.read(&path),
+                        Ref::Remote => None,
+                        Ref::Escapes => return Err(format!("{what}: leaves the repository")),
+                    };
+                    found
                         .ok_or_else(|| format!("{what}: patch file `{s}` not found"))?
                         .to_string()
                 }

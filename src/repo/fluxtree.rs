@@ -86,12 +86,8 @@ fn read_text(root: &Path, reads: &Reads, rel: &str) -> Option<String> {
     reads.text(&root.join(rel))
 }
 
-/// `dir` joined with a relative resource entry, normalised; `None` for a remote resource or
-/// one that leaves the repository.
+/// `dir` joined with a resource entry (see `kustomize::resolve`); `None` for a remote
+/// resource or one that leaves the repository.
 pub fn join(dir: &str, entry: &str) -> Option<String> {
-    if entry.contains("://") || entry.starts_with("github.com/") {
-        return None;
-    }
-    // An entry is read relative to `dir` even with a leading `/`.
-    crate::fs::join(dir, entry.trim_start_matches('/'))
+    crate::kustomize::resolve(dir, entry).local()
 }
