@@ -3,21 +3,72 @@
 //! system; both give the same `FileTree`, so the builder cannot tell them apart. git runs
 //! without a shell, with `-z` and `--end-of-options`, so no name or revision is interpreted.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
 use crate::yaml::Text;
 
 /// The manifest-like files of one revision, by path relative to the repository root.
+///
+/// Most trees hold every file (a git revision, the working tree, a folder). A tree `on_disk`
+/// holds only the files written into it (`with_file`) and reads the rest from a folder when
+/// they are first asked for: what builds a few kustomizations of a large repository reads
+/// those, not the whole repository.
 #[derive(Debug, Clone, Default)]
 pub struct FileTree {
     files: BTreeMap<String, Text>,
+    /// The folder read on demand, for a tree `on_disk`.
+    disk: Option<Arc<Disk>>,
+    /// Files of the folder that this tree does not have (`without_file`).
+    gone: BTreeSet<String>,
     /// What the tree is, for messages: a short commit id or "the working tree".
     pub label: String,
+}
+
+/// A folder whose files are read when first asked for, each once (its absence too).
+#[derive(Debug)]
+struct Disk {
+    root: PathBuf,
+    read: Mutex<HashMap<String, Option<Text>>>,
+}
+
+impl Disk {
+    /// The file at `rel` through `fs::read_regular` (a regular file, never through a link,
+    /// size bounded) in a folder that does not lead out of the root through a link; `None`
+    /// when it does not exist, cannot be read that way or is not UTF-8.
+    fn read(&self, rel: &str) -> Option<Text> {
+        let mut cache = self
+            .read
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(hit) = cache.get(rel) {
+            return hit.clone();
+        }
+        let parent = rel.rsplit_once('/').map_or("", |(dir, _)| dir);
+        let text = (parent.is_empty() || crate::fs::check_inside(&self.root, parent).is_ok())
+            .then(|| {
+                crate::fs::read_regular(&self.root.join(rel), rel)
+                    .ok()
+                    .flatten()
+            })
+            .flatten()
+            .and_then(|bytes| String::from_utf8(bytes).ok())
+            .map(Arc::new);
+        cache.insert(rel.to_string(), text.clone());
+        text
+    }
+
+    /// Whether `rel` is a folder (not a link to one).
+    fn is_dir(&self, rel: &str) -> bool {
+        self.root
+            .join(rel)
+            .symlink_metadata()
+            .is_ok_and(|m| m.is_dir())
+    }
 }
 
 /// Texts already read from git, by blob id (see `FileTree::from_git_sharing`).
@@ -80,7 +131,43 @@ impl FileTree {
                 .map(|(p, t)| (p.to_string(), Arc::new(t.to_string())))
                 .collect(),
             label: "test".into(),
+            ..FileTree::default()
         }
+    }
+
+    /// The files of the folder `root` (the working tree of a repository, as `apply` sees
+    /// it), each read from disk when first asked for, through the same rules as every read
+    /// (`fs::read_regular`: a regular file, no link followed, size bounded; UTF-8; the
+    /// file names of `wanted`). It lists only the files written into it: `files`,
+    /// `files_under` and `manifests` do not walk the folder, so it serves builds that follow
+    /// kustomizations (every file they read is named), not Flux's generated kustomization of
+    /// a folder without one.
+    pub fn on_disk(root: &Path) -> FileTree {
+        FileTree {
+            disk: Some(Arc::new(Disk {
+                root: root.to_path_buf(),
+                read: Mutex::default(),
+            })),
+            label: "the working tree".into(),
+            ..FileTree::default()
+        }
+    }
+
+    /// This tree with the file at `path` holding `text`, as a write would leave it.
+    pub fn with_file(mut self, path: &str, text: &str) -> FileTree {
+        self.gone.remove(path);
+        self.files
+            .insert(path.to_string(), Arc::new(text.to_string()));
+        self
+    }
+
+    /// This tree without the file at `path`, as a removal would leave it.
+    pub fn without_file(mut self, path: &str) -> FileTree {
+        self.files.remove(path);
+        if self.disk.is_some() {
+            self.gone.insert(path.to_string());
+        }
+        self
     }
 
     /// The tree of commit `rev`, restricted to `root` (which may be a folder inside the
@@ -156,6 +243,7 @@ impl FileTree {
         Ok(FileTree {
             files,
             label: oid.chars().take(12).collect(),
+            ..FileTree::default()
         })
     }
 
@@ -201,6 +289,7 @@ impl FileTree {
         Ok(FileTree {
             files,
             label: "the working tree".into(),
+            ..FileTree::default()
         })
     }
 
@@ -241,6 +330,7 @@ impl FileTree {
         Ok(FileTree {
             files,
             label: "the working tree".into(),
+            ..FileTree::default()
         })
     }
 
@@ -249,17 +339,27 @@ impl FileTree {
         self.files.values()
     }
 
-    pub fn read(&self, path: &str) -> Option<&Text> {
-        self.files.get(path)
+    /// The text of the file at `path` (shared, not copied).
+    pub fn read(&self, path: &str) -> Option<Text> {
+        if let Some(text) = self.files.get(path) {
+            return Some(text.clone());
+        }
+        match &self.disk {
+            Some(disk) if wanted(path) && !self.gone.contains(path) => disk.read(path),
+            _ => None,
+        }
     }
 
     pub fn is_file(&self, path: &str) -> bool {
-        self.files.contains_key(path)
+        self.files.contains_key(path) || (self.disk.is_some() && self.read(path).is_some())
     }
 
-    /// Whether some file lies under `dir` ("" is the root).
+    /// Whether some file lies under `dir` ("" is the root); for a tree `on_disk`, whether
+    /// it is a folder of the disk.
     pub fn is_dir(&self, dir: &str) -> bool {
-        dir.is_empty() || self.files_under(dir).next().is_some()
+        dir.is_empty()
+            || self.files_under(dir).next().is_some()
+            || self.disk.as_ref().is_some_and(|d| d.is_dir(dir))
     }
 
     /// Every file of the tree with its text, in path order.
@@ -378,6 +478,36 @@ mod tests {
             err.contains("apps/big.yaml") && err.contains("MiB"),
             "{err}"
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_tree_on_disk_reads_on_demand_under_its_overlay() {
+        let dir = std::env::temp_dir().join(format!("fluxwave-on-disk-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("a/b")).unwrap();
+        std::fs::write(dir.join("a/k.yaml"), "on: disk\n").unwrap();
+        std::fs::write(dir.join("a/gone.yaml"), "x: 1\n").unwrap();
+        std::fs::write(dir.join("a/notes.txt"), "not wanted\n").unwrap();
+        std::os::unix::fs::symlink(dir.join("a/k.yaml"), dir.join("a/link.yaml")).unwrap();
+        let t = FileTree::on_disk(&dir)
+            .with_file("a/new.yaml", "in: memory\n")
+            .without_file("a/gone.yaml");
+        assert_eq!(
+            t.read("a/k.yaml").as_deref().map(String::as_str),
+            Some("on: disk\n")
+        );
+        assert_eq!(
+            t.read("a/new.yaml").as_deref().map(String::as_str),
+            Some("in: memory\n")
+        );
+        assert!(t.read("a/gone.yaml").is_none() && !t.is_file("a/gone.yaml"));
+        assert!(
+            t.read("a/notes.txt").is_none(),
+            "only the files a build may read"
+        );
+        assert!(t.read("a/link.yaml").is_none(), "a link is not followed");
+        assert!(t.is_file("a/k.yaml") && t.is_dir("a/b") && !t.is_dir("a/k.yaml"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -36,22 +36,23 @@ fn documents(text: &str) -> Vec<(usize, usize)> {
     docs
 }
 
-/// The text of document `index` with its byte offset in the file.
-fn doc<'a>(tree: &'a FileTree, file: &str, index: usize) -> Option<(&'a Text, &'a str, usize)> {
+/// The file's text with the byte range of its document `index`.
+fn doc(tree: &FileTree, file: &str, index: usize) -> Option<(Text, usize, usize)> {
     let text = tree.read(file)?;
-    let (s, e) = *documents(text).get(index)?;
-    Some((text, &text[s..e], s))
+    let (s, e) = *documents(&text).get(index)?;
+    Some((text, s, e))
 }
 
 /// The first line of document `index` that is neither blank nor a comment (its content).
 pub fn document(tree: &FileTree, file: &str, index: usize) -> Option<Place> {
-    let (text, body, start) = doc(tree, file, index)?;
+    let (text, start, end) = doc(tree, file, index)?;
+    let body = &text[start..end];
     let mut offset = start;
     for line in body.split_inclusive('\n') {
         let trimmed = line.trim_start();
         if !trimmed.trim().is_empty() && !trimmed.starts_with('#') {
             let indent = line.len() - trimmed.len();
-            return Some(Place::new(text, offset + indent, trimmed.trim_end().len()));
+            return Some(Place::new(&text, offset + indent, trimmed.trim_end().len()));
         }
         offset += line.len();
     }
@@ -61,13 +62,14 @@ pub fn document(tree: &FileTree, file: &str, index: usize) -> Option<Place> {
 /// The first line of document `index` whose key is `key` (`dependsOn:`), the key itself;
 /// else the document.
 pub fn key(tree: &FileTree, file: &str, index: usize, key: &str) -> Option<Place> {
-    let (text, body, start) = doc(tree, file, index)?;
+    let (text, start, end) = doc(tree, file, index)?;
+    let body = &text[start..end];
     let mut offset = start;
     for line in body.split_inclusive('\n') {
         let trimmed = line.trim_start().trim_start_matches("- ");
         if trimmed.starts_with(key) && trimmed[key.len()..].starts_with(':') {
             let indent = line.len() - trimmed.len();
-            return Some(Place::new(text, offset + indent, key.len()));
+            return Some(Place::new(&text, offset + indent, key.len()));
         }
         offset += line.len();
     }
@@ -76,9 +78,9 @@ pub fn key(tree: &FileTree, file: &str, index: usize, key: &str) -> Option<Place
 
 /// Where `needle` first occurs in document `index`, else the document.
 pub fn text(tree: &FileTree, file: &str, index: usize, needle: &str) -> Option<Place> {
-    let (text, body, start) = doc(tree, file, index)?;
-    match body.find(needle) {
-        Some(at) => Some(Place::new(text, start + at, needle.len())),
+    let (text, start, end) = doc(tree, file, index)?;
+    match text[start..end].find(needle) {
+        Some(at) => Some(Place::new(&text, start + at, needle.len())),
         None => document(tree, file, index),
     }
 }

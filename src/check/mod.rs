@@ -157,7 +157,7 @@ pub fn run(root: &Path) -> Result<Vec<Finding>> {
 
 /// The lints of a catalog-managed repository: plan problems and drift from `apply`.
 fn catalog_lints(root: &Path, tree: &FileTree) -> Result<Vec<Finding>> {
-    let repo = Repo::load_with(root, &|path| tree.read(path).cloned())?;
+    let repo = Repo::load_with(root, &|path| tree.read(path))?;
     let plan = Plan::for_repo(&repo)?;
     let mut findings: Vec<Finding> = plan
         .problems

@@ -232,7 +232,7 @@ impl Inventory {
 /// folder under `clusters/` (but `base`) with a kustomization or a `flux bootstrap` sync file.
 pub fn environments(tree: &FileTree) -> Result<Vec<(String, String)>> {
     if let Some(text) = tree.read(config::FILE) {
-        let config = Config::parse(text)?;
+        let config = Config::parse(&text)?;
         return Ok(config
             .environments
             .into_iter()
@@ -265,7 +265,7 @@ fn root_of(tree: &FileTree, env_path: &str) -> Owner {
     let sync = join(env_path, "flux-system/gotk-sync.yaml").unwrap_or_default();
     let docs = tree
         .read(&sync)
-        .and_then(|t| crate::yaml::parse_all(&sync, t).ok())
+        .and_then(|t| crate::yaml::parse_all(&sync, &t).ok())
         .unwrap_or_default();
     let flux: Vec<Owner> = docs
         .iter()

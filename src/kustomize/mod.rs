@@ -284,7 +284,7 @@ impl<'a> Builder<'a> {
             .ok_or_else(|| format!("{path}: file not found"))?;
         match self.ready.remove(path) {
             Some(loaded) => loaded,
-            None => load(path, text),
+            None => load(path, &text),
         }
     }
 
@@ -294,7 +294,7 @@ impl<'a> Builder<'a> {
         let tree = self.tree;
         let loaded = crate::par::map(paths, |path| {
             let path = path.as_ref();
-            tree.read(path).map(|text| load(path, text))
+            tree.read(path).map(|text| load(path, &text))
         });
         for (path, objects) in paths.iter().zip(loaded) {
             if let Some(objects) = objects {
@@ -308,7 +308,7 @@ impl<'a> Builder<'a> {
             .tree
             .read(file)
             .ok_or_else(|| format!("{file}: file not found"))?;
-        match yaml::parse::<Value>(file, text).map_err(|e| e.to_string())? {
+        match yaml::parse::<Value>(file, &text).map_err(|e| e.to_string())? {
             Value::Object(m) => Ok(m),
             Value::Null => Ok(Map::new()),
             _ => Err(format!("{file}: a kustomization must be a mapping")),

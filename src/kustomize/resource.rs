@@ -88,7 +88,7 @@ impl Resource {
         let text = tree
             .read(&self.file)
             .ok_or_else(|| format!("{}: file not found", self.file))?;
-        let doc = parse_file(&self.file, text)?.into_iter().nth(self.index);
+        let doc = parse_file(&self.file, &text)?.into_iter().nth(self.index);
         let original = match rest.item {
             Some(i) => doc.and_then(|mut d| d.get_mut("items")?.get_mut(i).map(Value::take)),
             None => doc,
