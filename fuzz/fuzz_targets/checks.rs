@@ -5,7 +5,6 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
@@ -105,18 +104,18 @@ pub fn config(data: &[u8]) {
                     "{emitted}"
                 );
                 assert_eq!(config.wave_of_name(&config.wave_name(n)), Some(n));
-                let item = fluxwave::flux::decryption::decryption_patch_item(
+                let item = fluxwave::flux::emit::decryption_patch_item(
                     &config.wave_name(n),
                     &config.waves.namespace,
                     &config.waves.decryption,
                 );
                 let doc: Value = serde_saphyr::from_str(&item).expect("patch item parses");
-                let patches = fluxwave::flux::decryption::decryption_patches(
-                    &serde_json::json!({"patches": [doc]}),
-                    &|_| None,
-                )
-                .expect("a patch fluxwave writes is one it reads");
-                assert_eq!(patches.len(), 1, "{item}");
+                let k = serde_json::json!({"patches": [doc]});
+                let tree = FileTree::default();
+                let e = fluxwave::flux::decryption::patch_entries(&k)[0];
+                let (name, _) = fluxwave::flux::decryption::literal_target(&tree, "", &e)
+                    .expect("a patch fluxwave writes names its wave");
+                assert_eq!(name, config.wave_name(n), "{item}");
             }
         }
     }
@@ -135,19 +134,32 @@ pub fn kustomization(data: &[u8]) {
             render(&e);
         }
         Ok(doc) => {
-            let read = |_: &str| Some(text.to_string());
-            if let Ok(patches) = fluxwave::flux::decryption::decryption_patches(&doc, &read) {
-                let empty = BTreeMap::new();
-                for p in &patches {
-                    let name = p.literal_name().unwrap_or("apps-wave-0").to_string();
-                    let obj = fluxwave::flux::decryption::FluxRef {
-                        name: &name,
-                        namespace: "flux-system",
-                        labels: &empty,
-                        annotations: &empty,
-                    };
-                    let _ = p.covers(&obj);
+            // Every patch file the kustomization names answers with the same text.
+            let mut files: Vec<(String, &str)> = Vec::new();
+            for e in fluxwave::flux::decryption::patch_entries(&doc) {
+                let path = e
+                    .entry
+                    .get("path")
+                    .or(Some(e.entry))
+                    .and_then(Value::as_str);
+                if let Some(rel) =
+                    path.and_then(|p| fluxwave::kustomize::resolve("clusters/dev", p).local())
+                {
+                    files.push((rel, text));
                 }
+            }
+            let tree = FileTree::from_files(files.iter().map(|(p, t)| (p.as_str(), *t)));
+            let mut builder = fluxwave::kustomize::Builder::owners_only(&tree);
+            for e in fluxwave::flux::decryption::patch_entries(&doc) {
+                let name = fluxwave::flux::decryption::literal_target(&tree, "clusters/dev", &e)
+                    .map_or("apps-wave-0".to_string(), |(n, _)| n);
+                let _ = fluxwave::flux::decryption::gives_decryption(
+                    &mut builder,
+                    "clusters/dev",
+                    &e,
+                    &name,
+                    "flux-system",
+                );
             }
             let _ = fluxwave::yaml::edit::edit_sequence(text, "patches", &[], None, &[]);
         }

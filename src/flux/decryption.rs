@@ -1,504 +1,155 @@
-//! SOPS decryption patches of an environment's kustomization: which patch entries set
-//! `spec.decryption` on which Flux Kustomizations, and the form `apply` writes a new one in.
+//! SOPS decryption, one answer for `plan` and `check`: whether a Flux Kustomization, as an
+//! environment's build leaves it, ends with `spec.decryption` (`ends_decrypted`, read from
+//! the kustomize builder's objects); which Kustomization a patch entry names literally
+//! (`literal_target`, so that `apply` can remove the entry of one that is gone); and whether
+//! an entry gives a Kustomization decryption, asked of the builder's own patch code
+//! (`gives_decryption`). What `apply` writes is in `emit::decryption_patch_item`.
 
-use serde_json::{Map, Value};
-use std::collections::BTreeMap;
+use serde_json::{json, Map, Value};
 
-use crate::kustomize::target::{opt_str, parse_target, Target};
+use super::KUSTOMIZE_GROUP;
+use crate::kustomize::{resolve, Builder};
+use crate::tree::FileTree;
 
-/// API group of Flux Kustomizations.
-const FLUX_GROUP: &str = "kustomize.toolkit.fluxcd.io";
-/// Versions of the Flux Kustomization API that a patch target may name.
-const FLUX_VERSIONS: &[&str] = &["v1", "v1beta2"];
+/// The fields of a kustomization that hold patches.
+pub const PATCH_FIELDS: [&str; 3] = ["patches", "patchesStrategicMerge", "patchesJson6902"];
 
-/// The object a patch may apply to: a Flux Kustomization.
+/// Whether a Flux Kustomization (as a build leaves it) decrypts SOPS files.
+pub fn ends_decrypted(object: &Value) -> bool {
+    object
+        .pointer("/spec/decryption")
+        .is_some_and(Value::is_object)
+}
+
+/// One entry of a kustomization's patch lists.
 #[derive(Debug, Clone, Copy)]
-pub struct FluxRef<'a> {
-    pub name: &'a str,
-    pub namespace: &'a str,
-    pub labels: &'a BTreeMap<String, String>,
-    pub annotations: &'a BTreeMap<String, String>,
-}
-
-/// One patch entry of a kustomization that sets `spec.decryption` on Flux Kustomizations.
-#[derive(Debug, Clone)]
-pub struct DecryptionPatch {
-    /// "patches", "patchesStrategicMerge" or "patchesJson6902".
+pub struct PatchEntry<'a> {
+    /// One of `PATCH_FIELDS`.
     pub field: &'static str,
-    /// Position in that list.
+    /// Its position in that list.
     pub index: usize,
-    /// What it sets spec.decryption to (for JSON 6902 ops on sub-paths, the object built from
-    /// them).
-    pub decryption: Value,
-    selector: Selector,
+    pub entry: &'a Value,
 }
 
-#[derive(Debug, Clone)]
-enum Selector {
-    /// An explicit `target`.
-    Target(Box<Target>),
-    /// A strategic-merge patch without target: the object named by its own header.
-    Own {
-        group: String,
-        kind: String,
-        name: String,
-        namespace: Option<String>,
-    },
+/// Every entry of the patch lists of kustomization `k`, list by list (a field that is not a
+/// list has none: the builder reports it).
+pub fn patch_entries(k: &Value) -> Vec<PatchEntry<'_>> {
+    PATCH_FIELDS
+        .iter()
+        .flat_map(|&field| {
+            k.get(field)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .enumerate()
+                .map(move |(index, entry)| PatchEntry {
+                    field,
+                    index,
+                    entry,
+                })
+        })
+        .collect()
 }
 
-impl DecryptionPatch {
-    /// Whether this patch applies to the given Flux Kustomization (group kustomize.toolkit.fluxcd.io).
-    pub fn covers(&self, obj: &FluxRef) -> bool {
-        match &self.selector {
-            Selector::Own {
-                group,
-                kind,
-                name,
-                namespace,
-            } => {
-                group == FLUX_GROUP
-                    && kind == "Kustomization"
-                    && name == obj.name
-                    && match namespace {
-                        Some(ns) => ns == obj.namespace,
-                        None => true,
-                    }
-            }
-            Selector::Target(t) => t.matches(obj),
+/// The Kustomization an entry of the kustomization in `dir` selects by one literal name (no
+/// regular-expression metacharacter, no label or annotation selector), with the namespace it
+/// names, if any: its `target`'s, or, for a strategic-merge patch without one, its own
+/// header's (read from its file for a `path`).
+pub fn literal_target(
+    tree: &FileTree,
+    dir: &str,
+    e: &PatchEntry,
+) -> Option<(String, Option<String>)> {
+    let literal = |v: Option<&Value>| -> Option<Option<String>> {
+        match v {
+            None | Some(Value::Null) => Some(None),
+            Some(Value::String(s)) if is_literal(s) => Some(Some(s.clone())),
+            Some(_) => None,
         }
-    }
-
-    /// Whether it selects exactly one object by a literal name (no regex metacharacters, no
-    /// selector), and that name.
-    pub fn literal_name(&self) -> Option<&str> {
-        match &self.selector {
-            Selector::Own { name, .. } => Some(name),
-            Selector::Target(t) => {
-                if t.labels.is_some() || t.annotations.is_some() {
-                    return None;
-                }
-                if let Some((ns, _)) = &t.namespace {
-                    if !is_literal(ns) {
-                        return None;
-                    }
-                }
-                match &t.name {
-                    Some((name, _)) if is_literal(name) => Some(name),
-                    _ => None,
-                }
-            }
+    };
+    let target = e.entry.get("target").filter(|t| !t.is_null());
+    if let Some(t) = target.filter(|_| e.field != "patchesStrategicMerge") {
+        if t.get("labelSelector").is_some() || t.get("annotationSelector").is_some() {
+            return None;
         }
+        let name = literal(t.get("name"))??;
+        return Some((name, literal(t.get("namespace"))?));
     }
+    let read = |path: &str| tree.read(&resolve(dir, path).local()?);
+    let text = match (e.field, e.entry) {
+        ("patches", m) => match (m.get("patch").and_then(Value::as_str), m.get("path")) {
+            (Some(p), _) => p.to_string(),
+            (None, Some(Value::String(path))) => read(path)?.to_string(),
+            _ => return None,
+        },
+        ("patchesStrategicMerge", Value::String(s))
+            if !s.contains('\n') && !s.trim_start().starts_with('{') =>
+        {
+            read(s)?.to_string()
+        }
+        ("patchesStrategicMerge", Value::String(s)) => s.clone(),
+        _ => return None,
+    };
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&text).ok()?;
+    let header = docs.iter().find(|d| d.is_object())?;
+    let meta = header.get("metadata")?;
+    let name = literal(meta.get("name"))??;
+    Some((name, literal(meta.get("namespace"))?))
 }
 
 fn is_literal(s: &str) -> bool {
     !s.is_empty() && !s.chars().any(|c| "\\.+*?()|[]{}^$".contains(c))
 }
 
-impl Target {
-    fn matches(&self, obj: &FluxRef) -> bool {
-        if let Some(g) = &self.group {
-            if g != FLUX_GROUP {
-                return false;
-            }
-        }
-        if let Some(v) = &self.version {
-            if !FLUX_VERSIONS.contains(&v.as_str()) {
-                return false;
-            }
-        }
-        if let Some(k) = &self.kind {
-            if k != "Kustomization" {
-                return false;
-            }
-        }
-        if let Some((_, re)) = &self.name {
-            if !re.is_match(obj.name) {
-                return false;
-            }
-        }
-        if let Some((_, re)) = &self.namespace {
-            if !re.is_match(obj.namespace) {
-                return false;
-            }
-        }
-        if let Some(sel) = &self.labels {
-            if !sel.matches(obj.labels) {
-                return false;
-            }
-        }
-        if let Some(sel) = &self.annotations {
-            if !sel.matches(obj.annotations) {
-                return false;
-            }
-        }
-        true
-    }
-}
-
-/// The documents of a patch: strategic-merge objects or JSON 6902 op lists.
-enum PatchDoc {
-    Smp(Value),
-    Json(Vec<Value>),
-}
-
-fn parse_patch_text(text: &str, what: &str) -> Result<Vec<PatchDoc>, String> {
-    let docs: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| {
-        format!(
-            "{what}: the patch is not valid YAML or JSON: {}",
-            crate::yaml::brief_error(text, &e)
-        )
-    })?;
-    let mut out = Vec::new();
-    for doc in docs {
-        match doc {
-            Value::Null => {}
-            Value::Object(_) => out.push(PatchDoc::Smp(doc)),
-            Value::Array(ops) => out.push(PatchDoc::Json(ops)),
-            other => {
-                return Err(format!(
-                    "{what}: a patch must be a mapping or a list of operations, not {other}"
-                ))
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// What a strategic-merge patch sets spec.decryption to, if it sets it.
-fn smp_decryption(doc: &Value) -> Option<Value> {
-    if doc.get("$patch").and_then(Value::as_str) == Some("delete") {
-        return None;
-    }
-    let spec = doc.get("spec")?;
-    if spec.get("$patch").and_then(Value::as_str) == Some("delete") {
-        return None;
-    }
-    match spec.get("decryption")? {
-        Value::Object(m) => {
-            if m.get("$patch").and_then(Value::as_str) == Some("delete") {
-                return None;
-            }
-            let mut m = m.clone();
-            m.shift_remove("$patch");
-            Some(Value::Object(m))
-        }
-        _ => None,
-    }
-}
-
-fn unescape_pointer(seg: &str) -> String {
-    seg.replace("~1", "/").replace("~0", "~")
-}
-
-/// Sets `value` at the JSON pointer `sub` (without leading slash) inside `root`, creating
-/// mappings on the way.
-fn set_at(root: &mut Value, sub: &str, value: Value, what: &str) -> Result<(), String> {
-    let segs: Vec<String> = sub.split('/').map(unescape_pointer).collect();
-    let mut cur = root;
-    for (i, seg) in segs.iter().enumerate() {
-        let last = i + 1 == segs.len();
-        match cur {
-            Value::Object(m) => {
-                if last {
-                    m.insert(seg.clone(), value);
-                    return Ok(());
+/// Whether entry `e` of the kustomization in `dir` sets `spec.decryption` on a Flux
+/// Kustomization `name` in `namespace`, asked of `builder`'s patch code: applied to that
+/// Kustomization (of either API version a target may name) without decryption, it gives it
+/// one; or applied to it with some other decryption, it leaves a different one (a JSON 6902
+/// `replace` needs one there). An entry the builder cannot apply sets none.
+pub fn gives_decryption(
+    builder: &mut Builder,
+    dir: &str,
+    e: &PatchEntry,
+    name: &str,
+    namespace: &str,
+) -> bool {
+    let mut k = Map::new();
+    k.insert(e.field.into(), Value::Array(vec![e.entry.clone()]));
+    let what = format!("{dir}: {}[{}]", e.field, e.index);
+    let placeholder = json!({"provider": "fluxwave-probe"});
+    let sets = [None, Some(&placeholder)].into_iter().any(|before| {
+        let objects = ["v1", "v1beta2"]
+            .iter()
+            .map(|v| {
+                // A Flux Kustomization always has a spec (sourceRef, interval): a JSON 6902
+                // `add` at /spec/decryption needs it.
+                let mut spec = Map::new();
+                if let Some(d) = before {
+                    spec.insert("decryption".into(), d.clone());
                 }
-                cur = m
-                    .entry(seg.clone())
-                    .or_insert_with(|| Value::Object(Map::new()));
-            }
-            Value::Array(a) => {
-                let idx = if seg == "-" {
-                    a.len()
-                } else {
-                    seg.parse::<usize>()
-                        .ok()
-                        .filter(|i| *i <= a.len())
-                        .ok_or_else(|| format!("{what}: bad list index `{seg}` in path"))?
-                };
-                if last {
-                    if idx == a.len() {
-                        a.push(value);
-                    } else {
-                        a.insert(idx, value);
-                    }
-                    return Ok(());
-                }
-                cur = a
-                    .get_mut(idx)
-                    .ok_or_else(|| format!("{what}: bad list index `{seg}` in path"))?;
-            }
-            _ => return Err(format!("{what}: path `{sub}` goes through a scalar")),
-        }
-    }
-    Ok(())
-}
-
-/// What a list of JSON 6902 operations sets spec.decryption to, if it sets it.
-fn json6902_decryption(ops: &[Value], what: &str) -> Result<Option<Value>, String> {
-    let mut dec: Option<Value> = None;
-    for (i, op) in ops.iter().enumerate() {
-        let o = op
-            .as_object()
-            .ok_or_else(|| format!("{what}: operation {i} is not a mapping"))?;
-        let kind = o.get("op").and_then(Value::as_str).unwrap_or("");
-        let path = o.get("path").and_then(Value::as_str).unwrap_or("");
-        let value = o.get("value").cloned().unwrap_or(Value::Null);
-        match kind {
-            "add" | "replace" => {
-                if path == "/spec/decryption" {
-                    dec = value.is_object().then_some(value);
-                } else if let Some(sub) = path.strip_prefix("/spec/decryption/") {
-                    let mut d = dec.take().unwrap_or_else(|| Value::Object(Map::new()));
-                    set_at(&mut d, sub, value, what)?;
-                    dec = Some(d);
-                } else if path == "/spec" {
-                    dec = value.get("decryption").filter(|d| d.is_object()).cloned();
-                }
-            }
-            "remove" => {
-                if path == "/spec/decryption" || path == "/spec" {
-                    dec = None;
-                } else if let Some(sub) = path.strip_prefix("/spec/decryption/") {
-                    if let Some(d) = dec.as_mut() {
-                        let ptr = format!("/{sub}");
-                        if let Some((parent, leaf)) = ptr.rsplit_once('/') {
-                            let leaf = unescape_pointer(leaf);
-                            match d.pointer_mut(parent) {
-                                Some(Value::Object(m)) => {
-                                    m.shift_remove(&leaf);
-                                }
-                                Some(Value::Array(a)) => {
-                                    if let Ok(i) = leaf.parse::<usize>() {
-                                        if i < a.len() {
-                                            a.remove(i);
-                                        }
-                                    }
-                                }
-                                _ => {}
-                            }
-                        }
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    Ok(dec)
-}
-
-/// Appends the decryption patches among `docs` (one patch entry) to `out`.
-fn collect(
-    out: &mut Vec<DecryptionPatch>,
-    field: &'static str,
-    index: usize,
-    docs: Vec<PatchDoc>,
-    target: Option<&Target>,
-    what: &str,
-) -> Result<(), String> {
-    for doc in docs {
-        match doc {
-            PatchDoc::Smp(doc) => {
-                let Some(decryption) = smp_decryption(&doc) else {
-                    continue;
-                };
-                let selector = match target {
-                    Some(t) => Selector::Target(Box::new(t.clone())),
-                    None => own_selector(&doc, what)?,
-                };
-                out.push(DecryptionPatch {
-                    field,
-                    index,
-                    decryption,
-                    selector,
-                });
-            }
-            PatchDoc::Json(ops) => {
-                let t =
-                    target.ok_or_else(|| format!("{what}: a JSON 6902 patch needs a `target`"))?;
-                if let Some(decryption) = json6902_decryption(&ops, what)? {
-                    out.push(DecryptionPatch {
-                        field,
-                        index,
-                        decryption,
-                        selector: Selector::Target(Box::new(t.clone())),
-                    });
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-fn own_selector(doc: &Value, what: &str) -> Result<Selector, String> {
-    let m = doc
-        .as_object()
-        .ok_or_else(|| format!("{what}: patch is not a mapping"))?;
-    let api_version = opt_str(m, "apiVersion", what)?
-        .ok_or_else(|| format!("{what}: a patch without target needs `apiVersion`"))?;
-    let kind = opt_str(m, "kind", what)?
-        .ok_or_else(|| format!("{what}: a patch without target needs `kind`"))?;
-    let meta = m
-        .get("metadata")
-        .and_then(Value::as_object)
-        .ok_or_else(|| format!("{what}: a patch without target needs `metadata`"))?;
-    let name = opt_str(meta, "name", what)?
-        .ok_or_else(|| format!("{what}: a patch without target needs `metadata.name`"))?;
-    let namespace = opt_str(meta, "namespace", what)?;
-    let group = match api_version.split_once('/') {
-        Some((g, _)) => g.to_string(),
-        None => String::new(),
-    };
-    Ok(Selector::Own {
-        group,
-        kind,
-        name,
-        namespace,
-    })
-}
-
-fn list_field<'a>(k: &'a Map<String, Value>, field: &str) -> Result<&'a [Value], String> {
-    match k.get(field) {
-        None | Some(Value::Null) => Ok(&[]),
-        Some(Value::Array(a)) => Ok(a),
-        Some(_) => Err(format!("kustomization: `{field}` must be a list")),
-    }
-}
-
-fn read_patch_file(
-    path: &str,
-    read: &dyn Fn(&str) -> Option<String>,
-    what: &str,
-) -> Result<String, String> {
-    read(path).ok_or_else(|| format!("{what}: patch file `{path}` not found"))
-}
-
-/// `kustomization` is the parsed kustomization.yaml; `read` loads a file named by a `path:` entry,
-/// relative to the kustomization's directory (returns None when missing). Returns every patch
-/// entry that sets `spec.decryption` on Flux Kustomizations, in file order.
-pub fn decryption_patches(
-    kustomization: &Value,
-    read: &dyn Fn(&str) -> Option<String>,
-) -> Result<Vec<DecryptionPatch>, String> {
-    let k = match kustomization {
-        Value::Object(m) => m,
-        Value::Null => return Ok(Vec::new()),
-        _ => return Err("kustomization: not a mapping".to_string()),
-    };
-    let mut out = Vec::new();
-
-    for (i, entry) in list_field(k, "patches")?.iter().enumerate() {
-        let what = format!("patches[{i}]");
-        let m = entry
-            .as_object()
-            .ok_or_else(|| format!("{what}: must be a mapping with `patch` or `path`"))?;
-        let target = match m.get("target") {
-            None | Some(Value::Null) => None,
-            Some(t) => Some(parse_target(t, &what)?),
-        };
-        let inline = opt_str(m, "patch", &what)?;
-        let path = opt_str(m, "path", &what)?;
-        let text = match (inline, path) {
-            (Some(p), None) => p,
-            (None, Some(path)) => read_patch_file(&path, read, &what)?,
-            (Some(_), Some(_)) => {
-                return Err(format!("{what}: has both `patch` and `path`"));
-            }
-            (None, None) => return Err(format!("{what}: has neither `patch` nor `path`")),
-        };
-        let docs = parse_patch_text(&text, &what)?;
-        collect(&mut out, "patches", i, docs, target.as_ref(), &what)?;
-    }
-
-    for (i, entry) in list_field(k, "patchesStrategicMerge")?.iter().enumerate() {
-        let what = format!("patchesStrategicMerge[{i}]");
-        let docs = match entry {
-            Value::String(s) => {
-                let text = if s.contains('\n') {
-                    s.clone()
-                } else if let Some(t) = read(s) {
-                    t
-                } else if s.trim_start().starts_with('{') {
-                    s.clone()
-                } else {
-                    return Err(format!("{what}: patch file `{s}` not found"));
-                };
-                parse_patch_text(&text, &what)?
-            }
-            Value::Object(_) => vec![PatchDoc::Smp(entry.clone())],
-            _ => return Err(format!("{what}: must be a file path or an inline patch")),
-        };
-        let docs = docs
-            .into_iter()
-            .map(|d| match d {
-                PatchDoc::Smp(v) => Ok(PatchDoc::Smp(v)),
-                PatchDoc::Json(_) => Err(format!(
-                    "{what}: a list of operations is not a strategic-merge patch"
-                )),
+                json!({
+                    "apiVersion": format!("{KUSTOMIZE_GROUP}/{v}"),
+                    "kind": "Kustomization",
+                    "metadata": {"name": name, "namespace": namespace},
+                    "spec": spec,
+                })
             })
-            .collect::<Result<Vec<_>, String>>()?;
-        collect(&mut out, "patchesStrategicMerge", i, docs, None, &what)?;
-    }
-
-    for (i, entry) in list_field(k, "patchesJson6902")?.iter().enumerate() {
-        let what = format!("patchesJson6902[{i}]");
-        let m = entry
-            .as_object()
-            .ok_or_else(|| format!("{what}: must be a mapping with `target`"))?;
-        let target = match m.get("target") {
-            None | Some(Value::Null) => return Err(format!("{what}: needs a `target`")),
-            Some(t) => parse_target(t, &what)?,
-        };
-        let inline = opt_str(m, "patch", &what)?;
-        let path = opt_str(m, "path", &what)?;
-        let text = match (inline, path) {
-            (Some(p), None) => p,
-            (None, Some(path)) => read_patch_file(&path, read, &what)?,
-            (Some(_), Some(_)) => return Err(format!("{what}: has both `patch` and `path`")),
-            (None, None) => return Err(format!("{what}: has neither `patch` nor `path`")),
-        };
-        let mut docs = Vec::new();
-        for d in parse_patch_text(&text, &what)? {
-            match d {
-                PatchDoc::Json(ops) => docs.push(PatchDoc::Json(ops)),
-                PatchDoc::Smp(_) => {
-                    return Err(format!("{what}: the patch is not a list of operations"))
-                }
-            }
-        }
-        collect(&mut out, "patchesJson6902", i, docs, Some(&target), &what)?;
-    }
-    Ok(out)
-}
-
-// ---------------------------------------------------------------------------------------------
-/// The inline strategic-merge patch `apply` writes for one wave, as item text for edit_sequence.
-pub fn decryption_patch_item(name: &str, namespace: &str, decryption: &Value) -> String {
-    let mut metadata = Map::new();
-    metadata.insert("name".into(), Value::String(name.into()));
-    if !namespace.is_empty() {
-        metadata.insert("namespace".into(), Value::String(namespace.into()));
-    }
-    let patch = serde_json::json!({
-        "apiVersion": format!("{FLUX_GROUP}/v1"),
-        "kind": "Kustomization",
-        "metadata": metadata,
-        "spec": {"decryption": decryption},
+            .collect();
+        builder
+            .transform_objects(&what, dir, &k, objects)
+            .is_ok_and(|out| {
+                out.iter()
+                    .any(|o| ends_decrypted(o) && o.pointer("/spec/decryption") != before)
+            })
     });
-    let mut s = String::from("patch: |-");
-    for line in crate::yaml::emit(&patch).lines() {
-        s.push_str("\n  ");
-        s.push_str(line);
-    }
-    s
+    sets
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::flux::emit;
     use crate::yaml::edit::{apply_list_edit, edit_sequence};
-    use serde_json::json;
 
     const BASE: &str = "# Flux objects shared by every cluster. Hand-maintained: keep the order.
 apiVersion: kustomize.config.k8s.io/v1beta1
@@ -560,217 +211,60 @@ patches:
         serde_saphyr::from_str::<Value>(text).unwrap()
     }
 
-    fn no_files(_: &str) -> Option<String> {
-        None
-    }
-
     fn sops() -> Value {
         json!({"provider": "sops", "secretRef": {"name": "sops-age"}})
     }
 
-    fn flux<'a>(name: &'a str, labels: &'a BTreeMap<String, String>) -> FluxRef<'a> {
-        FluxRef {
-            name,
-            namespace: "flux-system",
-            labels,
-            annotations: labels,
-        }
-    }
-
-    fn covered(p: &DecryptionPatch, name: &str) -> bool {
-        let empty = BTreeMap::new();
-        p.covers(&flux(name, &empty))
-    }
-
-    #[test]
-    fn inline_smp_by_name() {
-        let found = decryption_patches(&parse(DEV), &no_files).unwrap();
-        assert_eq!(found.len(), 1);
-        assert_eq!(found[0].field, "patches");
-        assert_eq!(found[0].index, 0);
-        assert_eq!(found[0].decryption, sops());
-        assert_eq!(found[0].literal_name(), Some("apps"));
-        assert!(covered(&found[0], "apps"));
-        assert!(!covered(&found[0], "apps-wave-0"));
-        let empty = BTreeMap::new();
-        let other_ns = FluxRef {
-            namespace: "other",
-            ..flux("apps", &empty)
-        };
-        assert!(!found[0].covers(&other_ns));
-    }
-
-    #[test]
-    fn smp_file_via_path() {
-        let k = parse("patches:\n  - path: decrypt.yaml\n  - path: other.yaml\n");
-        let read = |p: &str| {
-            match p {
-            "decrypt.yaml" => Some(
-                "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: infra\nspec:\n  decryption:\n    provider: sops\n"
-                    .to_string(),
-            ),
-            "other.yaml" => Some(
-                "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: infra\nspec:\n  interval: 5m\n"
-                    .to_string(),
-            ),
-            _ => None,
-        }
-        };
-        let found = decryption_patches(&k, &read).unwrap();
-        assert_eq!(found.len(), 1);
-        assert_eq!(found[0].index, 0);
-        assert_eq!(found[0].decryption, json!({"provider": "sops"}));
-        assert!(covered(&found[0], "infra"));
-        let missing = parse("patches:\n  - path: nope.yaml\n");
-        assert!(decryption_patches(&missing, &no_files)
-            .unwrap_err()
-            .contains("nope.yaml"));
-    }
-
-    #[test]
-    fn json6902_inline_with_target_by_name() {
-        let found = decryption_patches(&parse(DEV_JSON), &no_files).unwrap();
-        assert_eq!(found.len(), 1);
-        assert_eq!(found[0].decryption, sops());
-        assert_eq!(found[0].literal_name(), Some("apps"));
-        assert!(covered(&found[0], "apps"));
-        assert!(!covered(&found[0], "apps-wave-1"));
-    }
-
-    #[test]
-    fn json6902_json_text_and_sub_paths() {
-        let k = parse(
-            r#"patches:
-  - target: {kind: Kustomization, name: apps}
-    patch: '[{"op": "add", "path": "/spec/decryption/provider", "value": "sops"}, {"op": "replace", "path": "/spec/decryption/secretRef", "value": {"name": "sops-age"}}]'
-"#,
-        );
-        let found = decryption_patches(&k, &no_files).unwrap();
-        assert_eq!(found.len(), 1);
-        assert_eq!(found[0].decryption, sops());
-        let no_target = parse("patches:\n  - patch: '[{\"op\": \"add\", \"path\": \"/spec/decryption\", \"value\": {}}]'\n");
-        assert!(decryption_patches(&no_target, &no_files).is_err());
-    }
-
-    #[test]
-    fn json6902_regex_target() {
-        let k = parse("patches:\n  - target:\n      group: kustomize.toolkit.fluxcd.io\n      version: v1\n      kind: Kustomization\n      name: apps-wave-.*\n    patch: |\n      - op: add\n        path: /spec/decryption\n        value: {provider: sops}\n");
-        let found = decryption_patches(&k, &no_files).unwrap();
-        assert_eq!(found.len(), 1);
-        assert!(covered(&found[0], "apps-wave-3"));
-        assert!(!covered(&found[0], "apps"));
-        assert!(!covered(&found[0], "xapps-wave-3"));
-        assert_eq!(found[0].literal_name(), None);
-    }
-
-    #[test]
-    fn target_kind_only_covers_all_and_wrong_group_none() {
-        let k = parse("patches:\n  - target: {kind: Kustomization}\n    patch: |\n      - op: add\n        path: /spec/decryption\n        value: {provider: sops}\n  - target: {group: kustomize.config.k8s.io, kind: Kustomization}\n    patch: |\n      - op: add\n        path: /spec/decryption\n        value: {provider: sops}\n  - target: {kind: HelmRelease}\n    patch: |\n      - op: add\n        path: /spec/decryption\n        value: {provider: sops}\n");
-        let found = decryption_patches(&k, &no_files).unwrap();
-        assert_eq!(found.len(), 3);
-        assert!(covered(&found[0], "apps") && covered(&found[0], "anything"));
-        assert_eq!(found[0].literal_name(), None);
-        assert!(!covered(&found[1], "apps"));
-        assert!(!covered(&found[2], "apps"));
-    }
-
-    #[test]
-    fn label_selector_targets() {
-        let k = parse("patches:\n  - target:\n      kind: Kustomization\n      labelSelector: \"tier=apps,wave in (0, 1),!skip\"\n    patch: |\n      apiVersion: kustomize.toolkit.fluxcd.io/v1\n      kind: Kustomization\n      metadata:\n        name: ignored\n      spec:\n        decryption:\n          provider: sops\n");
-        let found = decryption_patches(&k, &no_files).unwrap();
-        assert_eq!(found.len(), 1);
-        assert_eq!(found[0].literal_name(), None);
-        let l = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
-            pairs
-                .iter()
-                .map(|(a, b)| (a.to_string(), b.to_string()))
-                .collect()
-        };
-        let yes = l(&[("tier", "apps"), ("wave", "1")]);
-        let wrong_wave = l(&[("tier", "apps"), ("wave", "2")]);
-        let skipped = l(&[("tier", "apps"), ("wave", "0"), ("skip", "")]);
-        assert!(found[0].covers(&flux("x", &yes)));
-        assert!(!found[0].covers(&flux("x", &wrong_wave)));
-        assert!(!found[0].covers(&flux("x", &skipped)));
-    }
-
-    #[test]
-    fn an_invalid_selector_names_itself() {
-        let k = parse("patches:\n  - target: {kind: Kustomization, labelSelector: \"a in (1\"}\n    patch: '[]'\n");
-        let err = decryption_patches(&k, &no_files).unwrap_err();
-        assert!(
-            err.contains("labelSelector") && err.contains("a in (1"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn invalid_regex_is_error() {
-        let k = parse(
-            "patches:\n  - target: {kind: Kustomization, name: \"apps-(\"}\n    patch: '[]'\n",
-        );
-        let err = decryption_patches(&k, &no_files).unwrap_err();
-        assert!(err.contains("apps-("), "{err}");
-    }
-
-    #[test]
-    fn legacy_patches_strategic_merge() {
-        let k = parse("patchesStrategicMerge:\n  - decrypt.yaml\n  - |-\n    apiVersion: kustomize.toolkit.fluxcd.io/v1beta2\n    kind: Kustomization\n    metadata:\n      name: infra\n    spec:\n      decryption:\n        provider: sops\n");
-        let read = |p: &str| {
-            (p == "decrypt.yaml").then(|| {
-                "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  decryption:\n    provider: sops\n".to_string()
+    /// Each entry's literal target and whether the builder's patch code gives that name
+    /// decryption.
+    fn answers(tree: &FileTree, dir: &str, k: &Value) -> Vec<(Option<String>, bool)> {
+        let mut b = Builder::owners_only(tree);
+        patch_entries(k)
+            .iter()
+            .map(|e| {
+                let name = literal_target(tree, dir, e).map(|(n, _)| n);
+                let gives = name
+                    .as_deref()
+                    .is_some_and(|n| gives_decryption(&mut b, dir, e, n, "flux-system"));
+                (name, gives)
             })
-        };
-        let found = decryption_patches(&k, &read).unwrap();
-        assert_eq!(found.len(), 2);
-        assert_eq!(found[0].field, "patchesStrategicMerge");
-        assert_eq!((found[0].index, found[1].index), (0, 1));
-        assert!(covered(&found[0], "apps"));
-        assert!(covered(&found[1], "infra"));
-        assert!(!covered(&found[1], "apps"));
+            .collect()
     }
 
     #[test]
-    fn legacy_patches_json6902() {
-        let k = parse("patchesJson6902:\n  - target:\n      group: kustomize.toolkit.fluxcd.io\n      version: v1beta2\n      kind: Kustomization\n      name: apps\n    path: ops.yaml\n");
-        let read = |p: &str| {
-            (p == "ops.yaml").then(|| {
-                "- op: replace\n  path: /spec/decryption\n  value:\n    provider: sops\n"
-                    .to_string()
-            })
-        };
-        let found = decryption_patches(&k, &read).unwrap();
-        assert_eq!(found.len(), 1);
-        assert_eq!(found[0].field, "patchesJson6902");
-        assert_eq!(found[0].decryption, json!({"provider": "sops"}));
-        assert!(covered(&found[0], "apps"));
+    fn literal_targets_and_what_the_builder_makes_of_them() {
+        let tree = FileTree::from_files([(
+            "clusters/dev/decrypt.yaml",
+            "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: infra\nspec:\n  decryption:\n    provider: sops\n",
+        )]);
+        let yes = |n: &str| (Some(n.to_string()), true);
+        assert_eq!(answers(&tree, "clusters/dev", &parse(DEV)), [yes("apps")]);
+        assert_eq!(
+            answers(&tree, "clusters/dev", &parse(DEV_JSON)),
+            [yes("apps")]
+        );
+        let k = parse("patches:\n  - path: decrypt.yaml\n  - target: {kind: Kustomization, name: apps-wave-.*}\n    patch: '[{op: add, path: /spec/decryption, value: {}}]'\n  - target: {kind: Kustomization, name: apps, labelSelector: a=b}\n    patch: '[]'\n  - target: {kind: HelmRelease, name: apps}\n    patch: '[{op: add, path: /spec/decryption, value: {}}]'\n  - patch: |-\n      apiVersion: kustomize.toolkit.fluxcd.io/v1\n      kind: Kustomization\n      metadata: {name: apps}\n      spec: {interval: 1m}\npatchesStrategicMerge:\n  - decrypt.yaml\npatchesJson6902:\n  - target: {group: kustomize.toolkit.fluxcd.io, version: v1beta2, kind: Kustomization, name: old}\n    patch: '[{op: replace, path: /spec/decryption, value: {provider: sops}}]'\n");
+        assert_eq!(
+            answers(&tree, "clusters/dev", &k),
+            [
+                yes("infra"),
+                (None, false),
+                (None, false),
+                (Some("apps".into()), false),
+                (Some("apps".into()), false),
+                yes("infra"),
+                yes("old"),
+            ]
+        );
     }
 
     #[test]
-    fn other_patches_and_deletes_not_returned() {
-        let k = parse("patches:\n  - patch: |-\n      apiVersion: kustomize.toolkit.fluxcd.io/v1\n      kind: Kustomization\n      metadata:\n        name: apps\n      spec:\n        interval: 1m\n  - patch: |-\n      apiVersion: kustomize.toolkit.fluxcd.io/v1\n      kind: Kustomization\n      metadata:\n        name: apps\n      spec:\n        decryption:\n          $patch: delete\n  - target: {kind: Kustomization}\n    patch: |\n      - op: remove\n        path: /spec/decryption\n  - target: {kind: Kustomization}\n    patch: |\n      - op: add\n        path: /spec/interval\n        value: 1m\n");
-        assert!(decryption_patches(&k, &no_files).unwrap().is_empty());
-    }
-
-    #[test]
-    fn smp_from_other_group_does_not_cover() {
-        let k = parse("patches:\n  - patch: |-\n      apiVersion: apps/v1\n      kind: Kustomization\n      metadata:\n        name: apps\n      spec:\n        decryption:\n          provider: sops\n");
-        let found = decryption_patches(&k, &no_files).unwrap();
-        assert_eq!(found.len(), 1);
-        assert!(!covered(&found[0], "apps"));
-    }
-
-    #[test]
-    fn decryption_patch_item_exact() {
-        let item = decryption_patch_item("apps-wave-0", "flux-system", &sops());
+    fn the_item_apply_writes_gives_its_wave_decryption_and_no_other() {
+        let item = emit::decryption_patch_item("apps-wave-0", "flux-system", &sops());
         assert_eq!(
             item,
             "patch: |-\n  apiVersion: kustomize.toolkit.fluxcd.io/v1\n  kind: Kustomization\n  metadata:\n    name: apps-wave-0\n    namespace: flux-system\n  spec:\n    decryption:\n      provider: sops\n      secretRef:\n        name: sops-age"
         );
-    }
-
-    #[test]
-    fn decryption_patch_item_round_trips() {
         let dec = json!({
             "provider": "sops",
             "secretRef": {"name": "sops-age"},
@@ -778,63 +272,40 @@ patches:
             "empty": {},
             "nested": [[1, 2]],
         });
-        let item = decryption_patch_item("apps-wave-0", "flux-system", &dec);
+        let item = emit::decryption_patch_item("apps-wave-0", "flux-system", &dec);
         let out = edit_sequence("patches: []\n", "patches", &[], None, &[item]).unwrap();
         let v = parse(&out);
         let inner = parse(v["patches"][0]["patch"].as_str().unwrap());
         assert_eq!(inner["spec"]["decryption"], dec);
-        let found = decryption_patches(&v, &no_files).unwrap();
-        assert_eq!(found.len(), 1);
-        assert_eq!(found[0].decryption, dec);
-        assert!(covered(&found[0], "apps-wave-0"));
-        assert!(!covered(&found[0], "apps-wave-1"));
-        assert!(!covered(&found[0], "apps"));
-    }
-
-    #[test]
-    fn dev_replace_patch_with_three_wave_patches() {
-        let items: Vec<String> = (0..3)
-            .map(|i| decryption_patch_item(&format!("apps-wave-{i}"), "flux-system", &sops()))
-            .collect();
-        let out = edit_sequence(DEV, "patches", &[0], Some(0), &items).unwrap();
-        let head = DEV.split("  - patch: |-").next().unwrap();
-        assert!(out.starts_with(head), "comments and header kept:\n{out}");
-        assert!(out.contains(
-            "out of band.\n  - patch: |-\n      apiVersion: kustomize.toolkit.fluxcd.io/v1\n      kind: Kustomization\n      metadata:\n        name: apps-wave-0\n"
+        let tree = FileTree::default();
+        let mut b = Builder::owners_only(&tree);
+        let e = patch_entries(&v)[0];
+        assert_eq!(
+            literal_target(&tree, "", &e),
+            Some(("apps-wave-0".into(), Some("flux-system".into())))
+        );
+        assert!(gives_decryption(
+            &mut b,
+            "",
+            &e,
+            "apps-wave-0",
+            "flux-system"
         ));
-        assert!(!out.contains("name: apps\n"));
-        let v = parse(&out);
-        let found = decryption_patches(&v, &no_files).unwrap();
-        assert_eq!(found.len(), 3);
-        for (i, p) in found.iter().enumerate() {
-            assert_eq!(p.field, "patches");
-            assert_eq!(p.index, i);
-            assert_eq!(p.decryption, sops());
-            let name = format!("apps-wave-{i}");
-            assert_eq!(p.literal_name(), Some(name.as_str()));
-            assert!(covered(p, &name));
-            assert!(!covered(p, "apps"));
-        }
-    }
-
-    #[test]
-    fn dev_json6902_patch_removed_and_replaced() {
-        let item = decryption_patch_item("apps-wave-0", "flux-system", &sops());
-        let out = edit_sequence(DEV_JSON, "patches", &[0], None, &[item]).unwrap();
-        assert!(out.starts_with("# dev cluster\napiVersion"));
-        assert!(!out.contains("op: add"));
-        let v = parse(&out);
-        assert_eq!(v["patches"].as_array().unwrap().len(), 1);
-        // Appending after a multi-line item keeps the block scalar whole.
-        let out = edit_sequence(DEV, "patches", &[], None, &s(&["path: x.yaml"])).unwrap();
-        assert_eq!(out, format!("{DEV}  - path: x.yaml\n"));
+        assert!(!gives_decryption(
+            &mut b,
+            "",
+            &e,
+            "apps-wave-1",
+            "flux-system"
+        ));
+        assert!(!gives_decryption(&mut b, "", &e, "apps-wave-0", "other"));
     }
 
     /// Truncated and line-dropped variants of the fixtures: never a panic, and every Ok edit
     /// parses to the intended list.
     #[test]
     fn never_panics_on_mangled_input() {
-        let item = decryption_patch_item("apps-wave-0", "flux-system", &sops());
+        let item = emit::decryption_patch_item("apps-wave-0", "flux-system", &sops());
         let extra = [
             "resources: [a, \"b]\n",
             "resources: &x\n  - a\nother: *x\n",
@@ -881,7 +352,10 @@ patches:
                 }
             }
             if let Ok(v) = serde_saphyr::from_str::<Value>(t) {
-                let _ = decryption_patches(&v, &|_: &str| Some(t.clone()));
+                let tree = FileTree::from_files([("x.yaml", t.as_str())]);
+                for e in patch_entries(&v) {
+                    let _ = literal_target(&tree, "", &e);
+                }
             }
         }
         assert!(ok > 100, "only {ok} edits succeeded");

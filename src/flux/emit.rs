@@ -1,10 +1,11 @@
 //! The Flux objects fluxwave writes: one Kustomization per wave (from the config template,
-//! chained by `dependsOn`) and each wave folder's kustomization.yaml. Emitted text is
+//! chained by `dependsOn`), each wave folder's kustomization.yaml, and an environment's
+//! decryption patch item for a wave. Emitted text is
 //! deterministic to the byte, so a second `apply` finds nothing to change.
 
 use serde_json::{json, Map, Value};
 
-use super::{KUSTOMIZATION_API, KUSTOMIZE_API};
+use super::{KUSTOMIZATION_API, KUSTOMIZE_API, KUSTOMIZE_GROUP};
 use crate::config::Config;
 use crate::yaml;
 
@@ -54,6 +55,27 @@ pub fn wave_dir_kustomization_text<'a>(n: usize, files: impl Iterator<Item = &'a
         out.push('\n');
     }
     out
+}
+
+/// The inline strategic-merge patch `apply` writes for one wave, as item text for edit_sequence.
+pub fn decryption_patch_item(name: &str, namespace: &str, decryption: &Value) -> String {
+    let mut metadata = Map::new();
+    metadata.insert("name".into(), Value::String(name.into()));
+    if !namespace.is_empty() {
+        metadata.insert("namespace".into(), Value::String(namespace.into()));
+    }
+    let patch = serde_json::json!({
+        "apiVersion": format!("{KUSTOMIZE_GROUP}/v1"),
+        "kind": "Kustomization",
+        "metadata": metadata,
+        "spec": {"decryption": decryption},
+    });
+    let mut s = String::from("patch: |-");
+    for line in crate::yaml::emit(&patch).lines() {
+        s.push_str("\n  ");
+        s.push_str(line);
+    }
+    s
 }
 
 #[cfg(test)]

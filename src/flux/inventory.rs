@@ -402,6 +402,56 @@ pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
     inv
 }
 
+/// The Flux Kustomizations an environment's build declares, as Flux holds them once every
+/// patch on the way has been applied (the environment's, and its root Kustomization's
+/// `spec.patches`): an owners-only build. It builds what the root Kustomization applies and
+/// keeps only the Flux Kustomizations of it, without building their `spec.path` or keeping
+/// any other object, so it reads the Flux wiring, not the app tier.
+#[derive(Debug, Clone, Default)]
+pub struct Owners {
+    /// In build order; the first of two with one id.
+    pub owners: Vec<Owner>,
+    /// False when the build met something whose objects it cannot see (a remote base, a
+    /// kustomize feature it does not model): a Kustomization it lacks may still be there.
+    pub complete: bool,
+}
+
+/// The owners-only build of environment `env_path` of `tree` (see `Owners`); `Err` when the
+/// build fails, as Flux's would.
+pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, String> {
+    let root = root_of(tree, env_path);
+    // The root's own patches apply when it is the environment's (bootstrap's gotk-sync).
+    let overlay = if root.path == env_path {
+        root.overlay()
+    } else {
+        Map::new()
+    };
+    let vars = substitutions(&root.object);
+    let mut builder = Builder::owners_only(tree);
+    let mut owners: Vec<Owner> = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    builder.build_owner(
+        &format!("{env_path} ({})", root.id),
+        env_path,
+        &overlay,
+        &mut |mut r| {
+            if !is_flux_kustomization(&r.value) {
+                return;
+            }
+            substitute_identity(&mut r.value, &vars);
+            if let Some(o) = Owner::from_value(&r.value, Some(root.id.clone()), &r.file, r.index) {
+                if seen.insert(o.id.clone()) {
+                    owners.push(o);
+                }
+            }
+        },
+    )?;
+    Ok(Owners {
+        owners,
+        complete: builder.warnings.is_empty(),
+    })
+}
+
 /// The owner whose build is being recorded.
 struct Building<'a> {
     /// Its id, shared by its entries.

@@ -153,6 +153,41 @@ impl<'a> Builder<'a> {
         }
     }
 
+    /// A builder for questions about Flux Kustomizations only (which ones a build declares,
+    /// what patches do to them): it does not scan the tree for CRDs, which decide only where
+    /// `namespace` leaves cluster-scoped custom resources, so it reads no file that is not
+    /// built. (A Flux Kustomization is namespaced whatever the CRDs say.)
+    pub fn owners_only(tree: &'a FileTree) -> Builder<'a> {
+        Builder {
+            tree,
+            ready: HashMap::new(),
+            warnings: Vec::new(),
+            cluster_kinds: BTreeSet::new(),
+            stack: Vec::new(),
+        }
+    }
+
+    /// `objects` as kustomization `k` of `dir` transforms them (`transform`: its patches,
+    /// namespace, affixes and metadata; not its resources). `file` names it in messages.
+    pub fn transform_objects(
+        &mut self,
+        file: &str,
+        dir: &str,
+        k: &Map<String, Value>,
+        objects: Vec<Value>,
+    ) -> Result<Vec<Value>, String> {
+        let acc = objects
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| Resource::generated(v, file, i))
+            .collect();
+        Ok(self
+            .transform(file, dir, k, acc)?
+            .into_iter()
+            .map(|r| r.value)
+            .collect())
+    }
+
     fn warn(&mut self, path: &str, feature: &str, message: String) {
         let w = Warning {
             path: path.to_string(),

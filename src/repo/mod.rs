@@ -3,7 +3,6 @@
 //! never followed (a link in the app tier is reported, not read through).
 
 pub mod apptier;
-pub mod fluxtree;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -12,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use crate::catalog::{self, Service};
 use crate::config::Config;
 use crate::error::Result;
-use crate::fs::{read_optional, read_regular};
+use crate::fs::read_regular;
 use crate::graph::Graph;
 
 pub use apptier::{AppFile, AppTier, Location};
@@ -99,11 +98,4 @@ impl Repo {
     pub fn path(&self, rel: &str) -> PathBuf {
         self.root.join(rel)
     }
-}
-
-/// A file a kustomization in `dir` refers to (a patch), read only when the reference stays
-/// inside the repository and is a regular file: what the editor and the lints may look at.
-pub fn read_referenced(root: &Path, dir: &str, entry: &str) -> Option<String> {
-    let rel = fluxtree::join(dir, entry)?;
-    read_optional(root, &rel).ok().flatten()
 }

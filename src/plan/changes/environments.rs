@@ -1,5 +1,10 @@
-//! Every environment: one SOPS decryption patch per wave that would lack one, none for a
-//! Kustomization that no longer exists.
+//! Every environment: one SOPS decryption patch per wave that would end without
+//! `spec.decryption`, none for a Kustomization that no longer exists. Both questions are
+//! asked of the kustomize builder that `check` and `cutover` use (an owners-only build, see
+//! `flux::inventory::owners`), over the tree as the earlier changes leave it (the wave
+//! Kustomizations and the base's entries written, the retired and stale ones removed), and
+//! the edited kustomization is built again: a wave that would still end without decryption
+//! is an error, never a wrong edit.
 
 use std::collections::BTreeSet;
 
@@ -7,15 +12,28 @@ use serde_json::Value;
 
 use super::base::Base;
 use super::{edit_failed, require, Change, Drift, Op};
-use crate::error::{Error, Result, SourceError};
-use crate::flux::decryption::{self, FluxRef};
+use crate::error::{Result, SourceError};
+use crate::flux::decryption::{self, PatchEntry, PATCH_FIELDS};
+use crate::flux::inventory::{self, Owners};
+use crate::flux::{emit, normalize_path};
+use crate::kustomize::Builder;
 use crate::plan::Plan;
-use crate::repo::fluxtree::FluxTree;
 use crate::repo::Repo;
+use crate::tree::FileTree;
 use crate::yaml::edit;
 use crate::yaml::{self, Text};
 
-/// The decryption patch edits of every environment, appended to `changes`.
+/// A patch entry of an environment's kustomization, as the builder answers for it.
+struct Entry<'a> {
+    at: PatchEntry<'a>,
+    /// The Kustomization it names literally, if it does.
+    name: Option<String>,
+    /// Whether it gives that Kustomization `spec.decryption`.
+    decrypts: bool,
+}
+
+/// The decryption patch edits of every environment, appended to `changes` (which holds the
+/// changes of the app tier and the base, already computed).
 pub(super) fn decryption(
     repo: &Repo,
     plan: &Plan,
@@ -23,19 +41,15 @@ pub(super) fn decryption(
     changes: &mut Vec<Change>,
 ) -> Result<()> {
     let config = &repo.config;
-    let (retired_names, stale_waves) = (&base.retired_names, &base.stale_waves);
-    // Every environment: one decryption patch per wave; none for what no longer exists.
-    let gone: BTreeSet<String> = retired_names
+    let gone: BTreeSet<String> = base
+        .retired_names
         .iter()
         .cloned()
-        .chain(stale_waves.iter().map(|&n| config.wave_name(n)))
+        .chain(base.stale_waves.iter().map(|&n| config.wave_name(n)))
         .collect();
     let wave_names: Vec<String> = (0..plan.waves).map(|n| config.wave_name(n)).collect();
-    let template_decrypts = config
-        .waves
-        .spec
-        .get("decryption")
-        .is_some_and(Value::is_object);
+    let after = tree_after(repo, changes);
+    let namespace = &config.waves.namespace;
     for env in &config.environments {
         let rel = format!("{}/kustomization.yaml", env.path);
         let text = require(
@@ -44,98 +58,181 @@ pub(super) fn decryption(
             "list your environments under clusters.environments in fluxwave.yaml",
         )?;
         let doc = yaml::parse_value(&rel, &Text::new(text.clone()))?;
-        let read = |p: &str| crate::repo::read_referenced(&repo.root, &env.path, p);
-        let patches = decryption::decryption_patches(&doc, &read)
-            .map_err(|e| Error::from(SourceError::new(&rel, e)))?;
-        // A patch for a Kustomization the environment no longer builds goes too. Which those
-        // are is known from this run (the retired one, stale waves) and, when the walk of the
-        // environment saw everything, from what it builds: so a run interrupted after the base
-        // lost its retired entry still removes that entry's patch.
-        let tree = FluxTree::walk(repo, &env.path);
-        let exists_after =
-            |n: &str| wave_names.iter().any(|w| w == n) || (tree.has(n) && !gone.contains(n));
-        let removed: Vec<&decryption::DecryptionPatch> = patches
-            .iter()
-            .filter(|p| {
-                p.literal_name()
-                    .is_some_and(|n| gone.contains(n) || (tree.complete && !exists_after(n)))
+        let dir = normalize_path(&env.path);
+        let build = |text: &str| -> Result<Owners> {
+            inventory::owners(&after.clone().with_file(&rel, text), &dir).map_err(|e| {
+                SourceError::new(
+                    &rel,
+                    format!("environment `{}` cannot be built: {e}", env.name),
+                )
+                .help("Flux cannot build it either; fix the build, then run `fluxwave apply` again")
+                .into()
+            })
+        };
+        let mut probe = Builder::owners_only(&after);
+        let entries: Vec<Entry> = decryption::patch_entries(&doc)
+            .into_iter()
+            .map(|at| {
+                let target = decryption::literal_target(&after, &dir, &at);
+                let decrypts = target.as_ref().is_some_and(|(name, ns)| {
+                    let ns = ns.as_deref().unwrap_or(namespace);
+                    decryption::gives_decryption(&mut probe, &dir, &at, name, ns)
+                });
+                Entry {
+                    at,
+                    name: target.map(|(name, _)| name),
+                    decrypts,
+                }
             })
             .collect();
-        let empty = Default::default();
-        let mut items = Vec::new();
-        let mut undecrypted = Vec::new();
-        for name in &wave_names {
-            let obj = FluxRef {
-                name,
-                namespace: &config.waves.namespace,
-                labels: &empty,
-                annotations: &empty,
-            };
-            let covered = template_decrypts
-                || patches
-                    .iter()
-                    .any(|p| p.covers(&obj) && !removed.iter().any(|r| std::ptr::eq(*r, p)));
-            if !covered {
-                undecrypted.push(format!("`{name}`"));
-                items.push(decryption::decryption_patch_item(
-                    name,
-                    &config.waves.namespace,
-                    &config.waves.decryption,
-                ));
+        // A decryption patch for a Kustomization the environment no longer builds goes too.
+        // Which those are is known from this run (the retired one, stale waves) and, when the
+        // environment's build (without its own patches, which name them) saw everything,
+        // from what it builds: so a run interrupted after the base lost its retired entry
+        // still removes that entry's patch.
+        let unpatched = build(&without_patches(&doc))?;
+        let exists_after = |n: &str| {
+            wave_names.iter().any(|w| w == n)
+                || (unpatched.owners.iter().any(|o| o.id.name == n) && !gone.contains(n))
+        };
+        let removed: Vec<&Entry> = entries
+            .iter()
+            .filter(|e| e.decrypts)
+            .filter(|e| {
+                e.name
+                    .as_deref()
+                    .is_some_and(|n| gone.contains(n) || (unpatched.complete && !exists_after(n)))
+            })
+            .collect();
+        let remove_of = |field: &str| -> Vec<usize> {
+            removed
+                .iter()
+                .filter(|e| e.at.field == field)
+                .map(|e| e.at.index)
+                .collect()
+        };
+        // Which waves end without decryption once the stale entries are gone.
+        let mut kept = text.clone();
+        for field in PATCH_FIELDS {
+            let remove = remove_of(field);
+            if !remove.is_empty() {
+                kept = edit::edit_sequence(&kept, field, &remove, None, &[])
+                    .map_err(|e| edit_failed(&rel, e))?;
             }
         }
-        let mut new = text.clone();
-        for field in ["patches", "patchesStrategicMerge", "patchesJson6902"] {
-            let remove: Vec<usize> = removed
+        let now = build(&kept)?;
+        let built = |owners: &Owners, name: &str| {
+            owners
+                .owners
                 .iter()
-                .filter(|p| p.field == field)
-                .map(|p| p.index)
-                .collect();
+                .find(|o| o.id.name == name)
+                .map(|o| decryption::ends_decrypted(&o.object))
+        };
+        let undecrypted: Vec<&String> = wave_names
+            .iter()
+            .filter(|name| built(&now, name) == Some(false))
+            .collect();
+        let items: Vec<String> = undecrypted
+            .iter()
+            .map(|name| emit::decryption_patch_item(name, namespace, &config.waves.decryption))
+            .collect();
+        let mut new = text.clone();
+        for field in PATCH_FIELDS {
+            let remove = remove_of(field);
             let insert: &[String] = if field == "patches" { &items } else { &[] };
             if remove.is_empty() && insert.is_empty() {
                 continue;
             }
             let at = remove.first().copied().or_else(|| {
-                patches
+                entries
                     .iter()
-                    .filter(|p| {
-                        p.field == "patches"
-                            && p.literal_name()
+                    .filter(|e| {
+                        e.decrypts
+                            && e.at.field == "patches"
+                            && e.name
+                                .as_deref()
                                 .is_some_and(|n| wave_names.iter().any(|w| w == n))
                     })
-                    .map(|p| p.index + 1)
+                    .map(|e| e.at.index + 1)
                     .max()
             });
             new = edit::edit_sequence(&new, field, &remove, at, insert)
                 .map_err(|e| edit_failed(&rel, e))?;
         }
-        if new != text {
-            let mut why = Vec::new();
-            if !undecrypted.is_empty() {
-                why.push(format!("no SOPS decryption for {}", undecrypted.join(", ")));
-            }
-            let mut stale: Vec<String> = removed
-                .iter()
-                .filter_map(|p| p.literal_name())
-                .map(|n| format!("`{n}`"))
-                .collect();
-            stale.dedup();
-            if !stale.is_empty() {
-                why.push(format!(
-                    "a decryption patch for {}, which no longer exists",
-                    stale.join(", ")
-                ));
-            }
-            changes.push(Change {
-                op: Op::Write {
-                    path: rel,
-                    old: Some(text),
-                    new,
-                },
-                drift: Drift::Decryption,
-                why: format!("environment `{}`: {}", env.name, why.join("; ")),
-            });
+        if new == text {
+            continue;
         }
+        // The edit is built again: every wave the environment builds now ends decrypted.
+        let verified = build(&new)?;
+        let still: Vec<String> = wave_names
+            .iter()
+            .filter(|name| built(&verified, name).is_some_and(|d| !d))
+            .map(|n| format!("`{n}`"))
+            .collect();
+        if !still.is_empty() {
+            return Err(edit_failed(
+                &rel,
+                format!(
+                    "with the decryption patches added, {} would still have no spec.decryption",
+                    still.join(", ")
+                ),
+            ));
+        }
+        let mut why = Vec::new();
+        if !undecrypted.is_empty() {
+            let names: Vec<String> = undecrypted.iter().map(|n| format!("`{n}`")).collect();
+            why.push(format!("no SOPS decryption for {}", names.join(", ")));
+        }
+        let mut stale: Vec<String> = removed
+            .iter()
+            .filter_map(|e| e.name.as_deref())
+            .map(|n| format!("`{n}`"))
+            .collect();
+        stale.dedup();
+        if !stale.is_empty() {
+            why.push(format!(
+                "a decryption patch for {}, which no longer exists",
+                stale.join(", ")
+            ));
+        }
+        changes.push(Change {
+            op: Op::Write {
+                path: rel,
+                old: Some(text),
+                new,
+            },
+            drift: Drift::Decryption,
+            why: format!("environment `{}`: {}", env.name, why.join("; ")),
+        });
     }
     Ok(())
+}
+
+/// The working tree as `changes` leave it, read from disk on demand. Writes and removals
+/// under the app tier are left out: an owners-only build does not read the app tier (and
+/// moves are all of app-tier files).
+fn tree_after(repo: &Repo, changes: &[Change]) -> FileTree {
+    let apps = format!("{}/", repo.apps.dir);
+    let mut tree = FileTree::on_disk(&repo.root);
+    for c in changes {
+        match &c.op {
+            Op::Write { path, new, .. } if !path.starts_with(&apps) => {
+                tree = tree.with_file(path, new);
+            }
+            Op::Remove { path } if !path.starts_with(&apps) => tree = tree.without_file(path),
+            _ => {}
+        }
+    }
+    tree
+}
+
+/// The kustomization `k` without its patches, as text.
+fn without_patches(k: &Value) -> String {
+    let mut k = k.clone();
+    if let Some(m) = k.as_object_mut() {
+        for field in PATCH_FIELDS {
+            m.shift_remove(field);
+        }
+    }
+    yaml::emit(&k)
 }
