@@ -3,26 +3,26 @@
 //! its Secrets. Read from the builder's view of each environment: the Kustomization as Flux
 //! holds it after every patch (the environment's, and a parent Kustomization's `spec.patches`
 //! on its children), so decryption counts in whatever form it was set. Waves of a
-//! catalog-managed repository are left to `missing-decryption`, which `apply` repairs.
+//! catalog-managed repository are left to `missing-decryption`, which `apply` repairs: both
+//! read the same answer (`flux::decryption::ends_decrypted` on the builder's objects), and
+//! the waves `apply` answers for come from its change set.
 
-use serde_json::Value;
+use std::collections::BTreeSet;
 
 use super::{flux_name, Finding, Flux};
 use crate::diag::Code;
+use crate::flux::decryption::ends_decrypted;
 
 pub const CODE: Code = Code::SopsWithoutDecryption;
 
-pub fn sops_without_decryption(flux: &Flux, waves_handled: bool) -> Vec<Finding> {
+/// `decrypted`: the Kustomizations whose decryption `apply` answers for
+/// (`ChangeSet::decrypted`), reported as `missing-decryption` drift instead.
+pub fn sops_without_decryption(flux: &Flux, decrypted: &BTreeSet<String>) -> Vec<Finding> {
     let mut findings = Vec::new();
     for inv in &flux.envs {
         let builds = flux.builds(inv);
         for (id, owner) in &inv.owners {
-            if owner
-                .object
-                .pointer("/spec/decryption")
-                .is_some_and(Value::is_object)
-                || (waves_handled && flux.config.wave_of_name(&id.name).is_some())
-            {
+            if ends_decrypted(&owner.object) || decrypted.contains(&id.name) {
                 continue;
             }
             let Some(sops) = builds.get(id).into_iter().flatten().find(|b| b.facts.sops) else {

@@ -18,7 +18,7 @@ mod substitution;
 mod timeout;
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use crate::config::Config;
@@ -123,13 +123,13 @@ pub fn run(root: &Path) -> Result<Vec<Finding>> {
     let managed = root.join(&config.catalog).is_dir() || !config.units.is_empty();
     // The tree is read first and once: the catalog lints take their files from it.
     let tree = FileTree::from_worktree_or_dir(root)?;
-    let mut findings = if managed {
+    let (mut findings, decrypted) = if managed {
         catalog_lints(root, &tree)?
     } else {
-        Vec::new()
+        Default::default()
     };
     let flux = Flux::with_tree(tree, config)?;
-    findings.extend(decryption::sops_without_decryption(&flux, managed));
+    findings.extend(decryption::sops_without_decryption(&flux, &decrypted));
     findings.extend(plaintext::plaintext_secret(&flux));
     findings.extend(substitution::variables(&flux));
     findings.extend(dependency::unknown_dependency(&flux));
@@ -155,8 +155,9 @@ pub fn run(root: &Path) -> Result<Vec<Finding>> {
     Ok(findings)
 }
 
-/// The lints of a catalog-managed repository: plan problems and drift from `apply`.
-fn catalog_lints(root: &Path, tree: &FileTree) -> Result<Vec<Finding>> {
+/// The lints of a catalog-managed repository: plan problems and drift from `apply`; with
+/// the Flux Kustomizations whose decryption `apply` answers for (see `ChangeSet::decrypted`).
+fn catalog_lints(root: &Path, tree: &FileTree) -> Result<(Vec<Finding>, BTreeSet<String>)> {
     let repo = Repo::load_with(root, &|path| tree.read(path))?;
     let plan = Plan::for_repo(&repo)?;
     let mut findings: Vec<Finding> = plan
@@ -164,8 +165,10 @@ fn catalog_lints(root: &Path, tree: &FileTree) -> Result<Vec<Finding>> {
         .iter()
         .map(|p| Finding::new(p.code(), p.path(&repo.apps.dir), p.message(), p.help()))
         .collect();
+    let mut decrypted = BTreeSet::new();
     if plan.blocking().next().is_none() {
         let set = changes::compute(&repo, &plan)?;
+        decrypted = set.decrypted;
         findings.extend(
             set.warnings
                 .into_iter()
@@ -192,7 +195,7 @@ fn catalog_lints(root: &Path, tree: &FileTree) -> Result<Vec<Finding>> {
             findings.extend(set.changes.iter().map(drift_finding));
         }
     }
-    Ok(findings)
+    Ok((findings, decrypted))
 }
 
 /// A change `apply` would make, as the drift it repairs.

@@ -90,6 +90,11 @@ pub struct Warning {
 pub struct ChangeSet {
     pub changes: Vec<Change>,
     pub warnings: Vec<Warning>,
+    /// The Flux Kustomizations whose decryption `apply` answers for: every wave, which ends
+    /// with `spec.decryption` in every environment once the set is carried out (the edit is
+    /// built again to make sure), and every stale wave, which it removes. A wave without
+    /// decryption is `missing-decryption` drift, not a lint of its own.
+    pub decrypted: std::collections::BTreeSet<String>,
 }
 
 impl Change {
@@ -131,6 +136,10 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
     waves::folders(repo, plan, &mut set.changes)?;
     let base = base::entries(repo, plan, &mut set)?;
     environments::decryption(repo, plan, &base, &mut set.changes)?;
+    set.decrypted = (0..plan.waves)
+        .chain(base.stale_waves.iter().copied())
+        .map(|n| repo.config.wave_name(n))
+        .collect();
     leftovers::interrupted_writes(repo, plan, &base.rel, &mut set.changes);
     Ok(set)
 }
