@@ -257,6 +257,55 @@ fn a_wave_without_decryption_in_an_environment_is_an_error() {
     );
 }
 
+/// The waves' decryption is read from the kustomize builder, after every patch: a later
+/// JSON 6902 patch that takes a wave's decryption away again is seen, and since the patch
+/// apply would add cannot help (patchesJson6902 run after patches), apply stops instead of
+/// making an edit that leaves the wave undecrypted. (The second interpreter saw a patch
+/// that "covers" the wave and changed nothing.)
+#[test]
+fn a_patch_that_takes_a_waves_decryption_away_stops_apply() {
+    let repo = waved();
+    let env = repo.read("clusters/dev/kustomization.yaml");
+    repo.write(
+        "clusters/dev/kustomization.yaml",
+        &format!("{env}patchesJson6902:\n  - target: {{group: kustomize.toolkit.fluxcd.io, version: v1, kind: Kustomization, name: apps-wave-1}}\n    patch: |\n      - op: remove\n        path: /spec/decryption\n"),
+    );
+    let before = repo.snapshot();
+    let run = repo.run(&["apply"]);
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(
+        run.stderr.contains("cannot edit this file safely")
+            && run
+                .stderr
+                .contains("`apps-wave-1` would still have no spec.decryption"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(repo.snapshot(), before);
+}
+
+/// An environment Flux cannot build (here a resource that does not exist) stops apply: which
+/// waves lack decryption is a question about the build.
+#[test]
+fn an_environment_that_does_not_build_stops_apply() {
+    let repo = waved();
+    let env = repo.read("clusters/dev/kustomization.yaml");
+    repo.write(
+        "clusters/dev/kustomization.yaml",
+        &env.replace("  - ../base\n", "  - ../base\n  - missing\n"),
+    );
+    let before = repo.snapshot();
+    let run = repo.run(&["apply"]);
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(
+        run.stderr.contains("environment `dev` cannot be built")
+            && run.stderr.contains("resource `missing` not found"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(repo.snapshot(), before);
+}
+
 #[test]
 fn a_sops_file_under_a_kustomization_without_decryption_is_an_error() {
     let repo = waved();

@@ -188,7 +188,7 @@ fn kustomization_entries_that_leave_the_repository_are_not_read() {
         &format!("{base}  - {climb}\n  - linked.yaml\n"),
     );
     link(&file, &repo.path().join("clusters/base/linked.yaml"));
-    // A decryption patch file that climbs out (fluxtree and the editor read patch files).
+    // A decryption patch file that climbs out (the builder reads patch files for apply).
     let dev = repo.read("clusters/dev/kustomization.yaml");
     repo.write(
         "clusters/dev/kustomization.yaml",
