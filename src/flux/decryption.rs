@@ -51,10 +51,10 @@ pub fn patch_entries(k: &Value) -> Vec<PatchEntry<'_>> {
         .collect()
 }
 
-/// The Kustomization an entry of the kustomization in `dir` selects by one literal name (no
-/// regular-expression metacharacter, no label or annotation selector), with the namespace it
-/// names, if any: its `target`'s, or, for a strategic-merge patch without one, its own
-/// header's (read from its file for a `path`).
+/// The Kustomization an entry of the kustomization in `dir` selects by one literal name, with
+/// the namespace it names, if any: its `target`'s (a name without regular-expression
+/// metacharacters, no label or annotation selector), or, for a strategic-merge patch without
+/// one, its own header's (read from its file for a `path`), which names it exactly.
 pub fn literal_target(
     tree: &FileTree,
     dir: &str,
@@ -92,9 +92,17 @@ pub fn literal_target(
     };
     let docs: Vec<Value> = serde_saphyr::from_multiple(&text).ok()?;
     let header = docs.iter().find(|d| d.is_object())?;
+    // A header names its object exactly (no regular expression): any name is literal.
     let meta = header.get("metadata")?;
-    let name = literal(meta.get("name"))??;
-    Some((name, literal(meta.get("namespace"))?))
+    let exact = |key: &str| {
+        meta.get(key)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
+    Some((
+        exact("name")?.to_string(),
+        exact("namespace").map(String::from),
+    ))
 }
 
 fn is_literal(s: &str) -> bool {
