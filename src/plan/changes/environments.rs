@@ -59,8 +59,10 @@ pub(super) fn decryption(
         )?;
         let doc = yaml::parse_value(&rel, &Text::new(text.clone()))?;
         let dir = normalize_path(&env.path);
+        // The kustomization the builder reads for the environment (`rel`, normalised).
+        let file = crate::fs::join(&dir, "kustomization.yaml").unwrap_or_default();
         let build = |text: &str| -> Result<Owners> {
-            inventory::owners(&after.clone().with_file(&rel, text), &dir).map_err(|e| {
+            inventory::owners(&after.clone().with_file(&file, text), &dir).map_err(|e| {
                 SourceError::new(
                     &rel,
                     format!("environment `{}` cannot be built: {e}", env.name),
