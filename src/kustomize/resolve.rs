@@ -53,6 +53,16 @@ impl Ref {
             Ref::Remote | Ref::Escapes => None,
         }
     }
+
+    /// The local path relative to folder `dir` when it lies under it (`apps/a.yaml` under
+    /// `apps` is `a.yaml`), else `None`.
+    pub fn under(self, dir: &str) -> Option<String> {
+        let path = self.local()?;
+        if dir.is_empty() {
+            return Some(path);
+        }
+        path.strip_prefix(dir)?.strip_prefix('/').map(String::from)
+    }
 }
 
 #[cfg(test)]
@@ -70,6 +80,15 @@ mod tests {
         assert_eq!(resolve("", "apps"), local("apps"));
         assert_eq!(resolve("clusters/dev", "../.."), local(""));
         assert_eq!(resolve("clusters/dev", "../../.."), Ref::Escapes);
+        let under = |dir: &str, entry: &str| resolve(dir, entry).under(dir);
+        assert_eq!(under("apps", "./a.yaml").as_deref(), Some("a.yaml"));
+        assert_eq!(
+            under("clusters/base", "../base/w.yaml").as_deref(),
+            Some("w.yaml")
+        );
+        assert_eq!(under("apps", "../apps2/a.yaml"), None);
+        assert_eq!(under("apps", "/a.yaml"), None);
+        assert_eq!(under("", "a/b.yaml").as_deref(), Some("a/b.yaml"));
     }
 
     /// `/apps` under `clusters/dev`: Flux's secure file system is rooted at the source, and

@@ -263,9 +263,11 @@ fn flat_kustomization_problems(repo: &Repo, plan: &Plan) -> Result<Vec<Problem>>
         .flatten()
     {
         let text = entry.as_str().unwrap_or("");
-        let file = crate::flux::normalize_path(text);
+        let file = crate::kustomize::resolve(&apps.dir, text).under(&apps.dir);
         // A file already moved into a wave (by an interrupted apply) is still built.
-        if flat.contains_key(file.as_str()) || placed.contains(file.as_str()) {
+        if let Some(file) =
+            file.filter(|f| flat.contains_key(f.as_str()) || placed.contains(f.as_str()))
+        {
             listed.insert(file);
         } else {
             problems.push(Problem::FlatListsUnplaced {

@@ -12,6 +12,7 @@ use super::{
 };
 use crate::error::{Result, SourceError};
 use crate::flux::{self, Kustomization};
+use crate::kustomize::resolve;
 use crate::plan::Plan;
 use crate::repo::Repo;
 use crate::yaml::edit;
@@ -44,10 +45,14 @@ pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<B
                 .collect()
         })
         .unwrap_or_default();
+    // An entry (or a file name) as the file of the base folder it names, as the builder
+    // resolves it.
+    let base_dir = flux::normalize_path(base);
+    let in_base = |entry: &str| resolve(&base_dir, entry).under(&base_dir);
     let wave_file = |entry: &str| -> Option<usize> {
-        config.wave_of_name(flux::normalize_path(entry).strip_suffix(".yaml")?)
+        config.wave_of_name(in_base(entry)?.strip_suffix(".yaml")?)
     };
-    let listed: BTreeSet<String> = entries.iter().map(|e| flux::normalize_path(e)).collect();
+    let listed: BTreeSet<String> = entries.iter().filter_map(|e| in_base(e)).collect();
     // The retired Kustomization is found by what it points at, listed or not: a run that was
     // interrupted after the entry was removed still finds and removes the file.
     let base_files = list_files(&repo.path(base))?;
@@ -100,7 +105,9 @@ pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<B
     let managed: Vec<usize> = entries
         .iter()
         .enumerate()
-        .filter(|(_, e)| wave_file(e).is_some() || retired_files.contains(&flux::normalize_path(e)))
+        .filter(|(_, e)| {
+            wave_file(e).is_some() || in_base(e).is_some_and(|f| retired_files.contains(&f))
+        })
         .map(|(i, _)| i)
         .collect();
     for n in 0..plan.waves {
