@@ -17,7 +17,7 @@ pub mod target;
 mod transform;
 
 pub use patch::{json6902, merge};
-pub use resolve::{resolve, Ref};
+pub use resolve::{resolve, resolve_under, Ref};
 pub use resource::Resource;
 
 use crate::fs::is_manifest;

@@ -263,7 +263,7 @@ fn flat_kustomization_problems(repo: &Repo, plan: &Plan) -> Result<Vec<Problem>>
         .flatten()
     {
         let text = entry.as_str().unwrap_or("");
-        let file = crate::kustomize::resolve(&apps.dir, text).under(&apps.dir);
+        let file = crate::kustomize::resolve_under(&apps.dir, text);
         // A file already moved into a wave (by an interrupted apply) is still built.
         if let Some(file) =
             file.filter(|f| flat.contains_key(f.as_str()) || placed.contains(f.as_str()))

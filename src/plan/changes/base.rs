@@ -12,7 +12,7 @@ use super::{
 };
 use crate::error::{Result, SourceError};
 use crate::flux::{self, Kustomization};
-use crate::kustomize::resolve;
+use crate::kustomize::resolve_under;
 use crate::plan::Plan;
 use crate::repo::Repo;
 use crate::yaml::edit;
@@ -48,7 +48,7 @@ pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<B
     // An entry (or a file name) as the file of the base folder it names, as the builder
     // resolves it.
     let base_dir = flux::normalize_path(base);
-    let in_base = |entry: &str| resolve(&base_dir, entry).under(&base_dir);
+    let in_base = |entry: &str| resolve_under(&base_dir, entry);
     let wave_file = |entry: &str| -> Option<usize> {
         config.wave_of_name(in_base(entry)?.strip_suffix(".yaml")?)
     };
