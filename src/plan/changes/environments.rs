@@ -138,29 +138,7 @@ pub(super) fn decryption(
             .iter()
             .map(|name| emit::decryption_patch_item(name, namespace, &config.waves.decryption))
             .collect();
-        let mut new = text.clone();
-        for field in PATCH_FIELDS {
-            let remove = remove_of(field);
-            let insert: &[String] = if field == "patches" { &items } else { &[] };
-            if remove.is_empty() && insert.is_empty() {
-                continue;
-            }
-            let at = remove.first().copied().or_else(|| {
-                entries
-                    .iter()
-                    .filter(|e| {
-                        e.decrypts
-                            && e.at.field == "patches"
-                            && e.name
-                                .as_deref()
-                                .is_some_and(|n| wave_names.iter().any(|w| w == n))
-                    })
-                    .map(|e| e.at.index + 1)
-                    .max()
-            });
-            new = edit::edit_sequence(&new, field, &remove, at, insert)
-                .map_err(|e| edit_failed(&rel, e))?;
-        }
+        let new = edited(&rel, &text, &entries, &removed, &items, &wave_names)?;
         if new == text {
             continue;
         }
@@ -180,23 +158,6 @@ pub(super) fn decryption(
                 ),
             ));
         }
-        let mut why = Vec::new();
-        if !undecrypted.is_empty() {
-            let names: Vec<String> = undecrypted.iter().map(|n| format!("`{n}`")).collect();
-            why.push(format!("no SOPS decryption for {}", names.join(", ")));
-        }
-        let mut stale: Vec<String> = removed
-            .iter()
-            .filter_map(|e| e.name.as_deref())
-            .map(|n| format!("`{n}`"))
-            .collect();
-        stale.dedup();
-        if !stale.is_empty() {
-            why.push(format!(
-                "a decryption patch for {}, which no longer exists",
-                stale.join(", ")
-            ));
-        }
         changes.push(Change {
             op: Op::Write {
                 path: rel,
@@ -204,10 +165,77 @@ pub(super) fn decryption(
                 new,
             },
             drift: Drift::Decryption,
-            why: format!("environment `{}`: {}", env.name, why.join("; ")),
+            why: format!(
+                "environment `{}`: {}",
+                env.name,
+                why(&undecrypted, &removed)
+            ),
         });
     }
     Ok(())
+}
+
+/// `text` with the `removed` entries taken out of their lists and `items` inserted in
+/// `patches`: where the first removed one was, else after the last wave's patch, else at the
+/// end.
+fn edited(
+    rel: &str,
+    text: &str,
+    entries: &[Entry],
+    removed: &[&Entry],
+    items: &[String],
+    wave_names: &[String],
+) -> Result<String> {
+    let mut new = text.to_string();
+    for field in PATCH_FIELDS {
+        let remove: Vec<usize> = removed
+            .iter()
+            .filter(|e| e.at.field == field)
+            .map(|e| e.at.index)
+            .collect();
+        let insert: &[String] = if field == "patches" { items } else { &[] };
+        if remove.is_empty() && insert.is_empty() {
+            continue;
+        }
+        let at = remove.first().copied().or_else(|| {
+            entries
+                .iter()
+                .filter(|e| {
+                    e.decrypts
+                        && e.at.field == "patches"
+                        && e.name
+                            .as_deref()
+                            .is_some_and(|n| wave_names.iter().any(|w| w == n))
+                })
+                .map(|e| e.at.index + 1)
+                .max()
+        });
+        new = edit::edit_sequence(&new, field, &remove, at, insert)
+            .map_err(|e| edit_failed(rel, e))?;
+    }
+    Ok(new)
+}
+
+/// Why an environment's kustomization changes, for people.
+fn why(undecrypted: &[&String], removed: &[&Entry]) -> String {
+    let mut why = Vec::new();
+    if !undecrypted.is_empty() {
+        let names: Vec<String> = undecrypted.iter().map(|n| format!("`{n}`")).collect();
+        why.push(format!("no SOPS decryption for {}", names.join(", ")));
+    }
+    let mut stale: Vec<String> = removed
+        .iter()
+        .filter_map(|e| e.name.as_deref())
+        .map(|n| format!("`{n}`"))
+        .collect();
+    stale.dedup();
+    if !stale.is_empty() {
+        why.push(format!(
+            "a decryption patch for {}, which no longer exists",
+            stale.join(", ")
+        ));
+    }
+    why.join("; ")
 }
 
 /// The working tree as `changes` leave it, read from disk on demand. Writes and removals
