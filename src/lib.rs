@@ -1,28 +1,87 @@
-//! fluxwave keeps a Flux app tier split into dependency-ordered waves.
+//! fluxwave keeps a Flux app tier split into dependency-ordered waves, and tells before a
+//! merge what Flux will do to the cluster.
 //!
-//! Data flows one way: `config` and `catalog` read the repository's intent, `graph` computes
-//! each unit's wave (its longest dependency path), `repo` reads the tree as it is, `render`
+//! The modules are layers, each using only those below it (README, "Layout of the code"):
+//! `fs` reads and writes files, `yaml` reads and edits YAML, `tree` holds a revision's files,
+//! `kustomize` builds a kustomization as kustomize does, `flux` builds an environment as Flux
+//! does and records which Kustomization applies each object; `config`, `catalog` and `graph`
+//! read the repository's intent and compute each unit's wave, `repo` assembles them, `render`
 //! turns a ServiceDefinition into manifests, `plan` places every file and derives the change
-//! set, `flux` emits the wave Kustomizations, and `check` reports what is out of step.
-//! `cutover` builds two git revisions as Flux does and names every object Flux would delete
-//! between them. `cli` is the only place that prints.
+//! set `apply` carries out, `diag` holds the finding codes and renders findings, `cutover`
+//! judges what Flux deletes between two revisions, `check` lints, and `cli`, the only module
+//! that prints, runs the commands.
+//!
+//! Only `cli` is the library's interface; `testing` hands the integration tests and the fuzz
+//! targets the parts they drive directly. Everything else is `pub(crate)`, so the compiler
+//! reports what nothing uses.
 
-pub mod catalog;
-pub mod check;
+pub(crate) mod catalog;
+pub(crate) mod check;
 pub mod cli;
-pub mod config;
-pub mod cutover;
-pub mod diag;
-pub mod error;
-pub mod flux;
-pub mod fs;
-pub mod graph;
-pub mod kustomize;
+pub(crate) mod config;
+pub(crate) mod cutover;
+pub(crate) mod diag;
+pub(crate) mod error;
+pub(crate) mod flux;
+pub(crate) mod fs;
+pub(crate) mod graph;
+pub(crate) mod kustomize;
 mod par;
-pub mod plan;
-pub mod plural;
-pub mod redact;
-pub mod render;
-pub mod repo;
-pub mod tree;
-pub mod yaml;
+pub(crate) mod plan;
+pub(crate) mod plural;
+pub(crate) mod redact;
+pub(crate) mod render;
+pub(crate) mod repo;
+pub(crate) mod tree;
+pub(crate) mod yaml;
+
+/// What the integration tests and the fuzz targets drive directly: the readers they feed
+/// hostile input, and the builders they hold against the real kustomize and git. Not an
+/// interface for other programs; it changes with the code.
+#[doc(hidden)]
+pub mod testing {
+    pub mod catalog {
+        pub use crate::catalog::{parse, Service};
+    }
+    pub mod config {
+        pub use crate::config::{is_dns_label, Config};
+    }
+    pub mod cutover {
+        pub use crate::cutover::{compare, Deletion, ObjectId, Report};
+    }
+    pub mod error {
+        pub use crate::error::{Error, Result, SourceError};
+    }
+    pub mod flux {
+        pub use crate::flux::Kustomization;
+        pub mod decryption {
+            pub use crate::flux::decryption::{gives_decryption, literal_target, patch_entries};
+        }
+        pub mod emit {
+            pub use crate::flux::emit::{
+                decryption_patch_item, wave_kustomization, wave_kustomization_text,
+            };
+        }
+        pub mod inventory {
+            pub use crate::flux::inventory::is_flux_kustomization;
+        }
+    }
+    pub mod graph {
+        pub use crate::graph::Graph;
+    }
+    pub mod kustomize {
+        pub use crate::kustomize::{resolve, Builder};
+    }
+    pub mod render {
+        pub use crate::render::{service, Options};
+    }
+    pub mod tree {
+        pub use crate::tree::FileTree;
+    }
+    pub mod yaml {
+        pub use crate::yaml::{emit_with_comments, parse, parse_all, Text};
+        pub mod edit {
+            pub use crate::yaml::edit::edit_sequence;
+        }
+    }
+}

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use fluxwave::tree::FileTree;
+use fluxwave::testing::tree::FileTree;
 
 const KEYS: [&str; 4] = [
     "resources",
@@ -20,16 +20,16 @@ const KEYS: [&str; 4] = [
 
 /// Renders an error as the CLI does (miette, with the source span), so that a span outside
 /// the text or inside a character panics here first.
-fn render(e: &fluxwave::error::SourceError) -> String {
+fn render(e: &fluxwave::testing::error::SourceError) -> String {
     let report = e.report();
     let mut out = String::new();
     let _ = miette::GraphicalReportHandler::new().render_report(&mut out, report.as_ref());
     out
 }
 
-fn render_all(e: &fluxwave::error::Error) -> String {
+fn render_all(e: &fluxwave::testing::error::Error) -> String {
     match e {
-        fluxwave::error::Error::Input(errors) => errors.iter().map(render).collect(),
+        fluxwave::testing::error::Error::Input(errors) => errors.iter().map(render).collect(),
         other => other.to_string(),
     }
 }
@@ -44,10 +44,10 @@ pub fn catalog(data: &[u8]) {
     let stem = serde_saphyr::from_str::<Value>(text)
         .ok()
         .and_then(|v| v.pointer("/metadata/name")?.as_str().map(str::to_string))
-        .filter(|n| fluxwave::config::is_dns_label(n))
+        .filter(|n| fluxwave::testing::config::is_dns_label(n))
         .unwrap_or_else(|| "svc".to_string());
     let path = format!("catalog/{stem}.yaml");
-    match fluxwave::catalog::parse(&path, &stem, Arc::new(text.to_string())) {
+    match fluxwave::testing::catalog::parse(&path, &stem, Arc::new(text.to_string())) {
         Err(errors) => {
             assert!(!errors.is_empty());
             for e in &errors {
@@ -56,11 +56,11 @@ pub fn catalog(data: &[u8]) {
         }
         Ok(svc) => {
             for automation in [true, false] {
-                let opts = fluxwave::render::Options {
+                let opts = fluxwave::testing::render::Options {
                     image_automation: automation,
                 };
-                let first = fluxwave::render::service(&svc, opts);
-                let second = fluxwave::render::service(&svc, opts);
+                let first = fluxwave::testing::render::service(&svc, opts);
+                let second = fluxwave::testing::render::service(&svc, opts);
                 assert_eq!(
                     first.as_ref().ok(),
                     second.as_ref().ok(),
@@ -89,22 +89,22 @@ pub fn config(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    match fluxwave::config::Config::parse(&Arc::new(text.to_string())) {
+    match fluxwave::testing::config::Config::parse(&Arc::new(text.to_string())) {
         Err(e) => {
             render_all(&e);
         }
         Ok(config) => {
             for n in 0..3 {
-                let emitted = fluxwave::flux::emit::wave_kustomization_text(&config, n);
+                let emitted = fluxwave::testing::flux::emit::wave_kustomization_text(&config, n);
                 let back: Value =
                     serde_saphyr::from_str(&emitted).expect("wave Kustomization parses");
                 assert_eq!(
                     back,
-                    fluxwave::flux::emit::wave_kustomization(&config, n),
+                    fluxwave::testing::flux::emit::wave_kustomization(&config, n),
                     "{emitted}"
                 );
                 assert_eq!(config.wave_of_name(&config.wave_name(n)), Some(n));
-                let item = fluxwave::flux::emit::decryption_patch_item(
+                let item = fluxwave::testing::flux::emit::decryption_patch_item(
                     &config.wave_name(n),
                     &config.waves.namespace,
                     &config.waves.decryption,
@@ -112,8 +112,8 @@ pub fn config(data: &[u8]) {
                 let doc: Value = serde_saphyr::from_str(&item).expect("patch item parses");
                 let k = serde_json::json!({"patches": [doc]});
                 let tree = FileTree::default();
-                let e = fluxwave::flux::decryption::patch_entries(&k)[0];
-                let (name, _) = fluxwave::flux::decryption::literal_target(&tree, "", &e)
+                let e = fluxwave::testing::flux::decryption::patch_entries(&k)[0];
+                let (name, _) = fluxwave::testing::flux::decryption::literal_target(&tree, "", &e)
                     .expect("a patch fluxwave writes names its wave");
                 assert_eq!(name, config.wave_name(n), "{item}");
             }
@@ -129,31 +129,32 @@ pub fn kustomization(data: &[u8]) {
         return;
     };
     let shared = Arc::new(text.to_string());
-    match fluxwave::yaml::parse::<Value>("clusters/dev/kustomization.yaml", &shared) {
+    match fluxwave::testing::yaml::parse::<Value>("clusters/dev/kustomization.yaml", &shared) {
         Err(e) => {
             render(&e);
         }
         Ok(doc) => {
             // Every patch file the kustomization names answers with the same text.
             let mut files: Vec<(String, &str)> = Vec::new();
-            for e in fluxwave::flux::decryption::patch_entries(&doc) {
+            for e in fluxwave::testing::flux::decryption::patch_entries(&doc) {
                 let path = e
                     .entry
                     .get("path")
                     .or(Some(e.entry))
                     .and_then(Value::as_str);
-                if let Some(rel) =
-                    path.and_then(|p| fluxwave::kustomize::resolve("clusters/dev", p).local())
+                if let Some(rel) = path
+                    .and_then(|p| fluxwave::testing::kustomize::resolve("clusters/dev", p).local())
                 {
                     files.push((rel, text));
                 }
             }
             let tree = FileTree::from_files(files.iter().map(|(p, t)| (p.as_str(), *t)));
-            let mut builder = fluxwave::kustomize::Builder::owners_only(&tree);
-            for e in fluxwave::flux::decryption::patch_entries(&doc) {
-                let name = fluxwave::flux::decryption::literal_target(&tree, "clusters/dev", &e)
-                    .map_or("apps-wave-0".to_string(), |(n, _)| n);
-                let _ = fluxwave::flux::decryption::gives_decryption(
+            let mut builder = fluxwave::testing::kustomize::Builder::owners_only(&tree);
+            for e in fluxwave::testing::flux::decryption::patch_entries(&doc) {
+                let name =
+                    fluxwave::testing::flux::decryption::literal_target(&tree, "clusters/dev", &e)
+                        .map_or("apps-wave-0".to_string(), |(n, _)| n);
+                let _ = fluxwave::testing::flux::decryption::gives_decryption(
                     &mut builder,
                     "clusters/dev",
                     &e,
@@ -161,20 +162,20 @@ pub fn kustomization(data: &[u8]) {
                     "flux-system",
                 );
             }
-            let _ = fluxwave::yaml::edit::edit_sequence(text, "patches", &[], None, &[]);
+            let _ = fluxwave::testing::yaml::edit::edit_sequence(text, "patches", &[], None, &[]);
         }
     }
-    match fluxwave::yaml::parse_all("clusters/base/apps.yaml", &shared) {
+    match fluxwave::testing::yaml::parse_all("clusters/base/apps.yaml", &shared) {
         Err(e) => {
             render(&e);
         }
         Ok(docs) => {
             for d in &docs {
-                if let Some(k) = fluxwave::flux::Kustomization::from_value(d) {
+                if let Some(k) = fluxwave::testing::flux::Kustomization::from_value(d) {
                     assert!(!k.spec.path.starts_with("./"));
-                    let _ = fluxwave::flux::inventory::is_flux_kustomization(d);
+                    let _ = fluxwave::testing::flux::inventory::is_flux_kustomization(d);
                 }
-                let _ = fluxwave::cutover::ObjectId::of(d);
+                let _ = fluxwave::testing::cutover::ObjectId::of(d);
             }
         }
     }
@@ -197,7 +198,7 @@ pub fn cutover(data: &[u8]) {
         return;
     }
     let tree = FileTree::from_files(files.iter().copied());
-    if let Ok(report) = fluxwave::cutover::compare(&tree, &tree, "fuzz") {
+    if let Ok(report) = fluxwave::testing::cutover::compare(&tree, &tree, "fuzz") {
         assert!(
             report.deletions.is_empty(),
             "a revision compared with itself deletes {:?}",
@@ -207,8 +208,8 @@ pub fn cutover(data: &[u8]) {
     if let Some((first, rest)) = files.split_first() {
         let _ = first;
         let smaller = FileTree::from_files(rest.iter().copied());
-        let _ = fluxwave::cutover::compare(&tree, &smaller, "fuzz");
-        let _ = fluxwave::cutover::compare(&smaller, &tree, "fuzz");
+        let _ = fluxwave::testing::cutover::compare(&tree, &smaller, "fuzz");
+        let _ = fluxwave::testing::cutover::compare(&smaller, &tree, "fuzz");
     }
 }
 
@@ -231,7 +232,7 @@ pub fn kedit(data: &[u8]) {
     let key = KEYS[usize::from(*k) % KEYS.len()];
     let remove: Vec<usize> = rm.iter().map(|&r| usize::from(r % 16)).collect();
     let at = (*a != 255).then(|| usize::from(*a % 16));
-    let result = fluxwave::yaml::edit::edit_sequence(&text, key, &remove, at, &items);
+    let result = fluxwave::testing::yaml::edit::edit_sequence(&text, key, &remove, at, &items);
     let Ok(edited) = result else { return };
     if remove.is_empty() && items.is_empty() {
         assert_eq!(edited, text);
@@ -358,7 +359,8 @@ pub fn emit(data: &[u8]) {
     let mut ptrs = Vec::new();
     pointers(&v, String::new(), &mut ptrs);
     let target = ptrs.first().cloned().unwrap_or_default();
-    let text = fluxwave::yaml::emit_with_comments(&v, &[(target.as_str(), comment.as_str())]);
+    let text =
+        fluxwave::testing::yaml::emit_with_comments(&v, &[(target.as_str(), comment.as_str())]);
     let back: Value = match serde_saphyr::from_str(&text) {
         Ok(b) => b,
         Err(e) => panic!("emitted YAML does not parse: {e}\n{text}"),

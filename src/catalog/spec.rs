@@ -265,6 +265,8 @@ pub struct Persistent {
     pub access_mode: Option<AccessMode>,
 }
 
+// Kubernetes' own names for the access modes: they all start with `Read`.
+#[allow(clippy::enum_variant_names)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 pub enum AccessMode {
     ReadWriteOnce,

@@ -94,11 +94,6 @@ impl Flux {
         })
     }
 
-    /// Whether some environment builds this object.
-    pub fn exists(&self, id: &ObjectId) -> bool {
-        self.envs.iter().any(|inv| inv.objects.contains_key(id))
-    }
-
     /// Where a Flux Kustomization is written (the environment for an assumed root), at `key`.
     pub fn owner_at(&self, inv: &Inventory, owner: &Owner, key: &str) -> (String, Option<Place>) {
         if owner.file.is_empty() {

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use super::{io, Outcome};
 use crate::check::{self, Severity};
-use crate::diag::render;
-use crate::error::Result;
+use crate::diag::{render, Code};
+use crate::error::{Error, Result};
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -58,4 +58,27 @@ pub fn run(
     } else {
         Outcome::Clean
     })
+}
+
+/// `check --explain CODE`: the code's severity and what it catches, from the registry.
+pub fn explain(name: &str, out: &mut impl Write) -> Result<Outcome> {
+    let Some(code) = Code::ALL.iter().find(|c| c.as_str() == name) else {
+        let known: Vec<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
+        return Err(Error::Usage(format!(
+            "`{name}` is not a finding code; the codes are: {}",
+            known.join(", ")
+        )));
+    };
+    let severity = match code.severity() {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+    };
+    writeln!(
+        out,
+        "{} ({severity}): {}\nEvery code, with an example and the fix: docs/checks.md",
+        code.as_str(),
+        code.summary()
+    )
+    .map_err(io)?;
+    Ok(Outcome::Clean)
 }

@@ -89,6 +89,9 @@ enum Command {
         /// Count warnings as errors (exit 1 on any finding)
         #[arg(long, value_enum, value_name = "LEVEL")]
         deny: Option<check::Deny>,
+        /// Say what a finding code catches and how bad it is, instead of checking
+        #[arg(long, value_name = "CODE")]
+        explain: Option<String>,
     },
     /// Every object Flux would delete between two git revisions, with the safe runbook
     #[command(
@@ -162,9 +165,13 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
         Command::Waves { format } => waves::run(&cli.repo, format, &mut out),
         Command::Plan { format } => plan::run(&cli.repo, format, &mut out),
         Command::Apply { dry_run } => apply::run(&cli.repo, dry_run, &mut out),
-        Command::Check { format, base, deny } => {
-            check::run(&cli.repo, format, base.as_deref(), deny, &mut out)
-        }
+        Command::Check {
+            explain: Some(code),
+            ..
+        } => check::explain(&code, &mut out),
+        Command::Check {
+            format, base, deny, ..
+        } => check::run(&cli.repo, format, base.as_deref(), deny, &mut out),
         Command::Cutover { from, to, format } => {
             cutover::run(&cli.repo, &from, to.as_deref(), format, &mut out)
         }

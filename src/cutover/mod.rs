@@ -15,9 +15,8 @@ use serde::Serialize;
 use crate::error::Result;
 use crate::flux::inventory::{self, Inventory};
 pub use crate::kustomize::object::ObjectId;
-pub use crate::kustomize::Warning;
 use crate::tree::{Blobs, FileTree};
-pub use rules::{Deletion, Rule};
+pub use rules::Deletion;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct EnvWarning {

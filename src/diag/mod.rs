@@ -177,6 +177,7 @@ impl Place {
     }
 
     /// The text under the span (for tests; never printed, it may be a secret).
+    #[cfg(test)]
     pub fn shown(&self) -> &str {
         self.text
             .get(self.span.0..self.span.0 + self.span.1)

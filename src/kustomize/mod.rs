@@ -16,7 +16,6 @@ mod resource;
 pub mod target;
 mod transform;
 
-pub use patch::{json6902, merge};
 pub use resolve::{resolve, resolve_under, Ref};
 pub use resource::Resource;
 

@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::fs::read_regular;
 use crate::graph::Graph;
 
-pub use apptier::{AppFile, AppTier, Location};
+pub use apptier::{AppTier, Location};
 
 /// Everything fluxwave knows about a repository before it plans anything.
 pub struct Repo {
@@ -47,12 +47,6 @@ impl Reads {
         let read = read_regular(path, shown)?.map(Arc::new);
         cache.insert(path.to_path_buf(), read.clone());
         Ok(read)
-    }
-
-    /// The file as text, `None` when it cannot be read safely or is not UTF-8.
-    pub fn text(&self, path: &Path) -> Option<String> {
-        let bytes = self.bytes(path, "").ok()??;
-        String::from_utf8(bytes.to_vec()).ok()
     }
 }
 

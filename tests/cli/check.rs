@@ -337,3 +337,33 @@ fn the_pre_commit_hook_runs_check_on_the_whole_repository() {
     assert_eq!(hook["entry"], "fluxwave check");
     assert_eq!(hook["pass_filenames"], false);
 }
+
+/// `check --explain CODE` reads the registry: the code's severity and what it catches; a
+/// name that is no code is a usage error listing the codes.
+#[test]
+fn explain_names_a_codes_severity_and_what_it_catches() {
+    let repo = TestRepo::empty();
+    let r = repo.run(&["check", "--explain", "sops-without-decryption"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .starts_with("sops-without-decryption (error): a Flux Kustomization builds"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("docs/checks.md"), "{}", r.stdout);
+    let r = repo.run(&["check", "--explain", "retired-setting-dropped"]);
+    assert!(
+        r.stdout.starts_with("retired-setting-dropped (warning): "),
+        "{}",
+        r.stdout
+    );
+    let r = repo.run(&["check", "--explain", "no-such-code"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("`no-such-code` is not a finding code")
+            && r.stderr.contains("missing-decryption"),
+        "{}",
+        r.stderr
+    );
+}

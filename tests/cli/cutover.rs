@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use crate::common::{kustomize, objects, TestRepo};
-use fluxwave::kustomize::Builder;
-use fluxwave::tree::FileTree;
+use fluxwave::testing::kustomize::Builder;
+use fluxwave::testing::tree::FileTree;
 
 fn cutover(repo: &TestRepo, from: &str) -> (i32, Value, String) {
     let run = repo.run(&["cutover", "--from", from, "--format", "json"]);

@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 
-use fluxwave::catalog;
-use fluxwave::config::Config;
-use fluxwave::graph::Graph;
-use fluxwave::tree::FileTree;
+use fluxwave::testing::catalog;
+use fluxwave::testing::config::Config;
+use fluxwave::testing::graph::Graph;
+use fluxwave::testing::tree::FileTree;
 
 use crate::common::TestRepo;
 
@@ -47,7 +47,7 @@ fn acyclic() -> impl Strategy<Value = Vec<Vec<usize>>> {
     })
 }
 
-fn graph(deps: &[Vec<usize>]) -> fluxwave::error::Result<Graph> {
+fn graph(deps: &[Vec<usize>]) -> fluxwave::testing::error::Result<Graph> {
     let services: Vec<_> = deps
         .iter()
         .enumerate()
@@ -137,7 +137,7 @@ proptest! {
         repo.flat_kustomization().flux_wiring();
         let before = app_tier(&repo);
         let tree = tree_of(&repo);
-        let same = fluxwave::cutover::compare(&tree, &tree, "same").unwrap();
+        let same = fluxwave::testing::cutover::compare(&tree, &tree, "same").unwrap();
         prop_assert!(same.deletions.is_empty(), "{:?}", same.deletions);
 
         let first = repo.run(&["apply"]);
@@ -152,7 +152,7 @@ proptest! {
         prop_assert_eq!(check.code, 0, "{}", check.stdout);
 
         let tree = tree_of(&repo);
-        let same = fluxwave::cutover::compare(&tree, &tree, "same").unwrap();
+        let same = fluxwave::testing::cutover::compare(&tree, &tree, "same").unwrap();
         prop_assert!(same.deletions.is_empty(), "{:?}", same.deletions);
         // And on git revisions through the CLI.
         repo.commit_all("waved");

@@ -97,15 +97,6 @@ pub struct ChangeSet {
     pub decrypted: std::collections::BTreeSet<String>,
 }
 
-impl Change {
-    pub fn path(&self) -> &str {
-        match &self.op {
-            Op::Move { from, .. } => from,
-            Op::Write { path, .. } | Op::Remove { path } | Op::RemoveDir { path } => path,
-        }
-    }
-}
-
 pub(super) fn parse_docs(rel: &str, text: &str) -> Result<Vec<Value>> {
     Ok(yaml::parse_all(rel, &Text::new(text.to_string()))?)
 }
