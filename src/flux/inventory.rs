@@ -14,7 +14,7 @@ use crate::config::{self, Config};
 use crate::error::Result;
 use crate::fs::join;
 use crate::kustomize::object::{kept_whole, Facts, ObjectId};
-use crate::kustomize::{Builder, Resource, Warning};
+use crate::kustomize::{BuildError, Builder, Resource, Warning};
 use crate::tree::FileTree;
 
 /// A Flux Kustomization as the cluster would hold it after this revision is applied.
@@ -418,7 +418,7 @@ pub struct Owners {
 
 /// The owners-only build of environment `env_path` of `tree` (see `Owners`); `Err` when the
 /// build fails, as Flux's would.
-pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, String> {
+pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, BuildError> {
     let root = root_of(tree, env_path);
     // The root's own patches apply when it is the environment's (bootstrap's gotk-sync).
     let overlay = if root.path == env_path {

@@ -76,7 +76,34 @@ pub struct Builder<'a> {
     stack: Vec<String>,
 }
 
-type Built = Result<Vec<Resource>, String>;
+type Built = Result<Vec<Resource>, BuildError>;
+
+/// Why a build failed. Flux's build fails there too, and applies nothing of it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BuildError {
+    #[error("{0}: file not found")]
+    FileNotFound(String),
+    #[error("{0}: no kustomization.yaml in this folder")]
+    NoKustomization(String),
+    #[error("path `./{0}` does not exist")]
+    NoPath(String),
+    #[error("{file}: kustomization cycle through `{dir}`")]
+    Cycle { file: String, dir: String },
+    #[error("{file}: `{entry}` leaves the repository")]
+    Escapes { file: String, entry: String },
+    #[error("{file}: resource `{entry}` not found")]
+    MissingResource { file: String, entry: String },
+    /// A kustomization, manifest or patch that kustomize would not read: the file, and what
+    /// is wrong with it.
+    #[error("{0}")]
+    Malformed(String),
+}
+
+impl From<String> for BuildError {
+    fn from(message: String) -> Self {
+        BuildError::Malformed(message)
+    }
+}
 
 /// Where a build hands its objects, one at a time and in build order.
 pub type Emit<'e> = dyn FnMut(Resource) + 'e;
@@ -174,7 +201,7 @@ impl<'a> Builder<'a> {
         dir: &str,
         k: &Map<String, Value>,
         objects: Vec<Value>,
-    ) -> Result<Vec<Value>, String> {
+    ) -> Result<Vec<Value>, BuildError> {
         let acc = objects
             .into_iter()
             .enumerate()
@@ -218,10 +245,10 @@ impl<'a> Builder<'a> {
     }
 
     /// `build_dir`, handing each object to `emit` in build order.
-    fn stream_dir(&mut self, dir: &str, emit: &mut Emit) -> Result<(), String> {
+    fn stream_dir(&mut self, dir: &str, emit: &mut Emit) -> Result<(), BuildError> {
         let file = self
             .kustomization_file(dir)
-            .ok_or_else(|| format!("{dir}: no kustomization.yaml in this folder"))?;
+            .ok_or_else(|| BuildError::NoKustomization(dir.to_string()))?;
         self.stream_kustomization(dir, &file, emit)
     }
 
@@ -246,7 +273,7 @@ impl<'a> Builder<'a> {
         dir: &str,
         overlay: &Map<String, Value>,
         emit: &mut Emit,
-    ) -> Result<(), String> {
+    ) -> Result<(), BuildError> {
         if transforms(overlay) {
             let acc = self.build_flux_path(dir)?;
             self.transform(what, dir, overlay, acc)?
@@ -260,12 +287,12 @@ impl<'a> Builder<'a> {
         Ok(())
     }
 
-    fn stream_flux_path(&mut self, dir: &str, emit: &mut Emit) -> Result<(), String> {
+    fn stream_flux_path(&mut self, dir: &str, emit: &mut Emit) -> Result<(), BuildError> {
         if self.kustomization_file(dir).is_some() {
             return self.stream_dir(dir, emit);
         }
         if !self.tree.is_dir(dir) {
-            return Err(format!("path `./{dir}` does not exist"));
+            return Err(BuildError::NoPath(dir.to_string()));
         }
         // Every file, with the sub-folder holding a kustomization that builds it, if any.
         let files: Vec<(String, Option<String>)> = self
@@ -315,7 +342,7 @@ impl<'a> Builder<'a> {
         let text = self
             .tree
             .read(path)
-            .ok_or_else(|| format!("{path}: file not found"))?;
+            .ok_or_else(|| BuildError::FileNotFound(path.to_string()))?;
         match self.ready.remove(path) {
             Some(loaded) => loaded,
             None => load(path, &text),
@@ -337,15 +364,15 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn read_kustomization(&self, file: &str) -> Result<Map<String, Value>, String> {
+    fn read_kustomization(&self, file: &str) -> Result<Map<String, Value>, BuildError> {
         let text = self
             .tree
             .read(file)
-            .ok_or_else(|| format!("{file}: file not found"))?;
+            .ok_or_else(|| BuildError::FileNotFound(file.to_string()))?;
         match yaml::parse::<Value>(file, &text).map_err(|e| e.to_string())? {
             Value::Object(m) => Ok(m),
             Value::Null => Ok(Map::new()),
-            _ => Err(format!("{file}: a kustomization must be a mapping")),
+            _ => Err(format!("{file}: a kustomization must be a mapping").into()),
         }
     }
 
@@ -355,10 +382,13 @@ impl<'a> Builder<'a> {
         &mut self,
         dir: &str,
         file: &str,
-        f: impl FnOnce(&mut Self) -> Result<T, String>,
-    ) -> Result<T, String> {
+        f: impl FnOnce(&mut Self) -> Result<T, BuildError>,
+    ) -> Result<T, BuildError> {
         if self.stack.len() > MAX_DEPTH || self.stack.iter().any(|d| d == dir) {
-            return Err(format!("{file}: kustomization cycle through `{dir}`"));
+            return Err(BuildError::Cycle {
+                file: file.to_string(),
+                dir: dir.to_string(),
+            });
         }
         self.stack.push(dir.to_string());
         let result = f(self);
@@ -382,7 +412,7 @@ impl<'a> Builder<'a> {
         dir: &str,
         file: &str,
         emit: &mut Emit,
-    ) -> Result<(), String> {
+    ) -> Result<(), BuildError> {
         self.nested(dir, file, |b| {
             let k = b.read_kustomization(file)?;
             if transforms(&k) {
@@ -406,7 +436,7 @@ impl<'a> Builder<'a> {
         file: &str,
         k: &Map<String, Value>,
         emit: &mut Emit,
-    ) -> Result<(), String> {
+    ) -> Result<(), BuildError> {
         let files: Vec<String> = ["resources", "bases"]
             .iter()
             .filter_map(|field| list(k, field, file).ok())
@@ -419,7 +449,7 @@ impl<'a> Builder<'a> {
         for field in ["resources", "bases"] {
             for entry in list(k, field, file)? {
                 let Some(entry) = entry.as_str() else {
-                    return Err(format!("{file}: `{field}` entries must be strings"));
+                    return Err(format!("{file}: `{field}` entries must be strings").into());
                 };
                 let path = match resolve(dir, entry) {
                     Ref::Local(path) => path,
@@ -431,7 +461,12 @@ impl<'a> Builder<'a> {
                         );
                         continue;
                     }
-                    Ref::Escapes => return Err(format!("{file}: `{entry}` leaves the repository")),
+                    Ref::Escapes => {
+                        return Err(BuildError::Escapes {
+                            file: file.to_string(),
+                            entry: entry.to_string(),
+                        })
+                    }
                 };
                 if self.tree.is_file(&path) {
                     ahead.next(self, &files);
@@ -439,7 +474,10 @@ impl<'a> Builder<'a> {
                 } else if self.tree.is_dir(&path) {
                     self.stream_dir(&path, emit)?;
                 } else {
-                    return Err(format!("{file}: resource `{entry}` not found"));
+                    return Err(BuildError::MissingResource {
+                        file: file.to_string(),
+                        entry: entry.to_string(),
+                    });
                 }
             }
         }
@@ -455,7 +493,7 @@ impl<'a> Builder<'a> {
         file: &str,
         k: &Map<String, Value>,
         acc: &mut Vec<Resource>,
-    ) -> Result<(), String> {
+    ) -> Result<(), BuildError> {
         let global_off = k
             .get("generatorOptions")
             .and_then(|o| o.get("disableNameSuffixHash"))
@@ -728,7 +766,17 @@ mod tests {
             ("apps/cm.yaml", CM),
         ]);
         let err = Builder::new(&tree).build_dir("clusters/dev").unwrap_err();
-        assert!(err.contains("`/apps` leaves the repository"), "{err}");
+        assert_eq!(
+            err,
+            BuildError::Escapes {
+                file: "clusters/dev/kustomization.yaml".into(),
+                entry: "/apps".into()
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "clusters/dev/kustomization.yaml: `/apps` leaves the repository"
+        );
     }
 
     #[test]

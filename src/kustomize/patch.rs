@@ -32,7 +32,7 @@ impl Builder<'_> {
                     }
                 }
                 (Value::Array(_), None) => {
-                    return Err(format!("{what}: a JSON 6902 patch needs a `target`"))
+                    return Err(format!("{what}: a JSON 6902 patch needs a `target`").into())
                 }
                 (Value::Object(_), _) => {
                     let selects = |r: &Resource| match &target {
@@ -47,7 +47,8 @@ impl Builder<'_> {
                             doc.pointer("/metadata/name")
                                 .and_then(Value::as_str)
                                 .unwrap_or("?"),
-                        ));
+                        )
+                        .into());
                     }
                     if delete {
                         acc.retain(|r| !selects(r));
@@ -70,7 +71,8 @@ impl Builder<'_> {
                 _ => {
                     return Err(format!(
                         "{what}: a patch must be a mapping or a list of operations"
-                    ))
+                    )
+                    .into())
                 }
             }
         }

@@ -201,7 +201,7 @@ pub(super) fn load(path: &str, text: &yaml::Text) -> Built {
         };
         for (item, value) in items {
             if !value.is_object() {
-                return Err(format!("{path}: document {} is not a mapping", index + 1));
+                return Err(format!("{path}: document {} is not a mapping", index + 1).into());
             }
             out.push(Resource::loaded(value, path, index, item));
         }

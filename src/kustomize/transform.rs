@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::patch::{patch_text, target_of};
-use super::{list, resolve, Builder, Built, Ref, Resource, MODELLED};
+use super::{list, resolve, BuildError, Builder, Built, Ref, Resource, MODELLED};
 
 impl Builder<'_> {
     /// What a kustomization does to what it accumulated, in kustomize's order: components,
@@ -29,7 +29,7 @@ impl Builder<'_> {
         }
         for entry in list(k, "components", file)? {
             let Some(entry) = entry.as_str() else {
-                return Err(format!("{file}: `components` entries must be strings"));
+                return Err(format!("{file}: `components` entries must be strings").into());
             };
             let path = match resolve(dir, entry) {
                 Ref::Local(path) => path,
@@ -41,7 +41,12 @@ impl Builder<'_> {
                     );
                     continue;
                 }
-                Ref::Escapes => return Err(format!("{file}: `{entry}` leaves the repository")),
+                Ref::Escapes => {
+                    return Err(BuildError::Escapes {
+                        file: file.to_string(),
+                        entry: entry.to_string(),
+                    })
+                }
             };
             let kfile = self
                 .kustomization_file(&path)
@@ -55,14 +60,14 @@ impl Builder<'_> {
                     let found = match resolve(dir, s) {
                         Ref::Local(path) => self.tree.read(&path),
                         Ref::Remote => None,
-                        Ref::Escapes => return Err(format!("{what}: leaves the repository")),
+                        Ref::Escapes => return Err(format!("{what}: leaves the repository").into()),
                     };
                     found
                         .ok_or_else(|| format!("{what}: patch file `{s}` not found"))?
                         .to_string()
                 }
                 Some(s) => s.to_string(),
-                None => return Err(format!("{what}: must be a string")),
+                None => return Err(format!("{what}: must be a string").into()),
             };
             acc = self.apply_patch(&what, &text, None, acc)?;
         }
