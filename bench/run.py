@@ -139,7 +139,8 @@ def main():
     subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
     WORK.mkdir(parents=True, exist_ok=True)
     cutover = has_command("cutover")
-    rows, kustomize_ok = [], True
+    # --kustomize-limit 0 leaves kubectl kustomize out.
+    rows, kustomize_ok = [], a.kustomize_limit > 0
     for n in [int(s) for s in a.sizes.split(",")]:
         repo, applied = generate(n)
         runs = a.runs if n < 100_000 or a.large_runs is None else a.large_runs
