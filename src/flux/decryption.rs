@@ -157,19 +157,8 @@ pub fn gives_decryption(
 mod tests {
     use super::*;
     use crate::flux::emit;
+    use crate::yaml::edit::tests::{parse, s, BASE};
     use crate::yaml::edit::{apply_list_edit, edit_sequence};
-
-    const BASE: &str = "# Flux objects shared by every cluster. Hand-maintained: keep the order.
-apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-  # controllers and CRDs (CNPG, cert-manager)
-  - platform.yaml
-  # cluster-wide config that needs those CRDs; also the cluster-vars ConfigMap
-  - platform-config.yaml
-  # the app tier: everything under ./apps (see apps/kustomization.yaml)
-  - apps.yaml
-";
 
     const DEV: &str = "# dev cluster: the shared Flux objects plus per-environment patches.
 apiVersion: kustomize.config.k8s.io/v1beta1
@@ -210,14 +199,6 @@ patches:
           secretRef:
             name: sops-age
 ";
-
-    fn s(v: &[&str]) -> Vec<String> {
-        v.iter().map(|x| x.to_string()).collect()
-    }
-
-    fn parse(text: &str) -> Value {
-        serde_saphyr::from_str::<Value>(text).unwrap()
-    }
 
     fn sops() -> Value {
         json!({"provider": "sops", "secretRef": {"name": "sops-age"}})

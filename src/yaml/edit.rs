@@ -550,11 +550,13 @@ fn render_value_item(v: &Value) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
-    const BASE: &str = "# Flux objects shared by every cluster. Hand-maintained: keep the order.
+    /// A hand-kept clusters/base kustomization (the editor's and the decryption tests').
+    pub(crate) const BASE: &str =
+        "# Flux objects shared by every cluster. Hand-maintained: keep the order.
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
@@ -566,11 +568,11 @@ resources:
   - apps.yaml
 ";
 
-    fn s(v: &[&str]) -> Vec<String> {
+    pub(crate) fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
     }
 
-    fn parse(text: &str) -> Value {
+    pub(crate) fn parse(text: &str) -> Value {
         serde_saphyr::from_str::<Value>(text).unwrap()
     }
 
