@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{flux_name, Finding, Flux};
+use super::{flux_name, Finding, FluxView};
 use crate::diag::Code;
 use crate::flux::decryption::ends_decrypted;
 
@@ -17,7 +17,7 @@ pub const CODE: Code = Code::SopsWithoutDecryption;
 
 /// `decrypted`: the Kustomizations whose decryption `apply` answers for
 /// (`ChangeSet::decrypted`), reported as `missing-decryption` drift instead.
-pub fn sops_without_decryption(flux: &Flux, decrypted: &BTreeSet<String>) -> Vec<Finding> {
+pub fn sops_without_decryption(flux: &FluxView, decrypted: &BTreeSet<String>) -> Vec<Finding> {
     let mut findings = Vec::new();
     for inv in &flux.envs {
         let builds = flux.builds(inv);

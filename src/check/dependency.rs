@@ -5,14 +5,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{flux_name, Finding, Flux};
+use super::{flux_name, Finding, FluxView};
 use crate::diag::Code;
 use crate::kustomize::object::ObjectId;
 
 pub const UNKNOWN: Code = Code::UnknownDependency;
 pub const CYCLE: Code = Code::DependencyCycle;
 
-pub fn unknown_dependency(flux: &Flux) -> Vec<Finding> {
+pub fn unknown_dependency(flux: &FluxView) -> Vec<Finding> {
     let mut findings = Vec::new();
     for inv in &flux.envs {
         for (id, owner) in &inv.owners {
@@ -49,7 +49,7 @@ pub fn unknown_dependency(flux: &Flux) -> Vec<Finding> {
     findings
 }
 
-pub fn dependency_cycle(flux: &Flux) -> Vec<Finding> {
+pub fn dependency_cycle(flux: &FluxView) -> Vec<Finding> {
     let mut findings = Vec::new();
     for inv in &flux.envs {
         let edges: BTreeMap<&ObjectId, Vec<&ObjectId>> = inv

@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use super::{Finding, Flux, Place};
+use super::{Finding, FluxView, Place};
 use crate::diag::Code;
 use crate::flux::normalize_path;
 use crate::kustomize::object::ObjectId;
@@ -42,7 +42,7 @@ fn markers(text: &str) -> Vec<((usize, usize), String)> {
     out
 }
 
-pub fn image_policies(flux: &Flux) -> Vec<Finding> {
+pub fn image_policies(flux: &FluxView) -> Vec<Finding> {
     let mut paths: Vec<String> = Vec::new();
     let mut policies: Vec<ObjectId> = Vec::new();
     for (_, id, e) in flux.objects() {

@@ -35,7 +35,7 @@ use crate::tree::FileTree;
 
 /// The repository as Flux sees it: the working tree, its config, and every environment built
 /// as Flux builds it.
-pub struct Flux {
+pub struct FluxView {
     pub tree: FileTree,
     pub config: Config,
     pub envs: Vec<Inventory>,
@@ -48,14 +48,14 @@ pub struct Built<'a> {
     pub index: usize,
 }
 
-impl Flux {
+impl FluxView {
     /// The Flux view of a tree already read.
-    pub fn with_tree(tree: FileTree, config: Config) -> Result<Flux> {
+    pub fn with_tree(tree: FileTree, config: Config) -> Result<FluxView> {
         let envs = inventory::environments(&tree)?
             .into_iter()
             .map(|(name, path)| inventory::build(&tree, &name, &path))
             .collect();
-        Ok(Flux { tree, config, envs })
+        Ok(FluxView { tree, config, envs })
     }
 
     /// Everything each owner of `inv` applies, by owner (one pass over the inventory).
@@ -123,7 +123,7 @@ pub fn run(root: &Path) -> Result<Vec<Finding>> {
     } else {
         Default::default()
     };
-    let flux = Flux::with_tree(tree, config)?;
+    let flux = FluxView::with_tree(tree, config)?;
     findings.extend(decryption::sops_without_decryption(&flux, &decrypted));
     findings.extend(plaintext::plaintext_secret(&flux));
     findings.extend(substitution::variables(&flux));

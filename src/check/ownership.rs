@@ -2,12 +2,12 @@
 //! in one environment. Each applies its own copy over the other's, and when one stops
 //! building it, that one prunes it while the other still expects it.
 
-use super::{flux_name, locate, Finding, Flux};
+use super::{flux_name, locate, Finding, FluxView};
 use crate::diag::Code;
 
 pub const CODE: Code = Code::DoubleOwner;
 
-pub fn double_owner(flux: &Flux) -> Vec<Finding> {
+pub fn double_owner(flux: &FluxView) -> Vec<Finding> {
     let mut findings = Vec::new();
     for inv in &flux.envs {
         for (id, second) in &inv.duplicates {

@@ -2,12 +2,12 @@
 //! fails every reconcile ("no such file or directory") and applies nothing. Only
 //! Kustomizations that read this repository (the environment's own source) are judged.
 
-use super::{flux_name, Finding, Flux};
+use super::{flux_name, Finding, FluxView};
 use crate::diag::Code;
 
 pub const CODE: Code = Code::MissingPath;
 
-pub fn missing_path(flux: &Flux) -> Vec<Finding> {
+pub fn missing_path(flux: &FluxView) -> Vec<Finding> {
     let mut findings = Vec::new();
     for inv in &flux.envs {
         let Some(root) = inv.owners.values().find(|o| o.parent.is_none()) else {

@@ -6,13 +6,13 @@
 
 use serde_json::Value;
 
-use super::{locate, Finding, Flux};
+use super::{locate, Finding, FluxView};
 use crate::diag::Code;
 use crate::kustomize::object::is_sops;
 
 pub const CODE: Code = Code::PlaintextSecret;
 
-pub fn plaintext_secret(flux: &Flux) -> Vec<Finding> {
+pub fn plaintext_secret(flux: &FluxView) -> Vec<Finding> {
     let mut findings = Vec::new();
     for (file, text) in flux.tree.manifests() {
         if !text.contains("Secret") {

@@ -3,7 +3,7 @@
 //! comes. The source the root Kustomization reads (the bootstrap GitRepository, usually in
 //! `clusters/<env>/flux-system/gotk-sync.yaml`) exists by definition: Flux runs from it.
 
-use super::{flux_name, Finding, Flux};
+use super::{flux_name, Finding, FluxView};
 use crate::diag::Code;
 use crate::kustomize::object::ObjectId;
 
@@ -12,7 +12,7 @@ pub const CODE: Code = Code::UnknownSource;
 const SOURCE_GROUP: &str = "source.toolkit.fluxcd.io";
 const SOURCE_KINDS: &[&str] = &["GitRepository", "OCIRepository", "Bucket"];
 
-pub fn unknown_source(flux: &Flux) -> Vec<Finding> {
+pub fn unknown_source(flux: &FluxView) -> Vec<Finding> {
     let mut findings = Vec::new();
     for inv in &flux.envs {
         let bootstrap = inv

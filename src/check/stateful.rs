@@ -3,12 +3,12 @@
 //! with it; `kustomize.toolkit.fluxcd.io/prune: disabled` (label or annotation) makes Flux
 //! leave it in place.
 
-use super::{locate, Finding, Flux};
+use super::{locate, Finding, FluxView};
 use crate::diag::Code;
 
 pub const CODE: Code = Code::UnprotectedStateful;
 
-pub fn unprotected_stateful(flux: &Flux) -> Vec<Finding> {
+pub fn unprotected_stateful(flux: &FluxView) -> Vec<Finding> {
     let mut findings = Vec::new();
     for (_, id, e) in flux.objects() {
         let stateful = matches!(

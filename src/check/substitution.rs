@@ -11,14 +11,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::{flux_name, locate, Finding, Flux};
+use super::{flux_name, locate, Finding, FluxView};
 use crate::diag::Code;
 use crate::kustomize::object::ObjectId;
 
 pub const UNDEFINED: Code = Code::UndefinedVariable;
 pub const UNKNOWABLE: Code = Code::UnknowableVariable;
 
-pub fn variables(flux: &Flux) -> Vec<Finding> {
+pub fn variables(flux: &FluxView) -> Vec<Finding> {
     let mut findings = Vec::new();
     for inv in &flux.envs {
         let builds = flux.builds(inv);
@@ -117,7 +117,7 @@ pub fn variables(flux: &Flux) -> Vec<Finding> {
 }
 
 /// The keys of a ConfigMap or Secret some environment builds; `None` when none does.
-fn keys_of(flux: &Flux, id: &ObjectId) -> Option<BTreeSet<String>> {
+fn keys_of(flux: &FluxView, id: &ObjectId) -> Option<BTreeSet<String>> {
     let entry = flux.envs.iter().find_map(|inv| inv.objects.get(id))?;
     // A generated ConfigMap's keys are not modelled: as good as unknown.
     entry

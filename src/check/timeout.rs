@@ -5,12 +5,12 @@
 
 use serde_json::Value;
 
-use super::{flux_name, Finding, Flux};
+use super::{flux_name, Finding, FluxView};
 use crate::diag::Code;
 
 pub const CODE: Code = Code::MissingTimeout;
 
-pub fn missing_timeout(flux: &Flux, waves: bool) -> Vec<Finding> {
+pub fn missing_timeout(flux: &FluxView, waves: bool) -> Vec<Finding> {
     let mut findings = Vec::new();
     for inv in &flux.envs {
         for (id, owner) in &inv.owners {
