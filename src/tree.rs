@@ -37,9 +37,9 @@ struct Disk {
 }
 
 impl Disk {
-    /// The file at `rel` through `fs::read_regular` (a regular file, never through a link,
-    /// size bounded) in a folder that does not lead out of the root through a link; `None`
-    /// when it does not exist, cannot be read that way or is not UTF-8.
+    /// The file at `rel` through `fs::read_optional` (a regular file, never through a link,
+    /// size bounded, in a folder that does not lead out of the root through a link, UTF-8);
+    /// `None` when it does not exist or cannot be read that way.
     fn read(&self, rel: &str) -> Option<Text> {
         let mut cache = self
             .read
@@ -48,15 +48,9 @@ impl Disk {
         if let Some(hit) = cache.get(rel) {
             return hit.clone();
         }
-        let parent = rel.rsplit_once('/').map_or("", |(dir, _)| dir);
-        let text = (parent.is_empty() || crate::fs::check_inside(&self.root, parent).is_ok())
-            .then(|| {
-                crate::fs::read_regular(&self.root.join(rel), rel)
-                    .ok()
-                    .flatten()
-            })
+        let text = crate::fs::read_optional(&self.root, rel)
+            .ok()
             .flatten()
-            .and_then(|bytes| String::from_utf8(bytes).ok())
             .map(Arc::new);
         cache.insert(rel.to_string(), text.clone());
         text
@@ -171,13 +165,9 @@ impl FileTree {
     }
 
     /// The tree of commit `rev`, restricted to `root` (which may be a folder inside the
-    /// repository) with paths relative to it.
-    pub fn from_git(root: &Path, rev: &str) -> Result<FileTree> {
-        FileTree::from_git_sharing(root, rev, &mut Blobs::default())
-    }
-
-    /// `from_git`, taking the blobs already in `blobs` (by object id) from there and adding
-    /// the ones it reads: two revisions that share most files read each from git once.
+    /// repository) with paths relative to it, taking the blobs already in `blobs` (by object
+    /// id) from there and adding the ones it reads: two revisions that share most files read
+    /// each from git once.
     pub fn from_git_sharing(root: &Path, rev: &str, blobs_read: &mut Blobs) -> Result<FileTree> {
         require_git(root)?;
         let spec = format!("{rev}^{{commit}}");
@@ -332,11 +322,6 @@ impl FileTree {
             label: "the working tree".into(),
             ..FileTree::default()
         })
-    }
-
-    /// Every file's text.
-    pub fn texts(&self) -> impl Iterator<Item = &Text> {
-        self.files.values()
     }
 
     /// The text of the file at `path` (shared, not copied).
