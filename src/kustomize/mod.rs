@@ -171,11 +171,8 @@ impl<'a> Builder<'a> {
             }
         }
         Builder {
-            tree,
-            ready: HashMap::new(),
-            warnings: Vec::new(),
             cluster_kinds,
-            stack: Vec::new(),
+            ..Builder::owners_only(tree)
         }
     }
 
@@ -448,25 +445,15 @@ impl<'a> Builder<'a> {
         let mut ahead = Ahead::default();
         for field in ["resources", "bases"] {
             for entry in list(k, field, file)? {
-                let Some(entry) = entry.as_str() else {
-                    return Err(format!("{file}: `{field}` entries must be strings").into());
-                };
-                let path = match resolve(dir, entry) {
-                    Ref::Local(path) => path,
-                    Ref::Remote => {
-                        self.warn(
-                            file,
-                            "remote base",
-                            format!("`{entry}` is fetched from the network; its objects are not in the inventory"),
-                        );
-                        continue;
-                    }
-                    Ref::Escapes => {
-                        return Err(BuildError::Escapes {
-                            file: file.to_string(),
-                            entry: entry.to_string(),
-                        })
-                    }
+                let Some((entry, path)) = self.local_entry(
+                    file,
+                    dir,
+                    field,
+                    entry,
+                    ("remote base", "its objects are not in the inventory"),
+                )?
+                else {
+                    continue;
                 };
                 if self.tree.is_file(&path) {
                     ahead.next(self, &files);
@@ -485,6 +472,37 @@ impl<'a> Builder<'a> {
         self.generators(file, k, &mut generated)?;
         generated.into_iter().for_each(emit);
         Ok(())
+    }
+
+    /// Entry `entry` of list `field` of kustomization `file` in `dir`, with its local path;
+    /// `None` for a remote one, reported as the unmodelled `feature` with what it leaves
+    /// `unseen`. An entry that is not a string or that leaves the repository fails the build.
+    fn local_entry<'e>(
+        &mut self,
+        file: &str,
+        dir: &str,
+        field: &str,
+        entry: &'e Value,
+        (feature, unseen): (&str, &str),
+    ) -> Result<Option<(&'e str, String)>, BuildError> {
+        let Some(entry) = entry.as_str() else {
+            return Err(format!("{file}: `{field}` entries must be strings").into());
+        };
+        match resolve(dir, entry) {
+            Ref::Local(path) => Ok(Some((entry, path))),
+            Ref::Remote => {
+                self.warn(
+                    file,
+                    feature,
+                    format!("`{entry}` is fetched from the network; {unseen}"),
+                );
+                Ok(None)
+            }
+            Ref::Escapes => Err(BuildError::Escapes {
+                file: file.to_string(),
+                entry: entry.to_string(),
+            }),
+        }
     }
 
     /// ConfigMap and Secret generators: modelled when their names carry no hash suffix.

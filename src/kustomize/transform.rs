@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::patch::{patch_text, target_of};
-use super::{list, resolve, BuildError, Builder, Built, Ref, Resource, MODELLED};
+use super::{list, resolve, Builder, Built, Ref, Resource, MODELLED};
 
 impl Builder<'_> {
     /// What a kustomization does to what it accumulated, in kustomize's order: components,
@@ -28,25 +28,15 @@ impl Builder<'_> {
             }
         }
         for entry in list(k, "components", file)? {
-            let Some(entry) = entry.as_str() else {
-                return Err(format!("{file}: `components` entries must be strings").into());
-            };
-            let path = match resolve(dir, entry) {
-                Ref::Local(path) => path,
-                Ref::Remote => {
-                    self.warn(
-                        file,
-                        "remote component",
-                        format!("`{entry}` is fetched from the network; not modelled"),
-                    );
-                    continue;
-                }
-                Ref::Escapes => {
-                    return Err(BuildError::Escapes {
-                        file: file.to_string(),
-                        entry: entry.to_string(),
-                    })
-                }
+            let Some((entry, path)) = self.local_entry(
+                file,
+                dir,
+                "components",
+                entry,
+                ("remote component", "not modelled"),
+            )?
+            else {
+                continue;
             };
             let kfile = self
                 .kustomization_file(&path)
