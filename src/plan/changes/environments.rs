@@ -106,17 +106,10 @@ pub(super) fn decryption(
                     .is_some_and(|n| gone.contains(n) || (unpatched.complete && !exists_after(n)))
             })
             .collect();
-        let remove_of = |field: &str| -> Vec<usize> {
-            removed
-                .iter()
-                .filter(|e| e.at.field == field)
-                .map(|e| e.at.index)
-                .collect()
-        };
         // Which waves end without decryption once the stale entries are gone.
         let mut kept = text.clone();
         for field in PATCH_FIELDS {
-            let remove = remove_of(field);
+            let remove = indexes_in(&removed, field);
             if !remove.is_empty() {
                 kept = edit::edit_sequence(&kept, field, &remove, None, &[])
                     .map_err(|e| edit_failed(&rel, e))?;
@@ -188,11 +181,7 @@ fn edited(
 ) -> Result<String> {
     let mut new = text.to_string();
     for field in PATCH_FIELDS {
-        let remove: Vec<usize> = removed
-            .iter()
-            .filter(|e| e.at.field == field)
-            .map(|e| e.at.index)
-            .collect();
+        let remove = indexes_in(removed, field);
         let insert: &[String] = if field == "patches" { items } else { &[] };
         if remove.is_empty() && insert.is_empty() {
             continue;
@@ -214,6 +203,15 @@ fn edited(
             .map_err(|e| edit_failed(rel, e))?;
     }
     Ok(new)
+}
+
+/// The positions in patch list `field` of the `removed` entries.
+fn indexes_in(removed: &[&Entry], field: &str) -> Vec<usize> {
+    removed
+        .iter()
+        .filter(|e| e.at.field == field)
+        .map(|e| e.at.index)
+        .collect()
 }
 
 /// Why an environment's kustomization changes, for people.
