@@ -69,14 +69,11 @@ pub fn explain(name: &str, out: &mut impl Write) -> Result<Outcome> {
             known.join(", ")
         )));
     };
-    let severity = match code.severity() {
-        Severity::Error => "error",
-        Severity::Warning => "warning",
-    };
     writeln!(
         out,
-        "{} ({severity}): {}\nEvery code, with an example and the fix: docs/checks.md",
+        "{} ({}): {}\nEvery code, with an example and the fix: docs/checks.md",
         code.as_str(),
+        code.severity().as_str(),
         code.summary()
     )
     .map_err(io)?;

@@ -23,6 +23,16 @@ pub enum Severity {
     Warning,
 }
 
+impl Severity {
+    /// `error` or `warning`, as printed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
 macro_rules! codes {
     ($($(#[$doc:meta])* $variant:ident = $name:literal, $severity:ident, $summary:literal;)*) => {
         /// A finding code.

@@ -162,7 +162,7 @@ impl Diagnostic for Shown<'_> {
     fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
         Some(Box::new(format!(
             "{}[{}]",
-            severity_word(self.finding.severity),
+            self.finding.severity.as_str(),
             self.finding.code
         )))
     }
@@ -189,13 +189,6 @@ impl Diagnostic for Shown<'_> {
         Some(Box::new(std::iter::once(LabeledSpan::new(
             None, start, len,
         ))))
-    }
-}
-
-fn severity_word(s: Severity) -> &'static str {
-    match s {
-        Severity::Error => "error",
-        Severity::Warning => "warning",
     }
 }
 
@@ -269,7 +262,7 @@ pub fn github(findings: &[Finding]) -> String {
         props.push_str(&format!(",title={}", escape(f.code.as_str(), true)));
         s.push_str(&format!(
             "::{} {props}::{}\n",
-            severity_word(f.severity),
+            f.severity.as_str(),
             escape(&format!("{}\nhelp: {}", f.message, f.help), false)
         ));
     }
@@ -281,7 +274,7 @@ pub fn github(findings: &[Finding]) -> String {
 pub fn line(f: &Finding) -> String {
     format!(
         "fluxwave: {}[{}]: {}: {}\n  help: {}",
-        severity_word(f.severity),
+        f.severity.as_str(),
         f.code,
         f.path,
         f.message,
