@@ -62,9 +62,6 @@ pub mod testing {
                 decryption_patch_item, wave_kustomization, wave_kustomization_text,
             };
         }
-        pub mod inventory {
-            pub use crate::flux::inventory::is_flux_kustomization;
-        }
     }
     pub mod graph {
         pub use crate::graph::Graph;

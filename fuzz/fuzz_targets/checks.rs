@@ -173,7 +173,7 @@ pub fn kustomization(data: &[u8]) {
             for d in &docs {
                 if let Some(k) = fluxwave::testing::flux::Kustomization::from_value(d) {
                     assert!(!k.spec.path.starts_with("./"));
-                    let _ = fluxwave::testing::flux::inventory::is_flux_kustomization(d);
+                    assert!(fluxwave::testing::flux::Kustomization::is(d));
                 }
                 let _ = fluxwave::testing::cutover::ObjectId::of(d);
             }

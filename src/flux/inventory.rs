@@ -270,7 +270,7 @@ fn root_of(tree: &FileTree, env_path: &str) -> Owner {
     let flux: Vec<Owner> = docs
         .iter()
         .enumerate()
-        .filter(|(_, d)| is_flux_kustomization(d))
+        .filter(|(_, d)| Kustomization::is(d))
         .filter_map(|(i, d)| Owner::from_value(d, None, &sync, i))
         .collect();
     if let Some(root) = flux.iter().find(|o| o.path == env_path).or(flux.first()) {
@@ -305,10 +305,6 @@ fn unreachable_owner(env_path: &str) -> Owner {
         built: true,
         object: Value::Null,
     }
-}
-
-pub fn is_flux_kustomization(v: &Value) -> bool {
-    Kustomization::is(v)
 }
 
 /// Builds environment `env` (entry `env_path`) of `tree`.
@@ -435,7 +431,7 @@ pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, Bu
         env_path,
         &overlay,
         &mut |mut r| {
-            if !is_flux_kustomization(&r.value) {
+            if !Kustomization::is(&r.value) {
                 return;
             }
             substitute_identity(&mut r.value, &vars);
@@ -490,7 +486,7 @@ fn record(
             message: format!("{id}: a variable in its name or namespace comes from substituteFrom, which is not modelled"),
         });
     }
-    if is_flux_kustomization(&r.value) {
+    if Kustomization::is(&r.value) {
         if let Some(child) = Owner::from_value(&r.value, Some((**owner).clone()), &r.file, r.index)
         {
             if !inv.owners.contains_key(&child.id) {
