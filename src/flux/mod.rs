@@ -4,6 +4,7 @@
 //! (`decryption`).
 
 pub mod decryption;
+pub mod discover;
 pub mod emit;
 pub mod inventory;
 
