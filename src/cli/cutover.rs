@@ -1,5 +1,5 @@
 //! `fluxwave cutover`: what Flux would delete between two revisions, grouped by owner with
-//! data loss first, then the runbook. Exit 1 when anything would be deleted.
+//! data loss first, then what may hold data (a chart not rendered), then the runbook. Exit 1 when anything would be deleted.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -86,7 +86,10 @@ fn group(s: &mut String, title: &str, items: &[&Deletion]) {
         for (reason, ds) in reasons {
             s.push_str(&format!("    {reason}:\n"));
             for d in ds {
-                s.push_str(&format!("      {}\n", d.id));
+                match d.data.evidence() {
+                    Some(evidence) => s.push_str(&format!("      {} — {evidence}\n", d.id)),
+                    None => s.push_str(&format!("      {}\n", d.id)),
+                }
             }
         }
     }
@@ -103,18 +106,28 @@ fn text(r: &Report) -> String {
             r.environments.join(", ")
         }
     );
-    let stateful: Vec<&Deletion> = r.deletions.iter().filter(|d| d.stateful).collect();
-    let other: Vec<&Deletion> = r.deletions.iter().filter(|d| !d.stateful).collect();
+    let stateful: Vec<&Deletion> = r.deletions.iter().filter(|d| d.data.holds()).collect();
+    let may: Vec<&Deletion> = r.deletions.iter().filter(|d| d.data.may()).collect();
+    let other: Vec<&Deletion> = r
+        .deletions
+        .iter()
+        .filter(|d| !d.data.holds() && !d.data.may())
+        .collect();
     if r.is_safe() {
         s.push_str("safe: Flux deletes nothing on the way\n");
     } else {
         s.push_str(&format!(
-            "Flux would delete {}, {} of them holding data\n",
+            "Flux would delete {}, {} of them holding data",
             count(r.deletions.len(), "object"),
             stateful.len()
         ));
+        if !may.is_empty() {
+            s.push_str(&format!(", {} that may", may.len()));
+        }
+        s.push('\n');
     }
     group(&mut s, "DATA LOSS", &stateful);
+    group(&mut s, "May hold data (chart not rendered)", &may);
     group(&mut s, "Deleted", &other);
     if !r.warnings.is_empty() {
         s.push_str("\nNot modelled (check by hand)\n");

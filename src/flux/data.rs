@@ -285,7 +285,10 @@ fn storage(v: &Value, path: &str, chart: Chart, seen: &mut Vec<Seen>, depth: usi
 /// of named blocks (`{config: {type, size}, ...}`, the app-template shape).
 fn persistence(v: &Value, path: &str, chart: Chart, seen: &mut Vec<Seen>) {
     let Some(m) = v.as_object() else { return };
-    if BLOCK_KEYS.iter().any(|k| m.get(*k).is_some_and(|x| !x.is_object())) {
+    if BLOCK_KEYS
+        .iter()
+        .any(|k| m.get(*k).is_some_and(|x| !x.is_object()))
+    {
         // One block: app-template has none (its items are named), so a chart's own default
         // of `enabled` applies.
         let default = match chart {
@@ -317,8 +320,7 @@ fn block(m: &Map<String, Value>, path: &str, enabled: Option<bool>) -> Seen {
     if enabled == Some(false) {
         return Seen::Off;
     }
-    if m
-        .get("existingClaim")
+    if m.get("existingClaim")
         .and_then(Value::as_str)
         .is_some_and(|c| !c.is_empty())
     {
@@ -441,12 +443,17 @@ mod tests {
     fn an_unknown_chart_with_a_size_but_no_enabled_may_hold_data() {
         let d = other(json!({"persistence": {"size": "10Gi"}}));
         assert!(d.may(), "{d:?}");
-        assert!(d.evidence().unwrap().contains("spec.values.persistence"), "{d:?}");
+        assert!(
+            d.evidence().unwrap().contains("spec.values.persistence"),
+            "{d:?}"
+        );
         assert!(other(json!({"persistence": {"enabled": true, "size": "10Gi"}})).holds());
         assert!(other(json!({"redis": {"master": {"persistence": {"enabled": true}}}})).holds());
         // A disabled subchart installs nothing, its persistence included.
         assert_eq!(
-            other(json!({"postgresql": {"enabled": false, "primary": {"persistence": {"enabled": true}}}, "persistence": {"enabled": false}})),
+            other(
+                json!({"postgresql": {"enabled": false, "primary": {"persistence": {"enabled": true}}}, "persistence": {"enabled": false}})
+            ),
             Data::None
         );
         // No values at all: the chart decides.
@@ -475,10 +482,17 @@ mod tests {
 
     #[test]
     fn values_from_unread_leave_it_open_unless_the_inline_values_settle_it() {
-        let mut v = hr("gitea", "gitea-charts", json!({"persistence": {"enabled": false}}));
+        let mut v = hr(
+            "gitea",
+            "gitea-charts",
+            json!({"persistence": {"enabled": false}}),
+        );
         v["spec"]["valuesFrom"] = json!([{"kind": "ConfigMap", "name": "gitea-values"}]);
         let d = release(&v);
-        assert!(d.may() && d.evidence().unwrap().contains("ConfigMap/gitea-values"), "{d:?}");
+        assert!(
+            d.may() && d.evidence().unwrap().contains("ConfigMap/gitea-values"),
+            "{d:?}"
+        );
         // `spec.values` are merged last, so a claim they create stands.
         v["spec"]["values"] = json!({"persistence": {"enabled": true}});
         assert!(release(&v).holds());
@@ -495,7 +509,10 @@ mod tests {
         let none = BTreeMap::new();
         assert!(of(&id("", "PersistentVolumeClaim", "a", "x"), None, &none).holds());
         assert!(of(&id("postgresql.cnpg.io", "Cluster", "a", "x"), None, &none).holds());
-        assert_eq!(of(&id("apps", "Deployment", "a", "x"), None, &none), Data::None);
+        assert_eq!(
+            of(&id("apps", "Deployment", "a", "x"), None, &none),
+            Data::None
+        );
         assert_eq!(of(&id("", "Namespace", "", "a"), None, &none), Data::None);
         let owner = std::sync::Arc::new(id(KUSTOMIZE, "Kustomization", "flux-system", "apps"));
         let entry = |whole: Option<Value>| Entry {
@@ -507,7 +524,11 @@ mod tests {
         };
         let pvc = id("", "PersistentVolumeClaim", "db", "data");
         let web = id(HELM_GROUP, "HelmRelease", "flux-system", "web");
-        let mut target = hr("app-template", "bjw-s", json!({"persistence": {"data": {"size": "1Gi"}}}));
+        let mut target = hr(
+            "app-template",
+            "bjw-s",
+            json!({"persistence": {"data": {"size": "1Gi"}}}),
+        );
         target["spec"]["targetNamespace"] = json!("web");
         let unknown = id(HELM_GROUP, "HelmRelease", "tools", "gitea");
         let cm = id("", "ConfigMap", "cfg", "c");
@@ -521,7 +542,8 @@ mod tests {
         assert_eq!(
             ns.get("db"),
             Some(&Data::Holds(
-                "PersistentVolumeClaim/db/data holds data (a PersistentVolumeClaim: its volume)".into()
+                "PersistentVolumeClaim/db/data holds data (a PersistentVolumeClaim: its volume)"
+                    .into()
             ))
         );
         assert!(ns.get("web").is_some_and(Data::holds), "{ns:?}");
