@@ -90,7 +90,10 @@ pub fn namespaces<'a>(
             continue;
         }
         let whole = e.whole.as_deref();
-        let data = of(id, whole, &none);
+        let data = match whole {
+            Some(hr) if id.is(HELM_GROUP, "HelmRelease") => installed(hr),
+            _ => of(id, whole, &none),
+        };
         let ns = whole
             .filter(|_| id.is(HELM_GROUP, "HelmRelease"))
             .and_then(|v| v.pointer("/spec/targetNamespace"))
@@ -147,13 +150,37 @@ fn chart_of(hr: &Value) -> (Chart, String) {
     (chart, name.to_string())
 }
 
-/// What a HelmRelease holds, by what its `spec.values` configure (helm-controller merges
-/// `valuesFrom` first and `spec.values` over them: fluxcd/pkg `chartutil.ChartValuesFromReferences`).
+/// How values are read: for which chart, and whether for what an uninstall deletes (a
+/// claim kept through an uninstall still goes with its Namespace).
+#[derive(Debug, Clone, Copy)]
+struct Judge {
+    chart: Chart,
+    uninstall: bool,
+}
+
+/// What uninstalling a HelmRelease deletes, by what its `spec.values` configure
+/// (helm-controller merges `valuesFrom` first and `spec.values` over them: fluxcd/pkg
+/// `chartutil.ChartValuesFromReferences`).
 pub fn release(hr: &Value) -> Data {
+    judge(hr, true)
+}
+
+/// What a HelmRelease's chart installs that holds data, kept through an uninstall or not.
+fn installed(hr: &Value) -> Data {
+    judge(hr, false)
+}
+
+fn judge(hr: &Value, uninstall: bool) -> Data {
     let (chart, name) = chart_of(hr);
     let mut seen = Vec::new();
     if let Some(values) = hr.pointer("/spec/values") {
-        walk(values, "spec.values", chart, &mut seen, 0);
+        walk(
+            values,
+            "spec.values",
+            Judge { chart, uninstall },
+            &mut seen,
+            0,
+        );
     }
     if let Some(s) = seen.iter().find_map(|s| match s {
         Seen::Claim(e) => Some(e),
@@ -231,7 +258,7 @@ const BLOCK_KEYS: &[&str] = &[
 /// Deep enough for any chart's values; deeper input is not read further.
 const MAX_DEPTH: usize = 32;
 
-fn walk(v: &Value, path: &str, chart: Chart, seen: &mut Vec<Seen>, depth: usize) {
+fn walk(v: &Value, path: &str, j: Judge, seen: &mut Vec<Seen>, depth: usize) {
     if depth > MAX_DEPTH {
         return;
     }
@@ -245,7 +272,7 @@ fn walk(v: &Value, path: &str, chart: Chart, seen: &mut Vec<Seen>, depth: usize)
             for (k, child) in m {
                 let at = format!("{path}.{k}");
                 match k.as_str() {
-                    "persistence" | "persistentVolume" => persistence(child, &at, chart, seen),
+                    "persistence" | "persistentVolume" => persistence(child, &at, j, seen),
                     "volumeClaimTemplates" if child.as_array().is_some_and(|a| !a.is_empty()) => {
                         seen.push(Seen::Claim(format!(
                             "{at} creates a volume claim for each replica"
@@ -254,14 +281,14 @@ fn walk(v: &Value, path: &str, chart: Chart, seen: &mut Vec<Seen>, depth: usize)
                     "volumeClaimTemplate" if child.as_object().is_some_and(|o| !o.is_empty()) => {
                         seen.push(Seen::Claim(format!("{at} creates a volume claim")));
                     }
-                    "storage" => storage(child, &at, chart, seen, depth + 1),
-                    _ => walk(child, &at, chart, seen, depth + 1),
+                    "storage" => storage(child, &at, j, seen, depth + 1),
+                    _ => walk(child, &at, j, seen, depth + 1),
                 }
             }
         }
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
-                walk(item, &format!("{path}[{i}]"), chart, seen, depth + 1);
+                walk(item, &format!("{path}[{i}]"), j, seen, depth + 1);
             }
         }
         _ => {}
@@ -270,10 +297,10 @@ fn walk(v: &Value, path: &str, chart: Chart, seen: &mut Vec<Seen>, depth: usize)
 
 /// `storage:` — a CloudNativePG-style `{size, storageClass}` sizes claims the chart creates,
 /// but the word means object storage in other charts: settled only by a claim template.
-fn storage(v: &Value, path: &str, chart: Chart, seen: &mut Vec<Seen>, depth: usize) {
+fn storage(v: &Value, path: &str, j: Judge, seen: &mut Vec<Seen>, depth: usize) {
     let Some(m) = v.as_object() else { return };
     let before = seen.len();
-    walk(v, path, chart, seen, depth);
+    walk(v, path, j, seen, depth);
     if seen.len() == before && CLAIM_KEYS.iter().any(|k| m.contains_key(*k)) {
         seen.push(Seen::Unsettled(format!(
             "{path} sizes storage, and the chart decides what it creates"
@@ -283,7 +310,7 @@ fn storage(v: &Value, path: &str, chart: Chart, seen: &mut Vec<Seen>, depth: usi
 
 /// A `persistence` mapping: one block (`{enabled, size, ...}`, the Bitnami shape) or a map
 /// of named blocks (`{config: {type, size}, ...}`, the app-template shape).
-fn persistence(v: &Value, path: &str, chart: Chart, seen: &mut Vec<Seen>) {
+fn persistence(v: &Value, path: &str, j: Judge, seen: &mut Vec<Seen>) {
     let Some(m) = v.as_object() else { return };
     if BLOCK_KEYS
         .iter()
@@ -291,27 +318,28 @@ fn persistence(v: &Value, path: &str, chart: Chart, seen: &mut Vec<Seen>) {
     {
         // One block: app-template has none (its items are named), so a chart's own default
         // of `enabled` applies.
-        let default = match chart {
+        let default = match j.chart {
             Chart::Bitnami => Some(true),
             _ => None,
         };
-        seen.push(block(m, path, default));
+        seen.push(block(m, path, default, j.uninstall));
         return;
     }
     for (name, item) in m {
         let Some(item) = item.as_object() else {
             continue;
         };
-        let default = match chart {
+        let default = match j.chart {
             Chart::AppTemplate => Some(true),
             Chart::Bitnami | Chart::Other => None,
         };
-        seen.push(block(item, &format!("{path}.{name}"), default));
+        seen.push(block(item, &format!("{path}.{name}"), default, j.uninstall));
     }
 }
 
-/// One persistence block; `enabled` is the chart's default for `enabled` when known.
-fn block(m: &Map<String, Value>, path: &str, enabled: Option<bool>) -> Seen {
+/// One persistence block; `enabled` is the chart's default for `enabled` when known;
+/// `uninstall` when what counts is what an uninstall deletes.
+fn block(m: &Map<String, Value>, path: &str, enabled: Option<bool>, uninstall: bool) -> Seen {
     let enabled = match m.get("enabled") {
         Some(Value::Bool(b)) => Some(*b),
         Some(_) => None, // a template or a string: only the chart knows
@@ -329,6 +357,14 @@ fn block(m: &Map<String, Value>, path: &str, enabled: Option<bool>) -> Seen {
     match m.get("type").and_then(Value::as_str) {
         None | Some("persistentVolumeClaim" | "pvc") => {}
         Some(_) => return Seen::Off, // emptyDir, hostPath, nfs, configMap, secret, custom
+    }
+    // app-template's `retain: true` and a chart's `resourcePolicy: keep` annotate the claim
+    // `helm.sh/resource-policy: keep`, which an uninstall leaves in place (bjw-s common
+    // library, classes/_pvc.tpl); a deleted Namespace still takes it.
+    let kept = m.get("retain") == Some(&Value::Bool(true))
+        || m.get("resourcePolicy").and_then(Value::as_str) == Some("keep");
+    if uninstall && kept {
+        return Seen::Off;
     }
     let sized: Vec<String> = CLAIM_KEYS
         .iter()
@@ -420,6 +456,24 @@ mod tests {
         assert_eq!(release(&by_ref), Data::None);
         let oci = hr("oci://ghcr.io/bjw-s/helm/app-template", "x", json!({}));
         assert_eq!(release(&oci), Data::None);
+    }
+
+    #[test]
+    fn a_claim_kept_through_an_uninstall_still_goes_with_its_namespace() {
+        let retained = hr(
+            "app-template",
+            "bjw-s",
+            json!({"persistence": {"config": {"size": "1Gi", "accessMode": "ReadWriteOnce", "retain": true}}}),
+        );
+        assert_eq!(release(&retained), Data::None);
+        assert!(installed(&retained).holds());
+        let harbor = hr(
+            "harbor",
+            "harbor",
+            json!({"persistence": {"enabled": true, "resourcePolicy": "keep"}}),
+        );
+        assert_eq!(release(&harbor), Data::None);
+        assert!(installed(&harbor).holds());
     }
 
     #[test]
