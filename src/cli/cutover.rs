@@ -1,5 +1,6 @@
 //! `fluxwave cutover`: what Flux would delete between two revisions, grouped by owner with
-//! data loss first, then what may hold data (a chart not rendered), then the runbook. Exit 1 when anything would be deleted.
+//! data loss first, then what may hold data (a chart not rendered), then the runbook. Exit 1
+//! when anything would be deleted.
 
 use std::collections::BTreeMap;
 use std::io::Write;
