@@ -1,6 +1,7 @@
 //! `fluxwave cutover`: what Flux would delete between two revisions, grouped by owner with
-//! data loss first, then what could not be seen, then the runbook. Exit 0 only when the
-//! verdict is "safe"; 1 when anything would be deleted or the analysis is incomplete.
+//! data loss first, then what may hold data (a chart not rendered), then what could not be
+//! seen, then the runbook. Exit 0 only when the verdict is "safe"; 1 when anything would be
+//! deleted or the analysis is incomplete.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -92,7 +93,10 @@ fn group(s: &mut String, title: &str, items: &[&Deletion]) {
         for (reason, ds) in reasons {
             s.push_str(&format!("    {reason}:\n"));
             for d in ds {
-                s.push_str(&format!("      {}\n", d.id));
+                match d.data.evidence() {
+                    Some(evidence) => s.push_str(&format!("      {} — {evidence}\n", d.id)),
+                    None => s.push_str(&format!("      {}\n", d.id)),
+                }
             }
         }
     }
@@ -109,13 +113,21 @@ fn text(r: &Report) -> String {
             r.environments.join(", ")
         }
     );
-    let stateful: Vec<&Deletion> = r.deletions.iter().filter(|d| d.stateful).collect();
-    let other: Vec<&Deletion> = r.deletions.iter().filter(|d| !d.stateful).collect();
-    let found = format!(
+    let stateful: Vec<&Deletion> = r.deletions.iter().filter(|d| d.data.holds()).collect();
+    let may: Vec<&Deletion> = r.deletions.iter().filter(|d| d.data.may()).collect();
+    let other: Vec<&Deletion> = r
+        .deletions
+        .iter()
+        .filter(|d| !d.data.holds() && !d.data.may())
+        .collect();
+    let mut found = format!(
         "Flux would delete {}, {} of them holding data",
         count(r.deletions.len(), "object"),
         stateful.len()
     );
+    if !may.is_empty() {
+        found.push_str(&format!(", {} that may", may.len()));
+    }
     match r.verdict() {
         Verdict::Safe => s.push_str("safe: Flux deletes nothing on the way\n"),
         Verdict::Deletes => s.push_str(&format!("{found}\n")),
@@ -126,6 +138,7 @@ fn text(r: &Report) -> String {
         )),
     }
     group(&mut s, "DATA LOSS", &stateful);
+    group(&mut s, "May hold data (chart not rendered)", &may);
     group(&mut s, "Deleted", &other);
     if !r.incomplete.is_empty() {
         s.push_str("\nIncomplete (Flux may delete objects fluxwave cannot see)\n");
