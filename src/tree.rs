@@ -177,6 +177,13 @@ impl FileTree {
         self
     }
 
+    /// This tree with the file at `path` holding `text` (shared, not copied).
+    pub fn with_text(mut self, path: &str, text: Text) -> FileTree {
+        self.gone.remove(path);
+        self.files.insert(path.to_string(), text);
+        self
+    }
+
     /// This tree without the file at `path`, as a removal would leave it.
     pub fn without_file(mut self, path: &str) -> FileTree {
         self.files.remove(path);

@@ -331,9 +331,13 @@ fn unseen(
         return Vec::new();
     }
     let recording = [old_tree.recording(), new_tree.recording()];
+    // Both sides of an owner are read: a file the older build read may be gone in the newer.
     let touches = |o: &Owner, inv: &Inventory, tree: &FileTree| -> bool {
-        if o.unmodelled.is_empty() {
-            return false;
+        if !o.artifact_files.is_empty() {
+            // Made by an ArtifactGenerator from these files of this repository.
+            return changed
+                .iter()
+                .any(|c| o.artifact_files.binary_search(c).is_ok());
         }
         let root_source = inv
             .owners

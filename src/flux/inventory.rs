@@ -41,6 +41,9 @@ pub struct Owner {
     /// Why what it applies is not wholly known (its source is elsewhere, its build fails, a
     /// feature on the way is not modelled): empty when fluxwave saw all of it.
     pub unmodelled: Vec<String>,
+    /// For one that reads an ExternalArtifact made from this repository: the repository
+    /// files the artifact is made of and the file of its ArtifactGenerator, sorted.
+    pub artifact_files: Vec<String>,
     pub object: Value,
 }
 
@@ -74,6 +77,7 @@ impl Owner {
             index,
             built: true,
             unmodelled: Vec::new(),
+            artifact_files: Vec::new(),
             object: k.object,
             id,
         })
@@ -255,12 +259,193 @@ fn unreachable_owner(env_path: &str) -> Owner {
         index: 0,
         built: true,
         unmodelled: Vec::new(),
+        artifact_files: Vec::new(),
         object: Value::Null,
     }
 }
 
-/// Builds environment `env` of `tree`.
+/// Builds environment `env` of `tree`. A Kustomization that reads an `ExternalArtifact`
+/// which an ArtifactGenerator of the build makes out of this repository is built from the
+/// files the generator copies (`artifact`): the environment is built a second time over the
+/// tree with those files added under `ARTIFACTS`, and their paths are given back as the
+/// repository files they copy.
 pub fn build(tree: &FileTree, env: &Environment) -> Inventory {
+    let inv = build_with(tree, env, &BTreeMap::new());
+    let (made, unmade, generator_files) = external_artifacts(tree, &inv);
+    if made.is_empty() {
+        return with_reasons(inv, &unmade);
+    }
+    let mut combined = tree.clone();
+    let mut prefixes = BTreeMap::new();
+    let mut copies: BTreeMap<String, String> = BTreeMap::new();
+    for ((namespace, name), files) in &made {
+        let prefix = format!("{ARTIFACTS}/{namespace}/{name}");
+        for (at, from) in files {
+            if let Some(text) = tree.read(from) {
+                let path = format!("{prefix}/{at}");
+                combined = combined.with_text(&path, text);
+                copies.insert(path, from.clone());
+            }
+        }
+        prefixes.insert((namespace.clone(), name.clone()), prefix);
+    }
+    let mut inv = build_with(&combined, env, &prefixes);
+    // Paths in the artifacts are the repository files they copy.
+    let back = |file: &str| copies.get(file).cloned();
+    for entry in inv
+        .objects
+        .values_mut()
+        .chain(inv.duplicates.iter_mut().map(|(_, e)| e))
+    {
+        if entry.file.starts_with(ARTIFACTS) {
+            if let Some(from) = back(&entry.file) {
+                entry.file = Arc::from(from.as_str());
+            }
+        }
+    }
+    for o in inv.owners.values_mut() {
+        if let Some(from) = back(&o.file) {
+            o.file = from;
+        }
+        let (kind, namespace, name) = o.source();
+        if kind == "ExternalArtifact" {
+            if let Some(files) = made.get(&(namespace.clone(), name.clone())) {
+                let mut read: Vec<String> = files.values().cloned().collect();
+                read.extend(
+                    generator_files
+                        .get(&(namespace.clone(), name.clone()))
+                        .cloned(),
+                );
+                read.sort();
+                read.dedup();
+                o.artifact_files = read;
+            }
+            let folder = format!("{ARTIFACTS}/{namespace}/{name}/");
+            for u in &mut o.unmodelled {
+                *u = u.replace(&folder, &format!("(ExternalArtifact {namespace}/{name}) "));
+            }
+        }
+    }
+    for w in &mut inv.warnings {
+        if let Some(from) = back(&w.path) {
+            w.path = from;
+        }
+        for (namespace, name) in made.keys() {
+            let folder = format!("{ARTIFACTS}/{namespace}/{name}/");
+            if w.message.contains(&folder) {
+                w.message = w
+                    .message
+                    .replace(&folder, &format!("(ExternalArtifact {namespace}/{name}) "));
+            }
+        }
+    }
+    with_reasons(inv, &unmade)
+}
+
+/// Where the files of the ExternalArtifacts made from this repository are put for a build.
+const ARTIFACTS: &str = ".fluxwave/external-artifacts";
+
+/// The ExternalArtifacts the owners of `inv` read, by (namespace, name): the files each is
+/// made of when an ArtifactGenerator of the build makes it out of this repository, else
+/// why it cannot be seen.
+type Artifacts = BTreeMap<(String, String), crate::flux::artifact::Files>;
+
+#[allow(clippy::type_complexity)]
+fn external_artifacts(
+    tree: &FileTree,
+    inv: &Inventory,
+) -> (
+    Artifacts,
+    BTreeMap<ObjectId, String>,
+    BTreeMap<(String, String), String>,
+) {
+    let (mut made, mut unmade, mut generator_files) =
+        (Artifacts::new(), BTreeMap::new(), BTreeMap::new());
+    let Some(root) = inv.owners.values().find(|o| o.parent.is_none()) else {
+        return (made, unmade, generator_files);
+    };
+    let root_source = root.source();
+    let this_repo = |kind: &str, ns: &str, name: &str| {
+        (kind, ns, name)
+            == (
+                root_source.0.as_str(),
+                root_source.1.as_str(),
+                root_source.2.as_str(),
+            )
+    };
+    for o in inv.owners.values() {
+        let (kind, namespace, name) = o.source();
+        if kind != "ExternalArtifact" || o.parent.is_none() {
+            continue;
+        }
+        let key = (namespace.clone(), name.clone());
+        if made.contains_key(&key) {
+            continue;
+        }
+        let generators: Vec<(&Value, &str)> = inv
+            .objects
+            .iter()
+            .filter(|(id, _)| {
+                id.group == "source.extensions.fluxcd.io"
+                    && id.kind == "ArtifactGenerator"
+                    && id.namespace == namespace
+            })
+            .filter_map(|(_, e)| e.whole.as_deref().map(|g| (g, &*e.file)))
+            .filter(|(g, _)| {
+                g.pointer("/spec/artifacts")
+                    .and_then(Value::as_array)
+                    .is_some_and(|a| {
+                        a.iter()
+                            .any(|x| x.get("name").and_then(Value::as_str) == Some(name.as_str()))
+                    })
+            })
+            .collect();
+        match generators.as_slice() {
+            [(g, file)] => match crate::flux::artifact::files(g, &name, tree, &this_repo) {
+                Ok(files) => {
+                    generator_files.insert(key.clone(), file.to_string());
+                    made.insert(key, files);
+                }
+                Err(why) => {
+                    unmade.insert(o.id.clone(), why);
+                }
+            },
+            [] => {
+                unmade.insert(
+                    o.id.clone(),
+                    "no ArtifactGenerator of this repository makes it".to_string(),
+                );
+            }
+            _ => {
+                unmade.insert(
+                    o.id.clone(),
+                    "two ArtifactGenerators declare it".to_string(),
+                );
+            }
+        }
+    }
+    (made, unmade, generator_files)
+}
+
+/// `inv` with why each ExternalArtifact in `unmade` cannot be seen added to its readers.
+fn with_reasons(mut inv: Inventory, unmade: &BTreeMap<ObjectId, String>) -> Inventory {
+    for (id, why) in unmade {
+        if let Some(o) = inv.owners.get_mut(id) {
+            for u in &mut o.unmodelled {
+                u.push_str(&format!("; the ExternalArtifact: {why}"));
+            }
+        }
+    }
+    inv
+}
+
+/// `build`, with the owners that read the ExternalArtifacts of `artifacts` built at their
+/// path under its folder (namespace, name -> folder of the combined tree).
+fn build_with(
+    tree: &FileTree,
+    env: &Environment,
+    artifacts: &BTreeMap<(String, String), String>,
+) -> Inventory {
     let env_path = env.path.as_str();
     let mut builder = Builder::new(tree);
     let mut inv = Inventory {
@@ -282,8 +467,15 @@ pub fn build(tree: &FileTree, env: &Environment) -> Inventory {
         } else {
             owner.file.clone()
         };
-        if owner.parent.is_some() && owner.source() != root_source {
-            let (kind, ns, name) = owner.source();
+        let (kind, ns, name) = owner.source();
+        let artifact = (kind == "ExternalArtifact")
+            .then(|| artifacts.get(&(ns.clone(), name.clone())))
+            .flatten();
+        let path = match artifact {
+            Some(folder) => format!("{folder}/{}", owner.path),
+            None => owner.path.clone(),
+        };
+        if owner.parent.is_some() && owner.source() != root_source && artifact.is_none() {
             let w = Warning {
                 path: where_,
                 feature: "other source".into(),
@@ -306,7 +498,7 @@ pub fn build(tree: &FileTree, env: &Environment) -> Inventory {
         builder.start_owner();
         let built = builder.build_owner(
             &format!("{where_} ({})", owner.id),
-            &owner.path,
+            path.trim_end_matches('/'),
             &owner.overlay(),
             &mut |r| {
                 recorded += 1;

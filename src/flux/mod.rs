@@ -3,6 +3,7 @@
 //! which Kustomization applies each object (`inventory`), SOPS decryption patches
 //! (`decryption`), and whether deleting an object loses data (`data`).
 
+pub mod artifact;
 pub mod data;
 pub mod decryption;
 pub mod discover;

@@ -329,3 +329,101 @@ fn a_removed_environment_is_incomplete() {
     assert_eq!(doc["incomplete"][0]["environment"], "prod");
     assert_eq!(doc["incomplete"][0]["kustomization"], "");
 }
+
+/// The flux2-kustomize-helm-example layout of Flux 2.7: an ArtifactGenerator splits this
+/// repository into ExternalArtifacts, and the Kustomizations read those.
+fn artifact_repo() -> TestRepo {
+    let repo = TestRepo::empty();
+    let sync = SYNC.replace("./deploy/lab", "./clusters/production");
+    repo.write("clusters/production/flux-system/gotk-sync.yaml", &sync)
+        .write(
+            "clusters/production/flux-system/kustomization.yaml",
+            "resources: [gotk-sync.yaml]\n",
+        )
+        .write("clusters/production/artifacts.yaml", "apiVersion: source.extensions.fluxcd.io/v1beta1\nkind: ArtifactGenerator\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  sources:\n    - alias: monorepo\n      kind: GitRepository\n      name: flux-system\n  artifacts:\n    - name: apps\n      originRevision: \"@monorepo\"\n      copy:\n        - from: \"@monorepo/apps/base/**\"\n          to: \"@artifact/base/\"\n        - from: \"@monorepo/apps/production/**\"\n          to: \"@artifact/production/\"\n")
+        .write("clusters/production/apps.yaml", "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  interval: 1h\n  sourceRef:\n    kind: ExternalArtifact\n    name: apps\n  path: ./production\n  prune: true\n")
+        .write(
+            "apps/base/web/kustomization.yaml",
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: web\nresources: [namespace.yaml, release.yaml]\n",
+        )
+        .write("apps/base/web/namespace.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: web\n")
+        .write("apps/base/web/release.yaml", "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: web\nspec:\n  chart: {spec: {chart: web, sourceRef: {kind: HelmRepository, name: web}}}\n")
+        .write(
+            "apps/production/kustomization.yaml",
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../base/web\n",
+        );
+    repo.commit_all("artifacts");
+    repo
+}
+
+#[test]
+fn an_external_artifact_made_from_this_repository_is_built() {
+    let repo = artifact_repo();
+    let (code, doc) = cutover(&repo, &["--from", "HEAD", "--to", "HEAD"]);
+    assert_eq!((code, doc["verdict"].as_str()), (0, Some("safe")), "{doc}");
+    assert!(doc["warnings"].as_array().unwrap().is_empty(), "{doc}");
+    repo.write(
+        "apps/production/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n",
+    );
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (1, Some("deletes")),
+        "{doc}"
+    );
+    assert_eq!(
+        deleted(&doc),
+        ["HelmRelease/web/web", "Namespace//web"],
+        "{doc}"
+    );
+    // Each deletion names the repository file it is written in, not the artifact's path.
+    assert_eq!(doc["deletions"][0]["file"], "apps/base/web/release.yaml");
+    // A base the overlay needs removed: the build fails, and the verdict says so.
+    repo.write(
+        "apps/production/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../base/web\n",
+    );
+    std::fs::remove_dir_all(repo.path().join("apps/base/web")).unwrap();
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!(
+        (code, incomplete(&doc)),
+        (1, vec!["flux-system/apps".to_string()])
+    );
+    let why = doc["incomplete"][0]["why"][0].as_str().unwrap();
+    assert!(
+        why.contains("(ExternalArtifact flux-system/apps) production/kustomization.yaml"),
+        "{why}"
+    );
+}
+
+#[test]
+fn an_external_artifact_copied_from_another_source_is_incomplete_when_touched() {
+    let repo = artifact_repo();
+    repo.write(
+        "clusters/production/artifacts.yaml",
+        &repo
+            .read("clusters/production/artifacts.yaml")
+            .replace(
+                "name: flux-system\n  artifacts",
+                "name: charts\n  artifacts",
+            )
+            .replace("kind: GitRepository", "kind: OCIRepository"),
+    );
+    repo.commit_all("from an OCI repository");
+    let (code, doc) = cutover(&repo, &["--from", "HEAD", "--to", "HEAD"]);
+    assert_eq!(code, 0, "{doc}");
+    repo.write(
+        "clusters/production/apps.yaml",
+        &repo
+            .read("clusters/production/apps.yaml")
+            .replace("./production", "./staging"),
+    );
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!(
+        (code, incomplete(&doc)),
+        (1, vec!["flux-system/apps".to_string()])
+    );
+    let why = doc["incomplete"][0]["why"][0].as_str().unwrap();
+    assert!(why.contains("not this repository"), "{why}");
+}
