@@ -1,11 +1,12 @@
 //! The Flux model: Flux Kustomizations as fluxwave reads them (`Kustomization`), what
 //! fluxwave emits (`emit`), an environment built as Flux builds it with the inventory of
-//! which Kustomization applies each object (`inventory`), and SOPS decryption patches
-//! (`decryption`).
+//! which Kustomization applies each object (`inventory`), `postBuild` variable substitution
+//! (`substitute`), and SOPS decryption patches (`decryption`).
 
 pub mod decryption;
 pub mod emit;
 pub mod inventory;
+pub mod substitute;
 
 use std::collections::BTreeMap;
 
