@@ -9,6 +9,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Map, Value};
 
+pub mod envsubst;
 pub mod object;
 mod patch;
 mod resolve;
