@@ -83,7 +83,12 @@ struct Scanner {
     mode: u8,
     escape: u8,
     accept: Accept,
+    /// How many `${` are open: bounded, so that hostile input cannot exhaust the stack.
+    depth: usize,
 }
+
+/// More nested `${` than this is refused as a bad substitution.
+const MAX_DEPTH: usize = 64;
 
 const EOF: char = '\0';
 
@@ -253,6 +258,7 @@ pub fn parse(s: &str) -> Result<Vec<Node>, ParseError> {
         mode: 0,
         escape: 0,
         accept: accept_rune,
+        depth: 0,
     };
     let mut nodes = Vec::new();
     loop {
@@ -276,6 +282,16 @@ impl Scanner {
     }
 
     fn parse_func(&mut self) -> Result<Node, ParseError> {
+        if self.depth == MAX_DEPTH {
+            return Err(ParseError::BadSubstitution);
+        }
+        self.depth += 1;
+        let node = self.parse_func_inner();
+        self.depth -= 1;
+        node
+    }
+
+    fn parse_func_inner(&mut self) -> Result<Node, ParseError> {
         self.escape = DOLLAR | BACKSLASH;
         if self.peek() == '#' {
             return self.parse_len_func();
@@ -539,7 +555,7 @@ fn substr(s: &str, args: &[String]) -> String {
     let Ok(length) = length.parse::<i64>() else {
         return s.to_string();
     };
-    if pos + length >= len {
+    if pos.saturating_add(length) >= len {
         return if pos < len {
             slice(pos, len)
         } else {
@@ -572,42 +588,86 @@ fn trim_suffix(s: &str, pattern: &str, longest: bool) -> String {
     rev(&trim_prefix(&rev(s), &rev(pattern), longest))
 }
 
-/// A glob of `*`, `?`, `[...]` (with `^` or `!` negation and ranges) and `\` escapes.
+/// One element of a glob pattern.
+enum Glob {
+    Star,
+    Any,
+    Char(char),
+    /// `[...]`: ranges, negated.
+    Class(Vec<(char, char)>, bool),
+}
+
+/// A glob of `*`, `?`, `[...]` (with `^` or `!` negation and ranges) and `\` escapes, as
+/// `path.Match`; matched in O(pattern × name) (one star backtracked at a time).
 fn glob(pattern: &str, name: &str) -> bool {
-    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
-    fn go(p: &[char], n: &[char]) -> bool {
-        match p.first() {
-            None => n.is_empty(),
-            Some('*') => (0..=n.len()).any(|i| go(&p[1..], &n[i..])),
-            Some('?') => !n.is_empty() && go(&p[1..], &n[1..]),
-            Some('[') => {
-                let Some(close) = p.iter().skip(1).position(|c| *c == ']').map(|i| i + 1) else {
-                    return false;
+    let p: Vec<char> = pattern.chars().collect();
+    let mut elems = Vec::new();
+    let mut i = 0;
+    while i < p.len() {
+        match p[i] {
+            '*' => elems.push(Glob::Star),
+            '?' => elems.push(Glob::Any),
+            '\\' if i + 1 < p.len() => {
+                i += 1;
+                elems.push(Glob::Char(p[i]));
+            }
+            '[' => {
+                let Some(close) = p[i + 1..].iter().position(|c| *c == ']') else {
+                    return false; // `path.ErrBadPattern`: no match
                 };
-                let Some(c) = n.first() else { return false };
-                let mut class = &p[1..close];
+                let mut class = &p[i + 1..i + 1 + close];
                 let negated = matches!(class.first(), Some('^' | '!'));
                 if negated {
                     class = &class[1..];
                 }
-                let mut hit = false;
-                let mut i = 0;
-                while i < class.len() {
-                    if i + 2 < class.len() && class[i + 1] == '-' {
-                        hit |= class[i] <= *c && *c <= class[i + 2];
-                        i += 3;
+                let mut ranges = Vec::new();
+                let mut j = 0;
+                while j < class.len() {
+                    if j + 2 < class.len() && class[j + 1] == '-' {
+                        ranges.push((class[j], class[j + 2]));
+                        j += 3;
                     } else {
-                        hit |= class[i] == *c;
-                        i += 1;
+                        ranges.push((class[j], class[j]));
+                        j += 1;
                     }
                 }
-                hit != negated && go(&p[close + 1..], &n[1..])
+                elems.push(Glob::Class(ranges, negated));
+                i += close + 1;
             }
-            Some('\\') if p.len() > 1 => n.first() == Some(&p[1]) && go(&p[2..], &n[1..]),
-            Some(c) => n.first() == Some(c) && go(&p[1..], &n[1..]),
+            c => elems.push(Glob::Char(c)),
+        }
+        i += 1;
+    }
+    let one = |e: &Glob, c: char| match e {
+        Glob::Star => true,
+        Glob::Any => true,
+        Glob::Char(x) => *x == c,
+        Glob::Class(ranges, negated) => ranges.iter().any(|(a, b)| *a <= c && c <= *b) != *negated,
+    };
+    let n: Vec<char> = name.chars().collect();
+    let (mut pi, mut ni) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        match elems.get(pi) {
+            Some(Glob::Star) => {
+                star = Some((pi, ni));
+                pi += 1;
+            }
+            Some(e) if one(e, n[ni]) => {
+                pi += 1;
+                ni += 1;
+            }
+            _ => match star {
+                Some((sp, sn)) => {
+                    pi = sp + 1;
+                    ni = sn + 1;
+                    star = Some((sp, sn + 1));
+                }
+                None => return false,
+            },
         }
     }
-    go(&p, &n)
+    elems[pi..].iter().all(|e| matches!(e, Glob::Star))
 }
 
 /// Whether Flux's substitution could change `s` (it holds `${` or the `$$` escape): the
@@ -744,6 +804,37 @@ mod tests {
             ("${A:=x", "unable to parse substitution within function"),
         ] {
             assert_eq!(run(input, &[("A", "a")]), Err(err.to_string()), "{input}");
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_not_overflowed() {
+        let deep = "${A:=".repeat(10_000) + &"}".repeat(10_000);
+        assert_eq!(parse(&deep), Err(ParseError::BadSubstitution));
+        let fine = "${A:=".repeat(10) + "x" + &"}".repeat(10);
+        assert_eq!(run(&fine, &[]).as_deref(), Ok("x"));
+        let long = "a".repeat(5_000);
+        let star = [("S", long.as_str())];
+        assert_eq!(run("${S#*****b}", &star).as_deref(), Ok(long.as_str()));
+        assert_eq!(run("${S##*a}", &star).as_deref(), Ok(""));
+        assert_eq!(
+            run("${S:1:9223372036854775807}", &star).as_deref(),
+            Ok(&long[1..])
+        );
+    }
+
+    #[test]
+    fn globs_as_path_match() {
+        for (p, n, want) in [
+            ("a*c", "abbbc", true),
+            ("a?c", "abc", true),
+            ("a[b-d]c", "acc", true),
+            ("a[^b]c", "abc", false),
+            ("a\\*", "a*", true),
+            ("a\\*", "ab", false),
+            ("*.yaml", "x.yml", false),
+        ] {
+            assert_eq!(glob(p, n), want, "{p} {n}");
         }
     }
 
