@@ -4,12 +4,12 @@
 //! its `spec.path` with Flux's own patches, components, `targetNamespace`, name affixes and
 //! `commonMetadata` on top. An object belongs to the first owner that builds it.
 
-use std::collections::{btree_map, BTreeMap, VecDeque};
+use std::collections::{btree_map, BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 
-use super::substitute::{substitute_identity, substitutions};
+use super::substitute::{self, Source, Variables};
 use super::{normalize_path, Kustomization, SourceRef, KUSTOMIZE_GROUP};
 use crate::config::{self, Config};
 use crate::error::Result;
@@ -41,7 +41,10 @@ pub struct Owner {
     /// False when its build failed or its source is not this repository: its inventory is
     /// unknown, so nothing is judged deleted from it.
     pub built: bool,
+    /// As its parent's build holds it, `postBuild` variables substituted.
     pub object: Value,
+    /// The `${VAR}`s it needs as written, when its parent substitutes (see `Facts`).
+    pub variables: Vec<String>,
 }
 
 impl Owner {
@@ -74,6 +77,7 @@ impl Owner {
             index,
             built: true,
             object: k.object,
+            variables: Vec::new(),
             id,
         })
     }
@@ -174,18 +178,23 @@ pub struct Entry {
 }
 
 impl Entry {
-    /// `r`, built by `owner` from `file`; `substituted` when the owner has `postBuild`.
+    /// `r`, built by `owner` from `file`; `variables` are those it needs as written, when
+    /// the owner has `postBuild`.
     fn new(
         owner: &Arc<ObjectId>,
         file: &Arc<str>,
-        substituted: bool,
+        variables: &Option<Vec<String>>,
         id: &ObjectId,
         r: Resource,
     ) -> Entry {
+        let mut facts = r.facts(false);
+        if let Some(v) = variables {
+            facts.variables.clone_from(v);
+        }
         Entry {
             owner: owner.clone(),
             file: file.clone(),
-            facts: r.facts(substituted),
+            facts,
             whole: kept_whole(&id.group, &id.kind).then(|| Box::new(r.value)),
             index: r.index,
         }
@@ -305,11 +314,36 @@ fn unreachable_owner(env_path: &str) -> Owner {
         index: 0,
         built: true,
         object: Value::Null,
+        variables: Vec::new(),
     }
 }
 
-/// Builds environment `env` (entry `env_path`) of `tree`.
+/// Builds environment `env` (entry `env_path`) of `tree`. The `substituteFrom` sources
+/// of an owner are the ConfigMaps and Secrets of the environment's builds, as the cluster
+/// holds them once everything is applied: one an owner reads before it is built (built
+/// later, by another owner) is taken from a first pass, and the environment built again.
 pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
+    let mut cluster = BTreeMap::new();
+    let mut pass = 0;
+    loop {
+        pass += 1;
+        let (inv, sources, missed) = build_pass(tree, env, env_path, &cluster);
+        let found_later = missed.iter().any(|id| sources.contains_key(id));
+        if !found_later || pass == 3 {
+            return inv;
+        }
+        cluster = sources;
+    }
+}
+
+/// One pass of `build`: `cluster` holds the sources of an earlier pass. Returns the
+/// inventory, the sources this pass built, and the sources it looked for and did not find.
+fn build_pass(
+    tree: &FileTree,
+    env: &str,
+    env_path: &str,
+    cluster: &BTreeMap<ObjectId, Source>,
+) -> (Inventory, BTreeMap<ObjectId, Source>, BTreeSet<ObjectId>) {
     let mut builder = Builder::new(tree);
     let mut inv = Inventory {
         env: env.to_string(),
@@ -321,6 +355,8 @@ pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
     let mut queue = VecDeque::from([root.id.clone()]);
     inv.owners.insert(root.id.clone(), root);
     let mut extra_warnings = Vec::new();
+    let mut sources: BTreeMap<ObjectId, (Arc<ObjectId>, Source)> = BTreeMap::new();
+    let mut missed = BTreeSet::new();
     while let Some(owner_id) = queue.pop_front() {
         let Some(owner) = inv.owners.get(&owner_id).cloned() else {
             continue;
@@ -340,11 +376,36 @@ pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
             mark_unbuilt(&mut inv, &owner_id);
             continue;
         }
+        let vars = if owner.substitutes() {
+            let found = substitute::variables(&owner.object, &owner.id.namespace, &mut |id| {
+                let s = sources.get(id).map(|(_, s)| s).or_else(|| cluster.get(id));
+                if s.is_none() {
+                    missed.insert(id.clone());
+                }
+                s.cloned()
+            });
+            match found {
+                Ok(vars) => Some(vars),
+                Err(e) => {
+                    extra_warnings.push(build_failure(where_, &owner.id, &e));
+                    mark_unbuilt(&mut inv, &owner_id);
+                    continue;
+                }
+            }
+        } else {
+            None
+        };
+        // A source in no build may be in the cluster (made out of band): the owner is built,
+        // what the source sets unknown, but Flux fails without it, so nothing is judged.
+        let missing = vars
+            .as_ref()
+            .map(|v| v.missing.join(", "))
+            .unwrap_or_default();
         let shared_id = Arc::new(owner_id.clone());
-        let building = Building {
+        let mut building = Building {
             owner: &shared_id,
-            substituted: owner.substitutes(),
-            vars: substitutions(&owner.object),
+            vars,
+            failure: None,
         };
         let (queued, warned, duplicated) =
             (queue.len(), extra_warnings.len(), inv.duplicates.len());
@@ -364,12 +425,16 @@ pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
                     &mut inv,
                     &mut queue,
                     &mut extra_warnings,
-                    &building,
+                    &mut sources,
+                    &mut building,
                     &file,
                     r,
                 );
             },
         );
+        let built = built
+            .map_err(|e| e.to_string())
+            .and_then(|()| building.failure.map_or(Ok(()), Err));
         if let Err(e) = built {
             // Nothing of a build that fails is applied: what it recorded is taken back.
             if recorded > 0 {
@@ -378,14 +443,18 @@ pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
                 inv.owners
                     .retain(|_, o| o.parent.as_ref() != Some(&owner_id));
                 inv.duplicates.truncate(duplicated);
+                sources.retain(|_, (o, _)| !Arc::ptr_eq(o, &shared_id));
                 queue.truncate(queued);
                 extra_warnings.truncate(warned);
             }
+            extra_warnings.push(build_failure(where_, &owner.id, &e));
+            mark_unbuilt(&mut inv, &owner_id);
+        } else if !missing.is_empty() {
             extra_warnings.push(Warning {
                 path: where_,
                 feature: "build failure".into(),
                 message: format!(
-                    "{} cannot be built ({e}); Flux stops there and deletes nothing of it",
+                    "{} reads substituteFrom {missing}, in no build of the environment: unless it is in the cluster, Flux fails the build and deletes nothing of it",
                     owner.id
                 ),
             });
@@ -396,7 +465,18 @@ pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
     inv.warnings.extend(extra_warnings);
     inv.warnings.sort();
     inv.warnings.dedup();
-    inv
+    let sources = sources.into_iter().map(|(id, (_, s))| (id, s)).collect();
+    (inv, sources, missed)
+}
+
+fn build_failure(path: String, owner: &ObjectId, e: &str) -> Warning {
+    Warning {
+        path,
+        feature: "build failure".into(),
+        message: format!(
+            "{owner} cannot be built ({e}); Flux stops there and deletes nothing of it"
+        ),
+    }
 }
 
 /// The Flux Kustomizations an environment's build declares, as Flux holds them once every
@@ -423,7 +503,13 @@ pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, Bu
     } else {
         Map::new()
     };
-    let vars = substitutions(&root.object);
+    // Its sources are not read here: what they set is unknown, and left as written.
+    let vars = root.substitutes().then(|| {
+        substitute::variables(&root.object, &root.id.namespace, &mut |_| {
+            Some(Source::Unknown("not read".into()))
+        })
+        .unwrap_or_default()
+    });
     let mut builder = Builder::owners_only(tree);
     let mut owners: Vec<Owner> = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
@@ -435,7 +521,10 @@ pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, Bu
             if !Kustomization::is(&r.value) {
                 return;
             }
-            substitute_identity(&mut r.value, &vars);
+            if let Some(vars) = &vars {
+                // A string Flux cannot parse fails the whole build; it is read as written.
+                let _ = substitute::object(&mut r.value, vars);
+            }
             if let Some(o) = Owner::from_value(&r.value, Some(root.id.clone()), &r.file, r.index) {
                 if seen.insert(o.id.clone()) {
                     owners.push(o);
@@ -453,25 +542,42 @@ pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, Bu
 struct Building<'a> {
     /// Its id, shared by its entries.
     owner: &'a Arc<ObjectId>,
-    /// Whether it has `postBuild`.
-    substituted: bool,
-    /// Its inline `postBuild` variables.
-    vars: BTreeMap<String, String>,
+    /// Its variables, when it has `postBuild`.
+    vars: Option<Variables>,
+    /// Why Flux's build of it fails, if it does (a string substitution cannot parse).
+    failure: Option<String>,
 }
 
-/// Records object `r` of the build of `building`, written in `file`: a Flux Kustomization
-/// becomes an owner to build next, any other object an entry of the inventory unless an
-/// earlier owner has it already.
+/// Records object `r` of the build of `building`, written in `file`: its variables are
+/// substituted, then a Flux Kustomization becomes an owner to build next, any other object
+/// an entry of the inventory unless an earlier owner has it already; a ConfigMap or Secret
+/// is a `substituteFrom` source for the owners that read it.
 fn record(
     inv: &mut Inventory,
     queue: &mut VecDeque<ObjectId>,
     warnings: &mut Vec<Warning>,
-    building: &Building,
+    sources: &mut BTreeMap<ObjectId, (Arc<ObjectId>, Source)>,
+    building: &mut Building,
     file: &Arc<str>,
     mut r: Resource,
 ) {
-    let (owner, substituted, vars) = (building.owner, building.substituted, &building.vars);
-    substitute_identity(&mut r.value, vars);
+    let owner = building.owner;
+    // The variables it needs as written (the lints read them), before they are substituted.
+    let written = building.vars.is_some().then(|| r.facts(true).variables);
+    let mut unknown = BTreeSet::new();
+    let mut unset = BTreeSet::new();
+    if let Some(vars) = &building.vars {
+        match substitute::object(&mut r.value, vars) {
+            Ok(out) => {
+                unknown = out.in_identity();
+                unset = out.unset_in_identity();
+            }
+            Err(e) => {
+                building.failure.get_or_insert(format!("{}: {e}", r.file));
+                return;
+            }
+        }
+    }
     let Some(id) = r.id() else {
         warnings.push(Warning {
             path: r.file.clone(),
@@ -480,16 +586,42 @@ fn record(
         });
         return;
     };
-    if id.name.contains("${") || id.namespace.contains("${") {
+    if !unknown.is_empty() {
+        let vars = building
+            .vars
+            .as_ref()
+            .map(Variables::unknown_sources)
+            .unwrap_or_default();
         warnings.push(Warning {
             path: r.file.clone(),
             feature: "postBuild substitution".into(),
-            message: format!("{id}: a variable in its name or namespace comes from substituteFrom, which is not modelled"),
+            message: format!(
+                "{id}: {} in its name or namespace may come from {}, which cannot be read from the repository",
+                dollars(&unknown),
+                vars.join(", ")
+            ),
         });
     }
+    if !unset.is_empty() {
+        warnings.push(Warning {
+            path: r.file.clone(),
+            feature: "postBuild substitution".into(),
+            message: format!(
+                "{id}: {} in its name or namespace is not set and has no default: Flux fails the build",
+                dollars(&unset)
+            ),
+        });
+    }
+    if let Some(source) = Source::of(&id, &r.value) {
+        sources
+            .entry(id.clone())
+            .or_insert_with(|| (owner.clone(), source));
+    }
     if Kustomization::is(&r.value) {
-        if let Some(child) = Owner::from_value(&r.value, Some((**owner).clone()), &r.file, r.index)
+        if let Some(mut child) =
+            Owner::from_value(&r.value, Some((**owner).clone()), &r.file, r.index)
         {
+            child.variables = written.unwrap_or_default();
             if !inv.owners.contains_key(&child.id) {
                 queue.push_back(child.id.clone());
                 inv.owners.insert(child.id.clone(), child);
@@ -507,15 +639,23 @@ fn record(
                     "{id} is applied by both {first} and {owner}; Flux counts it as {first}'s"
                 ),
             });
-            let entry = Entry::new(owner, file, substituted, &id, r);
+            let entry = Entry::new(owner, file, &written, &id, r);
             inv.duplicates.push((id, entry));
         }
         btree_map::Entry::Occupied(_) => {}
         btree_map::Entry::Vacant(v) => {
-            let entry = Entry::new(owner, file, substituted, v.key(), r);
+            let entry = Entry::new(owner, file, &written, v.key(), r);
             v.insert(entry);
         }
     }
+}
+
+/// `${A}, ${B}`.
+fn dollars(vars: &BTreeSet<String>) -> String {
+    vars.iter()
+        .map(|v| format!("`${{{v}}}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn mark_unbuilt(inv: &mut Inventory, id: &ObjectId) {
