@@ -237,15 +237,15 @@ fn valid_name(name: &str) -> bool {
         && b.all(|c| c == b'_' || c.is_ascii_alphanumeric())
 }
 
-/// What substituting an object left unknown.
+/// What substituting an object left as written.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Outcome {
-    /// Variables whose value cannot be known, where they stand in the object: the JSON
-    /// pointer of the string (or key) left as written.
-    pub unknown: Vec<(String, String)>,
+    /// Variables whose value cannot be known, each with whether it stands in the object's
+    /// name or namespace.
+    pub unknown: Vec<(bool, String)>,
     /// Variables not set and without default (Flux, in strict mode, fails the build on
     /// them), the same way.
-    pub unset: Vec<(String, String)>,
+    pub unset: Vec<(bool, String)>,
 }
 
 impl Outcome {
@@ -260,12 +260,22 @@ impl Outcome {
     }
 }
 
-fn identity(found: &[(String, String)]) -> BTreeSet<String> {
+fn identity(found: &[(bool, String)]) -> BTreeSet<String> {
     found
         .iter()
-        .filter(|(at, _)| at == "/metadata/name" || at == "/metadata/namespace")
+        .filter(|(identity, _)| *identity)
         .map(|(_, v)| v.clone())
         .collect()
+}
+
+/// Where a value stands: what `walk` needs to know of its path, without building it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum At {
+    Top,
+    Metadata,
+    /// `metadata.name` or `metadata.namespace`.
+    Identity,
+    Other,
 }
 
 /// Whether Flux leaves the object alone (`kustomize.toolkit.fluxcd.io/substitute:
@@ -289,41 +299,38 @@ pub fn object(v: &mut Value, vars: &Variables) -> Result<Outcome, String> {
     if !vars.runs || disabled(v) {
         return Ok(outcome);
     }
-    let mut at = String::new();
-    walk(v, vars, &mut at, &mut outcome)?;
+    walk(v, vars, At::Top, &mut outcome)?;
     Ok(outcome)
 }
 
-fn walk(v: &mut Value, vars: &Variables, at: &mut String, out: &mut Outcome) -> Result<(), String> {
+fn walk(v: &mut Value, vars: &Variables, at: At, out: &mut Outcome) -> Result<(), String> {
     match v {
         Value::String(s) => {
-            if let Some(new) = string(s, vars, at, out)? {
+            if let Some(new) = string(s, vars, at == At::Identity, out)? {
                 *v = retyped(s, new);
             }
         }
         Value::Array(items) => {
-            for (i, item) in items.iter_mut().enumerate() {
-                let len = at.len();
-                at.push_str(&format!("/{i}"));
-                walk(item, vars, at, out)?;
-                at.truncate(len);
+            for item in items {
+                walk(item, vars, At::Other, out)?;
             }
         }
         Value::Object(m) => {
             if m.keys().any(|k| envsubst::may_change(k)) {
                 let mut renamed = Map::new();
                 for (k, val) in std::mem::take(m) {
-                    let key = string(&k, vars, at, out)?.unwrap_or(k);
+                    let key = string(&k, vars, false, out)?.unwrap_or(k);
                     renamed.insert(key, val);
                 }
                 *m = renamed;
             }
             for (k, val) in m.iter_mut() {
-                let len = at.len();
-                at.push('/');
-                at.push_str(&k.replace('~', "~0").replace('/', "~1"));
-                walk(val, vars, at, out)?;
-                at.truncate(len);
+                let below = match (at, k.as_str()) {
+                    (At::Top, "metadata") => At::Metadata,
+                    (At::Metadata, "name" | "namespace") => At::Identity,
+                    _ => At::Other,
+                };
+                walk(val, vars, below, out)?;
             }
         }
         _ => {}
@@ -331,11 +338,12 @@ fn walk(v: &mut Value, vars: &Variables, at: &mut String, out: &mut Outcome) -> 
     Ok(())
 }
 
-/// `s` substituted; `None` when it stays as written.
+/// `s` substituted; `None` when it stays as written (`identity`: it is the object's name or
+/// namespace).
 fn string(
     s: &str,
     vars: &Variables,
-    at: &str,
+    identity: bool,
     out: &mut Outcome,
 ) -> Result<Option<String>, String> {
     if !envsubst::may_change(s) {
@@ -346,11 +354,11 @@ fn string(
     match envsubst::eval(&nodes, &|name| vars.lookup(name)) {
         Ok(new) => Ok(Some(new)),
         Err(Unresolved::NotSet(var)) => {
-            out.unset.push((at.to_string(), var));
+            out.unset.push((identity, var));
             Ok(None)
         }
         Err(Unresolved::Unknown(var)) => {
-            out.unknown.push((at.to_string(), var));
+            out.unknown.push((identity, var));
             Ok(None)
         }
     }
