@@ -300,3 +300,31 @@ fn sops_sources_are_unknown_and_missing_ones_fail_the_build() {
         "{w:?}"
     );
 }
+
+/// The opt-outs Flux honours are read after substitution: a claim annotated
+/// `prune: ${PVC_PRUNE:=disabled}` is protected, one whose app sets `PVC_PRUNE: enabled`
+/// is not.
+#[test]
+fn an_opt_out_from_a_variable_protects_the_claim() {
+    let repo = apps_repo(&[("sonarr", ""), ("radarr", "      PVC_PRUNE: enabled\n")]);
+    let pvc = repo.read("kubernetes/components/volsync/pvc.yaml").replace(
+        "metadata:\n",
+        "metadata:\n  annotations:\n    kustomize.toolkit.fluxcd.io/prune: ${PVC_PRUNE:=disabled}\n",
+    );
+    repo.write("kubernetes/components/volsync/pvc.yaml", &pvc);
+    repo.commit_all("protect the claims");
+    repo.write(
+        "kubernetes/apps/media/kustomization.yaml",
+        "resources:\n  - ./namespace.yaml\n",
+    );
+    let (code, doc) = cutover(&repo);
+    assert_eq!(code, 1);
+    assert_eq!(
+        deleted(&doc),
+        [
+            "PersistentVolumeClaim/media/radarr owner-removed Kustomization/flux-system/radarr",
+            "Deployment/media/radarr owner-removed Kustomization/flux-system/radarr",
+            "Deployment/media/sonarr owner-removed Kustomization/flux-system/sonarr",
+        ]
+    );
+}
