@@ -14,6 +14,7 @@ use super::{normalize_path, Kustomization, SourceRef, KUSTOMIZE_GROUP};
 use crate::config::{self, Config};
 use crate::error::Result;
 use crate::fs::join;
+use crate::kustomize::envsubst::Lookup;
 use crate::kustomize::object::{kept_whole, Facts, ObjectId};
 use crate::kustomize::{BuildError, Builder, Resource, Warning};
 use crate::tree::FileTree;
@@ -406,6 +407,7 @@ fn build_pass(
             owner: &shared_id,
             vars,
             failure: None,
+            undefined: BTreeSet::new(),
         };
         let (queued, warned, duplicated) =
             (queue.len(), extra_warnings.len(), inv.duplicates.len());
@@ -432,6 +434,7 @@ fn build_pass(
                 );
             },
         );
+        let undefined = std::mem::take(&mut building.undefined);
         let built = built
             .map_err(|e| e.to_string())
             .and_then(|()| building.failure.map_or(Ok(()), Err));
@@ -449,16 +452,23 @@ fn build_pass(
             }
             extra_warnings.push(build_failure(where_, &owner.id, &e));
             mark_unbuilt(&mut inv, &owner_id);
-        } else if !missing.is_empty() {
-            extra_warnings.push(Warning {
-                path: where_,
-                feature: "build failure".into(),
-                message: format!(
-                    "{} reads substituteFrom {missing}, in no build of the environment: unless it is in the cluster, Flux fails the build and deletes nothing of it",
-                    owner.id
-                ),
-            });
-            mark_unbuilt(&mut inv, &owner_id);
+        } else {
+            // Flux fails these builds too; what they would apply is kept for the lints.
+            let mut why = Vec::new();
+            if !missing.is_empty() {
+                why.push(format!("reads substituteFrom {missing}, in no build of the environment: unless it is in the cluster, Flux fails the build"));
+            }
+            if !undefined.is_empty() {
+                why.push(format!("needs {}, which nothing sets and which has no default: Flux's strict substitution fails the build", dollars(&undefined)));
+            }
+            if !why.is_empty() {
+                extra_warnings.push(Warning {
+                    path: where_,
+                    feature: "build failure".into(),
+                    message: format!("{} {}, and deletes nothing of it", owner.id, why.join("; ")),
+                });
+                mark_unbuilt(&mut inv, &owner_id);
+            }
         }
     }
     inv.warnings = builder.warnings;
@@ -546,6 +556,9 @@ struct Building<'a> {
     vars: Option<Variables>,
     /// Why Flux's build of it fails, if it does (a string substitution cannot parse).
     failure: Option<String>,
+    /// The variables its objects need that nothing sets: Flux's strict substitution fails
+    /// the build on them. Its objects are kept (the lints read them), but it is not built.
+    undefined: BTreeSet<String>,
 }
 
 /// Records object `r` of the build of `building`, written in `file`: its variables are
@@ -565,13 +578,17 @@ fn record(
     // The variables it needs as written (the lints read them), before they are substituted.
     let written = building.vars.is_some().then(|| r.facts(true).variables);
     let mut unknown = BTreeSet::new();
-    let mut unset = BTreeSet::new();
+    if let (Some(vars), Some(needed)) = (&building.vars, &written) {
+        if vars.runs {
+            let unset = needed
+                .iter()
+                .filter(|v| matches!(vars.lookup(v), Lookup::Unset));
+            building.undefined.extend(unset.cloned());
+        }
+    }
     if let Some(vars) = &building.vars {
         match substitute::object(&mut r.value, vars) {
-            Ok(out) => {
-                unknown = out.in_identity();
-                unset = out.unset_in_identity();
-            }
+            Ok(out) => unknown = out.in_identity(),
             Err(e) => {
                 building.failure.get_or_insert(format!("{}: {e}", r.file));
                 return;
@@ -599,16 +616,6 @@ fn record(
                 "{id}: {} in its name or namespace may come from {}, which cannot be read from the repository",
                 dollars(&unknown),
                 vars.join(", ")
-            ),
-        });
-    }
-    if !unset.is_empty() {
-        warnings.push(Warning {
-            path: r.file.clone(),
-            feature: "postBuild substitution".into(),
-            message: format!(
-                "{id}: {} in its name or namespace is not set and has no default: Flux fails the build",
-                dollars(&unset)
             ),
         });
     }

@@ -15,8 +15,7 @@
 //!   is `Always`;
 //! - strict mode (the `StrictPostBuildSubstitutions` feature gate, on by default since
 //!   kustomize-controller v1.9) fails the build on a variable without default that is not
-//!   set; `check` reports it (`undefined-variable`), and the inventory leaves such a string
-//!   as written;
+//!   set: the string is left as written, and the inventory marks its owner not built;
 //! - Flux substitutes the object's YAML text and parses it back, so a plain scalar that
 //!   becomes `true` or `3` is a boolean or a number afterwards.
 //!
@@ -253,11 +252,6 @@ impl Outcome {
     pub fn in_identity(&self) -> BTreeSet<String> {
         identity(&self.unknown)
     }
-
-    /// The variables of its name or namespace that are not set.
-    pub fn unset_in_identity(&self) -> BTreeSet<String> {
-        identity(&self.unset)
-    }
 }
 
 fn identity(found: &[(bool, String)]) -> BTreeSet<String> {
@@ -461,7 +455,7 @@ mod tests {
         // `${X}` is not set: Flux fails the build (strict); the string stays as written.
         let out = object(&mut obj, &v).unwrap();
         assert_eq!(obj["metadata"]["name"], "${APP}-${NS:=media}-${X}");
-        assert_eq!(out.unset_in_identity(), BTreeSet::from(["X".to_string()]));
+        assert_eq!(out.unset, [(true, "X".to_string())]);
         let mut obj = json!({"metadata": {"name": "${APP}-${NS:=media}", "namespace": "$${APP}"}});
         object(&mut obj, &v).unwrap();
         assert_eq!(

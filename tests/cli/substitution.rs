@@ -328,3 +328,61 @@ fn an_opt_out_from_a_variable_protects_the_claim() {
         ]
     );
 }
+
+/// A variable without default that nothing sets fails Flux's build (the
+/// `StrictPostBuildSubstitutions` feature gate, on by default since kustomize-controller
+/// v1.9): nothing of the owner is applied or pruned, and `check` still points at the
+/// variable.
+#[test]
+fn an_undefined_variable_fails_the_build_and_deletes_nothing() {
+    let repo = TestRepo::empty();
+    repo.write("clusters/main/kustomization.yaml", "resources: [app.yaml]\n")
+        .write(
+            "clusters/main/app.yaml",
+            &ks("app", "./app", "  postBuild:\n    substitute: {APP: web}\n"),
+        )
+        .write(
+            "app/objects.yaml",
+            "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: \"${APP}\", namespace: apps}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: \"${APP}-config\", namespace: apps}\n",
+        );
+    repo.commit_all("init");
+    let broken = repo
+        .read("app/objects.yaml")
+        .replace(
+            "kind: ConfigMap\n",
+            "kind: ConfigMap\ndata: {region: \"${REGION}\"}\n",
+        )
+        .replace(
+            "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: \"${APP}\", namespace: apps}\n---\n",
+            "",
+        );
+    repo.write("app/objects.yaml", &broken);
+    let (code, doc) = cutover(&repo);
+    assert_eq!((code, deleted(&doc)), (0, vec![]));
+    let w = warnings(&doc);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert_eq!(w[0].0, "build failure");
+    assert!(w[0].1.contains("needs `${REGION}`"), "{w:?}");
+
+    let check = repo.run(&["check", "--format", "json"]);
+    let doc: Value = serde_json::from_str(&check.stdout).unwrap();
+    let codes: Vec<&str> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["code"].as_str())
+        .collect();
+    assert!(codes.contains(&"undefined-variable"), "{doc}");
+
+    // Defined, the build is Flux's again and the claim's removal is found.
+    repo.write(
+        "app/objects.yaml",
+        &broken.replace("${REGION}", "${REGION:=eu}"),
+    );
+    let (code, doc) = cutover(&repo);
+    assert_eq!(code, 1);
+    assert_eq!(
+        deleted(&doc),
+        ["PersistentVolumeClaim/apps/web left-build Kustomization/flux-system/app"]
+    );
+}
