@@ -80,9 +80,11 @@ impl FluxView {
         }
         for o in inv.owners.values() {
             let Some(parent) = &o.parent else { continue };
-            let substitutes = inv.owners.get(parent).is_some_and(Owner::substitutes);
+            // What it needs as written: its object is the substituted one.
+            let mut facts = Facts::of(&o.object, None, false);
+            facts.variables.clone_from(&o.variables);
             builds.entry(parent).or_default().push(Built {
-                facts: Cow::Owned(Facts::of(&o.object, None, substitutes)),
+                facts: Cow::Owned(facts),
                 file: &o.file,
                 index: o.index,
             });

@@ -136,9 +136,14 @@ mod tests {
     fn finds_variables_without_defaults_and_skips_escapes() {
         let mut out = BTreeSet::new();
         needed_variables(
-            "${A} ${B:=x} ${C:-x} ${D=x} ${E-x} $${F} ${G^^} $H ${1X} ${_I}",
+            "${A} ${B:=x} ${C:-${K:=y}} ${D=x} $${F} ${G^^} $H ${1X} ${_I} ${J:=${L}}",
             &mut out,
         );
-        assert_eq!(out.into_iter().collect::<Vec<_>>(), ["A", "G", "_I"]);
+        // Flux's scanner reads digits anywhere in a name, so `${1X}` needs `1X`, which no
+        // variable can define (`varsubRegex`); `L` is evaluated before `J` is looked up.
+        assert_eq!(
+            out.into_iter().collect::<Vec<_>>(),
+            ["1X", "A", "G", "L", "_I"]
+        );
     }
 }

@@ -4,13 +4,15 @@
 //! its `spec.path` with Flux's own patches, components, `targetNamespace`, name affixes and
 //! `commonMetadata` on top. An object belongs to the first owner that builds it.
 
-use std::collections::{btree_map, BTreeMap, VecDeque};
+use std::collections::{btree_map, BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
 use super::discover::{self, Environment};
+use super::substitute::{self, Source, Variables};
 use super::{Kustomization, SourceRef, KUSTOMIZE_GROUP};
+use crate::kustomize::envsubst::Lookup;
 use crate::kustomize::object::{kept_whole, Facts, ObjectId};
 use crate::kustomize::{BuildError, Builder, Resource, Warning};
 use crate::tree::{FileTree, Footprint};
@@ -44,7 +46,10 @@ pub struct Owner {
     /// For one that reads an ExternalArtifact made from this repository: the repository
     /// files the artifact is made of and the file of its ArtifactGenerator, sorted.
     pub artifact_files: Vec<String>,
+    /// As its parent's build holds it, `postBuild` variables substituted.
     pub object: Value,
+    /// The `${VAR}`s it needs as written, when its parent substitutes (see `Facts`).
+    pub variables: Vec<String>,
 }
 
 impl Owner {
@@ -79,6 +84,7 @@ impl Owner {
             unmodelled: Vec::new(),
             artifact_files: Vec::new(),
             object: k.object,
+            variables: Vec::new(),
             id,
         })
     }
@@ -179,18 +185,23 @@ pub struct Entry {
 }
 
 impl Entry {
-    /// `r`, built by `owner` from `file`; `substituted` when the owner has `postBuild`.
+    /// `r`, built by `owner` from `file`; `variables` are those it needs as written, when
+    /// the owner has `postBuild`.
     fn new(
         owner: &Arc<ObjectId>,
         file: &Arc<str>,
-        substituted: bool,
+        variables: &Option<Vec<String>>,
         id: &ObjectId,
         r: Resource,
     ) -> Entry {
+        let mut facts = r.facts(false);
+        if let Some(v) = variables {
+            facts.variables.clone_from(v);
+        }
         Entry {
             owner: owner.clone(),
             file: file.clone(),
-            facts: r.facts(substituted),
+            facts,
             whole: kept_whole(&id.group, &id.kind).then(|| Box::new(r.value)),
             index: r.index,
         }
@@ -261,6 +272,7 @@ fn unreachable_owner(env_path: &str) -> Owner {
         unmodelled: Vec::new(),
         artifact_files: Vec::new(),
         object: Value::Null,
+        variables: Vec::new(),
     }
 }
 
@@ -446,6 +458,27 @@ fn build_with(
     env: &Environment,
     artifacts: &BTreeMap<(String, String), String>,
 ) -> Inventory {
+    let mut cluster = BTreeMap::new();
+    let mut pass = 0;
+    loop {
+        pass += 1;
+        let (inv, sources, missed) = build_pass(tree, env, artifacts, &cluster);
+        let found_later = missed.iter().any(|id| sources.contains_key(id));
+        if !found_later || pass == 3 {
+            return inv;
+        }
+        cluster = sources;
+    }
+}
+
+/// One pass of `build_with`: `cluster` holds the sources of an earlier pass. Returns the
+/// inventory, the sources this pass built, and the sources it looked for and did not find.
+fn build_pass(
+    tree: &FileTree,
+    env: &Environment,
+    artifacts: &BTreeMap<(String, String), String>,
+    cluster: &BTreeMap<ObjectId, Source>,
+) -> (Inventory, BTreeMap<ObjectId, Source>, BTreeSet<ObjectId>) {
     let env_path = env.path.as_str();
     let mut builder = Builder::new(tree);
     let mut inv = Inventory {
@@ -458,6 +491,8 @@ fn build_with(
     let mut queue = VecDeque::from([root.id.clone()]);
     inv.owners.insert(root.id.clone(), root);
     let mut extra_warnings = Vec::new();
+    let mut sources: BTreeMap<ObjectId, (Arc<ObjectId>, Source)> = BTreeMap::new();
+    let mut missed = BTreeSet::new();
     while let Some(owner_id) = queue.pop_front() {
         let Some(owner) = inv.owners.get(&owner_id).cloned() else {
             continue;
@@ -485,11 +520,38 @@ fn build_with(
             extra_warnings.push(w);
             continue;
         }
+        let vars = if owner.substitutes() {
+            let found = substitute::variables(&owner.object, &owner.id.namespace, &mut |id| {
+                let s = sources.get(id).map(|(_, s)| s).or_else(|| cluster.get(id));
+                if s.is_none() {
+                    missed.insert(id.clone());
+                }
+                s.cloned()
+            });
+            match found {
+                Ok(vars) => Some(vars),
+                Err(e) => {
+                    let w = build_failure(where_, &owner.id, &e);
+                    mark_unbuilt(&mut inv, &owner_id, &[&w]);
+                    extra_warnings.push(w);
+                    continue;
+                }
+            }
+        } else {
+            None
+        };
+        // A source in no build may be in the cluster (made out of band): the owner is built,
+        // what the source sets unknown, but Flux fails without it, so nothing is judged.
+        let missing = vars
+            .as_ref()
+            .map(|v| v.missing.join(", "))
+            .unwrap_or_default();
         let shared_id = Arc::new(owner_id.clone());
-        let building = Building {
+        let mut building = Building {
             owner: &shared_id,
-            substituted: owner.substitutes(),
-            vars: substitutions(&owner.object),
+            vars,
+            failure: None,
+            undefined: BTreeSet::new(),
         };
         let (queued, warned, duplicated) =
             (queue.len(), extra_warnings.len(), inv.duplicates.len());
@@ -510,12 +572,17 @@ fn build_with(
                     &mut inv,
                     &mut queue,
                     &mut extra_warnings,
-                    &building,
+                    &mut sources,
+                    &mut building,
                     &file,
                     r,
                 );
             },
         );
+        let undefined = std::mem::take(&mut building.undefined);
+        let built = built
+            .map_err(|e| e.to_string())
+            .and_then(|()| building.failure.map_or(Ok(()), Err));
         if let Err(e) = built {
             // Nothing of a build that fails is applied: what it recorded is taken back.
             if recorded > 0 {
@@ -524,30 +591,42 @@ fn build_with(
                 inv.owners
                     .retain(|_, o| o.parent.as_ref() != Some(&owner_id));
                 inv.duplicates.truncate(duplicated);
+                sources.retain(|_, (o, _)| !Arc::ptr_eq(o, &shared_id));
                 queue.truncate(queued);
                 extra_warnings.truncate(warned);
             }
-            let w = Warning {
-                path: where_,
-                feature: "build failure".into(),
-                message: format!(
-                    "{} cannot be built ({e}); Flux stops there and deletes nothing of it",
-                    owner.id
-                ),
-            };
+            let w = build_failure(where_, &owner.id, &e);
             mark_unbuilt(&mut inv, &owner_id, &[&w]);
             extra_warnings.push(w);
         } else {
-            // What the build could not see makes this owner's inventory partial.
-            let unseen: Vec<&Warning> = builder
-                .owner_warnings()
-                .iter()
-                .chain(&extra_warnings[warned..])
-                .filter(|w| w.feature != TWO_OWNERS)
-                .collect();
-            if !unseen.is_empty() {
-                if let Some(o) = inv.owners.get_mut(&owner_id) {
-                    o.unmodelled = unseen.iter().map(|w| describe(w)).collect();
+            // Flux fails these builds too; what they would apply is kept for the lints.
+            let mut why = Vec::new();
+            if !missing.is_empty() {
+                why.push(format!("reads substituteFrom {missing}, in no build of the environment: unless it is in the cluster, Flux fails the build"));
+            }
+            if !undefined.is_empty() {
+                why.push(format!("needs {}, which nothing sets and which has no default: Flux's strict substitution fails the build", dollars(&undefined)));
+            }
+            if !why.is_empty() {
+                let w = Warning {
+                    path: where_,
+                    feature: "build failure".into(),
+                    message: format!("{} {}, and deletes nothing of it", owner.id, why.join("; ")),
+                };
+                mark_unbuilt(&mut inv, &owner_id, &[&w]);
+                extra_warnings.push(w);
+            } else {
+                // What the build could not see makes this owner's inventory partial.
+                let unseen: Vec<&Warning> = builder
+                    .owner_warnings()
+                    .iter()
+                    .chain(&extra_warnings[warned..])
+                    .filter(|w| w.feature != TWO_OWNERS)
+                    .collect();
+                if !unseen.is_empty() {
+                    if let Some(o) = inv.owners.get_mut(&owner_id) {
+                        o.unmodelled = unseen.iter().map(|w| describe(w)).collect();
+                    }
                 }
             }
         }
@@ -556,7 +635,18 @@ fn build_with(
     inv.warnings.extend(extra_warnings);
     inv.warnings.sort();
     inv.warnings.dedup();
-    inv
+    let sources = sources.into_iter().map(|(id, (_, s))| (id, s)).collect();
+    (inv, sources, missed)
+}
+
+fn build_failure(path: String, owner: &ObjectId, e: &str) -> Warning {
+    Warning {
+        path,
+        feature: "build failure".into(),
+        message: format!(
+            "{owner} cannot be built ({e}); Flux stops there and deletes nothing of it"
+        ),
+    }
 }
 
 /// The Flux Kustomizations an environment's build declares, as Flux holds them once every
@@ -583,7 +673,13 @@ pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, Bu
     } else {
         Map::new()
     };
-    let vars = substitutions(&root.object);
+    // Its sources are not read here: what they set is unknown, and left as written.
+    let vars = root.substitutes().then(|| {
+        substitute::variables(&root.object, &root.id.namespace, &mut |_| {
+            Some(Source::Unknown("not read".into()))
+        })
+        .unwrap_or_default()
+    });
     let mut builder = Builder::owners_only(tree);
     let mut owners: Vec<Owner> = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
@@ -595,7 +691,10 @@ pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, Bu
             if !Kustomization::is(&r.value) {
                 return;
             }
-            substitute_identity(&mut r.value, &vars);
+            if let Some(vars) = &vars {
+                // A string Flux cannot parse fails the whole build; it is read as written.
+                let _ = substitute::object(&mut r.value, vars);
+            }
             if let Some(o) = Owner::from_value(&r.value, Some(root.id.clone()), &r.file, r.index) {
                 if seen.insert(o.id.clone()) {
                     owners.push(o);
@@ -613,25 +712,49 @@ pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, Bu
 struct Building<'a> {
     /// Its id, shared by its entries.
     owner: &'a Arc<ObjectId>,
-    /// Whether it has `postBuild`.
-    substituted: bool,
-    /// Its inline `postBuild` variables.
-    vars: BTreeMap<String, String>,
+    /// Its variables, when it has `postBuild`.
+    vars: Option<Variables>,
+    /// Why Flux's build of it fails, if it does (a string substitution cannot parse).
+    failure: Option<String>,
+    /// The variables its objects need that nothing sets: Flux's strict substitution fails
+    /// the build on them. Its objects are kept (the lints read them), but it is not built.
+    undefined: BTreeSet<String>,
 }
 
-/// Records object `r` of the build of `building`, written in `file`: a Flux Kustomization
-/// becomes an owner to build next, any other object an entry of the inventory unless an
-/// earlier owner has it already.
+/// Records object `r` of the build of `building`, written in `file`: its variables are
+/// substituted, then a Flux Kustomization becomes an owner to build next, any other object
+/// an entry of the inventory unless an earlier owner has it already; a ConfigMap or Secret
+/// is a `substituteFrom` source for the owners that read it.
 fn record(
     inv: &mut Inventory,
     queue: &mut VecDeque<ObjectId>,
     warnings: &mut Vec<Warning>,
-    building: &Building,
+    sources: &mut BTreeMap<ObjectId, (Arc<ObjectId>, Source)>,
+    building: &mut Building,
     file: &Arc<str>,
     mut r: Resource,
 ) {
-    let (owner, substituted, vars) = (building.owner, building.substituted, &building.vars);
-    substitute_identity(&mut r.value, vars);
+    let owner = building.owner;
+    // The variables it needs as written (the lints read them), before they are substituted.
+    let written = building.vars.is_some().then(|| r.facts(true).variables);
+    let mut unknown = BTreeSet::new();
+    if let (Some(vars), Some(needed)) = (&building.vars, &written) {
+        if vars.runs {
+            let unset = needed
+                .iter()
+                .filter(|v| matches!(vars.lookup(v), Lookup::Unset));
+            building.undefined.extend(unset.cloned());
+        }
+    }
+    if let Some(vars) = &building.vars {
+        match substitute::object(&mut r.value, vars) {
+            Ok(out) => unknown = out.in_identity(),
+            Err(e) => {
+                building.failure.get_or_insert(format!("{}: {e}", r.file));
+                return;
+            }
+        }
+    }
     let Some(id) = r.id() else {
         warnings.push(Warning {
             path: r.file.clone(),
@@ -640,16 +763,32 @@ fn record(
         });
         return;
     };
-    if id.name.contains("${") || id.namespace.contains("${") {
+    if !unknown.is_empty() {
+        let vars = building
+            .vars
+            .as_ref()
+            .map(Variables::unknown_sources)
+            .unwrap_or_default();
         warnings.push(Warning {
             path: r.file.clone(),
             feature: "postBuild substitution".into(),
-            message: format!("{id}: a variable in its name or namespace comes from substituteFrom, which is not modelled"),
+            message: format!(
+                "{id}: {} in its name or namespace may come from {}, which cannot be read from the repository",
+                dollars(&unknown),
+                vars.join(", ")
+            ),
         });
     }
+    if let Some(source) = Source::of(&id, &r.value) {
+        sources
+            .entry(id.clone())
+            .or_insert_with(|| (owner.clone(), source));
+    }
     if Kustomization::is(&r.value) {
-        if let Some(child) = Owner::from_value(&r.value, Some((**owner).clone()), &r.file, r.index)
+        if let Some(mut child) =
+            Owner::from_value(&r.value, Some((**owner).clone()), &r.file, r.index)
         {
+            child.variables = written.unwrap_or_default();
             if !inv.owners.contains_key(&child.id) {
                 queue.push_back(child.id.clone());
                 inv.owners.insert(child.id.clone(), child);
@@ -667,12 +806,12 @@ fn record(
                     "{id} is applied by both {first} and {owner}; Flux counts it as {first}'s"
                 ),
             });
-            let entry = Entry::new(owner, file, substituted, &id, r);
+            let entry = Entry::new(owner, file, &written, &id, r);
             inv.duplicates.push((id, entry));
         }
         btree_map::Entry::Occupied(_) => {}
         btree_map::Entry::Vacant(v) => {
-            let entry = Entry::new(owner, file, substituted, v.key(), r);
+            let entry = Entry::new(owner, file, &written, v.key(), r);
             v.insert(entry);
         }
     }
@@ -685,6 +824,14 @@ const TWO_OWNERS: &str = "two owners";
 /// A warning as one line: `feature: message (path)`.
 fn describe(w: &Warning) -> String {
     format!("{}: {} ({})", w.feature, w.message, w.path)
+}
+
+/// `${A}, ${B}`.
+fn dollars(vars: &BTreeSet<String>) -> String {
+    vars.iter()
+        .map(|v| format!("`${{{v}}}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn mark_unbuilt(inv: &mut Inventory, id: &ObjectId, why: &[&Warning]) {
@@ -712,62 +859,9 @@ pub fn footprint(tree: &FileTree, env_path: &str, owner: &Owner) -> Footprint {
     seen
 }
 
-/// The inline `postBuild.substitute` variables of a Flux Kustomization.
-fn substitutions(owner: &Value) -> BTreeMap<String, String> {
-    crate::flux::string_map_at(owner, "/spec/postBuild/substitute")
-}
-
-/// Flux's `${VAR}`, `${VAR:=default}` and `${VAR:-default}` in an object's name and namespace.
-fn substitute_identity(v: &mut Value, vars: &BTreeMap<String, String>) {
-    let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) else {
-        return;
-    };
-    for key in ["name", "namespace"] {
-        if let Some(Value::String(s)) = meta.get_mut(key) {
-            if s.contains("${") {
-                *s = substitute(s, vars);
-            }
-        }
-    }
-}
-
-fn substitute(s: &str, vars: &BTreeMap<String, String>) -> String {
-    let mut out = String::new();
-    let mut rest = s;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let Some(end) = rest[start..].find('}') else {
-            out.push_str(&rest[start..]);
-            return out;
-        };
-        let inner = &rest[start + 2..start + end];
-        let (name, default) = match inner.split_once(":=").or_else(|| inner.split_once(":-")) {
-            Some((n, d)) => (n, Some(d)),
-            None => (inner, None),
-        };
-        match (vars.get(name), default) {
-            (Some(v), _) => out.push_str(v),
-            (None, Some(d)) => out.push_str(d),
-            (None, None) => out.push_str(&rest[start..=start + end]),
-        }
-        rest = &rest[start + end + 1..];
-    }
-    out.push_str(rest);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn substitutes_inline_variables_and_defaults() {
-        let vars = BTreeMap::from([("APP".to_string(), "web".to_string())]);
-        assert_eq!(
-            substitute("${APP}-${NS:=media}-${X}", &vars),
-            "web-media-${X}"
-        );
-    }
 
     #[test]
     fn a_build_that_fails_records_nothing() {

@@ -9,6 +9,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Map, Value};
 
+pub mod envsubst;
 pub mod object;
 mod patch;
 mod resolve;
@@ -619,7 +620,8 @@ mod tests {
 
     #[test]
     fn an_object_is_held_as_its_head_until_a_patch_reads_it_whole() {
-        let list = "apiVersion: v1\nkind: List\nitems:\n  - {apiVersion: v1, kind: ConfigMap, metadata: {name: a}, data: {k: '1'}}\n  - {apiVersion: v1, kind: ConfigMap, metadata: {name: b}, data: {k: '${V}'}}\n";
+        // (ConfigMaps and Secrets are held whole: their data are substitution sources.)
+        let list = "apiVersion: v1\nkind: List\nitems:\n  - {apiVersion: example.com/v1, kind: Settings, metadata: {name: a}, data: {k: '1'}}\n  - {apiVersion: example.com/v1, kind: Settings, metadata: {name: b}, data: {k: '${V}'}}\n";
         let tree = FileTree::from_files([
             ("base/kustomization.yaml", "namespace: ns\nresources: [list.yaml]\n"),
             ("base/list.yaml", list),

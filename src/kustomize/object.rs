@@ -254,42 +254,12 @@ pub fn is_sops(v: &Value) -> bool {
 const PRUNE: &str = "kustomize.toolkit.fluxcd.io/prune";
 const SUBSTITUTE: &str = "kustomize.toolkit.fluxcd.io/substitute";
 
-/// The variables a string needs for Flux's `postBuild` substitution: `${NAME}` without a
-/// default (`${NAME:=x}`, `${NAME:-x}`, `${NAME=x}`, `${NAME-x}`), `$${...}` skipped (an
-/// escape).
+/// The variables a string needs for Flux's `postBuild` substitution (see
+/// `envsubst::needed`): those of every `${NAME...}` whose operator is not a default
+/// (`${NAME:=x}`, `${NAME:-x}`, `${NAME=x}`), defaults nested in defaults included;
+/// `$${...}` is an escape.
 pub fn needed_variables(s: &str, out: &mut BTreeSet<String>) {
-    let b = s.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] != b'$' {
-            i += 1;
-            continue;
-        }
-        if b.get(i + 1) == Some(&b'$') {
-            i += 2; // `$$` is a literal `$`: `$${VAR}` is no variable
-            continue;
-        }
-        if b.get(i + 1) != Some(&b'{') {
-            i += 1;
-            continue;
-        }
-        let start = i + 2;
-        let mut end = start;
-        while end < b.len() && (b[end].is_ascii_alphanumeric() || b[end] == b'_') {
-            end += 1;
-        }
-        let name = &s[start..end];
-        let rest = &s[end..];
-        let has_default = [":=", ":-", "=", "-"].iter().any(|op| rest.starts_with(op));
-        let valid = name
-            .as_bytes()
-            .first()
-            .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_');
-        if valid && !has_default && rest.contains('}') {
-            out.insert(name.to_string());
-        }
-        i = end.max(i + 2);
-    }
+    super::envsubst::needed(s, out);
 }
 
 /// `needed_variables` of every key and string of `v`.

@@ -41,12 +41,14 @@ const HEAD: [&str; 3] = ["apiVersion", "kind", "metadata"];
 impl Resource {
     /// An object as loaded from document `index` of `file` (item `item` of a List): split
     /// into its head and the facts of the rest, unless it is one the inventory keeps whole
-    /// (a Flux Kustomization is an owner: its spec is read).
+    /// (a Flux Kustomization is an owner: its spec is read) or a ConfigMap or Secret.
     pub(super) fn loaded(value: Value, file: &str, index: usize, item: Option<usize>) -> Resource {
         let s = |k: &str| value.get(k).and_then(Value::as_str).unwrap_or("");
         let (group, kind) = (group_of(s("apiVersion")), s("kind"));
-        let whole =
-            kept_whole(group, kind) || (group == KUSTOMIZE_GROUP && kind == "Kustomization");
+        // ConfigMaps and Secrets are `substituteFrom` sources: their data is read.
+        let whole = kept_whole(group, kind)
+            || (group == KUSTOMIZE_GROUP && kind == "Kustomization")
+            || (group.is_empty() && matches!(kind, "ConfigMap" | "Secret"));
         let (value, rest) = match value {
             Value::Object(mut body) if !whole => {
                 let mut head = Map::new();

@@ -18,4 +18,5 @@ mod hostile;
 mod props;
 mod render;
 mod secrets;
+mod substitution;
 mod verdicts;
