@@ -174,11 +174,15 @@ fn discover(tree: &FileTree) -> Vec<Environment> {
     // 4. Flux Operator.
     let instance = memmem::Finder::new("FluxInstance");
     let release = memmem::Finder::new("HelmRelease");
+    let sync = memmem::Finder::new("sync:");
     for (file, text) in tree.manifests() {
         let bytes = text.as_bytes();
+        // Only the files that may hold one are parsed.
         let (is_instance, is_release) = (
             instance.find(bytes).is_some(),
-            release.find(bytes).is_some() && memmem::find(bytes, b"sync").is_some(),
+            release.find(bytes).is_some()
+                && sync.find(bytes).is_some()
+                && memmem::find(bytes, b"instance:").is_some(),
         );
         if !is_instance && !is_release {
             continue;
