@@ -25,6 +25,9 @@ pub struct FileTree {
     disk: Option<Arc<Disk>>,
     /// Files of the folder that this tree does not have (`without_file`).
     gone: BTreeSet<String>,
+    /// Folders holding files the tree does not keep (a README, templates): they exist, as
+    /// they do in Flux's artifact, though nothing the builder reads is in them.
+    folders: BTreeSet<String>,
     /// What the tree is, for messages: a short commit id or "the working tree".
     pub label: String,
 }
@@ -67,6 +70,17 @@ impl Disk {
 
 /// Texts already read from git, by blob id (see `FileTree::from_git_sharing`).
 pub type Blobs = foldhash::HashMap<String, Text>;
+
+/// Records the folders that lead to `path`, a file the tree does not keep.
+fn add_folders(folders: &mut BTreeSet<String>, path: &str) {
+    let mut end = path.len();
+    while let Some(slash) = path[..end].rfind('/') {
+        if !folders.insert(path[..slash].to_string()) {
+            break;
+        }
+        end = slash;
+    }
+}
 
 /// Files the builder may read: manifests, kustomizations and patches.
 fn wanted(path: &str) -> bool {
@@ -192,6 +206,7 @@ impl FileTree {
         let listing = run_git(root, &["ls-tree", "-r", "-z", "--end-of-options", &oid])?;
         let mut paths = Vec::new();
         let mut blobs = Vec::new();
+        let mut folders = BTreeSet::new();
         for entry in listing.split(|b| *b == 0).filter(|e| !e.is_empty()) {
             let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
                 continue;
@@ -203,6 +218,9 @@ impl FileTree {
             let mut parts = head.split(' ');
             let (mode, kind, hash) = (parts.next(), parts.next(), parts.next());
             // Links (120000) and submodules are not followed, as Flux does not.
+            if kind == Some("blob") && mode != Some("120000") && !wanted(path) {
+                add_folders(&mut folders, path);
+            }
             if kind != Some("blob") || mode == Some("120000") || !wanted(path) {
                 continue;
             }
@@ -232,6 +250,7 @@ impl FileTree {
             .collect();
         Ok(FileTree {
             files,
+            folders,
             label: oid.chars().take(12).collect(),
             ..FileTree::default()
         })
@@ -251,10 +270,16 @@ impl FileTree {
                 "--exclude-standard",
             ],
         )?;
+        let mut folders = BTreeSet::new();
         let paths: Vec<&str> = listing
             .split(|b| *b == 0)
             .filter_map(|p| std::str::from_utf8(p).ok())
-            .filter(|p| !p.is_empty() && wanted(p))
+            .filter(|p| {
+                if !p.is_empty() && !wanted(p) {
+                    add_folders(&mut folders, p);
+                }
+                !p.is_empty() && wanted(p)
+            })
             .collect();
         // Read on every core: at 100,000 services this is 260,000 files.
         let texts = crate::par::map(&paths, |path| -> Result<Option<Text>> {
@@ -278,6 +303,7 @@ impl FileTree {
         }
         Ok(FileTree {
             files,
+            folders,
             label: "the working tree".into(),
             ..FileTree::default()
         })
@@ -291,6 +317,7 @@ impl FileTree {
             return FileTree::from_worktree(root);
         }
         let mut files = BTreeMap::new();
+        let mut folders = BTreeSet::new();
         let mut stack = vec![String::new()];
         while let Some(rel) = stack.pop() {
             let dir = root.join(&rel);
@@ -308,7 +335,9 @@ impl FileTree {
                 let Ok(ft) = entry.file_type() else { continue };
                 if ft.is_dir() && name != ".git" {
                     stack.push(path);
-                } else if ft.is_file() && wanted(&path) {
+                } else if ft.is_file() && !wanted(&path) {
+                    add_folders(&mut folders, &path);
+                } else if ft.is_file() {
                     // Through the same size and file-type rules as every other read.
                     let bytes = crate::fs::read_regular(&entry.path(), &path)?;
                     if let Some(text) = bytes.and_then(|b| String::from_utf8(b).ok()) {
@@ -319,6 +348,7 @@ impl FileTree {
         }
         Ok(FileTree {
             files,
+            folders,
             label: "the working tree".into(),
             ..FileTree::default()
         })
@@ -343,6 +373,7 @@ impl FileTree {
     /// it is a folder of the disk.
     pub fn is_dir(&self, dir: &str) -> bool {
         dir.is_empty()
+            || self.folders.contains(dir)
             || self.files_under(dir).next().is_some()
             || self.disk.as_ref().is_some_and(|d| d.is_dir(dir))
     }
