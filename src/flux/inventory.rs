@@ -7,14 +7,14 @@
 use std::collections::{btree_map, BTreeMap, VecDeque};
 use std::sync::Arc;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::{normalize_path, Kustomization, SourceRef, KUSTOMIZE_GROUP};
 use crate::config::{self, Config};
 use crate::error::Result;
 use crate::fs::join;
 use crate::kustomize::object::{kept_whole, Facts, ObjectId};
-use crate::kustomize::{BuildError, Builder, Resource, Warning};
+use crate::kustomize::{BuildError, Builder, FluxSpec, Resource, Warning};
 use crate::tree::FileTree;
 
 /// A Flux Kustomization as the cluster would hold it after this revision is applied.
@@ -123,30 +123,44 @@ impl Owner {
         )
     }
 
-    /// The kustomization Flux wraps around `spec.path`.
-    fn overlay(&self) -> Map<String, Value> {
-        let spec = self.object.get("spec").cloned().unwrap_or(Value::Null);
-        let mut k = Map::new();
-        for (from, to) in [
-            ("components", "components"),
-            ("patches", "patches"),
-            ("targetNamespace", "namespace"),
-            ("namePrefix", "namePrefix"),
-            ("nameSuffix", "nameSuffix"),
-        ] {
-            if let Some(v) = spec.get(from) {
-                k.insert(to.into(), v.clone());
-            }
+    /// What its spec writes into the kustomization at its `spec.path` (see `FluxSpec`);
+    /// `what` names it in messages. Empty strings are unset: the API omits them
+    /// (`omitempty`) before Flux's generator reads the spec.
+    fn flux_spec(&self, what: String) -> FluxSpec {
+        let spec = self.object.get("spec").unwrap_or(&Value::Null);
+        let text = |key: &str| {
+            spec.get(key)
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+        };
+        let items = |key: &str| {
+            spec.get(key)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let metadata = |key: &str| {
+            spec.get("commonMetadata")
+                .and_then(|m| m.get(key))
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default()
+        };
+        FluxSpec {
+            what,
+            target_namespace: text("targetNamespace"),
+            name_prefix: text("namePrefix"),
+            name_suffix: text("nameSuffix"),
+            patches: items("patches"),
+            components: items("components"),
+            ignore_missing_components: spec
+                .get("ignoreMissingComponents")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            labels: metadata("labels"),
+            annotations: metadata("annotations"),
         }
-        if let Some(m) = spec.get("commonMetadata") {
-            if let Some(l) = m.get("labels") {
-                k.insert("commonLabels".into(), l.clone());
-            }
-            if let Some(a) = m.get("annotations") {
-                k.insert("commonAnnotations".into(), a.clone());
-            }
-        }
-        k
     }
 }
 
@@ -350,10 +364,9 @@ pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
         let mut recorded = 0;
         let mut file: Arc<str> = Arc::from("");
         let built = builder.build_owner(
-            &format!("{where_} ({})", owner.id),
             &owner.path,
-            &owner.overlay(),
-            &mut |r| {
+            &owner.flux_spec(format!("{where_} ({})", owner.id)),
+            &mut |r: Resource| {
                 recorded += 1;
                 // The objects of a file come together: its path is shared.
                 if *file != *r.file {
@@ -417,31 +430,30 @@ pub struct Owners {
 pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, BuildError> {
     let root = root_of(tree, env_path);
     // The root's own patches apply when it is the environment's (bootstrap's gotk-sync).
-    let overlay = if root.path == env_path {
-        root.overlay()
+    let what = format!("{env_path} ({})", root.id);
+    let spec = if root.path == env_path {
+        root.flux_spec(what)
     } else {
-        Map::new()
+        FluxSpec {
+            what,
+            ..FluxSpec::default()
+        }
     };
     let vars = substitutions(&root.object);
     let mut builder = Builder::owners_only(tree);
     let mut owners: Vec<Owner> = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
-    builder.build_owner(
-        &format!("{env_path} ({})", root.id),
-        env_path,
-        &overlay,
-        &mut |mut r| {
-            if !Kustomization::is(&r.value) {
-                return;
+    builder.build_owner(env_path, &spec, &mut |mut r: Resource| {
+        if !Kustomization::is(&r.value) {
+            return;
+        }
+        substitute_identity(&mut r.value, &vars);
+        if let Some(o) = Owner::from_value(&r.value, Some(root.id.clone()), &r.file, r.index) {
+            if seen.insert(o.id.clone()) {
+                owners.push(o);
             }
-            substitute_identity(&mut r.value, &vars);
-            if let Some(o) = Owner::from_value(&r.value, Some(root.id.clone()), &r.file, r.index) {
-                if seen.insert(o.id.clone()) {
-                    owners.push(o);
-                }
-            }
-        },
-    )?;
+        }
+    })?;
     Ok(Owners {
         owners,
         complete: builder.warnings.is_empty(),
