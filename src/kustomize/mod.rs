@@ -358,9 +358,9 @@ impl<'a> Builder<'a> {
             // kustomize-controller's `build`: "failed to decode Kubernetes apiVersion, kind
             // and name" (kustomize itself accepts an object without an apiVersion).
             let missing = [
-                ("apiVersion", "/apiVersion"),
-                ("kind", "/kind"),
-                ("metadata.name", "/metadata/name"),
+                ("apiVersion", &["apiVersion"][..]),
+                ("kind", &["kind"]),
+                ("metadata.name", &["metadata", "name"]),
             ]
             .into_iter()
             .find(|(_, at)| !resource::has(&r.value, at));
@@ -537,7 +537,9 @@ impl<'a> Builder<'a> {
             }
             let local = r
                 .value
-                .pointer("/metadata/annotations/config.kubernetes.io~1local-config")
+                .get("metadata")
+                .and_then(|m| m.get("annotations"))
+                .and_then(|a| a.get("config.kubernetes.io/local-config"))
                 .is_some_and(|v| v.as_str() != Some("false"));
             if !local {
                 emit(r);
@@ -791,7 +793,10 @@ struct Ids {
     cluster_kinds: BTreeSet<String>,
     /// The kustomization whose build is checked.
     file: String,
-    seen: HashMap<String, String>,
+    /// The files objects came from, each once in a row (a file's objects come together).
+    files: Vec<String>,
+    /// Each id, with the index in `files` of the file it came from.
+    seen: HashMap<String, usize>,
 }
 
 impl Ids {
@@ -799,6 +804,7 @@ impl Ids {
         Ids {
             cluster_kinds: builder.cluster_kinds.clone(),
             file: file.to_string(),
+            files: Vec::new(),
             seen: HashMap::new(),
         }
     }
@@ -823,11 +829,14 @@ impl Ids {
             std::collections::hash_map::Entry::Occupied(first) => Err(BuildError::DuplicateId {
                 file: self.file.clone(),
                 id: Ids::show(r),
-                first: first.get().clone(),
+                first: self.files[*first.get()].clone(),
                 second: r.file.clone(),
             }),
             std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(r.file.clone());
+                if self.files.last() != Some(&r.file) {
+                    self.files.push(r.file.clone());
+                }
+                v.insert(self.files.len() - 1);
                 Ok(())
             }
         }

@@ -207,9 +207,9 @@ pub(super) fn load(path: &str, text: &yaml::Text) -> Built {
             // (kyaml `RNode.GetValidatedMetadata`, through `resource.Factory.dropBadNodes`);
             // Flux's generator fails the same way on such a file ("failed to decode
             // Kubernetes YAML", fluxcd/pkg `scanManifests`).
-            let missing = if !has(&value, "/kind") {
+            let missing = if !has(&value, &["kind"]) {
                 Some("kind")
-            } else if !has(&value, "/metadata/name")
+            } else if !has(&value, &["metadata", "name"])
                 && !value["kind"].as_str().is_some_and(|k| k.ends_with("List"))
             {
                 Some("metadata.name")
@@ -229,10 +229,10 @@ pub(super) fn load(path: &str, text: &yaml::Text) -> Built {
     Ok(out)
 }
 
-/// Whether `v` has a value at `pointer`: not null, not an empty string. (A value of another
+/// Whether `v` has a value at `path`: not null, not an empty string. (A value of another
 /// type is there: its reading is not this check's to judge.)
-pub(super) fn has(v: &Value, pointer: &str) -> bool {
-    match v.pointer(pointer) {
+pub(super) fn has(v: &Value, path: &[&str]) -> bool {
+    match path.iter().try_fold(v, |v, key| v.get(key)) {
         None | Some(Value::Null) => false,
         Some(Value::String(s)) => !s.is_empty(),
         Some(_) => true,
