@@ -1,8 +1,8 @@
 //! Builds every environment of one revision as Flux does and records its inventory: which
 //! Flux Kustomization (the *owner*) applies every object. The root Kustomization owns the
 //! environment's entry; every Flux Kustomization found in a build is an owner too, built at
-//! its `spec.path` with Flux's own patches, components, `targetNamespace`, name affixes and
-//! `commonMetadata` on top. An object belongs to the first owner that builds it.
+//! its `spec.path` with its spec written into the kustomization there, as Flux's generator
+//! writes it (see `FluxSpec`). An object belongs to the first owner that builds it.
 
 use std::collections::{btree_map, BTreeMap, VecDeque};
 use std::sync::Arc;

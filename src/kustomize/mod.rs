@@ -1,9 +1,11 @@
 //! A native kustomize builder, enough to know *which objects* a build yields: resources,
 //! components, patches (strategic merge as a deep merge of mappings with lists replaced, JSON
 //! 6902), `namespace`, `namePrefix`/`nameSuffix`, labels and annotations, generators without
-//! hash suffixes, and Flux's generated kustomization for a folder without one. Anything else
-//! that can change the set of objects is reported as a `Warning` naming the file and the
-//! feature: a build is never silently incomplete.
+//! hash suffixes, and the kustomization Flux builds at a Kustomization's `spec.path` (its
+//! spec written into the folder's kustomization, or into the one Flux generates). A build
+//! fails where kustomize or Flux fails it (`BuildError`). Anything else that can change the
+//! set of objects is reported as a `Warning` naming the file and the feature: a build is
+//! never silently incomplete.
 
 use std::collections::{BTreeSet, HashMap};
 
