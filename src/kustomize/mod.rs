@@ -107,7 +107,7 @@ pub enum BuildError {
     /// `namespace:` gives two objects one id (kustomize's `NamespaceTransformerPlugin`:
     /// "namespace transformation produces ID conflict"), e.g. two Namespace objects renamed
     /// onto one.
-    #[error("{file}: `namespace: {namespace}` makes two objects `{id}`, from `{first}` and from `{second}`; kustomize fails: namespace transformation produces ID conflict")]
+    #[error("{file}: `namespace: {namespace}` makes both {first} and {second} `{id}`; kustomize fails: namespace transformation produces ID conflict")]
     NamespaceConflict {
         file: String,
         namespace: String,
@@ -813,20 +813,7 @@ impl Ids {
 
     /// Records `r`; an object with its id seen already fails the build.
     fn insert(&mut self, r: &Resource) -> Result<(), BuildError> {
-        let kind = r.kind();
-        let namespace = if CLUSTER_SCOPED.contains(&kind) || self.cluster_kinds.contains(kind) {
-            ""
-        } else {
-            match r.meta_str("namespace") {
-                "" => "default",
-                ns => ns,
-            }
-        };
-        let key = format!(
-            "{}\0{kind}\0{namespace}\0{}",
-            r.api_version(),
-            r.meta_str("name")
-        );
+        let key = self.key(r, r.meta_str("name"), r.meta_str("namespace"));
         match self.seen.entry(key) {
             std::collections::hash_map::Entry::Occupied(first) => Err(BuildError::DuplicateId {
                 file: self.file.clone(),
@@ -842,6 +829,60 @@ impl Ids {
                 Ok(())
             }
         }
+    }
+
+    /// The id of `r` were it named `name` in `namespace`, as kustomize compares ids.
+    fn key(&self, r: &Resource, name: &str, namespace: &str) -> String {
+        let kind = r.kind();
+        let namespace = if self.cluster_scoped(kind) {
+            ""
+        } else if namespace.is_empty() {
+            "default"
+        } else {
+            namespace
+        };
+        format!("{}\0{kind}\0{namespace}\0{name}", r.api_version())
+    }
+
+    fn cluster_scoped(&self, kind: &str) -> bool {
+        CLUSTER_SCOPED.contains(&kind) || self.cluster_kinds.contains(kind)
+    }
+
+    /// Whether `namespace: ns` would move two objects of `acc` onto one id (see
+    /// `NamespaceConflict`); checked before the move, to name both as they were.
+    fn moved_onto(
+        builder: &Builder<'_>,
+        file: &str,
+        ns: &str,
+        acc: &[Resource],
+    ) -> Result<(), BuildError> {
+        let ids = Ids::new(builder, file);
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        for (i, r) in acc.iter().enumerate() {
+            let (name, namespace) = match r.kind() {
+                "Namespace" => (ns, ""),
+                kind if ids.cluster_scoped(kind) => (r.meta_str("name"), ""),
+                _ => (r.meta_str("name"), ns),
+            };
+            let key = ids.key(r, name, namespace);
+            if let Some(&first) = seen.get(&key) {
+                let was = |r: &Resource| format!("`{}` ({})", Ids::show(r), r.file);
+                let id = if namespace.is_empty() {
+                    format!("{}/{name}", r.kind())
+                } else {
+                    format!("{}/{namespace}/{name}", r.kind())
+                };
+                return Err(BuildError::NamespaceConflict {
+                    file: file.to_string(),
+                    namespace: ns.to_string(),
+                    id,
+                    first: was(&acc[first]),
+                    second: was(r),
+                });
+            }
+            seen.insert(key, i);
+        }
+        Ok(())
     }
 
     /// Every object of `acc` recorded (see `insert`).
@@ -1200,9 +1241,9 @@ mod tests {
             "namespace: one\nresources: [cm.yaml]\n",
             &[ns.clone(), ns.replace("name: a", "name: b")],
         );
-        assert!(
-            matches!(&namespaces, Err(BuildError::NamespaceConflict { id, .. }) if id == "Namespace/one"),
-            "{namespaces:?}"
+        assert_eq!(
+            namespaces.unwrap_err().to_string(),
+            "a/kustomization.yaml: `namespace: one` makes both `Namespace/a` (a/cm.yaml) and `Namespace/b` (a/cm.yaml) `Namespace/one`; kustomize fails: namespace transformation produces ID conflict"
         );
         let renamed = build(
             "resources: [cm.yaml]\npatches:\n  - target: {name: yy}\n    patch: |\n      - op: replace\n        path: /metadata/name\n        value: x\n",

@@ -6,7 +6,7 @@
 use serde_json::{Map, Value};
 
 use super::patch::{patch_text, target_of};
-use super::{list, resolve, Appended, BuildError, Builder, Built, Ids, Ref, Resource, MODELLED};
+use super::{list, resolve, Appended, Builder, Built, Ids, Ref, Resource, MODELLED};
 
 impl Builder<'_> {
     /// What a kustomization does to `acc`, the objects of its resources (and of the
@@ -84,6 +84,9 @@ impl Builder<'_> {
             patched = true;
         }
         if let Some(ns) = str_field(k, "namespace").filter(|s| !s.is_empty()) {
+            // `NamespaceTransformerPlugin.Transform`: two objects moved onto one id (two
+            // Namespace objects renamed to `ns`, one name in two namespaces) fail the build.
+            Ids::moved_onto(self, file, &ns, &acc)?;
             for r in &mut acc {
                 if r.kind() == "Namespace" {
                     r.set_meta("name", ns.clone());
@@ -91,23 +94,6 @@ impl Builder<'_> {
                     r.set_meta("namespace", ns.clone());
                 }
             }
-            // `NamespaceTransformerPlugin.Transform`: two objects moved onto one id (two
-            // Namespace objects renamed to `ns`, one name in two namespaces) fail the build.
-            Ids::check(self, file, &acc).map_err(|e| match e {
-                BuildError::DuplicateId {
-                    file,
-                    id,
-                    first,
-                    second,
-                } => BuildError::NamespaceConflict {
-                    file,
-                    namespace: ns.clone(),
-                    id,
-                    first,
-                    second,
-                },
-                e => e,
-            })?;
         }
         let prefix = str_field(k, "namePrefix").unwrap_or_default();
         let suffix = str_field(k, "nameSuffix").unwrap_or_default();
