@@ -320,7 +320,7 @@ impl<'a> Builder<'a> {
         let file = self
             .kustomization_file(dir)
             .ok_or_else(|| BuildError::NoKustomization(dir.to_string()))?;
-        let k = self.read_kustomization(&file)?;
+        let k = self.read_for_kustomize(&file)?;
         let mut out = Vec::new();
         self.build_top(dir, &file, &k, None, &mut |r| out.push(r))?;
         Ok(out)
@@ -559,7 +559,7 @@ impl<'a> Builder<'a> {
             .kustomization_file(dir)
             .ok_or_else(|| BuildError::NoKustomization(dir.to_string()))?;
         self.nested(dir, &file, |b| {
-            let k = b.read_kustomization(&file)?;
+            let k = b.read_for_kustomize(&file)?;
             b.stream_map(dir, &file, &k, None, emit)
         })
     }
@@ -588,6 +588,19 @@ impl<'a> Builder<'a> {
                 self.ready.insert(path.as_ref().to_string(), objects);
             }
         }
+    }
+
+    /// Kustomization `file` read for kustomize to build: one that says nothing fails
+    /// (`Kustomization.CheckEmpty`: "kustomization.yaml is empty"). Flux's generator saves
+    /// the one at `spec.path` from that (see `flux_kustomization`).
+    fn read_for_kustomize(&self, file: &str) -> Result<Map<String, Value>, BuildError> {
+        let k = self.read_kustomization(file)?;
+        if k.keys().all(|key| key == "apiVersion" || key == "kind") {
+            return Err(
+                format!("{file}: kustomization.yaml is empty; kustomize fails on it").into(),
+            );
+        }
+        Ok(k)
     }
 
     fn read_kustomization(&self, file: &str) -> Result<Map<String, Value>, BuildError> {
@@ -625,7 +638,7 @@ impl<'a> Builder<'a> {
     /// The kustomization `file` of `dir` built over `acc` (a component's list).
     fn build_kustomization(&mut self, dir: &str, file: &str, mut acc: Vec<Resource>) -> Built {
         self.nested(dir, file, |b| {
-            let k = b.read_kustomization(file)?;
+            let k = b.read_for_kustomize(file)?;
             b.resources(dir, file, &k, &mut |r| acc.push(r))?;
             b.transform(file, dir, &k, acc, None)
         })
@@ -1349,6 +1362,26 @@ mod tests {
         assert_eq!(
             build("empty", &spec),
             Ok(vec!["ConfigMap/_placeholder/flux-extra".to_string()])
+        );
+        // An empty kustomization fails kustomize, but not at `spec.path`: Flux's generator
+        // gives it `buildMetadata` when it lists no resources.
+        let empty = FileTree::from_files([
+            (
+                "e/kustomization.yaml",
+                "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n",
+            ),
+            ("o/kustomization.yaml", "resources: [../e]\n"),
+        ]);
+        assert_eq!(
+            Builder::new(&empty).build_flux_path("e").map(|o| o.len()),
+            Ok(0)
+        );
+        assert_eq!(
+            Builder::new(&empty)
+                .build_flux_path("o")
+                .unwrap_err()
+                .to_string(),
+            "e/kustomization.yaml: kustomization.yaml is empty; kustomize fails on it"
         );
         assert_eq!(
             build("nowhere", &spec),
