@@ -964,13 +964,15 @@ mod tests {
         let tree = FileTree::from_files([
             ("app/kustomization.yaml", "namespace: media\nnamePrefix: p-\nnameSuffix: -s\nresources: [cm.yaml, ns.yaml]\n"),
             ("app/cm.yaml", CM),
-            ("app/ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: old}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: r}\n"),
+            ("app/ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: old}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: r}\n---\napiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata: {name: v1beta1.metrics.k8s.io}\n"),
         ]);
         let mut b = Builder::new(&tree);
         let out = b.build_dir("app").unwrap();
+        // kustomize's prefix and suffix skip Namespaces, CRDs and APIServices.
         assert_eq!(
             ids(&out),
             [
+                "APIService/v1beta1.metrics.k8s.io",
                 "ClusterRole/p-r-s",
                 "ConfigMap/media/p-cm-s",
                 "Namespace/media"

@@ -99,7 +99,14 @@ impl Builder<'_> {
         let suffix = str_field(k, "nameSuffix").unwrap_or_default();
         if !prefix.is_empty() || !suffix.is_empty() {
             for r in &mut acc {
-                if !matches!(r.kind(), "Namespace" | "CustomResourceDefinition") {
+                // `prefixFieldSpecsToSkip` / `suffixFieldSpecsToSkip` of kustomize's
+                // PrefixTransformer and SuffixTransformer.
+                let skipped = match r.kind() {
+                    "Namespace" | "CustomResourceDefinition" => true,
+                    "APIService" => r.api_version().starts_with("apiregistration.k8s.io/"),
+                    _ => false,
+                };
+                if !skipped {
                     let name = format!("{prefix}{}{suffix}", r.meta_str("name"));
                     r.set_meta("name", name);
                 }
