@@ -403,9 +403,16 @@ impl<'a> Builder<'a> {
         } else {
             format!("{dir}/")
         };
+        // In the order of the generator's walk (`filepath.Walk`: each folder's entries by
+        // name), which differs from path order where a name continues past a folder's
+        // (`a/b.yaml` comes before `a.yaml`).
+        let mut files: Vec<&str> = self.tree.files_under(dir).collect();
+        if files.iter().any(|f| f[prefix.len()..].contains('/')) {
+            files.sort_by(|a, b| a.split('/').cmp(b.split('/')));
+        }
         let mut resources = Vec::new();
         let mut last_sub: Option<String> = None;
-        for file in self.tree.files_under(dir) {
+        for file in files {
             let below = file.strip_prefix(&prefix).unwrap_or(file);
             let segments: Vec<&str> = below.split('/').collect();
             let mut sub = dir.to_string();
@@ -1042,6 +1049,17 @@ mod tests {
             ["ConfigMap/a/b", "ConfigMap/a/cm", "ConfigMap/kk/c"]
         );
         assert!(b.build_dir("apps").is_err());
+        // The walk's order: a folder before a file whose name continues the folder's.
+        let walk = FileTree::from_files([
+            (
+                "w/k.yaml",
+                CM.replace("name: cm", "name: file").leak() as &str,
+            ),
+            ("w/k/x.yaml", CM.replace("name: cm", "name: folder").leak()),
+        ]);
+        let out = Builder::new(&walk).build_flux_path("w").unwrap();
+        let order: Vec<&str> = out.iter().map(|r| r.meta_str("name")).collect();
+        assert_eq!(order, ["folder", "file"]);
         // A YAML file that is not an object fails the generated kustomization (fluxcd/pkg
         // `scanManifests`: "failed to decode Kubernetes YAML"), where it used to be left out.
         let with_notes = FileTree::from_files(files).with_file("apps/notes.yaml", "just: notes\n");
