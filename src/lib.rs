@@ -55,6 +55,7 @@ pub mod testing {
     pub mod flux {
         pub use crate::flux::Kustomization;
         pub mod inventory {
+            pub use crate::flux::discover::Environment;
             pub use crate::flux::inventory::{build, Inventory};
         }
         pub mod decryption {

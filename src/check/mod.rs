@@ -24,6 +24,7 @@ use std::path::Path;
 use crate::config::Config;
 pub use crate::diag::{Code, Finding, Place, Severity};
 use crate::error::Result;
+use crate::flux::discover;
 use crate::flux::inventory::{self, Inventory, Owner};
 use crate::kustomize::object::Facts;
 use crate::kustomize::object::ObjectId;
@@ -50,10 +51,15 @@ pub struct Built<'a> {
 
 impl FluxView {
     /// The Flux view of a tree already read.
-    pub fn with_tree(tree: FileTree, config: Config) -> Result<FluxView> {
-        let envs = inventory::environments(&tree)?
-            .into_iter()
-            .map(|(name, path)| inventory::build(&tree, &name, &path))
+    /// The Flux view of a tree already read; `overrides` are `--env NAME=PATH`.
+    pub fn with_tree(
+        tree: FileTree,
+        config: Config,
+        overrides: &[(String, String)],
+    ) -> Result<FluxView> {
+        let envs = discover::environments(&[&tree], Some(&config), overrides)
+            .iter()
+            .map(|env| inventory::build(&tree, env))
             .collect();
         Ok(FluxView { tree, config, envs })
     }
@@ -111,8 +117,9 @@ pub fn flux_name(id: &ObjectId) -> String {
     format!("{}/{}", id.namespace, id.name)
 }
 
-/// Every lint over the repository at `root`. `Err` only for unreadable input.
-pub fn run(root: &Path) -> Result<Vec<Finding>> {
+/// Every lint over the repository at `root`, whose environments `overrides` names when it
+/// is not empty (`--env NAME=PATH`). `Err` only for unreadable input.
+pub fn run(root: &Path, overrides: &[(String, String)]) -> Result<Vec<Finding>> {
     let config = Config::load(root)?;
     // A fluxwave.yaml that only configures `check` does not make a repository catalog-managed.
     let managed = root.join(&config.catalog).is_dir() || !config.units.is_empty();
@@ -123,7 +130,7 @@ pub fn run(root: &Path) -> Result<Vec<Finding>> {
     } else {
         Default::default()
     };
-    let flux = FluxView::with_tree(tree, config)?;
+    let flux = FluxView::with_tree(tree, config, overrides)?;
     findings.extend(decryption::sops_without_decryption(&flux, &decrypted));
     findings.extend(plaintext::plaintext_secret(&flux));
     findings.extend(substitution::variables(&flux));
@@ -213,8 +220,8 @@ fn drift_finding(c: &changes::Change) -> Finding {
 
 /// What Flux would delete going from `base` to the working tree, as findings: a CI job
 /// that runs `check --base origin/main` blocks a merge that would delete a database.
-pub fn cutover(root: &Path, base: &str) -> Result<Vec<Finding>> {
-    let report = crate::cutover::analyse(root, base, None)?;
+pub fn cutover(root: &Path, base: &str, overrides: &[(String, String)]) -> Result<Vec<Finding>> {
+    let report = crate::cutover::analyse(root, base, None, overrides)?;
     let mut findings: Vec<Finding> = report
         .deletions
         .iter()
@@ -234,6 +241,23 @@ pub fn cutover(root: &Path, base: &str) -> Result<Vec<Finding>> {
             )
         })
         .collect();
+    findings.extend(report.incomplete.iter().map(|i| {
+        Finding::new(
+            Code::CutoverIncomplete,
+            i.file.clone(),
+            format!(
+                "{} ({}): the change touches what fluxwave cannot see; Flux may delete more: {}",
+                if i.kustomization.is_empty() {
+                    "the environment".to_string()
+                } else {
+                    format!("Kustomization {}", i.kustomization)
+                },
+                i.environment,
+                i.why.join("; ")
+            ),
+            format!("check what it applies by hand (`flux diff kustomization` against a cluster), then run `fluxwave cutover --from {base}` again"),
+        )
+    }));
     findings.extend(report.warnings.iter().map(|w| {
         Finding::new(
             Code::CutoverUnmodelled,

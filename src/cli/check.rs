@@ -32,11 +32,12 @@ pub fn run(
     format: Format,
     base: Option<&str>,
     deny: Option<Deny>,
+    envs: &[(String, String)],
     out: &mut impl Write,
 ) -> Result<Outcome> {
-    let mut findings = check::run(root)?;
+    let mut findings = check::run(root, envs)?;
     if let Some(base) = base {
-        findings.extend(check::cutover(root, base)?);
+        findings.extend(check::cutover(root, base, envs)?);
     }
     if deny == Some(Deny::Warnings) {
         for f in &mut findings {

@@ -10,7 +10,7 @@
 use std::path::Path;
 
 use crate::common::{fixtures, objects, TestRepo};
-use fluxwave::testing::flux::inventory::{build, Inventory};
+use fluxwave::testing::flux::inventory::{build, Environment, Inventory};
 use fluxwave::testing::tree::FileTree;
 
 fn cases() -> Vec<String> {
@@ -66,7 +66,10 @@ fn a_flux_kustomization_builds_what_kustomize_builds_of_the_kustomization_flux_w
         let repo = TestRepo::fixture(&format!("build/{case}/repo"));
         repo.commit_all(&case);
         let tree = FileTree::from_worktree(repo.path()).unwrap();
-        let inv = build(&tree, "dev", "clusters/dev");
+        let inv = build(
+            &tree,
+            &Environment::configured(&tree, "dev", "clusters/dev", "the test"),
+        );
         let app = inv.owners.values().find(|o| o.id.name == "app").unwrap();
 
         // The kustomization Flux writes at spec.path, built by kustomize.

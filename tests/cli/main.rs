@@ -19,3 +19,4 @@ mod hostile;
 mod props;
 mod render;
 mod secrets;
+mod verdicts;
