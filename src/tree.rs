@@ -462,9 +462,18 @@ impl FileTree {
                     changed.push((*p).clone());
                     b.next();
                 }
-                (None, None) => return changed,
+                (None, None) => break,
             }
         }
+        // A folder holding only files the tree does not keep (see `folders`) is there or not
+        // by them: it counts as changed under it.
+        changed.extend(
+            self.folders
+                .symmetric_difference(&other.folders)
+                .map(|f| format!("{f}/")),
+        );
+        changed.sort();
+        changed
     }
 
     /// Every file of the tree with its text, in path order.
@@ -563,6 +572,29 @@ mod tests {
             ["apps/a.yaml", "apps/x/c.yaml"]
         );
         assert!(t.is_dir("apps/x") && !t.is_dir("apps/y"));
+    }
+
+    /// A folder of only a README exists (Flux builds it, empty), and its coming or going
+    /// is a change under it.
+    #[test]
+    fn a_folder_of_files_the_tree_does_not_keep_exists() {
+        let dir = std::env::temp_dir().join(format!("fluxwave-folders-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("apps/retired/docs")).unwrap();
+        std::fs::write(dir.join("apps/retired/docs/README.md"), "# gone\n").unwrap();
+        std::fs::write(dir.join("apps/a.yaml"), "a: 1\n").unwrap();
+        let with = FileTree::from_worktree_or_dir(&dir).unwrap();
+        assert!(with.is_dir("apps/retired") && with.is_dir("apps/retired/docs"));
+        assert!(!with.is_file("apps/retired/docs/README.md") && !with.is_dir("apps/other"));
+        std::fs::remove_dir_all(dir.join("apps/retired")).unwrap();
+        let without = FileTree::from_worktree_or_dir(&dir).unwrap();
+        assert!(!without.is_dir("apps/retired"));
+        // Every folder the README was under: what looked into any of them may differ.
+        assert_eq!(
+            with.changed_paths(&without),
+            ["apps/", "apps/retired/", "apps/retired/docs/"]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// A folder outside git is read through the same rules as a working tree: a file over
