@@ -25,6 +25,9 @@ pub struct FileTree {
     disk: Option<Arc<Disk>>,
     /// Files of the folder that this tree does not have (`without_file`).
     gone: BTreeSet<String>,
+    /// Folders holding files the tree does not keep (a README, templates): they exist, as
+    /// they do in Flux's artifact, though nothing the builder reads is in them.
+    folders: BTreeSet<String>,
     /// What the tree is, for messages: a short commit id or "the working tree".
     pub label: String,
     /// What was asked of a tree made by `recording`: see `Footprint`.
@@ -89,6 +92,17 @@ impl Disk {
 
 /// Texts already read from git, by blob id (see `FileTree::from_git_sharing`).
 pub type Blobs = foldhash::HashMap<String, Text>;
+
+/// Records the folders that lead to `path`, a file the tree does not keep.
+fn add_folders(folders: &mut BTreeSet<String>, path: &str) {
+    let mut end = path.len();
+    while let Some(slash) = path[..end].rfind('/') {
+        if !folders.insert(path[..slash].to_string()) {
+            break;
+        }
+        end = slash;
+    }
+}
 
 /// Files the builder may read: manifests, kustomizations and patches.
 fn wanted(path: &str) -> bool {
@@ -221,6 +235,7 @@ impl FileTree {
         let listing = run_git(root, &["ls-tree", "-r", "-z", "--end-of-options", &oid])?;
         let mut paths = Vec::new();
         let mut blobs = Vec::new();
+        let mut folders = BTreeSet::new();
         for entry in listing.split(|b| *b == 0).filter(|e| !e.is_empty()) {
             let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
                 continue;
@@ -232,6 +247,9 @@ impl FileTree {
             let mut parts = head.split(' ');
             let (mode, kind, hash) = (parts.next(), parts.next(), parts.next());
             // Links (120000) and submodules are not followed, as Flux does not.
+            if kind == Some("blob") && mode != Some("120000") && !wanted(path) {
+                add_folders(&mut folders, path);
+            }
             if kind != Some("blob") || mode == Some("120000") || !wanted(path) {
                 continue;
             }
@@ -261,6 +279,7 @@ impl FileTree {
             .collect();
         Ok(FileTree {
             files,
+            folders,
             label: oid.chars().take(12).collect(),
             ..FileTree::default()
         })
@@ -280,10 +299,16 @@ impl FileTree {
                 "--exclude-standard",
             ],
         )?;
+        let mut folders = BTreeSet::new();
         let paths: Vec<&str> = listing
             .split(|b| *b == 0)
             .filter_map(|p| std::str::from_utf8(p).ok())
-            .filter(|p| !p.is_empty() && wanted(p))
+            .filter(|p| {
+                if !p.is_empty() && !wanted(p) {
+                    add_folders(&mut folders, p);
+                }
+                !p.is_empty() && wanted(p)
+            })
             .collect();
         // Read on every core: at 100,000 services this is 260,000 files.
         let texts = crate::par::map(&paths, |path| -> Result<Option<Text>> {
@@ -307,6 +332,7 @@ impl FileTree {
         }
         Ok(FileTree {
             files,
+            folders,
             label: "the working tree".into(),
             ..FileTree::default()
         })
@@ -320,6 +346,7 @@ impl FileTree {
             return FileTree::from_worktree(root);
         }
         let mut files = BTreeMap::new();
+        let mut folders = BTreeSet::new();
         let mut stack = vec![String::new()];
         while let Some(rel) = stack.pop() {
             let dir = root.join(&rel);
@@ -337,7 +364,9 @@ impl FileTree {
                 let Ok(ft) = entry.file_type() else { continue };
                 if ft.is_dir() && name != ".git" {
                     stack.push(path);
-                } else if ft.is_file() && wanted(&path) {
+                } else if ft.is_file() && !wanted(&path) {
+                    add_folders(&mut folders, &path);
+                } else if ft.is_file() {
                     // Through the same size and file-type rules as every other read.
                     let bytes = crate::fs::read_regular(&entry.path(), &path)?;
                     if let Some(text) = bytes.and_then(|b| String::from_utf8(b).ok()) {
@@ -348,6 +377,7 @@ impl FileTree {
         }
         Ok(FileTree {
             files,
+            folders,
             label: "the working tree".into(),
             ..FileTree::default()
         })
@@ -375,6 +405,7 @@ impl FileTree {
     pub fn is_dir(&self, dir: &str) -> bool {
         self.note(|f| f.folders.insert(dir.to_string()));
         dir.is_empty()
+            || self.folders.contains(dir)
             || self.files_under(dir).next().is_some()
             || self.disk.as_ref().is_some_and(|d| d.is_dir(dir))
     }
@@ -438,9 +469,18 @@ impl FileTree {
                     changed.push((*p).clone());
                     b.next();
                 }
-                (None, None) => return changed,
+                (None, None) => break,
             }
         }
+        // A folder holding only files the tree does not keep (see `folders`) is there or not
+        // by them: it counts as changed under it.
+        changed.extend(
+            self.folders
+                .symmetric_difference(&other.folders)
+                .map(|f| format!("{f}/")),
+        );
+        changed.sort();
+        changed
     }
 
     /// Every file of the tree with its text, in path order.
@@ -539,6 +579,29 @@ mod tests {
             ["apps/a.yaml", "apps/x/c.yaml"]
         );
         assert!(t.is_dir("apps/x") && !t.is_dir("apps/y"));
+    }
+
+    /// A folder of only a README exists (Flux builds it, empty), and its coming or going
+    /// is a change under it.
+    #[test]
+    fn a_folder_of_files_the_tree_does_not_keep_exists() {
+        let dir = std::env::temp_dir().join(format!("fluxwave-folders-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("apps/retired/docs")).unwrap();
+        std::fs::write(dir.join("apps/retired/docs/README.md"), "# gone\n").unwrap();
+        std::fs::write(dir.join("apps/a.yaml"), "a: 1\n").unwrap();
+        let with = FileTree::from_worktree_or_dir(&dir).unwrap();
+        assert!(with.is_dir("apps/retired") && with.is_dir("apps/retired/docs"));
+        assert!(!with.is_file("apps/retired/docs/README.md") && !with.is_dir("apps/other"));
+        std::fs::remove_dir_all(dir.join("apps/retired")).unwrap();
+        let without = FileTree::from_worktree_or_dir(&dir).unwrap();
+        assert!(!without.is_dir("apps/retired"));
+        // Every folder the README was under: what looked into any of them may differ.
+        assert_eq!(
+            with.changed_paths(&without),
+            ["apps/", "apps/retired/", "apps/retired/docs/"]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// A folder outside git is read through the same rules as a working tree: a file over

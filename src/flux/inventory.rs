@@ -1,20 +1,20 @@
 //! Builds every environment of one revision as Flux does and records its inventory: which
 //! Flux Kustomization (the *owner*) applies every object. The root Kustomization owns the
 //! environment's entry; every Flux Kustomization found in a build is an owner too, built at
-//! its `spec.path` with Flux's own patches, components, `targetNamespace`, name affixes and
-//! `commonMetadata` on top. An object belongs to the first owner that builds it.
+//! its `spec.path` with its spec written into the kustomization there, as Flux's generator
+//! writes it (see `FluxSpec`). An object belongs to the first owner that builds it.
 
 use std::collections::{btree_map, BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::discover::{self, Environment};
 use super::substitute::{self, Source, Variables};
 use super::{Kustomization, SourceRef, KUSTOMIZE_GROUP};
 use crate::kustomize::envsubst::Lookup;
 use crate::kustomize::object::{kept_whole, Facts, ObjectId};
-use crate::kustomize::{BuildError, Builder, Resource, Warning};
+use crate::kustomize::{BuildError, Builder, FluxSpec, Resource, Warning};
 use crate::tree::{FileTree, Footprint};
 
 /// A Flux Kustomization as the cluster would hold it after this revision is applied.
@@ -135,30 +135,44 @@ impl Owner {
         )
     }
 
-    /// The kustomization Flux wraps around `spec.path`.
-    fn overlay(&self) -> Map<String, Value> {
-        let spec = self.object.get("spec").cloned().unwrap_or(Value::Null);
-        let mut k = Map::new();
-        for (from, to) in [
-            ("components", "components"),
-            ("patches", "patches"),
-            ("targetNamespace", "namespace"),
-            ("namePrefix", "namePrefix"),
-            ("nameSuffix", "nameSuffix"),
-        ] {
-            if let Some(v) = spec.get(from) {
-                k.insert(to.into(), v.clone());
-            }
+    /// What its spec writes into the kustomization at its `spec.path` (see `FluxSpec`);
+    /// `what` names it in messages. Empty strings are unset: the API omits them
+    /// (`omitempty`) before Flux's generator reads the spec.
+    fn flux_spec(&self, what: String) -> FluxSpec {
+        let spec = self.object.get("spec").unwrap_or(&Value::Null);
+        let text = |key: &str| {
+            spec.get(key)
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+        };
+        let items = |key: &str| {
+            spec.get(key)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let metadata = |key: &str| {
+            spec.get("commonMetadata")
+                .and_then(|m| m.get(key))
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default()
+        };
+        FluxSpec {
+            what,
+            target_namespace: text("targetNamespace"),
+            name_prefix: text("namePrefix"),
+            name_suffix: text("nameSuffix"),
+            patches: items("patches"),
+            components: items("components"),
+            ignore_missing_components: spec
+                .get("ignoreMissingComponents")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            labels: metadata("labels"),
+            annotations: metadata("annotations"),
         }
-        if let Some(m) = spec.get("commonMetadata") {
-            if let Some(l) = m.get("labels") {
-                k.insert("commonLabels".into(), l.clone());
-            }
-            if let Some(a) = m.get("annotations") {
-                k.insert("commonAnnotations".into(), a.clone());
-            }
-        }
-        k
     }
 }
 
@@ -559,10 +573,9 @@ fn build_pass(
         let mut file: Arc<str> = Arc::from("");
         builder.start_owner();
         let built = builder.build_owner(
-            &format!("{where_} ({})", owner.id),
             path.trim_end_matches('/'),
-            &owner.overlay(),
-            &mut |r| {
+            &owner.flux_spec(format!("{where_} ({})", owner.id)),
+            &mut |r: Resource| {
                 recorded += 1;
                 // The objects of a file come together: its path is shared.
                 if *file != *r.file {
@@ -668,10 +681,14 @@ pub struct Owners {
 pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, BuildError> {
     let root = root_of(tree, &Environment::configured(tree, "", env_path, ""));
     // The root's own patches apply when it is the environment's (bootstrap's gotk-sync).
-    let overlay = if root.path == env_path {
-        root.overlay()
+    let what = format!("{env_path} ({})", root.id);
+    let spec = if root.path == env_path {
+        root.flux_spec(what)
     } else {
-        Map::new()
+        FluxSpec {
+            what,
+            ..FluxSpec::default()
+        }
     };
     // Its sources are not read here: what they set is unknown, and left as written.
     let vars = root.substitutes().then(|| {
@@ -683,25 +700,20 @@ pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, Bu
     let mut builder = Builder::owners_only(tree);
     let mut owners: Vec<Owner> = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
-    builder.build_owner(
-        &format!("{env_path} ({})", root.id),
-        env_path,
-        &overlay,
-        &mut |mut r| {
-            if !Kustomization::is(&r.value) {
-                return;
+    builder.build_owner(env_path, &spec, &mut |mut r: Resource| {
+        if !Kustomization::is(&r.value) {
+            return;
+        }
+        if let Some(vars) = &vars {
+            // A string Flux cannot parse fails the whole build; it is read as written.
+            let _ = substitute::object(&mut r.value, vars);
+        }
+        if let Some(o) = Owner::from_value(&r.value, Some(root.id.clone()), &r.file, r.index) {
+            if seen.insert(o.id.clone()) {
+                owners.push(o);
             }
-            if let Some(vars) = &vars {
-                // A string Flux cannot parse fails the whole build; it is read as written.
-                let _ = substitute::object(&mut r.value, vars);
-            }
-            if let Some(o) = Owner::from_value(&r.value, Some(root.id.clone()), &r.file, r.index) {
-                if seen.insert(o.id.clone()) {
-                    owners.push(o);
-                }
-            }
-        },
-    )?;
+        }
+    })?;
     Ok(Owners {
         owners,
         complete: builder.warnings.is_empty(),
@@ -851,7 +863,7 @@ pub fn footprint(tree: &FileTree, env_path: &str, owner: &Owner) -> Footprint {
     } else {
         owner.file.as_str()
     };
-    let _ = builder.build_owner(what, &owner.path, &owner.overlay(), &mut |_| {});
+    let _ = builder.build_owner(&owner.path, &owner.flux_spec(what.to_string()), &mut |_| {});
     let mut seen = tree.take_footprint();
     if !owner.file.is_empty() {
         seen.files.insert(owner.file.clone());

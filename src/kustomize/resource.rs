@@ -8,7 +8,7 @@ use super::object::{
     group_of, kept_whole, string_map, version_of, Facts, ObjectId, KUSTOMIZE_GROUP,
 };
 use super::target::{ObjectRef, PatchTarget};
-use super::Built;
+use super::{BuildError, Built};
 use crate::tree::FileTree;
 use crate::yaml;
 
@@ -205,10 +205,40 @@ pub(super) fn load(path: &str, text: &yaml::Text) -> Built {
             if !value.is_object() {
                 return Err(format!("{path}: document {} is not a mapping", index + 1).into());
             }
+            // kustomize reads only objects with a kind and a name, a List needing no name
+            // (kyaml `RNode.GetValidatedMetadata`, through `resource.Factory.dropBadNodes`);
+            // Flux's generator fails the same way on such a file ("failed to decode
+            // Kubernetes YAML", fluxcd/pkg `scanManifests`).
+            let missing = if !has(&value, &["kind"]) {
+                Some("kind")
+            } else if !has(&value, &["metadata", "name"])
+                && !value["kind"].as_str().is_some_and(|k| k.ends_with("List"))
+            {
+                Some("metadata.name")
+            } else {
+                None
+            };
+            if let Some(missing) = missing {
+                return Err(BuildError::NotAnObject {
+                    file: path.to_string(),
+                    document: index + 1,
+                    missing,
+                });
+            }
             out.push(Resource::loaded(value, path, index, item));
         }
     }
     Ok(out)
+}
+
+/// Whether `v` has a value at `path`: not null, not an empty string. (A value of another
+/// type is there: its reading is not this check's to judge.)
+pub(super) fn has(v: &Value, path: &[&str]) -> bool {
+    match path.iter().try_fold(v, |v, key| v.get(key)) {
+        None | Some(Value::Null) => false,
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(_) => true,
+    }
 }
 
 fn parse_file(path: &str, text: &yaml::Text) -> Result<Vec<Value>, String> {

@@ -8,6 +8,7 @@ mod common;
 
 mod apply;
 mod bad_input;
+mod build;
 mod check;
 mod crash;
 mod cutover;
