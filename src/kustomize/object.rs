@@ -246,13 +246,15 @@ impl Facts {
 
 /// Kinds an inventory keeps whole, because a rule or a lint reads their specs: CRDs (the
 /// kinds they define), HelmReleases (whether their values configure persistence) and
-/// ImageUpdateAutomations (the path they update). A repository holds few of them.
+/// ImageUpdateAutomations (the path they update), ArtifactGenerators (the artifacts they
+/// make). A repository holds few of them.
 pub fn kept_whole(group: &str, kind: &str) -> bool {
     matches!(
         (group, kind),
         ("apiextensions.k8s.io", "CustomResourceDefinition")
             | ("helm.toolkit.fluxcd.io", "HelmRelease")
             | ("image.toolkit.fluxcd.io", "ImageUpdateAutomation")
+            | ("source.extensions.fluxcd.io", "ArtifactGenerator")
     )
 }
 

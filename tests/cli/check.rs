@@ -57,6 +57,55 @@ lint_fixtures! {
     unknown_image_policy: "unknown-image-policy",
 }
 
+/// Shapes real repositories have, each under `tests/fixtures/check/<name>/`: the codes its
+/// findings have, in order (a shape that must not fire has none), and its outputs in the
+/// snapshot `snapshots/cli__check__<name>.snap`.
+macro_rules! shape_fixtures {
+    ($($test:ident: $name:literal => [$($code:literal),*],)*) => {
+        $(
+            #[test]
+            fn $test() {
+                shape_fixture($name, &[$($code),*]);
+            }
+        )*
+        const SHAPES: &[&str] = &[$($name),*];
+    };
+}
+
+shape_fixtures! {
+    // ExternalArtifacts an ArtifactGenerator makes (fluxcd/flux2-kustomize-helm-example).
+    unknown_source_external_artifact: "unknown-source-external-artifact" => ["unknown-source"],
+}
+
+fn shape_fixture(name: &str, expected: &[&str]) {
+    let repo = TestRepo::fixture(&format!("check/{name}"));
+    let text = repo.run(&["check"]);
+    let json = repo.run(&["check", "--format", "json"]);
+    let (found, doc) = parse(&json);
+    assert_eq!(found, expected, "{name}: {doc}");
+    let mut shown = String::new();
+    for (args, run) in [("check", &text), ("check --format json", &json)] {
+        shown += &format!("$ fluxwave {args}\nexit {}\n{}", run.code, run.stdout);
+        if !run.stderr.is_empty() {
+            shown += &format!("stderr:\n{}", run.stderr);
+        }
+        shown += "\n";
+    }
+    insta::with_settings!({
+        description => format!("fluxwave check on tests/fixtures/check/{name}"),
+        omit_expression => true,
+    }, {
+        insta::assert_snapshot!(name, shown);
+    });
+    repo.commit_all("fixture");
+    let committed = repo.run(&["check", "--format", "json"]);
+    assert_eq!(
+        (committed.code, committed.stdout.as_str()),
+        (json.code, json.stdout.as_str()),
+        "{name} in git"
+    );
+}
+
 #[test]
 fn every_fixture_has_its_test() {
     let mut fixtures: Vec<String> = std::fs::read_dir(crate::common::fixtures().join("check"))
@@ -64,9 +113,9 @@ fn every_fixture_has_its_test() {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     fixtures.sort();
-    let mut tested: Vec<&str> = FIXTURES.to_vec();
+    let mut tested: Vec<&str> = FIXTURES.iter().chain(SHAPES).copied().collect();
     tested.sort();
-    assert_eq!(fixtures, tested, "one lint_fixtures! entry per fixture");
+    assert_eq!(fixtures, tested, "one lint_fixtures! or shape_fixtures! entry per fixture");
 }
 
 /// `tests/fixtures/check/<code>` fires `<code>` and nothing else; its exit status and its
