@@ -75,6 +75,9 @@ macro_rules! shape_fixtures {
 shape_fixtures! {
     // ExternalArtifacts an ArtifactGenerator makes (fluxcd/flux2-kustomize-helm-example).
     unknown_source_external_artifact: "unknown-source-external-artifact" => ["unknown-source"],
+    // Secrets of references (1Password's `op://` in bootstrap files, vals, bank-vaults,
+    // argocd-vault-plugin, SOPS values, templates): only the one with a real value fires.
+    plaintext_secret_references: "plaintext-secret-references" => ["plaintext-secret"],
 }
 
 fn shape_fixture(name: &str, expected: &[&str]) {
