@@ -78,6 +78,9 @@ shape_fixtures! {
     // Secrets of references (1Password's `op://` in bootstrap files, vals, bank-vaults,
     // argocd-vault-plugin, SOPS values, templates): only the one with a real value fires.
     plaintext_secret_references: "plaintext-secret-references" => ["plaintext-secret"],
+    // A substituteFrom Secret in a bootstrap folder applied by hand: where it is, and whether
+    // it sets each variable (onedr0p/home-ops' cloudflare tunnel id).
+    unknowable_variable_bootstrap: "unknowable-variable-bootstrap" => ["unknowable-variable", "unknowable-variable"],
 }
 
 fn shape_fixture(name: &str, expected: &[&str]) {
