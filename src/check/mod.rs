@@ -129,7 +129,7 @@ pub fn run(root: &Path) -> Result<Vec<Finding>> {
     findings.extend(substitution::variables(&flux));
     findings.extend(dependency::unknown_dependency(&flux));
     findings.extend(dependency::dependency_cycle(&flux));
-    findings.extend(path::missing_path(&flux));
+    findings.extend(path::missing_path(&flux, root));
     findings.extend(source::unknown_source(&flux));
     findings.extend(timeout::missing_timeout(&flux, managed));
     findings.extend(ownership::double_owner(&flux));

@@ -80,6 +80,8 @@ shape_fixtures! {
     plaintext_secret_references: "plaintext-secret-references" => ["plaintext-secret"],
     // A substituteFrom Secret in a bootstrap folder applied by hand: where it is, and whether
     // it sets each variable (onedr0p/home-ops' cloudflare tunnel id).
+    // Folders with only a README or templates exist: only the missing one fires.
+    missing_path_no_manifests: "missing-path-no-manifests" => ["missing-path"],
     unknowable_variable_bootstrap: "unknowable-variable-bootstrap" => ["unknowable-variable", "unknowable-variable"],
 }
 
