@@ -111,8 +111,33 @@ pub fn flux_name(id: &ObjectId) -> String {
     format!("{}/{}", id.namespace, id.name)
 }
 
+/// An environment `check` built: its name, its folder and how many Flux Kustomizations its
+/// build has (the root one included).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct BuiltEnvironment {
+    pub name: String,
+    pub path: String,
+    pub kustomizations: usize,
+}
+
+/// What `check` found, and what it built to find it.
+pub struct Report {
+    pub findings: Vec<Finding>,
+    pub environments: Vec<BuiltEnvironment>,
+}
+
+impl Report {
+    /// Flux Kustomizations of every environment's build.
+    pub fn kustomizations(&self) -> usize {
+        self.environments.iter().map(|e| e.kustomizations).sum()
+    }
+}
+
+/// Where environments are found, for the finding that says none was.
+const LOOKED_FOR: &str = "`clusters.environments` in fluxwave.yaml, else every folder `clusters/<env>` with a kustomization.yaml or `flux-system/gotk-sync.yaml`";
+
 /// Every lint over the repository at `root`. `Err` only for unreadable input.
-pub fn run(root: &Path) -> Result<Vec<Finding>> {
+pub fn run(root: &Path) -> Result<Report> {
     let config = Config::load(root)?;
     // A fluxwave.yaml that only configures `check` does not make a repository catalog-managed.
     let managed = root.join(&config.catalog).is_dir() || !config.units.is_empty();
@@ -124,6 +149,16 @@ pub fn run(root: &Path) -> Result<Vec<Finding>> {
         Default::default()
     };
     let flux = FluxView::with_tree(tree, config)?;
+    if flux.envs.is_empty() {
+        // Nothing built is nothing checked: a green run would say nothing.
+        let configured = flux.config.text.is_some();
+        findings.push(Finding::new(
+            Code::NoEnvironment,
+            if configured { crate::config::FILE } else { "clusters" },
+            format!("found no Flux environment to build, so nothing was checked (looked for {LOOKED_FOR})"),
+            "name the folder each cluster's root Flux Kustomization builds in fluxwave.yaml: `clusters: {environments: [{name: main, path: kubernetes/flux/cluster}]}`",
+        ));
+    }
     findings.extend(decryption::sops_without_decryption(&flux, &decrypted));
     findings.extend(plaintext::plaintext_secret(&flux));
     findings.extend(substitution::variables(&flux));
@@ -147,7 +182,19 @@ pub fn run(root: &Path) -> Result<Vec<Finding>> {
         ))
     });
     findings.dedup_by(|a, b| a.path == b.path && a.code == b.code && a.message == b.message);
-    Ok(findings)
+    let environments = flux
+        .envs
+        .iter()
+        .map(|inv| BuiltEnvironment {
+            name: inv.env.clone(),
+            path: inv.env_path.clone(),
+            kustomizations: inv.owners.len(),
+        })
+        .collect();
+    Ok(Report {
+        findings,
+        environments,
+    })
 }
 
 /// The lints of a catalog-managed repository: plan problems and drift from `apply`; with

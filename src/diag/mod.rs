@@ -98,6 +98,9 @@ codes! {
     UnknownImagePolicy = "unknown-image-policy", Error,
         "an image setter marker naming an ImagePolicy no environment builds";
 
+    NoEnvironment = "no-environment", Error,
+        "check found no Flux environment to build, so it checked nothing";
+
     // A catalog-managed repository before its first apply (src/check/mod.rs).
     NotWaved = "not-waved", Error,
         "the app tier is still one flat folder while the catalog has waves";

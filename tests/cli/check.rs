@@ -193,7 +193,10 @@ fn a_fixed_fixture_is_clean() {
     let run = repo.run(&["check"]);
     assert_eq!(
         (run.code, run.stdout.as_str()),
-        (0, "0 errors, 0 warnings\n")
+        (
+            0,
+            "checked 1 environment (dev) and 2 Flux Kustomizations\n0 errors, 0 warnings\n"
+        )
     );
 }
 
@@ -296,7 +299,10 @@ fn allowed_plaintext_secrets_pass() {
     let run = repo.run(&["check"]);
     assert_eq!(
         (run.code, run.stdout.as_str()),
-        (0, "0 errors, 0 warnings\n")
+        (
+            0,
+            "checked 1 environment (dev) and 2 Flux Kustomizations\n0 errors, 0 warnings\n"
+        )
     );
     repo.write(
         "fluxwave.yaml",
@@ -357,7 +363,10 @@ fn per_app_ks_files_with_a_parent_patch_and_no_catalog() {
     let run = repo.run(&["check"]);
     assert_eq!(
         (run.code, run.stdout.as_str()),
-        (0, "0 errors, 0 warnings\n")
+        (
+            0,
+            "checked 1 environment (main) and 3 Flux Kustomizations\n0 errors, 0 warnings\n"
+        )
     );
 
     // Without the parent's patch the child applies ciphertext.
@@ -370,17 +379,39 @@ fn per_app_ks_files_with_a_parent_patch_and_no_catalog() {
     assert!(shows_finding(&run.stdout, "error[sops-without-decryption]: kubernetes/apps/media/sonarr/ks.yaml:6:1: environment `main`: Flux Kustomization `flux-system/sonarr` builds the SOPS file kubernetes/apps/media/sonarr/app/secret.sops.yaml but has no decryption"), "{}", run.stdout);
 }
 
+/// A repository in which no environment is found was not checked: that is an error, never a
+/// green run, and it says where it looked and what to configure.
 #[test]
-fn a_repository_with_no_flux_at_all_is_clean() {
+fn a_repository_with_no_environment_is_not_green() {
     let repo = TestRepo::empty();
     repo.write("README.yaml", "hello: world\n");
     let run = repo.run(&["check"]);
-    assert_eq!(
-        (run.code, run.stdout.as_str()),
-        (0, "0 errors, 0 warnings\n"),
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.starts_with("error[no-environment]")
+            && run.stdout.contains("clusters.environments")
+            && run
+                .stdout
+                .ends_with("checked 0 environments and 0 Flux Kustomizations\n1 error, 0 warnings\n"),
         "{}",
-        run.stderr
+        run.stdout
     );
+    let (_, found, doc) = codes(&repo);
+    assert_eq!(found, ["no-environment"]);
+    assert_eq!(doc["findings"][0]["path"], "clusters");
+    assert_eq!((doc["environments"].as_array().map(Vec::len), doc["kustomizations"].as_u64()), (Some(0), Some(0)));
+
+    // Configured, the environment is built and counted.
+    repo.write("kubernetes/flux/cluster/kustomization.yaml", "resources: []\n")
+        .write(
+            "fluxwave.yaml",
+            "clusters:\n  environments: [{name: main, path: kubernetes/flux/cluster}]\n",
+        );
+    let (code, found, doc) = codes(&repo);
+    assert_eq!((code, found.len()), (0, 0), "{doc}");
+    assert_eq!(doc["environments"][0]["name"], "main");
+    assert_eq!(doc["environments"][0]["path"], "kubernetes/flux/cluster");
+    assert_eq!(doc["kustomizations"], 1);
 }
 
 #[test]
