@@ -7,6 +7,7 @@
 
 mod decryption;
 mod dependency;
+mod ignore;
 mod images;
 pub mod locate;
 mod ownership;
@@ -136,8 +137,10 @@ impl Report {
 /// Where environments are found, for the finding that says none was.
 const LOOKED_FOR: &str = "`clusters.environments` in fluxwave.yaml, else every folder `clusters/<env>` with a kustomization.yaml or `flux-system/gotk-sync.yaml`";
 
-/// Every lint over the repository at `root`. `Err` only for unreadable input.
-pub fn run(root: &Path) -> Result<Report> {
+/// Every lint over the repository at `root`, with the cutover analysis from `base` when one
+/// is given, less the findings `check.ignore` and `fluxwave:ignore` comments silence. `Err`
+/// only for unreadable input.
+pub fn run(root: &Path, base: Option<&str>) -> Result<Report> {
     let config = Config::load(root)?;
     // A fluxwave.yaml that only configures `check` does not make a repository catalog-managed.
     let managed = root.join(&config.catalog).is_dir() || !config.units.is_empty();
@@ -182,6 +185,10 @@ pub fn run(root: &Path) -> Result<Report> {
         ))
     });
     findings.dedup_by(|a, b| a.path == b.path && a.code == b.code && a.message == b.message);
+    if let Some(base) = base {
+        findings.extend(cutover(root, base)?);
+    }
+    let findings = ignore::apply(&flux.tree, &flux.config, findings)?;
     let environments = flux
         .envs
         .iter()

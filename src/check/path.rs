@@ -18,15 +18,19 @@ pub const CODE: Code = Code::MissingPath;
 /// outside git, it is a folder on disk.
 fn is_folder(root: &Path, dir: &str) -> bool {
     if crate::tree::require_git(root).is_err() {
-        return root
-            .join(dir)
-            .symlink_metadata()
-            .is_ok_and(|m| m.is_dir());
+        return root.join(dir).symlink_metadata().is_ok_and(|m| m.is_dir());
     }
     let listed = Command::new("git")
         .arg("-C")
         .arg(root)
-        .args(["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--"])
+        .args([
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+            "--",
+        ])
         .arg(format!(":(literal){dir}/"))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

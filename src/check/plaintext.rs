@@ -138,7 +138,9 @@ fn is_reference(value: &str) -> bool {
     }
     // bank-vaults' webhook: vault:<path>#<key>[#<version>].
     if let Some(rest) = v.strip_prefix("vault:") {
-        return rest.split_once('#').is_some_and(|(path, key)| !path.is_empty() && !key.is_empty());
+        return rest
+            .split_once('#')
+            .is_some_and(|(path, key)| !path.is_empty() && !key.is_empty());
     }
     // argocd-vault-plugin: <path:<path>#<key>[#<version>]>.
     if let Some(rest) = v.strip_prefix("<path:") {
@@ -245,7 +247,10 @@ mod tests {
     #[test]
     fn data_is_decoded_before_it_is_judged() {
         // "op://vault/item/field" and "hunter2" in base64.
-        assert!(!holds_value(&Value::from("b3A6Ly92YXVsdC9pdGVtL2ZpZWxk"), true));
+        assert!(!holds_value(
+            &Value::from("b3A6Ly92YXVsdC9pdGVtL2ZpZWxk"),
+            true
+        ));
         assert!(holds_value(&Value::from("aHVudGVyMg=="), true));
         assert!(holds_value(&Value::from("aHVudGVyMg"), true));
         // Not base64, and bytes that are not text: values.

@@ -19,7 +19,12 @@ use crate::kustomize::object::ObjectId;
 pub const CODE: Code = Code::UnknownSource;
 
 const SOURCE_GROUP: &str = "source.toolkit.fluxcd.io";
-const SOURCE_KINDS: &[&str] = &["GitRepository", "OCIRepository", "Bucket", "ExternalArtifact"];
+const SOURCE_KINDS: &[&str] = &[
+    "GitRepository",
+    "OCIRepository",
+    "Bucket",
+    "ExternalArtifact",
+];
 const EXTERNAL_ARTIFACT: &str = "ExternalArtifact";
 const GENERATOR_GROUP: &str = "source.extensions.fluxcd.io";
 const GENERATOR: &str = "ArtifactGenerator";

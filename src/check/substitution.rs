@@ -185,8 +185,13 @@ fn outside_builds(flux: &FluxView, id: &ObjectId) -> Option<Outside> {
                         format!("{dir}/{k}")
                     };
                     let text = flux.tree.read(&path)?;
-                    let doc: Value = crate::yaml::parse_all(&path, &text).ok()?.into_iter().next()?;
-                    doc.get("namespace").and_then(Value::as_str).map(str::to_string)
+                    let doc: Value = crate::yaml::parse_all(&path, &text)
+                        .ok()?
+                        .into_iter()
+                        .next()?;
+                    doc.get("namespace")
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
                 })
         };
         for (index, doc) in docs.iter().enumerate() {

@@ -36,12 +36,9 @@ pub fn run(
     deny: Option<Deny>,
     out: &mut impl Write,
 ) -> Result<Outcome> {
-    let mut report = check::run(root)?;
+    let mut report = check::run(root, base)?;
     let built = built(&report);
     let mut findings = std::mem::take(&mut report.findings);
-    if let Some(base) = base {
-        findings.extend(check::cutover(root, base)?);
-    }
     if deny == Some(Deny::Warnings) {
         for f in &mut findings {
             f.severity = Severity::Error;
@@ -50,7 +47,10 @@ pub fn run(
     let text = match format {
         Format::Json => {
             let mut more = serde_json::Map::new();
-            more.insert("environments".into(), serde_json::json!(report.environments));
+            more.insert(
+                "environments".into(),
+                serde_json::json!(report.environments),
+            );
             more.insert("kustomizations".into(), report.kustomizations().into());
             render::json(&findings, more)
         }
@@ -71,7 +71,11 @@ pub fn run(
 
 /// `checked 2 environments (production, staging) and 8 Flux Kustomizations`.
 fn built(report: &check::Report) -> String {
-    let names: Vec<&str> = report.environments.iter().map(|e| e.name.as_str()).collect();
+    let names: Vec<&str> = report
+        .environments
+        .iter()
+        .map(|e| e.name.as_str())
+        .collect();
     format!(
         "checked {}{} and {}\n",
         count(names.len(), "environment"),

@@ -100,6 +100,8 @@ codes! {
 
     NoEnvironment = "no-environment", Error,
         "check found no Flux environment to build, so it checked nothing";
+    UnusedIgnore = "unused-ignore", Warning,
+        "a check.ignore entry or fluxwave:ignore comment that silences no finding";
 
     // A catalog-managed repository before its first apply (src/check/mod.rs).
     NotWaved = "not-waved", Error,

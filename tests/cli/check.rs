@@ -82,6 +82,10 @@ shape_fixtures! {
     // it sets each variable (onedr0p/home-ops' cloudflare tunnel id).
     // Folders with only a README or templates exist: only the missing one fires.
     missing_path_no_manifests: "missing-path-no-manifests" => ["missing-path"],
+    // check.ignore by path and glob and fluxwave:ignore comments silence what they name; the
+    // Kustomization nothing silences still fires, and every ignore that silences nothing is
+    // reported (a misspelt code too).
+    ignore: "ignore" => ["missing-timeout", "unused-ignore", "unused-ignore", "unused-ignore"],
     unknowable_variable_bootstrap: "unknowable-variable-bootstrap" => ["unknowable-variable", "unknowable-variable"],
 }
 
@@ -123,7 +127,10 @@ fn every_fixture_has_its_test() {
     fixtures.sort();
     let mut tested: Vec<&str> = FIXTURES.iter().chain(SHAPES).copied().collect();
     tested.sort();
-    assert_eq!(fixtures, tested, "one lint_fixtures! or shape_fixtures! entry per fixture");
+    assert_eq!(
+        fixtures, tested,
+        "one lint_fixtures! or shape_fixtures! entry per fixture"
+    );
 }
 
 /// `tests/fixtures/check/<code>` fires `<code>` and nothing else; its exit status and its
@@ -316,6 +323,47 @@ fn allowed_plaintext_secrets_pass() {
     assert_eq!(repo.run(&["check"]).code, 2, "unknown keys are bad input");
 }
 
+/// A `check.ignore` entry naming no code, or a path out of the repository, is bad input
+/// with its place in fluxwave.yaml; the closest code is suggested.
+#[test]
+fn ignores_of_unknown_codes_are_bad_input() {
+    let repo = TestRepo::fixture("check/missing-timeout");
+    repo.write(
+        "fluxwave.yaml",
+        "check:\n  ignore:\n    - {code: missing-timeout, path: clusters}\n    - code: plaintext-secrets\n",
+    );
+    let run = repo.run(&["check"]);
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(
+        run.stderr
+            .contains("`plaintext-secrets` is not a finding code")
+            && run.stderr.contains("fluxwave.yaml:4:13")
+            && run.stderr.contains("did you mean `plaintext-secret`?"),
+        "{}",
+        run.stderr
+    );
+    repo.write(
+        "fluxwave.yaml",
+        "check:\n  ignore:\n    - {code: missing-timeout, path: ../elsewhere}\n",
+    );
+    let run = repo.run(&["check"]);
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(
+        run.stderr
+            .contains("`../elsewhere` is not a path inside the repository")
+            && run.stderr.contains("fluxwave.yaml:3:37"),
+        "{}",
+        run.stderr
+    );
+    // A path that is the finding's file, written as the repository spells it, silences it.
+    repo.write(
+        "fluxwave.yaml",
+        "check:\n  ignore:\n    - {code: missing-timeout, path: ./clusters/dev/apps.yaml}\n",
+    );
+    let (code, found, doc) = codes(&repo);
+    assert_eq!((code, found.len()), (0, 0), "{doc}");
+}
+
 #[test]
 fn a_known_substitute_from_source_defines_its_keys() {
     let repo = TestRepo::fixture("check/unknowable-variable");
@@ -390,23 +438,32 @@ fn a_repository_with_no_environment_is_not_green() {
     assert!(
         run.stdout.starts_with("error[no-environment]")
             && run.stdout.contains("clusters.environments")
-            && run
-                .stdout
-                .ends_with("checked 0 environments and 0 Flux Kustomizations\n1 error, 0 warnings\n"),
+            && run.stdout.ends_with(
+                "checked 0 environments and 0 Flux Kustomizations\n1 error, 0 warnings\n"
+            ),
         "{}",
         run.stdout
     );
     let (_, found, doc) = codes(&repo);
     assert_eq!(found, ["no-environment"]);
     assert_eq!(doc["findings"][0]["path"], "clusters");
-    assert_eq!((doc["environments"].as_array().map(Vec::len), doc["kustomizations"].as_u64()), (Some(0), Some(0)));
+    assert_eq!(
+        (
+            doc["environments"].as_array().map(Vec::len),
+            doc["kustomizations"].as_u64()
+        ),
+        (Some(0), Some(0))
+    );
 
     // Configured, the environment is built and counted.
-    repo.write("kubernetes/flux/cluster/kustomization.yaml", "resources: []\n")
-        .write(
-            "fluxwave.yaml",
-            "clusters:\n  environments: [{name: main, path: kubernetes/flux/cluster}]\n",
-        );
+    repo.write(
+        "kubernetes/flux/cluster/kustomization.yaml",
+        "resources: []\n",
+    )
+    .write(
+        "fluxwave.yaml",
+        "clusters:\n  environments: [{name: main, path: kubernetes/flux/cluster}]\n",
+    );
     let (code, found, doc) = codes(&repo);
     assert_eq!((code, found.len()), (0, 0), "{doc}");
     assert_eq!(doc["environments"][0]["name"], "main");
