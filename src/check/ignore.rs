@@ -16,6 +16,9 @@ use crate::yaml::Text;
 
 const DIRECTIVE: &str = "fluxwave:ignore";
 
+/// The codes a comment names, each with its byte span.
+type Codes = Vec<(String, (usize, usize))>;
+
 /// A `# fluxwave:ignore` comment: where it is and the codes it names, each with its byte span.
 struct Comment {
     file: String,
@@ -24,7 +27,7 @@ struct Comment {
     line: usize,
     /// Nothing but the comment on its line: it covers the line below too.
     alone: bool,
-    codes: Vec<(String, (usize, usize))>,
+    codes: Codes,
 }
 
 /// `findings` without those an ignore silences, then an `unused-ignore` for every ignore
@@ -190,7 +193,7 @@ fn comments(tree: &FileTree) -> Vec<Comment> {
 /// line, and the codes it names with their spans in the line. A YAML comment starts with a
 /// `#` at the start of the line or after a space; the codes are separated by commas or
 /// spaces, and end at ` -- ` (a reason follows) or at a word that cannot be a code.
-fn directive(line: &str) -> Option<(bool, Vec<(String, (usize, usize))>)> {
+fn directive(line: &str) -> Option<(bool, Codes)> {
     let mut from = 0;
     let hash = loop {
         let at = from + line[from..].find('#')?;
