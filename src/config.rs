@@ -20,6 +20,9 @@ pub struct Config {
     pub apps: String,
     pub base: String,
     pub environments: Vec<Environment>,
+    /// Whether fluxwave.yaml lists `clusters.environments` (else they are discovered; see
+    /// `flux::discover`).
+    pub environments_configured: bool,
     pub waves: Waves,
     pub units: Vec<Unit>,
     pub check: CheckSettings,
@@ -235,6 +238,7 @@ impl Default for Config {
                 name: "dev".into(),
                 path: "clusters/dev".into(),
             }],
+            environments_configured: false,
             waves: Waves {
                 name_prefix: "apps-wave-".into(),
                 upstream: vec!["platform-config".into()],
@@ -302,6 +306,7 @@ impl Parse<'_> {
         self.path(clusters.base, &mut config.base);
         if let Some(envs) = clusters.environments {
             config.environments.clear();
+            config.environments_configured = true;
             for env in envs {
                 let mut path = String::new();
                 self.path(Some(env.path), &mut path);

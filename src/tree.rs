@@ -27,6 +27,28 @@ pub struct FileTree {
     gone: BTreeSet<String>,
     /// What the tree is, for messages: a short commit id or "the working tree".
     pub label: String,
+    /// What was asked of a tree made by `recording`: see `Footprint`.
+    log: Option<Arc<Mutex<Footprint>>>,
+}
+
+/// What a build asked of a tree: the paths it read or looked for, and the folders it listed
+/// or looked into. A change to none of them cannot change what the build yields.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Footprint {
+    pub files: BTreeSet<String>,
+    /// Folders ("" is the root) anything under which counts.
+    pub folders: BTreeSet<String>,
+}
+
+impl Footprint {
+    /// Whether a change to the file at `path` may change what the build yields.
+    pub fn covers(&self, path: &str) -> bool {
+        if self.files.contains(path) || self.folders.contains("") {
+            return true;
+        }
+        path.match_indices('/')
+            .any(|(i, _)| self.folders.contains(&path[..i]))
+    }
 }
 
 /// A folder whose files are read when first asked for, each once (its absence too).
@@ -326,6 +348,7 @@ impl FileTree {
 
     /// The text of the file at `path` (shared, not copied).
     pub fn read(&self, path: &str) -> Option<Text> {
+        self.note(|f| f.files.insert(path.to_string()));
         if let Some(text) = self.files.get(path) {
             return Some(text.clone());
         }
@@ -336,15 +359,81 @@ impl FileTree {
     }
 
     pub fn is_file(&self, path: &str) -> bool {
+        self.note(|f| f.files.insert(path.to_string()));
         self.files.contains_key(path) || (self.disk.is_some() && self.read(path).is_some())
     }
 
     /// Whether some file lies under `dir` ("" is the root); for a tree `on_disk`, whether
     /// it is a folder of the disk.
     pub fn is_dir(&self, dir: &str) -> bool {
+        self.note(|f| f.folders.insert(dir.to_string()));
         dir.is_empty()
             || self.files_under(dir).next().is_some()
             || self.disk.as_ref().is_some_and(|d| d.is_dir(dir))
+    }
+
+    /// This tree, recording what is asked of it until `take_footprint`.
+    pub fn recording(&self) -> FileTree {
+        FileTree {
+            log: Some(Arc::default()),
+            ..self.clone()
+        }
+    }
+
+    /// What was asked of a `recording` tree since the last call (empty for any other tree).
+    pub fn take_footprint(&self) -> Footprint {
+        self.log.as_ref().map_or_else(Footprint::default, |log| {
+            std::mem::take(
+                &mut *log
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+            )
+        })
+    }
+
+    fn note(&self, f: impl FnOnce(&mut Footprint) -> bool) {
+        if let Some(log) = &self.log {
+            f(&mut log
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner));
+        }
+    }
+
+    /// The paths whose files differ between this tree and `other` (added, removed or
+    /// changed), in path order.
+    pub fn changed_paths(&self, other: &FileTree) -> Vec<String> {
+        let mut changed = Vec::new();
+        let (mut a, mut b) = (self.files.iter().peekable(), other.files.iter().peekable());
+        loop {
+            match (a.peek(), b.peek()) {
+                (Some((pa, ta)), Some((pb, tb))) => match pa.cmp(pb) {
+                    std::cmp::Ordering::Less => {
+                        changed.push((*pa).clone());
+                        a.next();
+                    }
+                    std::cmp::Ordering::Greater => {
+                        changed.push((*pb).clone());
+                        b.next();
+                    }
+                    std::cmp::Ordering::Equal => {
+                        if !Arc::ptr_eq(ta, tb) && ta != tb {
+                            changed.push((*pa).clone());
+                        }
+                        a.next();
+                        b.next();
+                    }
+                },
+                (Some((p, _)), None) => {
+                    changed.push((*p).clone());
+                    a.next();
+                }
+                (None, Some((p, _))) => {
+                    changed.push((*p).clone());
+                    b.next();
+                }
+                (None, None) => return changed,
+            }
+        }
     }
 
     /// Every file of the tree with its text, in path order.
@@ -359,6 +448,7 @@ impl FileTree {
 
     /// Every file under `dir`, recursively, in path order.
     pub fn files_under<'a>(&'a self, dir: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.note(|f| f.folders.insert(dir.to_string()));
         let prefix = if dir.is_empty() {
             String::new()
         } else {

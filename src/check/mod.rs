@@ -25,6 +25,7 @@ use std::path::Path;
 use crate::config::Config;
 pub use crate::diag::{Code, Finding, Place, Severity};
 use crate::error::Result;
+use crate::flux::discover;
 use crate::flux::inventory::{self, Inventory, Owner};
 use crate::kustomize::object::Facts;
 use crate::kustomize::object::ObjectId;
@@ -51,10 +52,15 @@ pub struct Built<'a> {
 
 impl FluxView {
     /// The Flux view of a tree already read.
-    pub fn with_tree(tree: FileTree, config: Config) -> Result<FluxView> {
-        let envs = inventory::environments(&tree)?
-            .into_iter()
-            .map(|(name, path)| inventory::build(&tree, &name, &path))
+    /// The Flux view of a tree already read; `overrides` are `--env NAME=PATH`.
+    pub fn with_tree(
+        tree: FileTree,
+        config: Config,
+        overrides: &[(String, String)],
+    ) -> Result<FluxView> {
+        let envs = discover::environments(&[&tree], Some(&config), overrides)
+            .iter()
+            .map(|env| inventory::build(&tree, env))
             .collect();
         Ok(FluxView { tree, config, envs })
     }
@@ -134,13 +140,11 @@ impl Report {
     }
 }
 
-/// Where environments are found, for the finding that says none was.
-const LOOKED_FOR: &str = "`clusters.environments` in fluxwave.yaml, else every folder `clusters/<env>` with a kustomization.yaml or `flux-system/gotk-sync.yaml`";
-
-/// Every lint over the repository at `root`, with the cutover analysis from `base` when one
-/// is given, less the findings `check.ignore` and `fluxwave:ignore` comments silence. `Err`
+/// Every lint over the repository at `root`, whose environments `overrides` names when it
+/// is not empty (`--env NAME=PATH`), with the cutover analysis from `base` when one is
+/// given, less the findings `check.ignore` and `fluxwave:ignore` comments silence. `Err`
 /// only for unreadable input.
-pub fn run(root: &Path, base: Option<&str>) -> Result<Report> {
+pub fn run(root: &Path, base: Option<&str>, overrides: &[(String, String)]) -> Result<Report> {
     let config = Config::load(root)?;
     // A fluxwave.yaml that only configures `check` does not make a repository catalog-managed.
     let managed = root.join(&config.catalog).is_dir() || !config.units.is_empty();
@@ -151,15 +155,15 @@ pub fn run(root: &Path, base: Option<&str>) -> Result<Report> {
     } else {
         Default::default()
     };
-    let flux = FluxView::with_tree(tree, config)?;
+    let flux = FluxView::with_tree(tree, config, overrides)?;
     if flux.envs.is_empty() {
         // Nothing built is nothing checked: a green run would say nothing.
         let configured = flux.config.text.is_some();
         findings.push(Finding::new(
             Code::NoEnvironment,
-            if configured { crate::config::FILE } else { "clusters" },
-            format!("found no Flux environment to build, so nothing was checked (looked for {LOOKED_FOR})"),
-            "name the folder each cluster's root Flux Kustomization builds in fluxwave.yaml: `clusters: {environments: [{name: main, path: kubernetes/flux/cluster}]}`",
+            if configured { crate::config::FILE } else { "." },
+            format!("found no Flux environment to build, so nothing was checked (looked for {})", discover::WHERE_LOOKED),
+            "name the folder each cluster's root Flux Kustomization builds in fluxwave.yaml (`clusters: {environments: [{name: main, path: kubernetes/flux/cluster}]}`), or pass `--env main=kubernetes/flux/cluster`",
         ));
     }
     findings.extend(decryption::sops_without_decryption(&flux, &decrypted));
@@ -186,7 +190,7 @@ pub fn run(root: &Path, base: Option<&str>) -> Result<Report> {
     });
     findings.dedup_by(|a, b| a.path == b.path && a.code == b.code && a.message == b.message);
     if let Some(base) = base {
-        findings.extend(cutover(root, base)?);
+        findings.extend(cutover(root, base, overrides)?);
     }
     let findings = ignore::apply(&flux.tree, &flux.config, findings)?;
     let environments = flux
@@ -267,8 +271,8 @@ fn drift_finding(c: &changes::Change) -> Finding {
 
 /// What Flux would delete going from `base` to the working tree, as findings: a CI job
 /// that runs `check --base origin/main` blocks a merge that would delete a database.
-pub fn cutover(root: &Path, base: &str) -> Result<Vec<Finding>> {
-    let report = crate::cutover::analyse(root, base, None)?;
+pub fn cutover(root: &Path, base: &str, overrides: &[(String, String)]) -> Result<Vec<Finding>> {
+    let report = crate::cutover::analyse(root, base, None, overrides)?;
     let mut findings: Vec<Finding> = report
         .deletions
         .iter()
@@ -288,6 +292,23 @@ pub fn cutover(root: &Path, base: &str) -> Result<Vec<Finding>> {
             )
         })
         .collect();
+    findings.extend(report.incomplete.iter().map(|i| {
+        Finding::new(
+            Code::CutoverIncomplete,
+            i.file.clone(),
+            format!(
+                "{} ({}): the change touches what fluxwave cannot see; Flux may delete more: {}",
+                if i.kustomization.is_empty() {
+                    "the environment".to_string()
+                } else {
+                    format!("Kustomization {}", i.kustomization)
+                },
+                i.environment,
+                i.why.join("; ")
+            ),
+            format!("check what it applies by hand (`flux diff kustomization` against a cluster), then run `fluxwave cutover --from {base}` again"),
+        )
+    }));
     findings.extend(report.warnings.iter().map(|w| {
         Finding::new(
             Code::CutoverUnmodelled,

@@ -34,9 +34,10 @@ pub fn run(
     format: Format,
     base: Option<&str>,
     deny: Option<Deny>,
+    envs: &[(String, String)],
     out: &mut impl Write,
 ) -> Result<Outcome> {
-    let mut report = check::run(root, base)?;
+    let mut report = check::run(root, base, envs)?;
     let built = built(&report);
     let mut findings = std::mem::take(&mut report.findings);
     if deny == Some(Deny::Warnings) {

@@ -150,6 +150,8 @@ codes! {
         "Flux would delete an object that holds data";
     PromotesStateful = "promotes-stateful", Error,
         "Flux would delete and recreate an object that holds data (a move to a later wave)";
+    CutoverIncomplete = "cutover-incomplete", Error,
+        "the change touches a Flux Kustomization whose objects fluxwave cannot see whole (another source, a failing build, an unmodelled feature): Flux may delete what it cannot report";
     CutoverUnmodelled = "cutover-unmodelled", Warning,
         "a kustomize feature fluxwave does not model, so the deletion analysis may be incomplete";
 }

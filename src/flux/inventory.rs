@@ -7,15 +7,13 @@
 use std::collections::{btree_map, BTreeMap, VecDeque};
 use std::sync::Arc;
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
-use super::{normalize_path, Kustomization, SourceRef, KUSTOMIZE_GROUP};
-use crate::config::{self, Config};
-use crate::error::Result;
-use crate::fs::join;
+use super::discover::{self, Environment};
+use super::{Kustomization, SourceRef, KUSTOMIZE_GROUP};
 use crate::kustomize::object::{kept_whole, Facts, ObjectId};
 use crate::kustomize::{BuildError, Builder, Resource, Warning};
-use crate::tree::FileTree;
+use crate::tree::{FileTree, Footprint};
 
 /// A Flux Kustomization as the cluster would hold it after this revision is applied.
 #[derive(Debug, Clone)]
@@ -40,6 +38,9 @@ pub struct Owner {
     /// False when its build failed or its source is not this repository: its inventory is
     /// unknown, so nothing is judged deleted from it.
     pub built: bool,
+    /// Why what it applies is not wholly known (its source is elsewhere, its build fails, a
+    /// feature on the way is not modelled): empty when fluxwave saw all of it.
+    pub unmodelled: Vec<String>,
     pub object: Value,
 }
 
@@ -72,6 +73,7 @@ impl Owner {
             file: file.to_string(),
             index,
             built: true,
+            unmodelled: Vec::new(),
             object: k.object,
             id,
         })
@@ -228,64 +230,13 @@ impl Inventory {
     }
 }
 
-/// The environments of a revision: `clusters.environments` of its fluxwave.yaml, else every
-/// folder under `clusters/` (but `base`) with a kustomization or a `flux bootstrap` sync file.
-pub fn environments(tree: &FileTree) -> Result<Vec<(String, String)>> {
-    if let Some(text) = tree.read(config::FILE) {
-        let config = Config::parse(&text)?;
-        return Ok(config
-            .environments
-            .into_iter()
-            .map(|e| (e.name, normalize_path(&e.path)))
-            .collect());
-    }
-    let mut envs = std::collections::BTreeSet::new();
-    for file in tree.files_under("clusters") {
-        let parts: Vec<&str> = file.split('/').collect();
-        let marks = match parts.as_slice() {
-            [_, env, k] => ["kustomization.yaml", "kustomization.yml", "Kustomization"]
-                .contains(k)
-                .then_some(*env),
-            [_, env, "flux-system", "gotk-sync.yaml"] => Some(*env),
-            _ => None,
-        };
-        if let Some(env) = marks.filter(|e| *e != "base") {
-            envs.insert(env.to_string());
-        }
-    }
-    Ok(envs
-        .into_iter()
-        .map(|e| (e.clone(), format!("clusters/{e}")))
-        .collect())
-}
-
-/// The root Kustomization of an environment: read from `flux-system/gotk-sync.yaml` (the one
-/// whose path is the environment), or assumed as `flux bootstrap` writes it.
-fn root_of(tree: &FileTree, env_path: &str) -> Owner {
-    let sync = join(env_path, "flux-system/gotk-sync.yaml").unwrap_or_default();
-    let docs = tree
-        .read(&sync)
-        .and_then(|t| crate::yaml::parse_all(&sync, &t).ok())
-        .unwrap_or_default();
-    let flux: Vec<Owner> = docs
-        .iter()
-        .enumerate()
-        .filter(|(_, d)| Kustomization::is(d))
-        .filter_map(|(i, d)| Owner::from_value(d, None, &sync, i))
-        .collect();
-    if let Some(root) = flux.iter().find(|o| o.path == env_path).or(flux.first()) {
-        return root.clone();
-    }
-    let assumed = json!({
-        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
-        "kind": "Kustomization",
-        "metadata": {"name": "flux-system", "namespace": "flux-system"},
-        "spec": {"path": format!("./{env_path}"), "prune": true,
-                 "sourceRef": {"kind": "GitRepository", "name": "flux-system"}},
-    });
-    let mut root =
-        Owner::from_value(&assumed, None, "", 0).unwrap_or_else(|| unreachable_owner(env_path));
-    root.file = String::new();
+/// The root Kustomization of environment `env` in `tree` (see `discover::root_in`).
+fn root_of(tree: &FileTree, env: &Environment) -> Owner {
+    let object = discover::root_in(tree, env);
+    let (file, index) = discover::root_file(tree, env).unwrap_or_default();
+    let mut root = Owner::from_value(&object, None, &file, index)
+        .unwrap_or_else(|| unreachable_owner(&env.path));
+    root.file = file;
     root
 }
 
@@ -303,19 +254,21 @@ fn unreachable_owner(env_path: &str) -> Owner {
         file: String::new(),
         index: 0,
         built: true,
+        unmodelled: Vec::new(),
         object: Value::Null,
     }
 }
 
-/// Builds environment `env` (entry `env_path`) of `tree`.
-pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
+/// Builds environment `env` of `tree`.
+pub fn build(tree: &FileTree, env: &Environment) -> Inventory {
+    let env_path = env.path.as_str();
     let mut builder = Builder::new(tree);
     let mut inv = Inventory {
-        env: env.to_string(),
+        env: env.name.clone(),
         env_path: env_path.to_string(),
         ..Inventory::default()
     };
-    let root = root_of(tree, env_path);
+    let root = root_of(tree, env);
     let root_source = root.source();
     let mut queue = VecDeque::from([root.id.clone()]);
     inv.owners.insert(root.id.clone(), root);
@@ -331,12 +284,13 @@ pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
         };
         if owner.parent.is_some() && owner.source() != root_source {
             let (kind, ns, name) = owner.source();
-            extra_warnings.push(Warning {
+            let w = Warning {
                 path: where_,
                 feature: "other source".into(),
                 message: format!("{} reads {kind}/{ns}/{name}, not this repository: what it applies is not in the inventory", owner.id),
-            });
-            mark_unbuilt(&mut inv, &owner_id);
+            };
+            mark_unbuilt(&mut inv, &owner_id, &[&w]);
+            extra_warnings.push(w);
             continue;
         }
         let shared_id = Arc::new(owner_id.clone());
@@ -349,6 +303,7 @@ pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
             (queue.len(), extra_warnings.len(), inv.duplicates.len());
         let mut recorded = 0;
         let mut file: Arc<str> = Arc::from("");
+        builder.start_owner();
         let built = builder.build_owner(
             &format!("{where_} ({})", owner.id),
             &owner.path,
@@ -380,15 +335,29 @@ pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
                 queue.truncate(queued);
                 extra_warnings.truncate(warned);
             }
-            extra_warnings.push(Warning {
+            let w = Warning {
                 path: where_,
                 feature: "build failure".into(),
                 message: format!(
                     "{} cannot be built ({e}); Flux stops there and deletes nothing of it",
                     owner.id
                 ),
-            });
-            mark_unbuilt(&mut inv, &owner_id);
+            };
+            mark_unbuilt(&mut inv, &owner_id, &[&w]);
+            extra_warnings.push(w);
+        } else {
+            // What the build could not see makes this owner's inventory partial.
+            let unseen: Vec<&Warning> = builder
+                .owner_warnings()
+                .iter()
+                .chain(&extra_warnings[warned..])
+                .filter(|w| w.feature != TWO_OWNERS)
+                .collect();
+            if !unseen.is_empty() {
+                if let Some(o) = inv.owners.get_mut(&owner_id) {
+                    o.unmodelled = unseen.iter().map(|w| describe(w)).collect();
+                }
+            }
         }
     }
     inv.warnings = builder.warnings;
@@ -415,7 +384,7 @@ pub struct Owners {
 /// The owners-only build of environment `env_path` of `tree` (see `Owners`); `Err` when the
 /// build fails, as Flux's would.
 pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, BuildError> {
-    let root = root_of(tree, env_path);
+    let root = root_of(tree, &Environment::configured(tree, "", env_path, ""));
     // The root's own patches apply when it is the environment's (bootstrap's gotk-sync).
     let overlay = if root.path == env_path {
         root.overlay()
@@ -501,7 +470,7 @@ fn record(
             let (id, first) = (e.key().clone(), &e.get().owner);
             warnings.push(Warning {
                 path: r.file.clone(),
-                feature: "two owners".into(),
+                feature: TWO_OWNERS.into(),
                 message: format!(
                     "{id} is applied by both {first} and {owner}; Flux counts it as {first}'s"
                 ),
@@ -517,10 +486,38 @@ fn record(
     }
 }
 
-fn mark_unbuilt(inv: &mut Inventory, id: &ObjectId) {
+/// The warning feature of an object two owners apply: Flux's behaviour is known (see
+/// `Inventory::duplicates`), so it leaves nothing unseen.
+const TWO_OWNERS: &str = "two owners";
+
+/// A warning as one line: `feature: message (path)`.
+fn describe(w: &Warning) -> String {
+    format!("{}: {} ({})", w.feature, w.message, w.path)
+}
+
+fn mark_unbuilt(inv: &mut Inventory, id: &ObjectId, why: &[&Warning]) {
     if let Some(o) = inv.owners.get_mut(id) {
         o.built = false;
+        o.unmodelled = why.iter().map(|w| describe(w)).collect();
     }
+}
+
+/// What building `owner` (of `env`) asks of `tree`, a `recording` tree: the files whose
+/// change may change what it applies (see `Footprint`). Its objects are not kept.
+pub fn footprint(tree: &FileTree, env_path: &str, owner: &Owner) -> Footprint {
+    tree.take_footprint();
+    let mut builder = Builder::owners_only(tree);
+    let what = if owner.file.is_empty() {
+        env_path
+    } else {
+        owner.file.as_str()
+    };
+    let _ = builder.build_owner(what, &owner.path, &owner.overlay(), &mut |_| {});
+    let mut seen = tree.take_footprint();
+    if !owner.file.is_empty() {
+        seen.files.insert(owner.file.clone());
+    }
+    seen
 }
 
 /// The inline `postBuild.substitute` variables of a Flux Kustomization.
@@ -612,7 +609,10 @@ mod tests {
             ("apps/child.yaml", child.as_str()),
             ("child/cm.yaml", cm("c").leak()),
         ]);
-        let inv = build(&tree, "dev", "clusters/dev");
+        let inv = build(
+            &tree,
+            &Environment::configured(&tree, "dev", "clusters/dev", ""),
+        );
         let objects: Vec<String> = inv.objects.keys().map(ToString::to_string).collect();
         assert_eq!(objects, ["ConfigMap/app/shared"]);
         assert_eq!(
@@ -631,23 +631,5 @@ mod tests {
         );
         let features: Vec<&str> = inv.warnings.iter().map(|w| w.feature.as_str()).collect();
         assert_eq!(features, ["build failure"]);
-    }
-
-    #[test]
-    fn environments_without_config_are_the_cluster_folders() {
-        let tree = FileTree::from_files([
-            ("clusters/base/kustomization.yaml", ""),
-            ("clusters/prod/kustomization.yaml", ""),
-            ("clusters/staging/flux-system/gotk-sync.yaml", ""),
-            ("clusters/README.yaml", ""),
-        ]);
-        let envs = environments(&tree).unwrap();
-        assert_eq!(
-            envs,
-            [
-                ("prod".to_string(), "clusters/prod".to_string()),
-                ("staging".to_string(), "clusters/staging".to_string())
-            ]
-        );
     }
 }

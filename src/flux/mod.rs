@@ -1,9 +1,11 @@
 //! The Flux model: Flux Kustomizations as fluxwave reads them (`Kustomization`), what
 //! fluxwave emits (`emit`), an environment built as Flux builds it with the inventory of
-//! which Kustomization applies each object (`inventory`), and SOPS decryption patches
-//! (`decryption`).
+//! which Kustomization applies each object (`inventory`), SOPS decryption patches
+//! (`decryption`), and whether deleting an object loses data (`data`).
 
+pub mod data;
 pub mod decryption;
+pub mod discover;
 pub mod emit;
 pub mod inventory;
 

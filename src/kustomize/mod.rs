@@ -71,6 +71,8 @@ pub struct Builder<'a> {
     /// Files of the folder being built, parsed ahead on every core (see `prefetch`).
     ready: HashMap<String, Built>,
     pub warnings: Vec<Warning>,
+    /// Where the warnings of the owner being built start in `warnings` (see `start_owner`).
+    owner_start: usize,
     /// Kinds of cluster-scoped custom resources seen in CRDs of this tree.
     cluster_kinds: BTreeSet<String>,
     stack: Vec<String>,
@@ -185,6 +187,7 @@ impl<'a> Builder<'a> {
             tree,
             ready: HashMap::new(),
             warnings: Vec::new(),
+            owner_start: 0,
             cluster_kinds: BTreeSet::new(),
             stack: Vec::new(),
         }
@@ -217,9 +220,20 @@ impl<'a> Builder<'a> {
             feature: feature.to_string(),
             message,
         };
-        if !self.warnings.contains(&w) {
+        if !self.warnings[self.owner_start..].contains(&w) {
             self.warnings.push(w);
         }
+    }
+
+    /// Starts the warnings of a new owner's build: a warning is given once per owner, so
+    /// that each owner whose build meets it is known to be partial (`owner_warnings`).
+    pub fn start_owner(&mut self) {
+        self.owner_start = self.warnings.len();
+    }
+
+    /// The warnings since `start_owner`.
+    pub fn owner_warnings(&self) -> &[Warning] {
+        &self.warnings[self.owner_start..]
     }
 
     fn is_cluster_scoped(&self, kind: &str) -> bool {

@@ -79,18 +79,6 @@ impl ObjectId {
             format!("{kind}.{}", self.group)
         }
     }
-
-    /// Whether losing this object loses data by itself (a Namespace is judged by what it
-    /// holds, see `Stateful`).
-    pub fn is_stateful_kind(&self) -> bool {
-        matches!(
-            (self.group.as_str(), self.kind.as_str()),
-            ("", "PersistentVolumeClaim")
-                | ("", "PersistentVolume")
-                | ("apps", "StatefulSet")
-                | ("postgresql.cnpg.io", "Cluster")
-        )
-    }
 }
 
 /// The API group of Flux Kustomizations: a build keeps them whole (their spec is read).
@@ -326,13 +314,6 @@ pub fn crd_kind(v: &Value) -> Option<(String, String, bool)> {
     let kind = spec.get("names")?.get("kind")?.as_str()?.to_string();
     let cluster = spec.get("scope").and_then(Value::as_str) == Some("Cluster");
     Some((group, kind, cluster))
-}
-
-/// Namespaces in `ids` that hold a stateful object.
-pub fn namespaces_with_state<'a>(ids: impl Iterator<Item = &'a ObjectId>) -> BTreeSet<String> {
-    ids.filter(|id| id.is_stateful_kind() && !id.namespace.is_empty())
-        .map(|id| id.namespace.clone())
-        .collect()
 }
 
 #[cfg(test)]

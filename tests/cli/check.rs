@@ -446,7 +446,7 @@ fn a_repository_with_no_environment_is_not_green() {
     );
     let (_, found, doc) = codes(&repo);
     assert_eq!(found, ["no-environment"]);
-    assert_eq!(doc["findings"][0]["path"], "clusters");
+    assert_eq!(doc["findings"][0]["path"], ".");
     assert_eq!(
         (
             doc["environments"].as_array().map(Vec::len),
@@ -510,5 +510,55 @@ fn explain_names_a_codes_severity_and_what_it_catches() {
             && r.stderr.contains("missing-decryption"),
         "{}",
         r.stderr
+    );
+}
+
+/// `unprotected-stateful` judges a HelmRelease as `cutover` does, by the claims its own values
+/// create: one that does is reported, one that only mounts or only may hold data (the
+/// cutover fixtures, `tests/fixtures/cutover/helm-data`) is not.
+#[test]
+fn unprotected_stateful_reads_a_helmreleases_values() {
+    let repo = TestRepo::fixture("check/unprotected-stateful");
+    let shapes = crate::common::fixtures().join("cutover/helm-data");
+    let mut expected = Vec::new();
+    let mut resources = vec!["data.yaml".to_string()];
+    for file in [
+        "app-template-claim.yaml",
+        "bitnami-primary.yaml",
+        "app-template-mounts.yaml",
+        "size-without-enabled.yaml",
+        "no-persistence-values.yaml",
+    ] {
+        let text = std::fs::read_to_string(shapes.join(file)).unwrap();
+        if text.starts_with("# data: holds") {
+            expected.push(format!("apps/{file}"));
+        }
+        repo.write(&format!("apps/{file}"), &text);
+        resources.push(file.to_string());
+    }
+    repo.write(
+        "apps/kustomization.yaml",
+        &format!("resources: [{}]\n", resources.join(", ")),
+    );
+    let run = repo.run(&["check", "--format", "json"]);
+    let (codes, doc) = parse(&run);
+    assert!(
+        codes.iter().all(|c| c == "unprotected-stateful"),
+        "{codes:?}"
+    );
+    let found: Vec<&str> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["path"].as_str())
+        .filter(|p| *p != "apps/data.yaml")
+        .collect();
+    assert_eq!(found, expected, "{}", run.stdout);
+    assert!(
+        run.stdout.contains(
+            "HelmRelease/web/sonarr holds data (spec.values.persistence.config creates a volume claim"
+        ),
+        "{}",
+        run.stdout
     );
 }

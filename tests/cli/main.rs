@@ -18,3 +18,4 @@ mod hostile;
 mod props;
 mod render;
 mod secrets;
+mod verdicts;
