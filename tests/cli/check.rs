@@ -364,6 +364,42 @@ fn ignores_of_unknown_codes_are_bad_input() {
     assert_eq!((code, found.len()), (0, 0), "{doc}");
 }
 
+/// `check --base` findings go through the same ignores: a deletion silenced by path.
+#[test]
+fn ignores_silence_the_deletions_of_check_base() {
+    let repo = TestRepo::fixture("check/missing-timeout");
+    repo.commit_all("base");
+    repo.write("apps/kustomization.yaml", "resources: []\n");
+    let (code, found, doc) = {
+        let run = repo.run(&["check", "--base", "HEAD", "--format", "json"]);
+        let (found, doc) = parse(&run);
+        (run.code, found, doc)
+    };
+    assert_eq!(
+        (code, found.as_slice()),
+        (
+            1,
+            &[
+                "missing-timeout".to_string(),
+                "cutover-deletion".to_string()
+            ][..]
+        ),
+        "{doc}"
+    );
+    let deleted = doc["findings"][1]["path"].as_str().unwrap().to_string();
+    repo.write(
+        "fluxwave.yaml",
+        &format!("check:\n  ignore:\n    - {{code: cutover-deletion, path: {deleted}}}\n"),
+    );
+    let run = repo.run(&["check", "--base", "HEAD", "--format", "json"]);
+    let (found, doc) = parse(&run);
+    assert_eq!(
+        (run.code, found.as_slice()),
+        (0, &["missing-timeout".to_string()][..]),
+        "{doc}"
+    );
+}
+
 #[test]
 fn a_known_substitute_from_source_defines_its_keys() {
     let repo = TestRepo::fixture("check/unknowable-variable");
