@@ -7,6 +7,7 @@
 
 mod decryption;
 mod dependency;
+mod ignore;
 mod images;
 pub mod locate;
 mod ownership;
@@ -119,9 +120,33 @@ pub fn flux_name(id: &ObjectId) -> String {
     format!("{}/{}", id.namespace, id.name)
 }
 
+/// An environment `check` built: its name, its folder and how many Flux Kustomizations its
+/// build has (the root one included).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct BuiltEnvironment {
+    pub name: String,
+    pub path: String,
+    pub kustomizations: usize,
+}
+
+/// What `check` found, and what it built to find it.
+pub struct Report {
+    pub findings: Vec<Finding>,
+    pub environments: Vec<BuiltEnvironment>,
+}
+
+impl Report {
+    /// Flux Kustomizations of every environment's build.
+    pub fn kustomizations(&self) -> usize {
+        self.environments.iter().map(|e| e.kustomizations).sum()
+    }
+}
+
 /// Every lint over the repository at `root`, whose environments `overrides` names when it
-/// is not empty (`--env NAME=PATH`). `Err` only for unreadable input.
-pub fn run(root: &Path, overrides: &[(String, String)]) -> Result<Vec<Finding>> {
+/// is not empty (`--env NAME=PATH`), with the cutover analysis from `base` when one is
+/// given, less the findings `check.ignore` and `fluxwave:ignore` comments silence. `Err`
+/// only for unreadable input.
+pub fn run(root: &Path, base: Option<&str>, overrides: &[(String, String)]) -> Result<Report> {
     let config = Config::load(root)?;
     // A fluxwave.yaml that only configures `check` does not make a repository catalog-managed.
     let managed = root.join(&config.catalog).is_dir() || !config.units.is_empty();
@@ -133,12 +158,22 @@ pub fn run(root: &Path, overrides: &[(String, String)]) -> Result<Vec<Finding>> 
         Default::default()
     };
     let flux = FluxView::with_tree(tree, config, overrides)?;
+    if flux.envs.is_empty() {
+        // Nothing built is nothing checked: a green run would say nothing.
+        let configured = flux.config.text.is_some();
+        findings.push(Finding::new(
+            Code::NoEnvironment,
+            if configured { crate::config::FILE } else { "." },
+            format!("found no Flux environment to build, so nothing was checked (looked for {})", discover::WHERE_LOOKED),
+            "name the folder each cluster's root Flux Kustomization builds in fluxwave.yaml (`clusters: {environments: [{name: main, path: kubernetes/flux/cluster}]}`), or pass `--env main=kubernetes/flux/cluster`",
+        ));
+    }
     findings.extend(decryption::sops_without_decryption(&flux, &decrypted));
     findings.extend(plaintext::plaintext_secret(&flux));
     findings.extend(substitution::variables(&flux));
     findings.extend(dependency::unknown_dependency(&flux));
     findings.extend(dependency::dependency_cycle(&flux));
-    findings.extend(path::missing_path(&flux));
+    findings.extend(path::missing_path(&flux, root));
     findings.extend(source::unknown_source(&flux));
     findings.extend(timeout::missing_timeout(&flux, managed));
     findings.extend(ownership::double_owner(&flux));
@@ -156,7 +191,23 @@ pub fn run(root: &Path, overrides: &[(String, String)]) -> Result<Vec<Finding>> 
         ))
     });
     findings.dedup_by(|a, b| a.path == b.path && a.code == b.code && a.message == b.message);
-    Ok(findings)
+    if let Some(base) = base {
+        findings.extend(cutover(root, base, overrides)?);
+    }
+    let findings = ignore::apply(&flux.tree, &flux.config, findings)?;
+    let environments = flux
+        .envs
+        .iter()
+        .map(|inv| BuiltEnvironment {
+            name: inv.env.clone(),
+            path: inv.env_path.clone(),
+            kustomizations: inv.owners.len(),
+        })
+        .collect();
+    Ok(Report {
+        findings,
+        environments,
+    })
 }
 
 /// The lints of a catalog-managed repository: plan problems and drift from `apply`; with

@@ -98,6 +98,11 @@ codes! {
     UnknownImagePolicy = "unknown-image-policy", Error,
         "an image setter marker naming an ImagePolicy no environment builds";
 
+    NoEnvironment = "no-environment", Error,
+        "check found no Flux environment to build, so it checked nothing";
+    UnusedIgnore = "unused-ignore", Warning,
+        "a check.ignore entry or fluxwave:ignore comment that silences no finding";
+
     // A catalog-managed repository before its first apply (src/check/mod.rs).
     NotWaved = "not-waved", Error,
         "the app tier is still one flat folder while the catalog has waves";
