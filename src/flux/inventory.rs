@@ -539,6 +539,13 @@ fn build_pass(
                 let s = sources.get(id).map(|(_, s)| s).or_else(|| cluster.get(id));
                 if s.is_none() {
                     missed.insert(id.clone());
+                    // One written outside every build (a bootstrap folder) is applied by
+                    // hand: it is in the cluster, with values that may not be its file's.
+                    return written_outside(tree, id).map(|file| {
+                        Source::Unknown(format!(
+                            "written outside every build, in {file}, and applied by hand"
+                        ))
+                    });
                 }
                 s.cloned()
             });
@@ -650,6 +657,27 @@ fn build_pass(
     inv.warnings.dedup();
     let sources = sources.into_iter().map(|(id, (_, s))| (id, s)).collect();
     (inv, sources, missed)
+}
+
+/// The file of the repository that writes object `id` (a ConfigMap or Secret) though no
+/// build applies it; a copy without a namespace counts, as `kubectl apply -n` would place it.
+fn written_outside(tree: &FileTree, id: &ObjectId) -> Option<String> {
+    let name = memchr::memmem::Finder::new(id.name.as_bytes());
+    tree.manifests()
+        .filter(|(_, text)| name.find(text.as_bytes()).is_some())
+        .find(|(file, text)| {
+            crate::yaml::parse_all(file, text)
+                .unwrap_or_default()
+                .iter()
+                .any(|doc| {
+                    let field = |p: &str| doc.pointer(p).and_then(Value::as_str);
+                    field("/kind") == Some(id.kind.as_str())
+                        && field("/apiVersion") == Some("v1")
+                        && field("/metadata/name") == Some(id.name.as_str())
+                        && field("/metadata/namespace").is_none_or(|ns| ns == id.namespace)
+                })
+        })
+        .map(|(file, _)| file.to_string())
 }
 
 fn build_failure(path: String, owner: &ObjectId, e: &str) -> Warning {
@@ -794,6 +822,10 @@ fn record(
     if let Some(source) = Source::of(&id, &r.value) {
         sources
             .entry(id.clone())
+            .or_insert_with(|| (owner.clone(), source));
+    } else if let Some((secret, source)) = Source::made_by(&id, &r.value) {
+        sources
+            .entry(secret)
             .or_insert_with(|| (owner.clone(), source));
     }
     if Kustomization::is(&r.value) {

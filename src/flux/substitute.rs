@@ -46,6 +46,33 @@ pub enum Source {
 }
 
 impl Source {
+    /// The Secret an object of the build makes in the cluster, with what its variables are:
+    /// an `ExternalSecret` (external-secrets.io) makes `spec.target.name`, by default its own
+    /// name (external-secrets' API reference, `ExternalSecretTarget.Name`), and a
+    /// `SealedSecret` (bitnami.com) its own name. Their values are not in the repository, but
+    /// the Secret exists once they are applied, so a Kustomization that reads it builds.
+    pub fn made_by(id: &ObjectId, v: &Value) -> Option<(ObjectId, Source)> {
+        let name = match (id.group.as_str(), id.kind.as_str()) {
+            ("external-secrets.io", "ExternalSecret") => v
+                .pointer("/spec/target/name")
+                .and_then(Value::as_str)
+                .filter(|n| !n.is_empty())
+                .unwrap_or(&id.name),
+            ("bitnami.com", "SealedSecret") => &id.name,
+            _ => return None,
+        };
+        let secret = ObjectId {
+            group: String::new(),
+            kind: "Secret".into(),
+            namespace: id.namespace.clone(),
+            name: name.to_string(),
+        };
+        Some((
+            secret,
+            Source::Unknown(format!("made in the cluster by {id}")),
+        ))
+    }
+
     /// The source a built ConfigMap or Secret is; `None` for other objects.
     pub fn of(id: &ObjectId, v: &Value) -> Option<Source> {
         if !id.group.is_empty() || !matches!(id.kind.as_str(), "ConfigMap" | "Secret") {

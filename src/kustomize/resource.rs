@@ -45,10 +45,12 @@ impl Resource {
     pub(super) fn loaded(value: Value, file: &str, index: usize, item: Option<usize>) -> Resource {
         let s = |k: &str| value.get(k).and_then(Value::as_str).unwrap_or("");
         let (group, kind) = (group_of(s("apiVersion")), s("kind"));
-        // ConfigMaps and Secrets are `substituteFrom` sources: their data is read.
+        // ConfigMaps and Secrets are `substituteFrom` sources: their data is read; an
+        // ExternalSecret makes one, named in its spec.
         let whole = kept_whole(group, kind)
             || (group == KUSTOMIZE_GROUP && kind == "Kustomization")
-            || (group.is_empty() && matches!(kind, "ConfigMap" | "Secret"));
+            || (group.is_empty() && matches!(kind, "ConfigMap" | "Secret"))
+            || (group == "external-secrets.io" && kind == "ExternalSecret");
         let (value, rest) = match value {
             Value::Object(mut body) if !whole => {
                 let mut head = Map::new();

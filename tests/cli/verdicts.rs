@@ -427,3 +427,56 @@ fn an_external_artifact_copied_from_another_source_is_incomplete_when_touched() 
     let why = doc["incomplete"][0]["why"][0].as_str().unwrap();
     assert!(why.contains("not this repository"), "{why}");
 }
+
+#[test]
+fn a_source_made_in_the_cluster_or_applied_by_hand_lets_the_build_be_seen() {
+    // home-ops layouts: substituteFrom a Secret an ExternalSecret makes, or one written in a
+    // bootstrap folder that no Kustomization applies. Flux finds them in the cluster, so
+    // its build succeeds, and a change to it is judged, not left incomplete.
+    let repo = TestRepo::empty();
+    let reader = |name: &str, secret: &str| {
+        ks(
+            name,
+            &format!("./{name}"),
+            &[
+                "targetNamespace: net",
+                "postBuild:",
+                &format!("  substituteFrom: [{{kind: Secret, name: {secret}}}]"),
+            ],
+        )
+        .replace("namespace: flux-system\nspec", "namespace: net\nspec")
+        .replace(
+            "name: flux-system\n",
+            "name: flux-system\n    namespace: flux-system\n",
+        )
+    };
+    repo.write(
+        "clusters/prod/kustomization.yaml",
+        "resources: [secrets.yaml, tunnel.yaml, dns.yaml]\n",
+    )
+    .write("clusters/prod/secrets.yaml", &ks("secrets", "./secrets", &[]))
+    .write("clusters/prod/tunnel.yaml", &reader("tunnel", "tunnel-id"))
+    .write("clusters/prod/dns.yaml", &reader("dns", "dns-token"))
+    .write("secrets/external.yaml", "apiVersion: external-secrets.io/v1\nkind: ExternalSecret\nmetadata:\n  name: tunnel\n  namespace: net\nspec:\n  target: {name: tunnel-id}\n")
+    .write("bootstrap/dns-token.yaml", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: dns-token\n  namespace: net\nstringData:\n  TOKEN: op://vault/dns/token\n");
+    for app in ["tunnel", "dns"] {
+        repo.write(&format!("{app}/cm.yaml"), &config_map(app, "net"))
+            .write(
+                &format!("{app}/old.yaml"),
+                &config_map(&format!("{app}-old"), "net"),
+            );
+    }
+    repo.commit_all("init");
+    repo.remove("tunnel/old.yaml");
+    repo.remove("dns/old.yaml");
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (1, Some("deletes")),
+        "{doc}"
+    );
+    assert_eq!(
+        deleted(&doc),
+        ["ConfigMap/net/dns-old", "ConfigMap/net/tunnel-old"]
+    );
+}
