@@ -12,19 +12,31 @@ use std::sync::{Arc, Mutex};
 use crate::error::{Error, Result};
 use crate::yaml::Text;
 
+mod ignore;
+
+pub use ignore::{Matcher, IGNORE_FILE};
+
 /// The manifest-like files of one revision, by path relative to the repository root.
 ///
 /// Most trees hold every file (a git revision, the working tree, a folder). A tree `on_disk`
 /// holds only the files written into it (`with_file`) and reads the rest from a folder when
 /// they are first asked for: what builds a few kustomizations of a large repository reads
 /// those, not the whole repository.
+///
+/// A tree's `artifact` view is what Flux builds: the same files less those source-controller
+/// leaves out of the artifact (see `ignore`).
 #[derive(Debug, Clone, Default)]
 pub struct FileTree {
-    files: BTreeMap<String, Text>,
+    /// Shared between a tree and its artifact views.
+    files: Arc<BTreeMap<String, Text>>,
+    /// The `.sourceignore` files, by the folder they are in ("" for the root).
+    ignores: Arc<BTreeMap<String, Text>>,
     /// The folder read on demand, for a tree `on_disk`.
     disk: Option<Arc<Disk>>,
     /// Files of the folder that this tree does not have (`without_file`).
     gone: BTreeSet<String>,
+    /// For an artifact view, what it leaves out.
+    hidden: Option<Arc<Matcher>>,
     /// What the tree is, for messages: a short commit id or "the working tree".
     pub label: String,
 }
@@ -56,6 +68,43 @@ impl Disk {
         text
     }
 
+    /// The `.sourceignore` files of the folder, found by a walk that skips `.git` and links
+    /// (as `sourceignore.LoadIgnorePatterns` does), under those written into the tree and
+    /// less those removed from it.
+    fn ignore_files(
+        &self,
+        written: &BTreeMap<String, Text>,
+        gone: &BTreeSet<String>,
+    ) -> BTreeMap<String, Text> {
+        let mut found = BTreeMap::new();
+        let mut stack = vec![String::new()];
+        while let Some(rel) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(self.root.join(&rel)) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                    continue;
+                };
+                let path = if rel.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{rel}/{name}")
+                };
+                let Ok(ft) = entry.file_type() else { continue };
+                if ft.is_dir() && name != ".git" {
+                    stack.push(path);
+                } else if ft.is_file() && name == IGNORE_FILE && !gone.contains(&path) {
+                    if let Ok(Some(text)) = crate::fs::read_optional(&self.root, &path) {
+                        found.insert(ignore_dir(&path), Arc::new(text));
+                    }
+                }
+            }
+        }
+        found.extend(written.iter().map(|(d, t)| (d.clone(), t.clone())));
+        found
+    }
+
     /// Whether `rel` is a folder (not a link to one).
     fn is_dir(&self, rel: &str) -> bool {
         self.root
@@ -75,6 +124,38 @@ fn wanted(path: &str) -> bool {
         || name.ends_with(".yml")
         || name.ends_with(".json")
         || name == "Kustomization"
+}
+
+/// The files a tree reads: those the builder may read, and `.sourceignore` files.
+fn listed(path: &str) -> bool {
+    wanted(path) || is_ignore_file(path)
+}
+
+/// A tree's `.sourceignore` files are kept apart from its files: they decide what the
+/// artifact holds, and are no manifest.
+fn is_ignore_file(path: &str) -> bool {
+    path.rsplit('/').next() == Some(IGNORE_FILE)
+}
+
+/// The folder a `.sourceignore` at `path` is in ("" for the root).
+fn ignore_dir(path: &str) -> String {
+    path.rsplit_once('/')
+        .map_or(String::new(), |(dir, _)| dir.to_string())
+}
+
+/// `files` split into the tree's files and its `.sourceignore` files.
+type Split = (BTreeMap<String, Text>, BTreeMap<String, Text>);
+
+fn split(files: impl IntoIterator<Item = (String, Text)>) -> Split {
+    let (mut kept, mut ignores) = (BTreeMap::new(), BTreeMap::new());
+    for (path, text) in files {
+        if is_ignore_file(&path) {
+            ignores.insert(ignore_dir(&path), text);
+        } else {
+            kept.insert(path, text);
+        }
+    }
+    (kept, ignores)
 }
 
 fn git(root: &Path) -> Command {
@@ -118,12 +199,16 @@ pub fn require_git(root: &Path) -> Result<()> {
 }
 
 impl FileTree {
+    /// A tree of these files (a `.sourceignore` among them is one of its ignore files).
     pub fn from_files<'a>(files: impl IntoIterator<Item = (&'a str, &'a str)>) -> FileTree {
-        FileTree {
-            files: files
+        let (files, ignores) = split(
+            files
                 .into_iter()
-                .map(|(p, t)| (p.to_string(), Arc::new(t.to_string())))
-                .collect(),
+                .map(|(p, t)| (p.to_string(), Arc::new(t.to_string()))),
+        );
+        FileTree {
+            files: Arc::new(files),
+            ignores: Arc::new(ignores),
             label: "test".into(),
             ..FileTree::default()
         }
@@ -150,14 +235,22 @@ impl FileTree {
     /// This tree with the file at `path` holding `text`, as a write would leave it.
     pub fn with_file(mut self, path: &str, text: &str) -> FileTree {
         self.gone.remove(path);
-        self.files
-            .insert(path.to_string(), Arc::new(text.to_string()));
+        let text = Arc::new(text.to_string());
+        if is_ignore_file(path) {
+            Arc::make_mut(&mut self.ignores).insert(ignore_dir(path), text);
+        } else {
+            Arc::make_mut(&mut self.files).insert(path.to_string(), text);
+        }
         self
     }
 
     /// This tree without the file at `path`, as a removal would leave it.
     pub fn without_file(mut self, path: &str) -> FileTree {
-        self.files.remove(path);
+        if is_ignore_file(path) {
+            Arc::make_mut(&mut self.ignores).remove(&ignore_dir(path));
+        } else {
+            Arc::make_mut(&mut self.files).remove(path);
+        }
         if self.disk.is_some() {
             self.gone.insert(path.to_string());
         }
@@ -203,7 +296,7 @@ impl FileTree {
             let mut parts = head.split(' ');
             let (mode, kind, hash) = (parts.next(), parts.next(), parts.next());
             // Links (120000) and submodules are not followed, as Flux does not.
-            if kind != Some("blob") || mode == Some("120000") || !wanted(path) {
+            if kind != Some("blob") || mode == Some("120000") || !listed(path) {
                 continue;
             }
             if let Some(hash) = hash {
@@ -225,13 +318,15 @@ impl FileTree {
                 blobs_read.insert(oid, Arc::new(text));
             }
         }
-        let files = paths
-            .into_iter()
-            .zip(blobs)
-            .filter_map(|(p, oid)| Some((p, blobs_read.get(&oid)?.clone())))
-            .collect();
+        let (files, ignores) = split(
+            paths
+                .into_iter()
+                .zip(blobs)
+                .filter_map(|(p, oid)| Some((p, blobs_read.get(&oid)?.clone()))),
+        );
         Ok(FileTree {
-            files,
+            files: Arc::new(files),
+            ignores: Arc::new(ignores),
             label: oid.chars().take(12).collect(),
             ..FileTree::default()
         })
@@ -254,7 +349,7 @@ impl FileTree {
         let paths: Vec<&str> = listing
             .split(|b| *b == 0)
             .filter_map(|p| std::str::from_utf8(p).ok())
-            .filter(|p| !p.is_empty() && wanted(p))
+            .filter(|p| !p.is_empty() && listed(p))
             .collect();
         // Read on every core: at 100,000 services this is 260,000 files.
         let texts = crate::par::map(&paths, |path| -> Result<Option<Text>> {
@@ -270,14 +365,16 @@ impl FileTree {
             let bytes = crate::fs::read_regular(&full, path)?;
             Ok(bytes.and_then(|b| String::from_utf8(b).ok()).map(Arc::new))
         });
-        let mut files = BTreeMap::new();
+        let mut files = Vec::new();
         for (path, text) in paths.into_iter().zip(texts) {
             if let Some(text) = text? {
-                files.insert(path.to_string(), text);
+                files.push((path.to_string(), text));
             }
         }
+        let (files, ignores) = split(files);
         Ok(FileTree {
-            files,
+            files: Arc::new(files),
+            ignores: Arc::new(ignores),
             label: "the working tree".into(),
             ..FileTree::default()
         })
@@ -290,7 +387,7 @@ impl FileTree {
         if require_git(root).is_ok() {
             return FileTree::from_worktree(root);
         }
-        let mut files = BTreeMap::new();
+        let mut files = Vec::new();
         let mut stack = vec![String::new()];
         while let Some(rel) = stack.pop() {
             let dir = root.join(&rel);
@@ -308,24 +405,58 @@ impl FileTree {
                 let Ok(ft) = entry.file_type() else { continue };
                 if ft.is_dir() && name != ".git" {
                     stack.push(path);
-                } else if ft.is_file() && wanted(&path) {
+                } else if ft.is_file() && listed(&path) {
                     // Through the same size and file-type rules as every other read.
                     let bytes = crate::fs::read_regular(&entry.path(), &path)?;
                     if let Some(text) = bytes.and_then(|b| String::from_utf8(b).ok()) {
-                        files.insert(path, Arc::new(text));
+                        files.push((path, Arc::new(text)));
                     }
                 }
             }
         }
+        let (files, ignores) = split(files);
         Ok(FileTree {
-            files,
+            files: Arc::new(files),
+            ignores: Arc::new(ignores),
             label: "the working tree".into(),
             ..FileTree::default()
         })
     }
 
+    /// The artifact Flux builds from this tree: the same files less those source-controller
+    /// leaves out of a GitRepository's artifact (the tree's `.sourceignore` files, then
+    /// `spec_ignore`, the GitRepository's `spec.ignore`; without any pattern, Flux's default
+    /// exclusions). Only builds read it: what checks every file of the repository reads the
+    /// tree itself.
+    pub fn artifact(&self, spec_ignore: Option<&str>) -> FileTree {
+        let walked;
+        let ignores: &BTreeMap<String, Text> = match &self.disk {
+            Some(disk) => {
+                walked = disk.ignore_files(&self.ignores, &self.gone);
+                &walked
+            }
+            None => &self.ignores,
+        };
+        let matcher = Matcher::new(
+            ignores.iter().map(|(d, t)| (d.as_str(), t.as_str())),
+            spec_ignore,
+        );
+        FileTree {
+            hidden: Some(Arc::new(matcher)),
+            ..self.clone()
+        }
+    }
+
+    /// Whether the view leaves out the file (or folder) at `path`.
+    fn hides(&self, path: &str, is_dir: bool) -> bool {
+        self.hidden.as_ref().is_some_and(|m| m.hides(path, is_dir))
+    }
+
     /// The text of the file at `path` (shared, not copied).
     pub fn read(&self, path: &str) -> Option<Text> {
+        if self.hides(path, false) {
+            return None;
+        }
         if let Some(text) = self.files.get(path) {
             return Some(text.clone());
         }
@@ -336,20 +467,29 @@ impl FileTree {
     }
 
     pub fn is_file(&self, path: &str) -> bool {
+        if self.hides(path, false) {
+            return false;
+        }
         self.files.contains_key(path) || (self.disk.is_some() && self.read(path).is_some())
     }
 
     /// Whether some file lies under `dir` ("" is the root); for a tree `on_disk`, whether
-    /// it is a folder of the disk.
+    /// it is a folder of the disk. In an artifact view a folder stays when the files under
+    /// it are left out, unless it is left out itself (`storage.Archive` keeps every folder
+    /// the filter does not exclude).
     pub fn is_dir(&self, dir: &str) -> bool {
         dir.is_empty()
-            || self.files_under(dir).next().is_some()
-            || self.disk.as_ref().is_some_and(|d| d.is_dir(dir))
+            || !self.hides(dir, true)
+                && (self.under(dir).next().is_some()
+                    || self.disk.as_ref().is_some_and(|d| d.is_dir(dir)))
     }
 
     /// Every file of the tree with its text, in path order.
     pub fn files(&self) -> impl Iterator<Item = (&str, &Text)> {
-        self.files.iter().map(|(p, t)| (p.as_str(), t))
+        self.files
+            .iter()
+            .map(|(p, t)| (p.as_str(), t))
+            .filter(|(p, _)| !self.hides(p, false))
     }
 
     /// Every YAML manifest of the tree (`.yaml`, `.yml`) with its text, in path order.
@@ -359,6 +499,11 @@ impl FileTree {
 
     /// Every file under `dir`, recursively, in path order.
     pub fn files_under<'a>(&'a self, dir: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.under(dir).filter(|p| !self.hides(p, false))
+    }
+
+    /// Every file under `dir` that the tree holds, left out of the view or not.
+    fn under<'a>(&'a self, dir: &'a str) -> impl Iterator<Item = &'a str> + 'a {
         let prefix = if dir.is_empty() {
             String::new()
         } else {

@@ -309,13 +309,14 @@ fn unreachable_owner(env_path: &str) -> Owner {
 
 /// Builds environment `env` (entry `env_path`) of `tree`.
 pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
-    let mut builder = Builder::new(tree);
+    let root = root_of(tree, env_path);
+    let artifact = super::artifact::of(tree, &root.file, root.source());
+    let mut builder = Builder::new(&artifact);
     let mut inv = Inventory {
         env: env.to_string(),
         env_path: env_path.to_string(),
         ..Inventory::default()
     };
-    let root = root_of(tree, env_path);
     let root_source = root.source();
     let mut queue = VecDeque::from([root.id.clone()]);
     inv.owners.insert(root.id.clone(), root);
@@ -423,7 +424,8 @@ pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, Bu
         Map::new()
     };
     let vars = substitutions(&root.object);
-    let mut builder = Builder::owners_only(tree);
+    let artifact = super::artifact::of(tree, &root.file, root.source());
+    let mut builder = Builder::owners_only(&artifact);
     let mut owners: Vec<Owner> = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     builder.build_owner(
