@@ -474,14 +474,16 @@ impl FileTree {
     }
 
     /// Whether some file lies under `dir` ("" is the root); for a tree `on_disk`, whether
-    /// it is a folder of the disk. In an artifact view a folder stays when the files under
-    /// it are left out, unless it is left out itself (`storage.Archive` keeps every folder
-    /// the filter does not exclude).
+    /// it is a folder of the disk. In an artifact view a folder the patterns leave out is
+    /// still there when a file under it is not (fluxcd/pkg `tar.Untar` makes a file's
+    /// folders), and a folder they keep stays when every file under it is left out
+    /// (`storage.Archive` archives every folder the filter keeps).
     pub fn is_dir(&self, dir: &str) -> bool {
         dir.is_empty()
             || !self.hides(dir, true)
                 && (self.under(dir).next().is_some()
                     || self.disk.as_ref().is_some_and(|d| d.is_dir(dir)))
+            || self.hidden.is_some() && self.files_under(dir).next().is_some()
     }
 
     /// Every file of the tree with its text, in path order.
@@ -638,6 +640,57 @@ mod tests {
         );
         assert!(t.read("a/link.yaml").is_none(), "a link is not followed");
         assert!(t.is_file("a/k.yaml") && t.is_dir("a/b") && !t.is_dir("a/k.yaml"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The artifact view hides what the patterns exclude from every read; a folder stays
+    /// while a file under it is kept (fluxcd/pkg `tar.Untar` makes it) or while the patterns
+    /// keep it (`storage.Archive` archives it, empty or not).
+    #[test]
+    fn the_artifact_view_hides_what_the_patterns_exclude() {
+        let t = FileTree::from_files([
+            (".sourceignore", "/logs/\n!logs/keep.yaml\n"),
+            ("apps/.sourceignore", "*.yaml\n"),
+            ("apps/a.yaml", ""),
+            ("logs/a.yaml", ""),
+            ("logs/keep.yaml", ""),
+            ("tmp/x/a.yaml", ""),
+        ]);
+        assert!(t.files().all(|(p, _)| !p.ends_with(IGNORE_FILE)));
+        let v = t.artifact(Some("tmp/x/\n"));
+        assert!(v.read("apps/a.yaml").is_none() && !v.is_file("logs/a.yaml"));
+        assert!(v.is_file("logs/keep.yaml") && v.is_dir("logs"));
+        assert!(
+            v.is_dir("apps"),
+            "a kept folder whose files are all left out"
+        );
+        assert!(!v.is_dir("tmp/x") && v.files_under("tmp").next().is_none());
+        assert_eq!(
+            v.files().map(|(p, _)| p).collect::<Vec<_>>(),
+            ["logs/keep.yaml"]
+        );
+        assert!(t.read("apps/a.yaml").is_some(), "the tree keeps every file");
+    }
+
+    /// A tree on disk finds its `.sourceignore` files by a walk, under what was written.
+    #[test]
+    fn a_tree_on_disk_reads_its_sourceignore_files() {
+        let dir = std::env::temp_dir().join(format!("fluxwave-ignore-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("a/b")).unwrap();
+        std::fs::write(dir.join("a/b/x.yaml"), "x: 1\n").unwrap();
+        std::fs::write(dir.join("a/b/y.yaml"), "y: 1\n").unwrap();
+        std::fs::write(dir.join("a/.sourceignore"), "x.yaml\n").unwrap();
+        let t = FileTree::on_disk(&dir);
+        let v = t.artifact(None);
+        assert!(v.read("a/b/x.yaml").is_none() && v.read("a/b/y.yaml").is_some());
+        let v = t
+            .clone()
+            .with_file("a/b/.sourceignore", "!x.yaml\ny.yaml\n")
+            .artifact(None);
+        assert!(v.read("a/b/x.yaml").is_some() && v.read("a/b/y.yaml").is_none());
+        let v = t.without_file("a/.sourceignore").artifact(None);
+        assert!(v.read("a/b/x.yaml").is_some());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -58,7 +58,10 @@ mod tests {
         let tree = FileTree::from_files([(sync, SYNC), ("apps/a.yaml", "a: 1\n")]);
         let view = of(&tree, sync, source("flux-system"));
         assert!(view.read("apps/a.yaml").is_none() && view.read(sync).is_some());
-        assert!(tree.read("apps/a.yaml").is_some(), "the tree itself keeps every file");
+        assert!(
+            tree.read("apps/a.yaml").is_some(),
+            "the tree itself keeps every file"
+        );
         let other = of(&tree, sync, source("other"));
         assert!(other.read("apps/a.yaml").is_some());
         let assumed = of(&tree, "", source("flux-system"));

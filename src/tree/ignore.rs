@@ -538,7 +538,10 @@ mod tests {
     /// (`storage.Archive` does not skip excluded folders), so a negation reaches into it.
     #[test]
     fn spec_ignore_is_read_last_and_negations_reach_into_excluded_folders() {
-        let m = Matcher::new([], Some("# exclude all\n/*\n# include deploy dir\n!/deploy\n"));
+        let m = Matcher::new(
+            [],
+            Some("# exclude all\n/*\n# include deploy dir\n!/deploy\n"),
+        );
         assert!(!hides(&m, "deploy/k/kustomization.yaml"));
         assert!(hides(&m, "apps/a.yaml") && hides(&m, "README.md"));
         let m = Matcher::new([("", "logs/\n!logs/keep.yaml\n")], None);
