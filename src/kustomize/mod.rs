@@ -15,6 +15,7 @@ mod resolve;
 mod resource;
 pub mod target;
 mod transform;
+mod types;
 
 pub use resolve::{resolve, resolve_under, Ref};
 pub use resource::Resource;
@@ -366,8 +367,8 @@ impl<'a> Builder<'a> {
             .tree
             .read(file)
             .ok_or_else(|| BuildError::FileNotFound(file.to_string()))?;
-        match yaml::parse::<Value>(file, &text).map_err(|e| e.to_string())? {
-            Value::Object(m) => Ok(m),
+        match yaml::parse_kustomization(file, &text).map_err(|e| e.to_string())? {
+            Value::Object(m) => types::check(file, &m).map(|()| m).map_err(Into::into),
             Value::Null => Ok(Map::new()),
             _ => Err(format!("{file}: a kustomization must be a mapping").into()),
         }

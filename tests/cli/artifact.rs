@@ -132,3 +132,36 @@ fn the_default_exclusions_hold_until_a_pattern_replaces_them() {
         (1, vec!["ConfigMap/web/build".to_string()])
     );
 }
+
+/// kustomize reads a manifest's YAML 1.1 words as strings (kyaml, go-yaml v3): `name: y`
+/// in namespace `no` is the object `ConfigMap/no/y`, and its removal prunes it. In a
+/// kustomization the same word is YAML 1.1's boolean (sigs.k8s.io/yaml) and the build fails
+/// where a string belongs: Flux applies and deletes nothing of it.
+#[test]
+fn yaml_1_1_words_read_as_kustomize_reads_them() {
+    let repo = repo();
+    repo.write(
+        "web/word.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y\n  namespace: no\n",
+    );
+    repo.commit_all("a word");
+    repo.git(&["rm", "-q", "web/word.yaml"]);
+    let (code, doc) = cutover(&repo);
+    assert_eq!(
+        (code, deleted(&doc)),
+        (1, vec!["ConfigMap/no/y".to_string()])
+    );
+    repo.git(&["checkout", "-q", "HEAD", "--", "web/word.yaml"]);
+    repo.write(
+        "web/kustomization.yaml",
+        "namespace: no\nresources: [app.yaml, config.yaml, word.yaml]\n",
+    );
+    let (code, doc) = cutover(&repo);
+    assert_eq!((code, deleted(&doc)), (0, vec![]));
+    assert!(
+        warnings(&doc)
+            .contains("cannot unmarshal bool into Go struct field Kustomization.namespace"),
+        "{}",
+        warnings(&doc)
+    );
+}
