@@ -50,7 +50,7 @@ struct Disk {
 
 impl Disk {
     /// The file at `rel` through `fs::read_optional` (a regular file, never through a link,
-    /// size bounded, in a folder that does not lead out of the root through a link, UTF-8);
+    /// size bounded, in a folder that does not lead out of the root through a link, text as `fs::decode` reads it);
     /// `None` when it does not exist or cannot be read that way.
     fn read(&self, rel: &str) -> Option<Text> {
         let mut cache = self
@@ -216,7 +216,7 @@ impl FileTree {
 
     /// The files of the folder `root` (the working tree of a repository, as `apply` sees
     /// it), each read from disk when first asked for, through the same rules as every read
-    /// (`fs::read_regular`: a regular file, no link followed, size bounded; UTF-8; the
+    /// (`fs::read_regular`: a regular file, no link followed, size bounded; text as `fs::decode` reads it; the
     /// file names of `wanted`). It lists only the files written into it: `files`,
     /// `files_under` and `manifests` do not walk the folder, so it serves builds that follow
     /// kustomizations (every file they read is named), not Flux's generated kustomization of
@@ -312,9 +312,9 @@ impl FileTree {
         missing.sort_unstable();
         missing.dedup();
         let contents = cat_blobs(root, &missing)?;
-        // A blob that is not UTF-8 is left out of the tree, as before.
+        // A blob that is not text as kustomize reads it is left out of the tree.
         for (oid, bytes) in missing.into_iter().zip(contents) {
-            if let Ok(text) = String::from_utf8(bytes) {
+            if let Ok(text) = crate::fs::decode(bytes) {
                 blobs_read.insert(oid, Arc::new(text));
             }
         }
@@ -363,7 +363,7 @@ impl FileTree {
                 return Ok(None);
             }
             let bytes = crate::fs::read_regular(&full, path)?;
-            Ok(bytes.and_then(|b| String::from_utf8(b).ok()).map(Arc::new))
+            Ok(bytes.and_then(|b| crate::fs::decode(b).ok()).map(Arc::new))
         });
         let mut files = Vec::new();
         for (path, text) in paths.into_iter().zip(texts) {
@@ -408,7 +408,7 @@ impl FileTree {
                 } else if ft.is_file() && listed(&path) {
                     // Through the same size and file-type rules as every other read.
                     let bytes = crate::fs::read_regular(&entry.path(), &path)?;
-                    if let Some(text) = bytes.and_then(|b| String::from_utf8(b).ok()) {
+                    if let Some(text) = bytes.and_then(|b| crate::fs::decode(b).ok()) {
                         files.push((path, Arc::new(text)));
                     }
                 }

@@ -165,3 +165,53 @@ fn yaml_1_1_words_read_as_kustomize_reads_them() {
         warnings(&doc)
     );
 }
+
+fn utf16(text: &str, big_endian: bool) -> Vec<u8> {
+    let mut out = if big_endian {
+        vec![0xFE, 0xFF]
+    } else {
+        vec![0xFF, 0xFE]
+    };
+    for u in text.encode_utf16() {
+        out.extend(if big_endian {
+            u.to_be_bytes()
+        } else {
+            u.to_le_bytes()
+        });
+    }
+    out
+}
+
+/// kustomize reads UTF-16 with a byte order mark and UTF-8 with one (`kubectl kustomize`
+/// v5.5): a UTF-16 kustomization and a UTF-8 manifest with a mark are built, and of a UTF-16
+/// manifest only the first document is (kyaml splits documents before decoding them).
+#[test]
+fn files_in_the_encodings_kustomize_reads_are_built() {
+    let repo = repo();
+    let cm = |n: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {n}, namespace: pg}}\n")
+    };
+    let write = |rel: &str, bytes: &[u8]| std::fs::write(repo.path().join(rel), bytes).unwrap();
+    write(
+        "db/kustomization.yaml",
+        &utf16("resources: [pg.yaml, bom.yaml, two.yaml]\n", true),
+    );
+    write("db/bom.yaml", format!("\u{feff}{}", cm("bom")).as_bytes());
+    write(
+        "db/two.yaml",
+        &utf16(&format!("{}---\n{}", cm("first"), cm("second")), false),
+    );
+    repo.commit_all("other encodings");
+    repo.write("db/kustomization.yaml", "resources: [pg.yaml]\n");
+    let (code, doc) = cutover(&repo);
+    assert_eq!(
+        (code, deleted(&doc)),
+        (
+            1,
+            vec![
+                "ConfigMap/pg/bom".to_string(),
+                "ConfigMap/pg/first".to_string()
+            ]
+        )
+    );
+}
