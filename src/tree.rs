@@ -50,8 +50,8 @@ struct Disk {
 
 impl Disk {
     /// The file at `rel` through `fs::read_optional` (a regular file, never through a link,
-    /// size bounded, in a folder that does not lead out of the root through a link, text as `fs::decode` reads it);
-    /// `None` when it does not exist or cannot be read that way.
+    /// size bounded, in a folder that does not lead out of the root through a link, text as
+    /// `fs::decode` reads it); `None` when it does not exist or cannot be read that way.
     fn read(&self, rel: &str) -> Option<Text> {
         let mut cache = self
             .read
@@ -216,8 +216,8 @@ impl FileTree {
 
     /// The files of the folder `root` (the working tree of a repository, as `apply` sees
     /// it), each read from disk when first asked for, through the same rules as every read
-    /// (`fs::read_regular`: a regular file, no link followed, size bounded; text as `fs::decode` reads it; the
-    /// file names of `wanted`). It lists only the files written into it: `files`,
+    /// (`fs::read_regular`: a regular file, no link followed, size bounded; text as
+    /// `fs::decode` reads it; the file names of `wanted`). It lists only the files written into it: `files`,
     /// `files_under` and `manifests` do not walk the folder, so it serves builds that follow
     /// kustomizations (every file they read is named), not Flux's generated kustomization of
     /// a folder without one.
