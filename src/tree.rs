@@ -3,7 +3,7 @@
 //! system; both give the same `FileTree`, so the builder cannot tell them apart. git runs
 //! without a shell, with `-z` and `--end-of-options`, so no name or revision is interpreted.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -36,9 +36,21 @@ pub struct FileTree {
     /// Files of the folder that this tree does not have (`without_file`).
     gone: BTreeSet<String>,
     /// For an artifact view, what it leaves out.
-    hidden: Option<Arc<Matcher>>,
+    hidden: Option<Arc<View>>,
+    /// The artifact views made of this tree, by `spec.ignore`: each environment's builds of
+    /// a revision ask for one, and its files are judged once.
+    views: Arc<Mutex<Vec<(Option<String>, Arc<View>)>>>,
     /// What the tree is, for messages: a short commit id or "the working tree".
     pub label: String,
+}
+
+/// What an artifact view leaves out.
+#[derive(Debug)]
+struct View {
+    matcher: Matcher,
+    /// The tree's files it leaves out, judged once; `None` for a tree on disk (its files are
+    /// not listed) or one written to since (`with_file`): then each path is judged when asked.
+    files: Option<HashSet<String>>,
 }
 
 /// A folder whose files are read when first asked for, each once (its absence too).
@@ -234,6 +246,7 @@ impl FileTree {
 
     /// This tree with the file at `path` holding `text`, as a write would leave it.
     pub fn with_file(mut self, path: &str, text: &str) -> FileTree {
+        self.written();
         self.gone.remove(path);
         let text = Arc::new(text.to_string());
         if is_ignore_file(path) {
@@ -246,6 +259,7 @@ impl FileTree {
 
     /// This tree without the file at `path`, as a removal would leave it.
     pub fn without_file(mut self, path: &str) -> FileTree {
+        self.written();
         if is_ignore_file(path) {
             Arc::make_mut(&mut self.ignores).remove(&ignore_dir(path));
         } else {
@@ -429,6 +443,27 @@ impl FileTree {
     /// exclusions). Only builds read it: what checks every file of the repository reads the
     /// tree itself.
     pub fn artifact(&self, spec_ignore: Option<&str>) -> FileTree {
+        let key = spec_ignore.map(str::to_string);
+        let mut views = self
+            .views
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let view = match views.iter().find(|(k, _)| *k == key) {
+            Some((_, view)) => view.clone(),
+            None => {
+                let view = Arc::new(self.view(spec_ignore));
+                views.push((key, view.clone()));
+                view
+            }
+        };
+        drop(views);
+        FileTree {
+            hidden: Some(view),
+            ..self.clone()
+        }
+    }
+
+    fn view(&self, spec_ignore: Option<&str>) -> View {
         let walked;
         let ignores: &BTreeMap<String, Text> = match &self.disk {
             Some(disk) => {
@@ -441,15 +476,37 @@ impl FileTree {
             ignores.iter().map(|(d, t)| (d.as_str(), t.as_str())),
             spec_ignore,
         );
-        FileTree {
-            hidden: Some(Arc::new(matcher)),
-            ..self.clone()
+        let files = self.disk.is_none().then(|| {
+            self.files
+                .keys()
+                .filter(|p| matcher.hides(p, false))
+                .cloned()
+                .collect()
+        });
+        View { matcher, files }
+    }
+
+    /// A tree written to is another tree: its views are made again, and a view written to
+    /// judges its paths when asked.
+    fn written(&mut self) {
+        self.views = Arc::default();
+        if let Some(view) = &self.hidden {
+            self.hidden = Some(Arc::new(View {
+                matcher: view.matcher.clone(),
+                files: None,
+            }));
         }
     }
 
     /// Whether the view leaves out the file (or folder) at `path`.
     fn hides(&self, path: &str, is_dir: bool) -> bool {
-        self.hidden.as_ref().is_some_and(|m| m.hides(path, is_dir))
+        match &self.hidden {
+            None => false,
+            Some(view) => match &view.files {
+                Some(files) if !is_dir && self.files.contains_key(path) => files.contains(path),
+                _ => view.matcher.hides(path, is_dir),
+            },
+        }
     }
 
     /// The text of the file at `path` (shared, not copied).
@@ -670,6 +727,9 @@ mod tests {
             ["logs/keep.yaml"]
         );
         assert!(t.read("apps/a.yaml").is_some(), "the tree keeps every file");
+        // A tree written to makes its views again.
+        let t = t.with_file("apps/.sourceignore", "b.yaml\n");
+        assert!(t.artifact(Some("tmp/x/\n")).is_file("apps/a.yaml"));
     }
 
     /// A tree on disk finds its `.sourceignore` files by a walk, under what was written.

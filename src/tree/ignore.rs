@@ -34,11 +34,48 @@ pub const IGNORE_FILE: &str = ".sourceignore";
 /// longer one, keeping the patterns before it.
 const MAX_LINE: usize = 64 * 1024;
 
+/// One segment of a pattern, read once: most are a name or `*.ext`, which need no
+/// `filepath.Match`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Part {
+    Literal(String),
+    /// `*` then a literal.
+    Suffix(String),
+    Glob(String),
+}
+
+impl Part {
+    fn new(p: &str) -> Part {
+        let special = |s: &str| s.contains(['*', '?', '[', '\\']);
+        match p.strip_prefix('*') {
+            _ if !special(p) => Part::Literal(p.to_string()),
+            Some(rest) if !special(rest) => Part::Suffix(rest.to_string()),
+            _ => Part::Glob(p.to_string()),
+        }
+    }
+
+    fn text(&self) -> &str {
+        match self {
+            Part::Literal(s) | Part::Glob(s) => s,
+            Part::Suffix(_) => "*",
+        }
+    }
+
+    /// `filepath.Match(part, name)` (`name` holds no `/`).
+    fn matches(&self, name: &str) -> Result<bool, BadPattern> {
+        match self {
+            Part::Literal(s) => Ok(s == name),
+            Part::Suffix(s) => Ok(name.ends_with(s.as_str())),
+            Part::Glob(p) => go_match(p, name),
+        }
+    }
+}
+
 /// One gitignore pattern (`gitignore.pattern`), scoped to the folder `domain`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Pattern {
     domain: Vec<String>,
-    parts: Vec<String>,
+    parts: Vec<Part>,
     inclusion: bool,
     dir_only: bool,
     glob: bool,
@@ -67,7 +104,7 @@ impl Pattern {
         };
         Pattern {
             domain: domain.to_vec(),
-            parts: p.split('/').map(str::to_string).collect(),
+            parts: p.split('/').map(Part::new).collect(),
             inclusion,
             dir_only,
             glob: p.contains('/'),
@@ -95,7 +132,7 @@ impl Pattern {
     /// `pattern.simpleNameMatch`: the pattern against every segment of the path.
     fn simple_name_match(&self, path: &[&str], is_dir: bool) -> bool {
         for (i, name) in path.iter().enumerate() {
-            match go_match(&self.parts[0], name) {
+            match self.parts[0].matches(name) {
                 Err(BadPattern) => return false,
                 Ok(false) => continue,
                 Ok(true) => {}
@@ -113,7 +150,8 @@ impl Pattern {
     fn glob_match(&self, mut path: &[&str], is_dir: bool) -> bool {
         let mut matched = false;
         let mut can_traverse = false;
-        for (i, pattern) in self.parts.iter().enumerate() {
+        for (i, part) in self.parts.iter().enumerate() {
+            let pattern = part.text();
             if pattern.is_empty() {
                 can_traverse = false;
                 continue;
@@ -135,7 +173,7 @@ impl Pattern {
                 can_traverse = false;
                 while let Some((e, rest)) = path.split_first() {
                     path = rest;
-                    match go_match(pattern, e) {
+                    match part.matches(e) {
                         Err(BadPattern) => return false,
                         Ok(true) => {
                             matched = true;
@@ -146,7 +184,7 @@ impl Pattern {
                     }
                 }
             } else {
-                match go_match(pattern, path[0]) {
+                match part.matches(path[0]) {
                     Ok(true) => {}
                     _ => return false,
                 }
@@ -236,9 +274,28 @@ impl Matcher {
     /// the checkout, is left out of the artifact (`matcher.Match`: the last pattern that
     /// matches decides).
     pub fn hides(&self, path: &str, is_dir: bool) -> bool {
-        let parts: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+        // Every file of a large repository is judged: its segments go on the stack.
+        let mut stack = [""; 16];
+        let mut n = 0;
+        let mut heap = Vec::new();
+        for part in path.split('/').filter(|s| !s.is_empty()) {
+            if n < stack.len() {
+                stack[n] = part;
+            } else {
+                if heap.is_empty() {
+                    heap.extend_from_slice(&stack);
+                }
+                heap.push(part);
+            }
+            n += 1;
+        }
+        let parts = if heap.is_empty() {
+            &stack[..n]
+        } else {
+            &heap[..]
+        };
         for p in self.patterns.iter().rev() {
-            match p.outcome(&parts, is_dir) {
+            match p.outcome(parts, is_dir) {
                 Outcome::NoMatch => {}
                 Outcome::Exclude => return true,
                 Outcome::Include => return false,
@@ -571,6 +628,8 @@ mod tests {
         assert!(hides(&m, "apps/top.yaml") && !hides(&m, "apps/a/top.yaml"));
         assert!(hides(&m, "apps/a/b/deep.yaml") && hides(&m, "apps/deep.yaml"));
         assert!(hides(&m, "apps/x/y/z.yaml") && !hides(&m, "x/y/z.yaml"));
+        let deep = format!("apps/{}deep.yaml", "d/".repeat(30));
+        assert!(hides(&m, &deep) && !hides(&m, &deep.replace("deep.yaml", "flat.yaml")));
     }
 
     /// `ParsePattern` and `ReadPatterns`: trailing blanks are trimmed but an escaped one, a
