@@ -31,6 +31,9 @@ pub struct FileTree {
     files: Arc<BTreeMap<String, Text>>,
     /// The `.sourceignore` files, by the folder they are in ("" for the root).
     ignores: Arc<BTreeMap<String, Text>>,
+    /// Files kustomize cannot read as text (see `fs::decode`), with why. They are files of
+    /// the tree (listed, `is_file`) that `read` does not give: a build that reads one fails.
+    unreadable: Arc<BTreeMap<String, &'static str>>,
     /// The folder read on demand, for a tree `on_disk`.
     disk: Option<Arc<Disk>>,
     /// Files of the folder that this tree does not have (`without_file`).
@@ -155,19 +158,34 @@ fn ignore_dir(path: &str) -> String {
         .map_or(String::new(), |(dir, _)| dir.to_string())
 }
 
-/// `files` split into the tree's files and its `.sourceignore` files.
-type Split = (BTreeMap<String, Text>, BTreeMap<String, Text>);
+/// A file as read: its text, or why kustomize cannot read it as text.
+type Decoded = std::result::Result<Text, &'static str>;
 
-fn split(files: impl IntoIterator<Item = (String, Text)>) -> Split {
-    let (mut kept, mut ignores) = (BTreeMap::new(), BTreeMap::new());
+/// A tree of `files`: its files, `.sourceignore` files and unreadable files.
+fn tree_of(files: impl IntoIterator<Item = (String, Decoded)>, label: String) -> FileTree {
+    let (mut kept, mut ignores, mut unreadable) =
+        (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
     for (path, text) in files {
-        if is_ignore_file(&path) {
-            ignores.insert(ignore_dir(&path), text);
-        } else {
-            kept.insert(path, text);
+        match text {
+            Ok(text) if is_ignore_file(&path) => {
+                ignores.insert(ignore_dir(&path), text);
+            }
+            Ok(text) => {
+                kept.insert(path, text);
+            }
+            Err(why) => {
+                kept.insert(path.clone(), Text::default());
+                unreadable.insert(path, why);
+            }
         }
     }
-    (kept, ignores)
+    FileTree {
+        files: Arc::new(kept),
+        ignores: Arc::new(ignores),
+        unreadable: Arc::new(unreadable),
+        label,
+        ..FileTree::default()
+    }
 }
 
 fn git(root: &Path) -> Command {
@@ -213,17 +231,12 @@ pub fn require_git(root: &Path) -> Result<()> {
 impl FileTree {
     /// A tree of these files (a `.sourceignore` among them is one of its ignore files).
     pub fn from_files<'a>(files: impl IntoIterator<Item = (&'a str, &'a str)>) -> FileTree {
-        let (files, ignores) = split(
+        tree_of(
             files
                 .into_iter()
-                .map(|(p, t)| (p.to_string(), Arc::new(t.to_string()))),
-        );
-        FileTree {
-            files: Arc::new(files),
-            ignores: Arc::new(ignores),
-            label: "test".into(),
-            ..FileTree::default()
-        }
+                .map(|(p, t)| (p.to_string(), Ok(Arc::new(t.to_string())))),
+            "test".into(),
+        )
     }
 
     /// The files of the folder `root` (the working tree of a repository, as `apply` sees
@@ -249,6 +262,9 @@ impl FileTree {
         self.written();
         self.gone.remove(path);
         let text = Arc::new(text.to_string());
+        if self.unreadable.contains_key(path) {
+            Arc::make_mut(&mut self.unreadable).remove(path);
+        }
         if is_ignore_file(path) {
             Arc::make_mut(&mut self.ignores).insert(ignore_dir(path), text);
         } else {
@@ -260,6 +276,9 @@ impl FileTree {
     /// This tree without the file at `path`, as a removal would leave it.
     pub fn without_file(mut self, path: &str) -> FileTree {
         self.written();
+        if self.unreadable.contains_key(path) {
+            Arc::make_mut(&mut self.unreadable).remove(path);
+        }
         if is_ignore_file(path) {
             Arc::make_mut(&mut self.ignores).remove(&ignore_dir(path));
         } else {
@@ -326,24 +345,27 @@ impl FileTree {
         missing.sort_unstable();
         missing.dedup();
         let contents = cat_blobs(root, &missing)?;
-        // A blob that is not text as kustomize reads it is left out of the tree.
+        // A blob that is not text as kustomize reads it is unreadable in this tree (and read
+        // again by the next, which is rare).
+        let mut bad = HashMap::new();
         for (oid, bytes) in missing.into_iter().zip(contents) {
-            if let Ok(text) = crate::fs::decode(bytes) {
-                blobs_read.insert(oid, Arc::new(text));
+            match crate::fs::decode(bytes) {
+                Ok(text) => {
+                    blobs_read.insert(oid, Arc::new(text));
+                }
+                Err(why) => {
+                    bad.insert(oid, why);
+                }
             }
         }
-        let (files, ignores) = split(
-            paths
-                .into_iter()
-                .zip(blobs)
-                .filter_map(|(p, oid)| Some((p, blobs_read.get(&oid)?.clone()))),
-        );
-        Ok(FileTree {
-            files: Arc::new(files),
-            ignores: Arc::new(ignores),
-            label: oid.chars().take(12).collect(),
-            ..FileTree::default()
-        })
+        let files = paths.into_iter().zip(blobs).filter_map(|(p, oid)| {
+            let read = match blobs_read.get(&oid) {
+                Some(text) => Ok(text.clone()),
+                None => Err(*bad.get(&oid)?),
+            };
+            Some((p, read))
+        });
+        Ok(tree_of(files, oid.chars().take(12).collect()))
     }
 
     /// The working tree under `root`: the files git tracks or would track, as they are on
@@ -366,7 +388,7 @@ impl FileTree {
             .filter(|p| !p.is_empty() && listed(p))
             .collect();
         // Read on every core: at 100,000 services this is 260,000 files.
-        let texts = crate::par::map(&paths, |path| -> Result<Option<Text>> {
+        let texts = crate::par::map(&paths, |path| -> Result<Option<Decoded>> {
             let full = root.join(path);
             // Links are not followed (git records a link, not what it points at), and
             // only regular files are read: a FIFO would block the read forever.
@@ -377,7 +399,7 @@ impl FileTree {
                 return Ok(None);
             }
             let bytes = crate::fs::read_regular(&full, path)?;
-            Ok(bytes.and_then(|b| crate::fs::decode(b).ok()).map(Arc::new))
+            Ok(bytes.map(|b| crate::fs::decode(b).map(Arc::new)))
         });
         let mut files = Vec::new();
         for (path, text) in paths.into_iter().zip(texts) {
@@ -385,13 +407,7 @@ impl FileTree {
                 files.push((path.to_string(), text));
             }
         }
-        let (files, ignores) = split(files);
-        Ok(FileTree {
-            files: Arc::new(files),
-            ignores: Arc::new(ignores),
-            label: "the working tree".into(),
-            ..FileTree::default()
-        })
+        Ok(tree_of(files, "the working tree".into()))
     }
 
     /// The working tree when `root` is in a git repository; else every file under `root` as
@@ -422,19 +438,13 @@ impl FileTree {
                 } else if ft.is_file() && listed(&path) {
                     // Through the same size and file-type rules as every other read.
                     let bytes = crate::fs::read_regular(&entry.path(), &path)?;
-                    if let Some(text) = bytes.and_then(|b| crate::fs::decode(b).ok()) {
-                        files.push((path, Arc::new(text)));
+                    if let Some(bytes) = bytes {
+                        files.push((path, crate::fs::decode(bytes).map(Arc::new)));
                     }
                 }
             }
         }
-        let (files, ignores) = split(files);
-        Ok(FileTree {
-            files: Arc::new(files),
-            ignores: Arc::new(ignores),
-            label: "the working tree".into(),
-            ..FileTree::default()
-        })
+        Ok(tree_of(files, "the working tree".into()))
     }
 
     /// The artifact Flux builds from this tree: the same files less those source-controller
@@ -509,9 +519,17 @@ impl FileTree {
         }
     }
 
-    /// The text of the file at `path` (shared, not copied).
-    pub fn read(&self, path: &str) -> Option<Text> {
+    /// Why kustomize cannot read the file at `path` as text, when it cannot.
+    pub fn unreadable(&self, path: &str) -> Option<&'static str> {
         if self.hides(path, false) {
+            return None;
+        }
+        self.unreadable.get(path).copied()
+    }
+
+    /// The text of the file at `path` (shared, not copied); `None` for an `unreadable` one.
+    pub fn read(&self, path: &str) -> Option<Text> {
+        if self.hides(path, false) || self.unreadable.contains_key(path) {
             return None;
         }
         if let Some(text) = self.files.get(path) {

@@ -330,8 +330,9 @@ fn go_match(mut pattern: &str, mut name: &str) -> Result<bool, BadPattern> {
             let bytes = name.as_bytes();
             let mut i = 0;
             while i < bytes.len() && bytes[i] != b'/' {
-                // Go skips byte by byte; a skip into the middle of a character cannot match
-                // a chunk that starts at a character, so only character boundaries are tried.
+                // Go skips byte by byte; only character boundaries are tried here (Go's `?`
+                // or class could also match the tail of a character: names are UTF-8, and
+                // such patterns are not written).
                 if name.is_char_boundary(i + 1) {
                     let (t, ok, err) = match_chunk(chunk, &name[i + 1..]);
                     if ok {

@@ -214,4 +214,19 @@ fn files_in_the_encodings_kustomize_reads_are_built() {
             ]
         )
     );
+    // Broken UTF-16 fails the build that reads it, as kustomize fails ("yaml: incomplete
+    // UTF-16 character"), even through Flux's generated kustomization: nothing of it is
+    // deleted, though web/app.yaml leaves the build.
+    let mut broken = utf16(&cm("broken"), false);
+    broken.push(b'x');
+    write("web/broken.yaml", &broken);
+    repo.git(&["rm", "-q", "web/app.yaml"]);
+    let (_, doc) = cutover(&repo);
+    assert!(!deleted(&doc).contains(&"Deployment/web/web".to_string()));
+    assert!(
+        warnings(&doc)
+            .contains("web/broken.yaml: cannot be read as text: incomplete UTF-16 character"),
+        "{}",
+        warnings(&doc)
+    );
 }
