@@ -42,10 +42,13 @@ pub struct FileTree {
     hidden: Option<Arc<View>>,
     /// The artifact views made of this tree, by `spec.ignore`: each environment's builds of
     /// a revision ask for one, and its files are judged once.
-    views: Arc<Mutex<Vec<(Option<String>, Arc<View>)>>>,
+    views: Arc<Mutex<Views>>,
     /// What the tree is, for messages: a short commit id or "the working tree".
     pub label: String,
 }
+
+/// A tree's artifact views, by the `spec.ignore` they were made with.
+type Views = Vec<(Option<String>, Arc<View>)>;
 
 /// What an artifact view leaves out.
 #[derive(Debug)]

@@ -230,7 +230,7 @@ pub fn decode(bytes: Vec<u8>) -> std::result::Result<String, &'static str> {
         }
     };
     let body = &bytes[2..];
-    if body.len() % 2 != 0 {
+    if !body.len().is_multiple_of(2) {
         return Err("incomplete UTF-16 character");
     }
     let unit = |p: &[u8]| {
