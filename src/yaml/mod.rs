@@ -306,10 +306,34 @@ pub fn parse_all(path: &str, text: &Text) -> Result<Vec<Value>, SourceError> {
     Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
 }
 
-/// The documents of a strategic-merge patch as kustomize reads them (kyaml, as a manifest:
-/// `manifest_options`), `null` documents included.
+/// The documents of a patch as kustomize reads them, `null` documents included: a
+/// strategic-merge patch as a manifest (kyaml, `manifest_options`), a JSON 6902 patch (a
+/// list of operations) through sigs.k8s.io/yaml, with YAML 1.1's booleans (`kubectl
+/// kustomize` on `{op: add, path: /metadata/namespace, value: no}` sets `namespace: false`).
 pub fn patch_documents(text: &str) -> Result<Vec<Value>, serde_saphyr::Error> {
-    serde_saphyr::from_multiple_with_options(text, manifest_options())
+    let docs: Vec<Value> = serde_saphyr::from_multiple_with_options(text, manifest_options())?;
+    if !docs.iter().any(Value::is_array) {
+        return Ok(docs);
+    }
+    let loose: Vec<Value> = serde_saphyr::from_multiple_with_options(text, yaml_1_1_options())?;
+    Ok(docs
+        .into_iter()
+        .zip(loose.iter().chain(std::iter::repeat(&Value::Null)))
+        .map(|(doc, loose)| {
+            if doc.is_array() {
+                yaml_1_1(doc, loose)
+            } else {
+                doc
+            }
+        })
+        .collect())
+}
+
+/// serde-saphyr's YAML 1.1 reading: every 1.1 boolean spelling, whatever its case.
+fn yaml_1_1_options() -> serde_saphyr::Options {
+    let mut o = serde_saphyr::Options::default();
+    o.legacy_octal_numbers = true;
+    o
 }
 
 /// go-yaml v2's booleans (`resolve.go`), the YAML 1.1 words in exactly these spellings.
@@ -352,10 +376,8 @@ pub fn parse_kustomization(path: &str, text: &Text) -> Result<Value, SourceError
     // there the text decides, through go-yaml v2's list.
     let strict: Value = serde_saphyr::from_str_with_options(text, manifest_options())
         .map_err(|e| located(path, text, e))?;
-    let mut loose = serde_saphyr::Options::default();
-    loose.legacy_octal_numbers = true;
-    let loose: Value =
-        serde_saphyr::from_str_with_options(text, loose).map_err(|e| located(path, text, e))?;
+    let loose: Value = serde_saphyr::from_str_with_options(text, yaml_1_1_options())
+        .map_err(|e| located(path, text, e))?;
     Ok(yaml_1_1(strict, &loose))
 }
 
@@ -642,6 +664,17 @@ mod tests {
             parse_kustomization("k.yaml", &Text::new(String::new())).unwrap(),
             Value::Null
         );
+    }
+
+    /// `kubectl kustomize` (v5.5): a strategic-merge patch's `namespace: no` is the string
+    /// `no` (it targets `ConfigMap/no/a`), a JSON 6902 operation's `value: no` is `false`.
+    #[test]
+    fn reads_patches_as_kustomize_does() {
+        let smp = patch_documents("kind: ConfigMap\nmetadata: {name: a, namespace: no}\n").unwrap();
+        assert_eq!(smp[0]["metadata"]["namespace"], "no");
+        let ops = patch_documents("- {op: add, path: /metadata/namespace, value: no}\n- {op: add, path: /data, value: {a: on, b: yEs}}\n").unwrap();
+        assert_eq!(ops[0][0]["value"], false);
+        assert_eq!(ops[0][1]["value"], json!({"a": true, "b": "yEs"}));
     }
 
     #[test]
