@@ -310,7 +310,7 @@ fn unreachable_owner(env_path: &str) -> Owner {
 /// Builds environment `env` (entry `env_path`) of `tree`.
 pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
     let root = root_of(tree, env_path);
-    let artifact = super::artifact::of(tree, &root.file, root.source());
+    let artifact = super::source::artifact(tree, &root.file, root.source());
     let mut builder = Builder::new(&artifact);
     let mut inv = Inventory {
         env: env.to_string(),
@@ -424,7 +424,7 @@ pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, Bu
         Map::new()
     };
     let vars = substitutions(&root.object);
-    let artifact = super::artifact::of(tree, &root.file, root.source());
+    let artifact = super::source::artifact(tree, &root.file, root.source());
     let mut builder = Builder::owners_only(&artifact);
     let mut owners: Vec<Owner> = Vec::new();
     let mut seen = std::collections::BTreeSet::new();

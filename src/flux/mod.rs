@@ -1,12 +1,12 @@
 //! The Flux model: Flux Kustomizations as fluxwave reads them (`Kustomization`), what
 //! fluxwave emits (`emit`), an environment built as Flux builds it with the inventory of
 //! which Kustomization applies each object (`inventory`) from the artifact Flux builds
-//! (`artifact`), and SOPS decryption patches (`decryption`).
+//! (`source`), and SOPS decryption patches (`decryption`).
 
-pub mod artifact;
 pub mod decryption;
 pub mod emit;
 pub mod inventory;
+pub mod source;
 
 use std::collections::BTreeMap;
 

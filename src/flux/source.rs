@@ -13,7 +13,7 @@ const SOURCE_GROUP: &str = "source.toolkit.fluxcd.io";
 
 /// The artifact of `tree` that a root Kustomization written in `file` (empty for an assumed
 /// root) builds from its source `(kind, namespace, name)`.
-pub fn of(tree: &FileTree, file: &str, source: (String, String, String)) -> FileTree {
+pub fn artifact(tree: &FileTree, file: &str, source: (String, String, String)) -> FileTree {
     tree.artifact(spec_ignore(tree, file, &source).as_deref())
 }
 
@@ -56,15 +56,15 @@ mod tests {
     fn the_root_sources_spec_ignore_hides_files() {
         let sync = "clusters/dev/flux-system/gotk-sync.yaml";
         let tree = FileTree::from_files([(sync, SYNC), ("apps/a.yaml", "a: 1\n")]);
-        let view = of(&tree, sync, source("flux-system"));
+        let view = artifact(&tree, sync, source("flux-system"));
         assert!(view.read("apps/a.yaml").is_none() && view.read(sync).is_some());
         assert!(
             tree.read("apps/a.yaml").is_some(),
             "the tree itself keeps every file"
         );
-        let other = of(&tree, sync, source("other"));
+        let other = artifact(&tree, sync, source("other"));
         assert!(other.read("apps/a.yaml").is_some());
-        let assumed = of(&tree, "", source("flux-system"));
+        let assumed = artifact(&tree, "", source("flux-system"));
         assert!(assumed.read("apps/a.yaml").is_some());
     }
 }
