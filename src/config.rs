@@ -20,6 +20,9 @@ pub struct Config {
     pub apps: String,
     pub base: String,
     pub environments: Vec<Environment>,
+    /// Whether fluxwave.yaml lists `clusters.environments` (else they are discovered; see
+    /// `flux::discover`).
+    pub environments_configured: bool,
     pub waves: Waves,
     pub units: Vec<Unit>,
     pub check: CheckSettings,
@@ -48,6 +51,19 @@ pub struct Waves {
 pub struct CheckSettings {
     /// Secrets that may be committed in plain text: (namespace, or any when `None`; name).
     pub allow_plaintext_secrets: Vec<(Option<String>, String)>,
+    /// Findings silenced on purpose, in the order written.
+    pub ignore: Vec<Ignore>,
+}
+
+/// An entry of `check.ignore`: findings of `code` (checked against the registry by `check`,
+/// which knows the codes), under `path` when one is given.
+#[derive(Debug, Clone)]
+pub struct Ignore {
+    pub code: String,
+    /// A path or glob relative to the repository root, normalised; `None` is everywhere.
+    pub path: Option<String>,
+    /// Where the entry's code is written in fluxwave.yaml.
+    pub code_span: (usize, usize),
 }
 
 impl CheckSettings {
@@ -103,6 +119,26 @@ struct RawCheck {
     /// Secrets that may be committed without SOPS encryption (`plaintext-secret` lets them
     /// through): each by name, and by namespace when one is given.
     allow_plaintext_secrets: Option<Vec<RawAllowedSecret>>,
+    /// Findings to silence on purpose: each by its code, under a path (or glob) when one is
+    /// given. An entry that silences nothing is reported (`unused-ignore`). A finding may also
+    /// be silenced in a YAML file by a comment `# fluxwave:ignore <code>` on its line or the
+    /// line above.
+    ignore: Option<Vec<RawIgnore>>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "Ignore")]
+struct RawIgnore {
+    /// The finding code, as printed (`missing-timeout`); `fluxwave check --explain CODE`
+    /// describes it.
+    #[schemars(with = "String")]
+    code: Spanned<String>,
+    /// Where: a path relative to the repository root (a folder covers everything under it),
+    /// or a glob (`*` within one path segment, `**` across segments, `?` one character, such
+    /// as `kubernetes/apps/**/ks.yaml`). Everywhere when left out.
+    #[schemars(with = "Option<String>")]
+    path: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -202,6 +238,7 @@ impl Default for Config {
                 name: "dev".into(),
                 path: "clusters/dev".into(),
             }],
+            environments_configured: false,
             waves: Waves {
                 name_prefix: "apps-wave-".into(),
                 upstream: vec!["platform-config".into()],
@@ -269,6 +306,7 @@ impl Parse<'_> {
         self.path(clusters.base, &mut config.base);
         if let Some(envs) = clusters.environments {
             config.environments.clear();
+            config.environments_configured = true;
             for env in envs {
                 let mut path = String::new();
                 self.path(Some(env.path), &mut path);
@@ -312,6 +350,35 @@ impl Parse<'_> {
         }
         if let Some(d) = waves.decryption {
             into.decryption = d;
+        }
+    }
+
+    /// The `check.ignore` entries; a path that leaves the repository is an error.
+    fn ignores(&mut self, into: &mut Vec<Ignore>, ignores: Vec<RawIgnore>) {
+        for i in ignores {
+            let path = i.path.and_then(|p| {
+                // `./` and trailing slashes are the repository's own spelling of a path.
+                let clean = p.value.trim_start_matches("./").trim_end_matches('/');
+                if clean.is_empty() || clean == "**" {
+                    return None;
+                }
+                match repo_relative(clean) {
+                    Some(clean) => Some(clean),
+                    None => {
+                        self.err(
+                            &p,
+                            format!("`{}` is not a path inside the repository", p.value),
+                            "give a path or glob relative to the repository root, such as `kubernetes/apps/**/ks.yaml`",
+                        );
+                        None
+                    }
+                }
+            });
+            into.push(Ignore {
+                code_span: yaml::spanned(self.text, &i.code),
+                code: i.code.value,
+                path,
+            });
         }
     }
 
@@ -386,6 +453,7 @@ impl Config {
                 .into_iter()
                 .map(|a| (a.namespace, a.name))
                 .collect();
+            p.ignores(&mut config.check.ignore, check.ignore.unwrap_or_default());
         }
         if p.errors.is_empty() {
             Ok(config)

@@ -54,6 +54,10 @@ pub mod testing {
     }
     pub mod flux {
         pub use crate::flux::Kustomization;
+        pub mod inventory {
+            pub use crate::flux::discover::Environment;
+            pub use crate::flux::inventory::{build, Inventory};
+        }
         pub mod decryption {
             pub use crate::flux::decryption::{gives_decryption, literal_target, patch_entries};
         }

@@ -38,13 +38,18 @@ pub struct FileTree {
     disk: Option<Arc<Disk>>,
     /// Files of the folder that this tree does not have (`without_file`).
     gone: BTreeSet<String>,
+    /// Folders holding files the tree does not keep (a README, templates): they exist, as
+    /// they do in Flux's artifact, though nothing the builder reads is in them.
+    folders: BTreeSet<String>,
+    /// What the tree is, for messages: a short commit id or "the working tree".
+    pub label: String,
+    /// What was asked of a tree made by `recording`: see `Footprint`.
+    log: Option<Arc<Mutex<Footprint>>>,
     /// For an artifact view, what it leaves out.
     hidden: Option<Arc<View>>,
     /// The artifact views made of this tree, by `spec.ignore`: each environment's builds of
     /// a revision ask for one, and its files are judged once.
     views: Arc<Mutex<Views>>,
-    /// What the tree is, for messages: a short commit id or "the working tree".
-    pub label: String,
 }
 
 /// A tree's artifact views, by the `spec.ignore` they were made with.
@@ -57,6 +62,26 @@ struct View {
     /// The tree's files it leaves out, judged once; `None` for a tree on disk (its files are
     /// not listed) or one written to since (`with_file`): then each path is judged when asked.
     files: Option<HashSet<String>>,
+}
+
+/// What a build asked of a tree: the paths it read or looked for, and the folders it listed
+/// or looked into. A change to none of them cannot change what the build yields.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Footprint {
+    pub files: BTreeSet<String>,
+    /// Folders ("" is the root) anything under which counts.
+    pub folders: BTreeSet<String>,
+}
+
+impl Footprint {
+    /// Whether a change to the file at `path` may change what the build yields.
+    pub fn covers(&self, path: &str) -> bool {
+        if self.files.contains(path) || self.folders.contains("") {
+            return true;
+        }
+        path.match_indices('/')
+            .any(|(i, _)| self.folders.contains(&path[..i]))
+    }
 }
 
 /// A folder whose files are read when first asked for, each once (its absence too).
@@ -135,6 +160,17 @@ impl Disk {
 /// Texts already read from git, by blob id (see `FileTree::from_git_sharing`).
 pub type Blobs = foldhash::HashMap<String, Text>;
 
+/// Records the folders that lead to `path`, a file the tree does not keep.
+fn add_folders(folders: &mut BTreeSet<String>, path: &str) {
+    let mut end = path.len();
+    while let Some(slash) = path[..end].rfind('/') {
+        if !folders.insert(path[..slash].to_string()) {
+            break;
+        }
+        end = slash;
+    }
+}
+
 /// Files the builder may read: manifests, kustomizations and patches.
 fn wanted(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
@@ -165,7 +201,11 @@ fn ignore_dir(path: &str) -> String {
 type Decoded = std::result::Result<Text, &'static str>;
 
 /// A tree of `files`: its files, `.sourceignore` files and unreadable files.
-fn tree_of(files: impl IntoIterator<Item = (String, Decoded)>, label: String) -> FileTree {
+fn tree_of(
+    files: impl IntoIterator<Item = (String, Decoded)>,
+    folders: BTreeSet<String>,
+    label: String,
+) -> FileTree {
     let (mut kept, mut ignores, mut unreadable) =
         (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
     for (path, text) in files {
@@ -176,6 +216,8 @@ fn tree_of(files: impl IntoIterator<Item = (String, Decoded)>, label: String) ->
             Ok(text) => {
                 kept.insert(path, text);
             }
+            // source-controller reads the patterns as bytes; one it cannot read is left out.
+            Err(_) if is_ignore_file(&path) => {}
             Err(why) => {
                 kept.insert(path.clone(), Text::default());
                 unreadable.insert(path, why);
@@ -186,6 +228,7 @@ fn tree_of(files: impl IntoIterator<Item = (String, Decoded)>, label: String) ->
         files: Arc::new(kept),
         ignores: Arc::new(ignores),
         unreadable: Arc::new(unreadable),
+        folders,
         label,
         ..FileTree::default()
     }
@@ -238,6 +281,7 @@ impl FileTree {
             files
                 .into_iter()
                 .map(|(p, t)| (p.to_string(), Ok(Arc::new(t.to_string())))),
+            BTreeSet::new(),
             "test".into(),
         )
     }
@@ -261,10 +305,14 @@ impl FileTree {
     }
 
     /// This tree with the file at `path` holding `text`, as a write would leave it.
-    pub fn with_file(mut self, path: &str, text: &str) -> FileTree {
+    pub fn with_file(self, path: &str, text: &str) -> FileTree {
+        self.with_text(path, Arc::new(text.to_string()))
+    }
+
+    /// This tree with the file at `path` holding `text` (shared, not copied).
+    pub fn with_text(mut self, path: &str, text: Text) -> FileTree {
         self.written();
         self.gone.remove(path);
-        let text = Arc::new(text.to_string());
         if self.unreadable.contains_key(path) {
             Arc::make_mut(&mut self.unreadable).remove(path);
         }
@@ -321,6 +369,7 @@ impl FileTree {
         let listing = run_git(root, &["ls-tree", "-r", "-z", "--end-of-options", &oid])?;
         let mut paths = Vec::new();
         let mut blobs = Vec::new();
+        let mut folders = BTreeSet::new();
         for entry in listing.split(|b| *b == 0).filter(|e| !e.is_empty()) {
             let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
                 continue;
@@ -332,6 +381,9 @@ impl FileTree {
             let mut parts = head.split(' ');
             let (mode, kind, hash) = (parts.next(), parts.next(), parts.next());
             // Links (120000) and submodules are not followed, as Flux does not.
+            if kind == Some("blob") && mode != Some("120000") && !wanted(path) {
+                add_folders(&mut folders, path);
+            }
             if kind != Some("blob") || mode == Some("120000") || !listed(path) {
                 continue;
             }
@@ -368,7 +420,7 @@ impl FileTree {
             };
             Some((p, read))
         });
-        Ok(tree_of(files, oid.chars().take(12).collect()))
+        Ok(tree_of(files, folders, oid.chars().take(12).collect()))
     }
 
     /// The working tree under `root`: the files git tracks or would track, as they are on
@@ -385,10 +437,16 @@ impl FileTree {
                 "--exclude-standard",
             ],
         )?;
+        let mut folders = BTreeSet::new();
         let paths: Vec<&str> = listing
             .split(|b| *b == 0)
             .filter_map(|p| std::str::from_utf8(p).ok())
-            .filter(|p| !p.is_empty() && listed(p))
+            .filter(|p| {
+                if !p.is_empty() && !wanted(p) {
+                    add_folders(&mut folders, p);
+                }
+                !p.is_empty() && listed(p)
+            })
             .collect();
         // Read on every core: at 100,000 services this is 260,000 files.
         let texts = crate::par::map(&paths, |path| -> Result<Option<Decoded>> {
@@ -410,7 +468,7 @@ impl FileTree {
                 files.push((path.to_string(), text));
             }
         }
-        Ok(tree_of(files, "the working tree".into()))
+        Ok(tree_of(files, folders, "the working tree".into()))
     }
 
     /// The working tree when `root` is in a git repository; else every file under `root` as
@@ -421,6 +479,7 @@ impl FileTree {
             return FileTree::from_worktree(root);
         }
         let mut files = Vec::new();
+        let mut folders = BTreeSet::new();
         let mut stack = vec![String::new()];
         while let Some(rel) = stack.pop() {
             let dir = root.join(&rel);
@@ -438,7 +497,12 @@ impl FileTree {
                 let Ok(ft) = entry.file_type() else { continue };
                 if ft.is_dir() && name != ".git" {
                     stack.push(path);
-                } else if ft.is_file() && listed(&path) {
+                } else if ft.is_file() && !listed(&path) {
+                    add_folders(&mut folders, &path);
+                } else if ft.is_file() {
+                    if !wanted(&path) {
+                        add_folders(&mut folders, &path);
+                    }
                     // Through the same size and file-type rules as every other read.
                     let bytes = crate::fs::read_regular(&entry.path(), &path)?;
                     if let Some(bytes) = bytes {
@@ -447,7 +511,7 @@ impl FileTree {
                 }
             }
         }
-        Ok(tree_of(files, "the working tree".into()))
+        Ok(tree_of(files, folders, "the working tree".into()))
     }
 
     /// The artifact Flux builds from this tree: the same files less those source-controller
@@ -532,6 +596,7 @@ impl FileTree {
 
     /// The text of the file at `path` (shared, not copied); `None` for an `unreadable` one.
     pub fn read(&self, path: &str) -> Option<Text> {
+        self.note(|f| f.files.insert(path.to_string()));
         if self.hides(path, false) || self.unreadable.contains_key(path) {
             return None;
         }
@@ -545,23 +610,110 @@ impl FileTree {
     }
 
     pub fn is_file(&self, path: &str) -> bool {
+        self.note(|f| f.files.insert(path.to_string()));
         if self.hides(path, false) {
             return false;
         }
         self.files.contains_key(path) || (self.disk.is_some() && self.read(path).is_some())
     }
 
-    /// Whether some file lies under `dir` ("" is the root); for a tree `on_disk`, whether
-    /// it is a folder of the disk. In an artifact view a folder the patterns leave out is
-    /// still there when a file under it is not (fluxcd/pkg `tar.Untar` makes a file's
-    /// folders), and a folder they keep stays when every file under it is left out
-    /// (`storage.Archive` archives every folder the filter keeps).
+    /// Whether some file lies under `dir` ("" is the root), or a file the tree does not
+    /// keep; for a tree `on_disk`, whether it is a folder of the disk. In an artifact view a
+    /// folder the patterns leave out is still there when a file under it is not (fluxcd/pkg
+    /// `tar.Untar` makes a file's folders), and a folder they keep stays when every file
+    /// under it is left out (`storage.Archive` archives every folder the filter keeps).
     pub fn is_dir(&self, dir: &str) -> bool {
+        self.note(|f| f.folders.insert(dir.to_string()));
         dir.is_empty()
             || !self.hides(dir, true)
-                && (self.under(dir).next().is_some()
+                && (self.folders.contains(dir)
+                    || self.under(dir).next().is_some()
                     || self.disk.as_ref().is_some_and(|d| d.is_dir(dir)))
             || self.hidden.is_some() && self.files_under(dir).next().is_some()
+    }
+
+    /// This tree, recording what is asked of it until `take_footprint`.
+    pub fn recording(&self) -> FileTree {
+        FileTree {
+            log: Some(Arc::default()),
+            ..self.clone()
+        }
+    }
+
+    /// What was asked of a `recording` tree since the last call (empty for any other tree).
+    pub fn take_footprint(&self) -> Footprint {
+        self.log.as_ref().map_or_else(Footprint::default, |log| {
+            std::mem::take(
+                &mut *log
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+            )
+        })
+    }
+
+    fn note(&self, f: impl FnOnce(&mut Footprint) -> bool) {
+        if let Some(log) = &self.log {
+            f(&mut log
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner));
+        }
+    }
+
+    /// The paths whose files differ between this tree and `other` (added, removed or
+    /// changed), in path order.
+    pub fn changed_paths(&self, other: &FileTree) -> Vec<String> {
+        let mut changed = Vec::new();
+        let (mut a, mut b) = (self.files.iter().peekable(), other.files.iter().peekable());
+        loop {
+            match (a.peek(), b.peek()) {
+                (Some((pa, ta)), Some((pb, tb))) => match pa.cmp(pb) {
+                    std::cmp::Ordering::Less => {
+                        changed.push((*pa).clone());
+                        a.next();
+                    }
+                    std::cmp::Ordering::Greater => {
+                        changed.push((*pb).clone());
+                        b.next();
+                    }
+                    std::cmp::Ordering::Equal => {
+                        if !Arc::ptr_eq(ta, tb) && ta != tb {
+                            changed.push((*pa).clone());
+                        }
+                        a.next();
+                        b.next();
+                    }
+                },
+                (Some((p, _)), None) => {
+                    changed.push((*p).clone());
+                    a.next();
+                }
+                (None, Some((p, _))) => {
+                    changed.push((*p).clone());
+                    b.next();
+                }
+                (None, None) => break,
+            }
+        }
+        // A folder holding only files the tree does not keep (see `folders`) is there or not
+        // by them: it counts as changed under it.
+        changed.extend(
+            self.folders
+                .symmetric_difference(&other.folders)
+                .map(|f| format!("{f}/")),
+        );
+        // A `.sourceignore` that changes may change what the artifact holds under its folder.
+        let dirs: BTreeSet<&String> = self.ignores.keys().chain(other.ignores.keys()).collect();
+        for dir in dirs {
+            if self.ignores.get(dir) != other.ignores.get(dir) {
+                if !dir.is_empty() {
+                    changed.push(format!("{dir}/"));
+                }
+                changed.extend(self.under(dir).chain(other.under(dir)).map(str::to_string));
+            }
+        }
+        changed.sort();
+        changed.dedup();
+        changed
     }
 
     /// Every file of the tree with its text, in path order.
@@ -579,6 +731,7 @@ impl FileTree {
 
     /// Every file under `dir`, recursively, in path order.
     pub fn files_under<'a>(&'a self, dir: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.note(|f| f.folders.insert(dir.to_string()));
         self.under(dir).filter(|p| !self.hides(p, false))
     }
 
@@ -669,6 +822,29 @@ mod tests {
         assert!(t.is_dir("apps/x") && !t.is_dir("apps/y"));
     }
 
+    /// A folder of only a README exists (Flux builds it, empty), and its coming or going
+    /// is a change under it.
+    #[test]
+    fn a_folder_of_files_the_tree_does_not_keep_exists() {
+        let dir = std::env::temp_dir().join(format!("fluxwave-folders-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("apps/retired/docs")).unwrap();
+        std::fs::write(dir.join("apps/retired/docs/README.md"), "# gone\n").unwrap();
+        std::fs::write(dir.join("apps/a.yaml"), "a: 1\n").unwrap();
+        let with = FileTree::from_worktree_or_dir(&dir).unwrap();
+        assert!(with.is_dir("apps/retired") && with.is_dir("apps/retired/docs"));
+        assert!(!with.is_file("apps/retired/docs/README.md") && !with.is_dir("apps/other"));
+        std::fs::remove_dir_all(dir.join("apps/retired")).unwrap();
+        let without = FileTree::from_worktree_or_dir(&dir).unwrap();
+        assert!(!without.is_dir("apps/retired"));
+        // Every folder the README was under: what looked into any of them may differ.
+        assert_eq!(
+            with.changed_paths(&without),
+            ["apps/", "apps/retired/", "apps/retired/docs/"]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// A folder outside git is read through the same rules as a working tree: a file over
     /// the size bound is refused by name, not read into memory.
     #[test]
@@ -751,6 +927,15 @@ mod tests {
         // A tree written to makes its views again.
         let t = t.with_file("apps/.sourceignore", "b.yaml\n");
         assert!(t.artifact(Some("tmp/x/\n")).is_file("apps/a.yaml"));
+    }
+
+    /// A `.sourceignore` that changes is a change to every file under its folder.
+    #[test]
+    fn a_changed_sourceignore_changes_the_files_below_it() {
+        let a = FileTree::from_files([("apps/a.yaml", ""), ("b.yaml", "")]);
+        let b = a.clone().with_file("apps/.sourceignore", "a.yaml\n");
+        assert_eq!(a.changed_paths(&b), ["apps/", "apps/a.yaml"]);
+        assert!(b.changed_paths(&b.clone()).is_empty());
     }
 
     /// A tree on disk finds its `.sourceignore` files by a walk, under what was written.

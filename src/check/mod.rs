@@ -7,6 +7,7 @@
 
 mod decryption;
 mod dependency;
+mod ignore;
 mod images;
 pub mod locate;
 mod ownership;
@@ -24,6 +25,7 @@ use std::path::Path;
 use crate::config::Config;
 pub use crate::diag::{Code, Finding, Place, Severity};
 use crate::error::Result;
+use crate::flux::discover;
 use crate::flux::inventory::{self, Inventory, Owner};
 use crate::kustomize::object::Facts;
 use crate::kustomize::object::ObjectId;
@@ -50,10 +52,15 @@ pub struct Built<'a> {
 
 impl FluxView {
     /// The Flux view of a tree already read.
-    pub fn with_tree(tree: FileTree, config: Config) -> Result<FluxView> {
-        let envs = inventory::environments(&tree)?
-            .into_iter()
-            .map(|(name, path)| inventory::build(&tree, &name, &path))
+    /// The Flux view of a tree already read; `overrides` are `--env NAME=PATH`.
+    pub fn with_tree(
+        tree: FileTree,
+        config: Config,
+        overrides: &[(String, String)],
+    ) -> Result<FluxView> {
+        let envs = discover::environments(&[&tree], Some(&config), overrides)
+            .iter()
+            .map(|env| inventory::build(&tree, env))
             .collect();
         Ok(FluxView { tree, config, envs })
     }
@@ -74,9 +81,11 @@ impl FluxView {
         }
         for o in inv.owners.values() {
             let Some(parent) = &o.parent else { continue };
-            let substitutes = inv.owners.get(parent).is_some_and(Owner::substitutes);
+            // What it needs as written: its object is the substituted one.
+            let mut facts = Facts::of(&o.object, None, false);
+            facts.variables.clone_from(&o.variables);
             builds.entry(parent).or_default().push(Built {
-                facts: Cow::Owned(Facts::of(&o.object, None, substitutes)),
+                facts: Cow::Owned(facts),
                 file: &o.file,
                 index: o.index,
             });
@@ -111,8 +120,33 @@ pub fn flux_name(id: &ObjectId) -> String {
     format!("{}/{}", id.namespace, id.name)
 }
 
-/// Every lint over the repository at `root`. `Err` only for unreadable input.
-pub fn run(root: &Path) -> Result<Vec<Finding>> {
+/// An environment `check` built: its name, its folder and how many Flux Kustomizations its
+/// build has (the root one included).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct BuiltEnvironment {
+    pub name: String,
+    pub path: String,
+    pub kustomizations: usize,
+}
+
+/// What `check` found, and what it built to find it.
+pub struct Report {
+    pub findings: Vec<Finding>,
+    pub environments: Vec<BuiltEnvironment>,
+}
+
+impl Report {
+    /// Flux Kustomizations of every environment's build.
+    pub fn kustomizations(&self) -> usize {
+        self.environments.iter().map(|e| e.kustomizations).sum()
+    }
+}
+
+/// Every lint over the repository at `root`, whose environments `overrides` names when it
+/// is not empty (`--env NAME=PATH`), with the cutover analysis from `base` when one is
+/// given, less the findings `check.ignore` and `fluxwave:ignore` comments silence. `Err`
+/// only for unreadable input.
+pub fn run(root: &Path, base: Option<&str>, overrides: &[(String, String)]) -> Result<Report> {
     let config = Config::load(root)?;
     // A fluxwave.yaml that only configures `check` does not make a repository catalog-managed.
     let managed = root.join(&config.catalog).is_dir() || !config.units.is_empty();
@@ -123,13 +157,23 @@ pub fn run(root: &Path) -> Result<Vec<Finding>> {
     } else {
         Default::default()
     };
-    let flux = FluxView::with_tree(tree, config)?;
+    let flux = FluxView::with_tree(tree, config, overrides)?;
+    if flux.envs.is_empty() {
+        // Nothing built is nothing checked: a green run would say nothing.
+        let configured = flux.config.text.is_some();
+        findings.push(Finding::new(
+            Code::NoEnvironment,
+            if configured { crate::config::FILE } else { "." },
+            format!("found no Flux environment to build, so nothing was checked (looked for {})", discover::WHERE_LOOKED),
+            "name the folder each cluster's root Flux Kustomization builds in fluxwave.yaml (`clusters: {environments: [{name: main, path: kubernetes/flux/cluster}]}`), or pass `--env main=kubernetes/flux/cluster`",
+        ));
+    }
     findings.extend(decryption::sops_without_decryption(&flux, &decrypted));
     findings.extend(plaintext::plaintext_secret(&flux));
     findings.extend(substitution::variables(&flux));
     findings.extend(dependency::unknown_dependency(&flux));
     findings.extend(dependency::dependency_cycle(&flux));
-    findings.extend(path::missing_path(&flux));
+    findings.extend(path::missing_path(&flux, root));
     findings.extend(source::unknown_source(&flux));
     findings.extend(timeout::missing_timeout(&flux, managed));
     findings.extend(ownership::double_owner(&flux));
@@ -147,7 +191,23 @@ pub fn run(root: &Path) -> Result<Vec<Finding>> {
         ))
     });
     findings.dedup_by(|a, b| a.path == b.path && a.code == b.code && a.message == b.message);
-    Ok(findings)
+    if let Some(base) = base {
+        findings.extend(cutover(root, base, overrides)?);
+    }
+    let findings = ignore::apply(&flux.tree, &flux.config, findings)?;
+    let environments = flux
+        .envs
+        .iter()
+        .map(|inv| BuiltEnvironment {
+            name: inv.env.clone(),
+            path: inv.env_path.clone(),
+            kustomizations: inv.owners.len(),
+        })
+        .collect();
+    Ok(Report {
+        findings,
+        environments,
+    })
 }
 
 /// The lints of a catalog-managed repository: plan problems and drift from `apply`; with
@@ -213,8 +273,8 @@ fn drift_finding(c: &changes::Change) -> Finding {
 
 /// What Flux would delete going from `base` to the working tree, as findings: a CI job
 /// that runs `check --base origin/main` blocks a merge that would delete a database.
-pub fn cutover(root: &Path, base: &str) -> Result<Vec<Finding>> {
-    let report = crate::cutover::analyse(root, base, None)?;
+pub fn cutover(root: &Path, base: &str, overrides: &[(String, String)]) -> Result<Vec<Finding>> {
+    let report = crate::cutover::analyse(root, base, None, overrides)?;
     let mut findings: Vec<Finding> = report
         .deletions
         .iter()
@@ -234,6 +294,23 @@ pub fn cutover(root: &Path, base: &str) -> Result<Vec<Finding>> {
             )
         })
         .collect();
+    findings.extend(report.incomplete.iter().map(|i| {
+        Finding::new(
+            Code::CutoverIncomplete,
+            i.file.clone(),
+            format!(
+                "{} ({}): the change touches what fluxwave cannot see; Flux may delete more: {}",
+                if i.kustomization.is_empty() {
+                    "the environment".to_string()
+                } else {
+                    format!("Kustomization {}", i.kustomization)
+                },
+                i.environment,
+                i.why.join("; ")
+            ),
+            format!("check what it applies by hand (`flux diff kustomization` against a cluster), then run `fluxwave cutover --from {base}` again"),
+        )
+    }));
     findings.extend(report.warnings.iter().map(|w| {
         Finding::new(
             Code::CutoverUnmodelled,

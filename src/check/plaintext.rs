@@ -3,12 +3,21 @@
 //! git keeps it for ever. Every YAML file of the working tree is read, built or not. A finding
 //! names the Secret and how many keys it holds, never a value; `check.allowPlaintextSecrets`
 //! in fluxwave.yaml lets a Secret through on purpose.
+//!
+//! A value that only points at a secret kept elsewhere is no secret: a 1Password reference
+//! (`op://vault/item/[section/]field`, what `op inject` and the 1Password operator resolve), a
+//! vals expression (`ref+<scheme>://...`), a bank-vaults webhook reference (`vault:path#key`),
+//! an argocd-vault-plugin placeholder (`<path:path#key>`), SOPS ciphertext (`ENC[...]`), a
+//! value holding a template expression (`{{ ... }}` for Go, Helm or `op inject`, `${...}` for
+//! Flux's postBuild substitution), or an empty value. `data` values are base64, decoded first.
+//! A Secret is plain text when one of its values is none of these.
 
 use serde_json::Value;
 
 use super::{locate, Finding, FluxView};
 use crate::diag::Code;
 use crate::kustomize::object::is_sops;
+use crate::plural::count;
 
 pub const CODE: Code = Code::PlaintextSecret;
 
@@ -29,12 +38,19 @@ pub fn plaintext_secret(flux: &FluxView) -> Vec<Finding> {
             {
                 continue;
             }
-            let keys: usize = ["data", "stringData"]
-                .iter()
-                .filter_map(|k| doc.get(*k).and_then(Value::as_object))
-                .map(|m| m.len())
-                .sum();
-            if keys == 0 {
+            let (mut keys, mut values) = (0, 0);
+            for (field, base64) in [("data", true), ("stringData", false)] {
+                for v in doc
+                    .get(field)
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flat_map(|m| m.values())
+                {
+                    keys += 1;
+                    values += usize::from(holds_value(v, base64));
+                }
+            }
+            if values == 0 {
                 continue;
             }
             let meta = |k: &str| {
@@ -57,8 +73,15 @@ pub fn plaintext_secret(flux: &FluxView) -> Vec<Finding> {
                     CODE,
                     file,
                     format!(
-                        "Secret `{shown}` is committed in plain text ({keys} key{} in data/stringData, no SOPS metadata)",
-                        if keys == 1 { "" } else { "s" }
+                        "Secret `{shown}` is committed in plain text ({}, no SOPS metadata)",
+                        if values == keys {
+                            format!("{} in data/stringData", count(keys, "key"))
+                        } else {
+                            format!(
+                                "{values} of {keys} keys in data/stringData {} a value, the rest references or templates",
+                                if values == 1 { "holds" } else { "hold" }
+                            )
+                        }
                     ),
                     "encrypt it with `sops --encrypt --in-place` (and rotate what was committed); or, if it holds nothing secret, list it under check.allowPlaintextSecrets in fluxwave.yaml",
                 )
@@ -67,4 +90,175 @@ pub fn plaintext_secret(flux: &FluxView) -> Vec<Finding> {
         }
     }
     findings
+}
+
+/// Whether a Secret value holds something secret: not empty, and neither a reference to a
+/// secret kept elsewhere nor a template (see the module's documentation). A `data` value
+/// that is not base64, or whose bytes are not text, holds a value.
+fn holds_value(v: &Value, base64: bool) -> bool {
+    let text = match v {
+        Value::Null => return false,
+        Value::String(s) => s,
+        _ => return true,
+    };
+    if !base64 {
+        return !is_reference(text);
+    }
+    match decode_base64(text).map(String::from_utf8) {
+        Some(Ok(decoded)) => !is_reference(&decoded),
+        _ => true,
+    }
+}
+
+/// A value that is empty, a reference to a secret kept elsewhere, or a template.
+fn is_reference(value: &str) -> bool {
+    let v = value.trim();
+    if v.is_empty() || is_template(v) {
+        return true;
+    }
+    if v.contains(char::is_whitespace) && !v.starts_with("op://") {
+        // References are one token; 1Password names may hold spaces.
+        return false;
+    }
+    // 1Password: op://<vault>/<item>[/<section>]/<field>, query parameters allowed.
+    if let Some(path) = v.strip_prefix("op://") {
+        let path = path.split('?').next().unwrap_or("");
+        let parts: Vec<&str> = path.split('/').collect();
+        return (3..=4).contains(&parts.len()) && parts.iter().all(|p| !p.trim().is_empty());
+    }
+    // vals: ref+<scheme>://..., the scheme in lower case letters and digits.
+    if let Some(rest) = v.strip_prefix("ref+") {
+        return rest.split_once("://").is_some_and(|(scheme, path)| {
+            !scheme.is_empty()
+                && scheme
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+                && !path.is_empty()
+        });
+    }
+    // bank-vaults' webhook: vault:<path>#<key>[#<version>].
+    if let Some(rest) = v.strip_prefix("vault:") {
+        return rest
+            .split_once('#')
+            .is_some_and(|(path, key)| !path.is_empty() && !key.is_empty());
+    }
+    // argocd-vault-plugin: <path:<path>#<key>[#<version>]>.
+    if let Some(rest) = v.strip_prefix("<path:") {
+        return rest.ends_with('>') && rest.len() > 1;
+    }
+    // SOPS ciphertext of one value.
+    v.starts_with("ENC[") && v.ends_with(']')
+}
+
+/// Whether a value holds a template expression: `{{ ... }}`, or `${...}` with a variable
+/// name (Flux's postBuild substitution; an escaped `$${...}` is one too).
+fn is_template(v: &str) -> bool {
+    if let Some(open) = v.find("{{") {
+        if v[open + 2..].contains("}}") {
+            return true;
+        }
+    }
+    let mut rest = v;
+    while let Some(at) = rest.find("${") {
+        let inner = &rest[at + 2..];
+        if let Some(close) = inner.find('}') {
+            let name = &inner[..close];
+            let name = name
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .next()
+                .unwrap_or("");
+            if !name.is_empty() && !name.starts_with(|c: char| c.is_ascii_digit()) {
+                return true;
+            }
+        }
+        rest = inner;
+    }
+    false
+}
+
+/// Standard base64 (padding optional, whitespace ignored), as Kubernetes reads `data`.
+fn decode_base64(s: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(s.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0u32);
+    let body = s.trim_end_matches(|c: char| c == '=' || c.is_whitespace());
+    for c in body.bytes().filter(|c| !c.is_ascii_whitespace()) {
+        let d = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(d);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    // A lone trailing character carries fewer than 8 bits: not base64.
+    (bits < 6).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_and_templates_are_no_values() {
+        for reference in [
+            "op://kubernetes/1password/OP_CONNECT_TOKEN",
+            "op://Automation/1password connect/credentials",
+            "op://vault/item/section/field?attribute=otp",
+            "ref+vault://secret/data/app#/password",
+            "ref+awssecrets://myteam/mykey",
+            "vault:secret/data/accounts/aws#AWS_SECRET_ACCESS_KEY",
+            "<path:secret/data/app#password>",
+            "ENC[AES256_GCM,data:abc=,iv:def=,tag:ghi=,type:str]",
+            "{{ .Values.password }}",
+            "{{ op://vault/item/field }}",
+            "user={{ index . \"user\" }}\npassword={{ index . \"password\" }}\n",
+            "${DB_PASSWORD}",
+            "postgres://app:${DB_PASSWORD:=x}@db:5432/app",
+            "  op://kubernetes/cloudflare/TUNNEL_ID\n",
+            "",
+        ] {
+            assert!(is_reference(reference), "{reference}");
+        }
+        for value in [
+            "hunter2",
+            "op://only/two",
+            "op://a/b/c/d/e",
+            "vault:",
+            "vault:no-key",
+            "ref+://x",
+            "<path:>",
+            "${1}",
+            "$HOME",
+            "correct horse battery staple",
+            "{{ unclosed",
+        ] {
+            assert!(!is_reference(value), "{value}");
+        }
+    }
+
+    #[test]
+    fn data_is_decoded_before_it_is_judged() {
+        // "op://vault/item/field" and "hunter2" in base64.
+        assert!(!holds_value(
+            &Value::from("b3A6Ly92YXVsdC9pdGVtL2ZpZWxk"),
+            true
+        ));
+        assert!(holds_value(&Value::from("aHVudGVyMg=="), true));
+        assert!(holds_value(&Value::from("aHVudGVyMg"), true));
+        // Not base64, and bytes that are not text: values.
+        assert!(holds_value(&Value::from("op://not/base/64"), true));
+        assert!(holds_value(&Value::from("/w=="), true));
+        assert!(!holds_value(&Value::Null, true));
+        assert!(holds_value(&Value::from(5432), false));
+        assert_eq!(decode_base64("aGk=").as_deref(), Some(&b"hi"[..]));
+        assert_eq!(decode_base64("a"), None);
+    }
 }

@@ -1,16 +1,33 @@
-//! `unknown-source`: a Flux Kustomization whose `sourceRef` names no GitRepository,
-//! OCIRepository or Bucket in its environment's build waits for an artifact that never
-//! comes. The source the root Kustomization reads (the bootstrap GitRepository, usually in
+//! `unknown-source`: a Flux Kustomization whose `sourceRef` names no source in its
+//! environment's build waits for an artifact that never comes. The kinds a Kustomization can
+//! read are kustomize-controller's (`CrossNamespaceSourceReference.Kind` in
+//! `api/v1/reference_types.go`, the `switch` of `getSource` in
+//! `internal/controller/kustomization_controller.go`): GitRepository, OCIRepository, Bucket and
+//! ExternalArtifact. An ExternalArtifact is made by an ArtifactGenerator
+//! (`source.extensions.fluxcd.io`) in its own namespace, one per `spec.artifacts[].name`
+//! (source-watcher), so a generator in the build makes it known. The source the root
+//! Kustomization reads (the bootstrap GitRepository, usually in
 //! `clusters/<env>/flux-system/gotk-sync.yaml`) exists by definition: Flux runs from it.
+
+use serde_json::Value;
 
 use super::{flux_name, Finding, FluxView};
 use crate::diag::Code;
+use crate::flux::inventory::Inventory;
 use crate::kustomize::object::ObjectId;
 
 pub const CODE: Code = Code::UnknownSource;
 
 const SOURCE_GROUP: &str = "source.toolkit.fluxcd.io";
-const SOURCE_KINDS: &[&str] = &["GitRepository", "OCIRepository", "Bucket"];
+const SOURCE_KINDS: &[&str] = &[
+    "GitRepository",
+    "OCIRepository",
+    "Bucket",
+    "ExternalArtifact",
+];
+const EXTERNAL_ARTIFACT: &str = "ExternalArtifact";
+const GENERATOR_GROUP: &str = "source.extensions.fluxcd.io";
+const GENERATOR: &str = "ArtifactGenerator";
 
 pub fn unknown_source(flux: &FluxView) -> Vec<Finding> {
     let mut findings = Vec::new();
@@ -35,17 +52,25 @@ pub fn unknown_source(flux: &FluxView) -> Vec<Finding> {
                 name: name.clone(),
             };
             let known = SOURCE_KINDS.contains(&kind.as_str());
-            if known && inv.objects.contains_key(&source) {
+            if known
+                && (inv.objects.contains_key(&source)
+                    || (kind == EXTERNAL_ARTIFACT && generated(inv, &namespace, &name)))
+            {
                 continue;
             }
             let (path, pos) = flux.owner_at(inv, owner, "sourceRef");
-            let what = if known {
+            let what = if kind == EXTERNAL_ARTIFACT {
+                format!(
+                    "`{kind}/{namespace}/{name}`, which no ArtifactGenerator of environment `{}` makes (in spec.artifacts of a generator in `{namespace}`)",
+                    inv.env
+                )
+            } else if known {
                 format!(
                     "`{kind}/{namespace}/{name}`, which environment `{}` does not build",
                     inv.env
                 )
             } else {
-                format!("`{kind}/{namespace}/{name}`, which is not a GitRepository, OCIRepository or Bucket (environment `{}`)", inv.env)
+                format!("`{kind}/{namespace}/{name}`, which is not a GitRepository, OCIRepository, Bucket or ExternalArtifact (environment `{}`)", inv.env)
             };
             findings.push(
                 Finding::new(
@@ -62,4 +87,65 @@ pub fn unknown_source(flux: &FluxView) -> Vec<Finding> {
         }
     }
     findings
+}
+
+/// Whether an ArtifactGenerator of `inv` in `namespace` makes the ExternalArtifact `name`.
+fn generated(inv: &Inventory, namespace: &str, name: &str) -> bool {
+    inv.objects
+        .iter()
+        .filter(|(id, _)| {
+            id.group == GENERATOR_GROUP && id.kind == GENERATOR && id.namespace == namespace
+        })
+        .filter_map(|(_, e)| e.whole.as_deref())
+        .flat_map(|g| {
+            g.pointer("/spec/artifacts")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+        })
+        .filter_map(|a| a.get("name").and_then(Value::as_str))
+        .any(|pattern| matches_name(pattern, name))
+}
+
+/// Whether `name` is an artifact name a generator renders from `pattern`. With a
+/// `spec.pathPattern`, a name may hold placeholders (`{app}`) that each become one captured
+/// path segment, lowercased (`buildArtifactRequests` in source-watcher): a placeholder
+/// matches one or more characters other than `/`.
+fn matches_name(pattern: &str, name: &str) -> bool {
+    let Some(open) = pattern.find('{') else {
+        return pattern == name;
+    };
+    let Some(close) = pattern[open..].find('}').map(|c| open + c) else {
+        return pattern == name;
+    };
+    let (head, rest) = (&pattern[..open], &pattern[close + 1..]);
+    let Some(tail) = name.strip_prefix(head) else {
+        return false;
+    };
+    // The placeholder takes at least one character, then the rest must match.
+    tail.char_indices()
+        .skip(1)
+        .map(|(i, _)| i)
+        .chain(std::iter::once(tail.len()))
+        .take_while(|&i| !tail[..i].contains('/'))
+        .filter(|&i| i > 0)
+        .any(|i| matches_name(rest, &tail[i..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_match_one_segment() {
+        assert!(matches_name("apps", "apps"));
+        assert!(!matches_name("apps", "app"));
+        assert!(matches_name("{app}", "podinfo"));
+        assert!(matches_name("{app}-{env}", "podinfo-staging"));
+        assert!(matches_name("app-{app}", "app-x"));
+        assert!(!matches_name("app-{app}", "app-"));
+        assert!(!matches_name("{app}", ""));
+        assert!(!matches_name("{app}-prod", "podinfo-staging"));
+        assert!(!matches_name("{app}", "a/b"));
+    }
 }

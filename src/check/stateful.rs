@@ -1,30 +1,34 @@
-//! `unprotected-stateful`: a CloudNativePG Cluster, PersistentVolumeClaim or StatefulSet that
-//! Flux may prune. A path change, a rename or a removed Kustomization deletes it and its data
-//! with it; `kustomize.toolkit.fluxcd.io/prune: disabled` (label or annotation) makes Flux
-//! leave it in place.
+//! `unprotected-stateful`: an object that holds data (`flux::data`, the judgment `cutover`
+//! uses: a claim, a volume, a StatefulSet, a CloudNativePG Cluster, a HelmRelease whose
+//! values create a claim) that Flux may prune. A path change, a rename or a removed
+//! Kustomization deletes it and its data with it; `kustomize.toolkit.fluxcd.io/prune:
+//! disabled` (label or annotation) makes Flux leave it in place. A Namespace is judged by
+//! what it holds, which this lint reports one by one; what only *may* hold data (a chart not
+//! rendered) is left to `cutover`, which shows it when it is deleted.
+
+use std::collections::BTreeMap;
 
 use super::{locate, Finding, FluxView};
 use crate::diag::Code;
+use crate::flux::data::{self, Data};
 
 pub const CODE: Code = Code::UnprotectedStateful;
 
 pub fn unprotected_stateful(flux: &FluxView) -> Vec<Finding> {
+    let namespaces = BTreeMap::new();
     let mut findings = Vec::new();
     for (_, id, e) in flux.objects() {
-        let stateful = matches!(
-            (id.group.as_str(), id.kind.as_str()),
-            ("", "PersistentVolumeClaim")
-                | ("apps", "StatefulSet")
-                | ("postgresql.cnpg.io", "Cluster")
-        );
-        if !stateful || e.facts.prune_disabled {
+        if e.facts.prune_disabled || id.is("", "Namespace") {
             continue;
         }
+        let Data::Holds(evidence) = data::of(id, e.whole.as_deref(), &namespaces) else {
+            continue;
+        };
         findings.push(
             Finding::new(
                 CODE,
                 e.file.to_string(),
-                format!("{id} holds data, and Flux prunes it when it leaves the build: a moved path, a rename or a removed Kustomization deletes the data"),
+                format!("{id} holds data ({evidence}), and Flux prunes it when it leaves the build: a moved path, a rename or a removed Kustomization deletes the data"),
                 "annotate it with `kustomize.toolkit.fluxcd.io/prune: disabled` (render does so unless the catalog says `pruneProtection: false`)",
             )
             .at(locate::document(&flux.tree, &e.file, e.index)),

@@ -3,9 +3,11 @@
 //! defined by `postBuild.substitute`, by a `substituteFrom` ConfigMap or Secret found in some
 //! environment's build, or by its own default (`${VAR:=x}`, `${VAR:-x}`, `${VAR=x}`,
 //! `${VAR-x}`). A `substituteFrom` source that is not in git (a Secret made out of band, an
-//! optional one) could define anything: what only it could define is a warning. `$${VAR}` is
-//! an escape, and objects marked `kustomize.toolkit.fluxcd.io/substitute: disabled` are left
-//! alone, as Flux leaves them.
+//! optional one) could define anything: what only it could define is a warning. When the
+//! repository holds the source outside every build (a bootstrap folder applied by hand), the
+//! warning says where, and whether that copy sets the variable. `$${VAR}` is an escape, and
+//! objects marked `kustomize.toolkit.fluxcd.io/substitute: disabled` are left alone, as Flux
+//! leaves them.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -54,7 +56,7 @@ pub fn variables(flux: &FluxView) -> Vec<Finding> {
                 sources.push(source.to_string());
                 match keys_of(flux, &source) {
                     Some(keys) => defined.extend(keys),
-                    None => unknowable.push(source.to_string()),
+                    None => unknowable.push((source.to_string(), outside_builds(flux, &source))),
                 }
             }
             let mut by_file: BTreeMap<(&str, usize), BTreeSet<String>> = BTreeMap::new();
@@ -96,16 +98,21 @@ pub fn variables(flux: &FluxView) -> Vec<Finding> {
                             format!("add `{var}` to postBuild.substitute or to a substituteFrom source, give it a default (`${{{var}:=value}}`), or escape it as `$${{{var}}}`"),
                         )
                     } else {
+                        let (message, help) = unknowable_text(&var, &unknowable);
                         Finding::new(
                             UNKNOWABLE,
                             file,
                             format!(
-                                "`${{{var}}}` can only come from {}, which is not in the repository (Flux Kustomization `{}`, environment `{}`): if it does not set it, Flux fails the reconcile",
-                                unknowable.join(", "),
+                                "`${{{var}}}` can only come from {message} (Flux Kustomization `{}`, environment `{}`): if {} does not set it, Flux fails the reconcile",
                                 flux_name(id),
-                                inv.env
+                                inv.env,
+                                if unknowable.iter().any(|(_, o)| o.is_some()) {
+                                    "the cluster's copy"
+                                } else {
+                                    "it"
+                                }
                             ),
-                            format!("make sure the source sets `{var}`, or give it a default (`${{{var}:=value}}`)"),
+                            help,
                         )
                     };
                     findings.push(finding.at(pos));
@@ -114,6 +121,107 @@ pub fn variables(flux: &FluxView) -> Vec<Finding> {
         }
     }
     findings
+}
+
+/// A substituteFrom source the repository holds outside every build: where, and its keys.
+struct Outside {
+    file: String,
+    line: usize,
+    keys: BTreeSet<String>,
+}
+
+/// What the message and the help say of the sources no build has, for `var`.
+fn unknowable_text(var: &str, sources: &[(String, Option<Outside>)]) -> (String, String) {
+    let described: Vec<String> = sources
+        .iter()
+        .map(|(id, outside)| match outside {
+            None => format!("{id}, which is not in the repository"),
+            Some(o) => format!(
+                "{id}, which no environment builds: the repository has it at {}:{}, applied outside Flux, and that copy {}",
+                o.file,
+                o.line,
+                if o.keys.contains(var) {
+                    "sets it"
+                } else {
+                    "does not set it"
+                }
+            ),
+        })
+        .collect();
+    let places: Vec<String> = sources
+        .iter()
+        .filter_map(|(_, o)| o.as_ref().map(|o| format!("{}:{}", o.file, o.line)))
+        .collect();
+    let help = if places.is_empty() {
+        format!("make sure the source sets `{var}`, or give it a default (`${{{var}:=value}}`)")
+    } else {
+        format!(
+            "{} is applied by hand, not by Flux: make sure the cluster's copy sets `{var}` (or build it in the environment), or give it a default (`${{{var}:=value}}`)",
+            places.join(", ")
+        )
+    };
+    (described.join(", and "), help)
+}
+
+/// Where the repository holds `id` outside every build: a manifest of its kind and name, in
+/// its namespace (as written, or set by the `namespace` of the folder's kustomization), or
+/// with no namespace at all (applied with `-n`). The first such file, in path order.
+fn outside_builds(flux: &FluxView, id: &ObjectId) -> Option<Outside> {
+    for (file, text) in flux.tree.manifests() {
+        if !text.contains(id.name.as_str()) || !text.contains(id.kind.as_str()) {
+            continue;
+        }
+        let Ok(docs) = crate::yaml::parse_all(file, text) else {
+            continue;
+        };
+        let folder_namespace = || {
+            let dir = file.rsplit_once('/').map_or("", |(d, _)| d);
+            ["kustomization.yaml", "kustomization.yml", "Kustomization"]
+                .iter()
+                .find_map(|k| {
+                    let path = if dir.is_empty() {
+                        k.to_string()
+                    } else {
+                        format!("{dir}/{k}")
+                    };
+                    let text = flux.tree.read(&path)?;
+                    let doc: Value = crate::yaml::parse_all(&path, &text)
+                        .ok()?
+                        .into_iter()
+                        .next()?;
+                    doc.get("namespace")
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                })
+        };
+        for (index, doc) in docs.iter().enumerate() {
+            let s = |p: &str| doc.pointer(p).and_then(Value::as_str);
+            if s("/kind") != Some(id.kind.as_str())
+                || s("/apiVersion") != Some("v1")
+                || s("/metadata/name") != Some(id.name.as_str())
+            {
+                continue;
+            }
+            let namespace = s("/metadata/namespace")
+                .map(str::to_string)
+                .or_else(folder_namespace);
+            if namespace.is_some_and(|ns| ns != id.namespace) {
+                continue;
+            }
+            let keys = ["data", "stringData", "binaryData"]
+                .iter()
+                .filter_map(|k| doc.get(*k).and_then(Value::as_object))
+                .flat_map(|m| m.keys().cloned())
+                .collect();
+            let line = locate::document(&flux.tree, file, index).map_or(1, |p| p.line_col().0);
+            return Some(Outside {
+                file: file.to_string(),
+                line,
+                keys,
+            });
+        }
+    }
+    None
 }
 
 /// The keys of a ConfigMap or Secret some environment builds; `None` when none does.
@@ -136,9 +244,14 @@ mod tests {
     fn finds_variables_without_defaults_and_skips_escapes() {
         let mut out = BTreeSet::new();
         needed_variables(
-            "${A} ${B:=x} ${C:-x} ${D=x} ${E-x} $${F} ${G^^} $H ${1X} ${_I}",
+            "${A} ${B:=x} ${C:-${K:=y}} ${D=x} $${F} ${G^^} $H ${1X} ${_I} ${J:=${L}}",
             &mut out,
         );
-        assert_eq!(out.into_iter().collect::<Vec<_>>(), ["A", "G", "_I"]);
+        // Flux's scanner reads digits anywhere in a name, so `${1X}` needs `1X`, which no
+        // variable can define (`varsubRegex`); `L` is evaluated before `J` is looked up.
+        assert_eq!(
+            out.into_iter().collect::<Vec<_>>(),
+            ["1X", "A", "G", "L", "_I"]
+        );
     }
 }

@@ -1,7 +1,8 @@
 //! `fluxwave check`: every lint; exit 1 when any error is found (warnings count as errors
 //! with `--deny warnings`). Text shows each finding with a snippet of its line (`diag::render`),
 //! in colour only on a terminal without NO_COLOR; `json` is for tools, `github` makes GitHub
-//! Actions annotate the lines.
+//! Actions annotate the lines. Every format says how many environments and Flux
+//! Kustomizations were built (a run that built none reports `no-environment`).
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -10,12 +11,13 @@ use super::{io, Outcome};
 use crate::check::{self, Severity};
 use crate::diag::{render, Code};
 use crate::error::{Error, Result};
+use crate::plural::count;
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     /// Each finding with a snippet of the line it points at, then the counts
     Text,
-    /// `{"findings": [...], "errors": N, "warnings": N}`
+    /// `{"findings": [...], "errors": N, "warnings": N, "environments": [{name, path, kustomizations}], "kustomizations": N}`
     Json,
     /// GitHub Actions workflow commands (`::error file=...,line=...::message`)
     Github,
@@ -32,25 +34,33 @@ pub fn run(
     format: Format,
     base: Option<&str>,
     deny: Option<Deny>,
+    envs: &[(String, String)],
     out: &mut impl Write,
 ) -> Result<Outcome> {
-    let mut findings = check::run(root)?;
-    if let Some(base) = base {
-        findings.extend(check::cutover(root, base)?);
-    }
+    let mut report = check::run(root, base, envs)?;
+    let built = built(&report);
+    let mut findings = std::mem::take(&mut report.findings);
     if deny == Some(Deny::Warnings) {
         for f in &mut findings {
             f.severity = Severity::Error;
         }
     }
     let text = match format {
-        Format::Json => render::json(&findings),
+        Format::Json => {
+            let mut more = serde_json::Map::new();
+            more.insert(
+                "environments".into(),
+                serde_json::json!(report.environments),
+            );
+            more.insert("kustomizations".into(), report.kustomizations().into());
+            render::json(&findings, more)
+        }
         Format::Text => {
             let colour = std::io::stdout().is_terminal()
                 && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-            render::text(&findings, colour)
+            before_counts(render::text(&findings, colour), &findings, &built)
         }
-        Format::Github => render::github(&findings),
+        Format::Github => before_counts(render::github(&findings), &findings, &built),
     };
     out.write_all(text.as_bytes()).map_err(io)?;
     Ok(if render::counts(&findings).0 > 0 {
@@ -58,6 +68,34 @@ pub fn run(
     } else {
         Outcome::Clean
     })
+}
+
+/// `checked 2 environments (production, staging) and 8 Flux Kustomizations`.
+fn built(report: &check::Report) -> String {
+    let names: Vec<&str> = report
+        .environments
+        .iter()
+        .map(|e| e.name.as_str())
+        .collect();
+    format!(
+        "checked {}{} and {}\n",
+        count(names.len(), "environment"),
+        if names.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", names.join(", "))
+        },
+        count(report.kustomizations(), "Flux Kustomization")
+    )
+}
+
+/// `rendered` with the `built` line put before its last line, the counts.
+fn before_counts(rendered: String, findings: &[check::Finding], built: &str) -> String {
+    let counts = render::summary(findings);
+    match rendered.strip_suffix(&counts) {
+        Some(head) => format!("{head}{built}{counts}"),
+        None => rendered + built,
+    }
 }
 
 /// `check --explain CODE`: the code's severity and what it catches, from the registry.

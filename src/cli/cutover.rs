@@ -1,5 +1,7 @@
 //! `fluxwave cutover`: what Flux would delete between two revisions, grouped by owner with
-//! data loss first, then the runbook. Exit 1 when anything would be deleted.
+//! data loss first, then what may hold data (a chart not rendered), then what could not be
+//! seen, then the runbook. Exit 0 only when the verdict is "safe"; 1 when anything would be
+//! deleted or the analysis is incomplete.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -8,7 +10,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::{io, Outcome, ReportFormat};
-use crate::cutover::{self, Deletion, Report};
+use crate::cutover::{self, Deletion, Report, Verdict};
 use crate::error::Result;
 use crate::plural::count;
 
@@ -17,9 +19,10 @@ pub fn run(
     from: &str,
     to: Option<&str>,
     format: ReportFormat,
+    envs: &[(String, String)],
     out: &mut impl Write,
 ) -> Result<Outcome> {
-    let report = cutover::analyse(root, from, to)?;
+    let report = cutover::analyse(root, from, to, envs)?;
     match format {
         ReportFormat::Json => {
             // Written as it is serialised: at 100,000 services the document is 220 MB.
@@ -43,9 +46,11 @@ struct Json<'a> {
     from: &'a str,
     to: &'a str,
     environments: &'a [String],
+    verdict: cutover::Verdict,
     safe: bool,
     stateful: usize,
     deletions: &'a [Deletion],
+    incomplete: &'a [cutover::Incomplete],
     warnings: &'a [cutover::EnvWarning],
     runbook: &'a [cutover::runbook::Section],
 }
@@ -56,9 +61,11 @@ impl<'a> Json<'a> {
             from: &r.from,
             to: &r.to,
             environments: &r.environments,
+            verdict: r.verdict(),
             safe: r.is_safe(),
             stateful: r.deletions.iter().filter(|d| d.stateful).count(),
             deletions: &r.deletions,
+            incomplete: &r.incomplete,
             warnings: &r.warnings,
             runbook: &r.runbook,
         }
@@ -86,7 +93,10 @@ fn group(s: &mut String, title: &str, items: &[&Deletion]) {
         for (reason, ds) in reasons {
             s.push_str(&format!("    {reason}:\n"));
             for d in ds {
-                s.push_str(&format!("      {}\n", d.id));
+                match d.data.evidence() {
+                    Some(evidence) => s.push_str(&format!("      {} — {evidence}\n", d.id)),
+                    None => s.push_str(&format!("      {}\n", d.id)),
+                }
             }
         }
     }
@@ -103,19 +113,47 @@ fn text(r: &Report) -> String {
             r.environments.join(", ")
         }
     );
-    let stateful: Vec<&Deletion> = r.deletions.iter().filter(|d| d.stateful).collect();
-    let other: Vec<&Deletion> = r.deletions.iter().filter(|d| !d.stateful).collect();
-    if r.is_safe() {
-        s.push_str("safe: Flux deletes nothing on the way\n");
-    } else {
-        s.push_str(&format!(
-            "Flux would delete {}, {} of them holding data\n",
-            count(r.deletions.len(), "object"),
-            stateful.len()
-        ));
+    let stateful: Vec<&Deletion> = r.deletions.iter().filter(|d| d.data.holds()).collect();
+    let may: Vec<&Deletion> = r.deletions.iter().filter(|d| d.data.may()).collect();
+    let other: Vec<&Deletion> = r
+        .deletions
+        .iter()
+        .filter(|d| !d.data.holds() && !d.data.may())
+        .collect();
+    let mut found = format!(
+        "Flux would delete {}, {} of them holding data",
+        count(r.deletions.len(), "object"),
+        stateful.len()
+    );
+    if !may.is_empty() {
+        found.push_str(&format!(", {} that may", may.len()));
+    }
+    match r.verdict() {
+        Verdict::Safe => s.push_str("safe: Flux deletes nothing on the way\n"),
+        Verdict::Deletes => s.push_str(&format!("{found}\n")),
+        Verdict::Incomplete => s.push_str(&format!(
+            "incomplete: the change touches {} fluxwave cannot see whole; Flux may delete more than the {} found\n",
+            count(r.incomplete.len(), "Kustomization"),
+            count(r.deletions.len(), "deletion")
+        )),
     }
     group(&mut s, "DATA LOSS", &stateful);
+    group(&mut s, "May hold data (chart not rendered)", &may);
     group(&mut s, "Deleted", &other);
+    if !r.incomplete.is_empty() {
+        s.push_str("\nIncomplete (Flux may delete objects fluxwave cannot see)\n");
+        for i in &r.incomplete {
+            let what = if i.kustomization.is_empty() {
+                "the environment".to_string()
+            } else {
+                format!("Kustomization {}", i.kustomization)
+            };
+            s.push_str(&format!("  {} — {what} ({})\n", i.environment, i.file));
+            for why in &i.why {
+                s.push_str(&format!("    {why}\n"));
+            }
+        }
+    }
     if !r.warnings.is_empty() {
         s.push_str("\nNot modelled (check by hand)\n");
         for w in &r.warnings {

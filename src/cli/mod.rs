@@ -92,6 +92,9 @@ enum Command {
         /// Say what a finding code catches and how bad it is, instead of checking
         #[arg(long, value_name = "CODE")]
         explain: Option<String>,
+        /// Build this environment (entry folder PATH) instead of those found; repeatable
+        #[arg(long = "env", value_name = "NAME=PATH", value_parser = env_pair)]
+        envs: Vec<(String, String)>,
     },
     /// Every object Flux would delete between two git revisions, with the safe runbook
     #[command(
@@ -106,6 +109,9 @@ enum Command {
         to: Option<String>,
         #[arg(long, value_enum, default_value = "text")]
         format: ReportFormat,
+        /// Compare this environment (entry folder PATH) instead of those found; repeatable
+        #[arg(long = "env", value_name = "NAME=PATH", value_parser = env_pair)]
+        envs: Vec<(String, String)>,
     },
     /// Render catalog files into manifests: <svc>.yaml, and <svc>-db.yaml with a database
     #[command(
@@ -142,6 +148,21 @@ pub enum ReportFormat {
     Json,
 }
 
+/// `--env NAME=PATH`: an environment's name and entry folder.
+fn env_pair(s: &str) -> Result<(String, String), String> {
+    let (name, path) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}` is not NAME=PATH (say `--env prod=clusters/prod`)"))?;
+    if !crate::config::is_dns_label(name) {
+        return Err(format!(
+            "`{name}` is not a valid environment name (a DNS-1123 label)"
+        ));
+    }
+    let path = crate::config::repo_relative(path)
+        .ok_or_else(|| format!("`{path}` must be a folder inside the repository"))?;
+    Ok((name.to_string(), path))
+}
+
 /// Runs the command line; `Err` carries the exit code of a failure (already reported).
 pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
     let cli = match Cli::try_parse_from(args) {
@@ -170,11 +191,18 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
             ..
         } => check::explain(&code, &mut out),
         Command::Check {
-            format, base, deny, ..
-        } => check::run(&cli.repo, format, base.as_deref(), deny, &mut out),
-        Command::Cutover { from, to, format } => {
-            cutover::run(&cli.repo, &from, to.as_deref(), format, &mut out)
-        }
+            format,
+            base,
+            deny,
+            envs,
+            ..
+        } => check::run(&cli.repo, format, base.as_deref(), deny, &envs, &mut out),
+        Command::Cutover {
+            from,
+            to,
+            format,
+            envs,
+        } => cutover::run(&cli.repo, &from, to.as_deref(), format, &envs, &mut out),
         Command::Render {
             files,
             output,

@@ -7,13 +7,15 @@
 pub mod rules;
 pub mod runbook;
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use serde::Serialize;
 
-use crate::error::Result;
-use crate::flux::inventory::{self, Inventory};
+use crate::config::{self, Config};
+use crate::error::{Error, Result};
+use crate::flux::discover;
+use crate::flux::inventory::{self, Inventory, Owner};
 pub use crate::kustomize::object::ObjectId;
 use crate::tree::{Blobs, FileTree};
 pub use rules::Deletion;
@@ -26,6 +28,19 @@ pub struct EnvWarning {
     pub message: String,
 }
 
+/// A Flux Kustomization (or a whole environment) that the change touches and whose objects
+/// fluxwave cannot wholly see: what Flux deletes there is unknown.
+#[derive(Debug, Clone, Serialize)]
+pub struct Incomplete {
+    pub environment: String,
+    /// `namespace/name` of the Flux Kustomization; empty for the environment as a whole.
+    pub kustomization: String,
+    /// Where it is written (the entry folder for an environment or an assumed root).
+    pub file: String,
+    /// Each reason, one line each.
+    pub why: Vec<String>,
+}
+
 /// The analysis of one change.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
@@ -34,19 +49,52 @@ pub struct Report {
     pub environments: Vec<String>,
     /// Data loss first, then by environment, owner and object.
     pub deletions: Vec<Deletion>,
+    /// What the change touches that could not be modelled: the verdict is "incomplete".
+    pub incomplete: Vec<Incomplete>,
     pub warnings: Vec<EnvWarning>,
     pub runbook: Vec<runbook::Section>,
 }
 
+/// What a report says of its change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// Everything the change touches was seen, and Flux deletes nothing.
+    Safe,
+    /// Everything was seen, and Flux deletes what `deletions` lists.
+    Deletes,
+    /// Something the change touches could not be seen (`incomplete`): Flux may delete more
+    /// than `deletions` lists.
+    Incomplete,
+}
+
 impl Report {
+    pub fn verdict(&self) -> Verdict {
+        if !self.incomplete.is_empty() {
+            Verdict::Incomplete
+        } else if self.deletions.is_empty() {
+            Verdict::Safe
+        } else {
+            Verdict::Deletes
+        }
+    }
+
     pub fn is_safe(&self) -> bool {
-        self.deletions.is_empty()
+        self.verdict() == Verdict::Safe
     }
 }
 
 /// Compares revision `from` with `to` (the working tree when `None`) of the repository at
-/// `root`.
-pub fn analyse(root: &Path, from: &str, to: Option<&str>) -> Result<Report> {
+/// `root`, in the environments `overrides` names (`--env NAME=PATH`) or else those of the
+/// fluxwave.yaml in force (the newer revision's, else the working tree's, else the older
+/// revision's) or discovered in either revision (`flux::discover`). `Err` with no
+/// environment found at all.
+pub fn analyse(
+    root: &Path,
+    from: &str,
+    to: Option<&str>,
+    overrides: &[(String, String)],
+) -> Result<Report> {
     // Blobs both revisions hold are read from git once.
     let mut blobs = Blobs::default();
     let old = FileTree::from_git_sharing(root, from, &mut blobs)?;
@@ -56,7 +104,17 @@ pub fn analyse(root: &Path, from: &str, to: Option<&str>) -> Result<Report> {
     };
     drop(blobs);
     let change = format!("{from} -> {}", to.unwrap_or("the working tree"));
-    let built = Builds::of(&old, &new)?;
+    let config = [
+        new.read(config::FILE),
+        crate::fs::read_optional(root, config::FILE)?.map(std::sync::Arc::new),
+        old.read(config::FILE),
+    ]
+    .into_iter()
+    .flatten()
+    .next()
+    .map(|text| Config::parse(&text))
+    .transpose()?;
+    let built = Builds::of(&old, &new, config.as_ref(), overrides)?;
     // The texts are not read again: at 100,000 services they are 270 MB.
     drop((old, new));
     let mut report = built.judge(&change);
@@ -65,9 +123,10 @@ pub fn analyse(root: &Path, from: &str, to: Option<&str>) -> Result<Report> {
     Ok(report)
 }
 
-/// The comparison of two trees (what `analyse` does once both are read).
+/// The comparison of two trees (what `analyse` does once both are read), in the
+/// environments discovered in them.
 pub fn compare(old: &FileTree, new: &FileTree, change: &str) -> Result<Report> {
-    Ok(Builds::of(old, new)?.judge(change))
+    Ok(Builds::of(old, new, None, &[])?.judge(change))
 }
 
 /// Sorts deletions by data loss first, then by environment, owner and object. Each
@@ -107,43 +166,76 @@ struct Builds {
     to: String,
     environments: Vec<String>,
     pairs: Vec<(Inventory, Inventory)>,
+    incomplete: Vec<Incomplete>,
     warnings: Vec<EnvWarning>,
 }
 
 impl Builds {
-    fn of(old: &FileTree, new: &FileTree) -> Result<Builds> {
-        let mut envs: BTreeMap<String, (Option<String>, Option<String>)> = BTreeMap::new();
-        for (name, path) in inventory::environments(old)? {
-            envs.entry(name).or_default().0 = Some(path);
-        }
-        for (name, path) in inventory::environments(new)? {
-            envs.entry(name).or_default().1 = Some(path);
+    fn of(
+        old: &FileTree,
+        new: &FileTree,
+        config: Option<&Config>,
+        overrides: &[(String, String)],
+    ) -> Result<Builds> {
+        let envs = discover::environments(&[new, old], config, overrides);
+        if envs.is_empty() {
+            return Err(Error::Usage(format!(
+                "no Flux environment found in {} or {}; looked for {}. Name one with `--env NAME=PATH` or list them under clusters.environments in fluxwave.yaml",
+                new.label,
+                old.label,
+                discover::WHERE_LOOKED
+            )));
         }
         let mut pairs: Vec<(Inventory, Inventory)> = Vec::new();
+        let mut incomplete = Vec::new();
         let mut warnings = Vec::new();
-        // Both revisions are built side by side.
-        for (name, (old_path, new_path)) in &envs {
-            match (old_path, new_path) {
-                (Some(op), Some(np)) => pairs.push(std::thread::scope(|s| {
-                    let o = s.spawn(|| inventory::build(old, name, op));
-                    let n = inventory::build(new, name, np);
-                    let o = o.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-                    (o, n)
-                })),
-                (Some(op), None) => warnings.push(EnvWarning {
+        let changed = std::sync::OnceLock::new();
+        for env in &envs {
+            let name = &env.name;
+            let (in_old, in_new) = (old.is_dir(&env.path), new.is_dir(&env.path));
+            if in_old && !in_new {
+                let why = format!("its entry `{}` is gone in {}: a cluster still synced to it fails to build, and Flux deletes nothing until it is pointed elsewhere; what it deletes then is unknown", env.path, new.label);
+                warnings.push(EnvWarning {
                     environment: name.clone(),
-                    path: op.clone(),
+                    path: env.path.clone(),
                     feature: "environment removed".into(),
-                    message: format!("environment {name} is gone in {}: a cluster still synced to `{op}` fails to build, and Flux deletes nothing until it is pointed elsewhere", new.label),
-                }),
-                _ => {}
+                    message: why.clone(),
+                });
+                incomplete.push(Incomplete {
+                    environment: name.clone(),
+                    kustomization: String::new(),
+                    file: env.path.clone(),
+                    why: vec![why],
+                });
+                continue;
             }
+            if !in_new {
+                continue;
+            }
+            // Both revisions are built side by side; an entry the older one lacks applied
+            // nothing there.
+            let (o, n) = std::thread::scope(|s| {
+                let o = s.spawn(|| {
+                    if in_old {
+                        inventory::build(old, env)
+                    } else {
+                        Inventory::default()
+                    }
+                });
+                let n = inventory::build(new, env);
+                let o = o.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+                (o, n)
+            });
+            let changed = changed.get_or_init(|| old.changed_paths(new));
+            incomplete.extend(unseen(old, new, &o, &n, changed));
+            pairs.push((o, n));
         }
         Ok(Builds {
             from: old.label.clone(),
             to: new.label.clone(),
-            environments: envs.into_keys().collect(),
+            environments: envs.into_iter().map(|e| e.name).collect(),
             pairs,
+            incomplete,
             warnings,
         })
     }
@@ -155,6 +247,7 @@ impl Builds {
             to,
             environments,
             mut pairs,
+            incomplete,
             mut warnings,
         } = self;
         // The objects of an environment are freed on another core while the rest is judged.
@@ -204,11 +297,102 @@ impl Builds {
                 to,
                 environments,
                 deletions,
+                incomplete,
                 warnings,
                 runbook,
             }
         })
     }
+}
+
+/// The owners of one environment whose objects fluxwave cannot wholly see in either
+/// revision (`Owner::unmodelled`) and that the change touches. An owner the change does not
+/// touch applies what it applied before, whatever that is. The change touches an owner when
+/// its own object changes (or it comes or goes), and
+/// - for one that reads another source: when the file that declares that source changes
+///   (an OCIRepository's tag, a GitRepository's branch);
+/// - for any other: when a file its build reads, or a folder it lists, changes
+///   (`inventory::footprint`).
+fn unseen(
+    old_tree: &FileTree,
+    new_tree: &FileTree,
+    old: &Inventory,
+    new: &Inventory,
+    changed: &[String],
+) -> Vec<Incomplete> {
+    let partial: BTreeSet<&ObjectId> = old
+        .owners
+        .iter()
+        .chain(&new.owners)
+        .filter(|(_, o)| !o.unmodelled.is_empty())
+        .map(|(id, _)| id)
+        .collect();
+    if partial.is_empty() {
+        return Vec::new();
+    }
+    let recording = [old_tree.recording(), new_tree.recording()];
+    // Both sides of an owner are read: a file the older build read may be gone in the newer.
+    let touches = |o: &Owner, inv: &Inventory, tree: &FileTree| -> bool {
+        if !o.artifact_files.is_empty() {
+            // Made by an ArtifactGenerator from these files of this repository.
+            return changed
+                .iter()
+                .any(|c| o.artifact_files.binary_search(c).is_ok());
+        }
+        let root_source = inv
+            .owners
+            .values()
+            .find(|r| r.parent.is_none())
+            .map(Owner::source);
+        if o.parent.is_some() && root_source != Some(o.source()) {
+            let (kind, namespace, name) = o.source();
+            return inv
+                .objects
+                .iter()
+                .filter(|(id, _)| id.kind == kind && id.namespace == namespace && id.name == name)
+                .any(|(_, e)| {
+                    changed
+                        .binary_search_by(|c| c.as_str().cmp(&e.file))
+                        .is_ok()
+                });
+        }
+        let seen = inventory::footprint(tree, &inv.env_path, o);
+        changed.iter().any(|c| seen.covers(c))
+    };
+    let mut out = Vec::new();
+    for id in partial {
+        let sides = [old.owners.get(id), new.owners.get(id)];
+        let touched = match sides {
+            [Some(a), Some(b)] => {
+                a.object != b.object
+                    || touches(a, old, &recording[0])
+                    || touches(b, new, &recording[1])
+            }
+            // Added or removed by the change.
+            _ => true,
+        };
+        let Some(o) = sides[1].or(sides[0]).filter(|_| touched) else {
+            continue;
+        };
+        let mut why: Vec<String> = sides
+            .iter()
+            .flatten()
+            .flat_map(|o| o.unmodelled.iter().cloned())
+            .collect();
+        why.sort();
+        why.dedup();
+        out.push(Incomplete {
+            environment: new.env.clone(),
+            kustomization: format!("{}/{}", id.namespace, id.name),
+            file: if o.file.is_empty() {
+                new.env_path.clone()
+            } else {
+                o.file.clone()
+            },
+            why,
+        });
+    }
+    out
 }
 
 #[cfg(test)]

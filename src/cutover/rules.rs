@@ -11,8 +11,9 @@ use foldhash::HashMap;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::flux::data::{self, Data, HELM_GROUP};
 use crate::flux::inventory::{Entry, Inventory, Owner};
-use crate::kustomize::object::{crd_kind, namespaces_with_state, opt_out, ObjectId};
+use crate::kustomize::object::{crd_kind, opt_out, ObjectId};
 
 /// Why Flux deletes an object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -54,13 +55,17 @@ impl Rule {
 }
 
 /// One object Flux deletes. Serialised flat: `environment`, `kind`, `group`, `namespace`,
-/// `name`, `stateful`, `owner`, `newOwner` (when it moves), `rule`, `reason`, `file`.
+/// `name`, `stateful`, `data`, `evidence`, `owner`, `newOwner` (when it moves), `rule`,
+/// `reason`, `file`.
 #[derive(Debug, Clone)]
 pub struct Deletion {
     /// Shared by the deletions of an environment.
     pub environment: Arc<str>,
     pub id: ObjectId,
+    /// Deleting it loses data: `data` holds (a "may" is not counted).
     pub stateful: bool,
+    /// What it holds, on its own evidence (`flux::data`).
+    pub data: Data,
     /// The Kustomization that applied it in the old revision.
     pub owner_id: Arc<ObjectId>,
     /// The Kustomization that applies it in the new revision, when it moves.
@@ -81,6 +86,8 @@ impl Serialize for Deletion {
             namespace: &'a str,
             name: &'a str,
             stateful: bool,
+            data: &'static str,
+            evidence: Option<&'a str>,
             owner: String,
             #[serde(rename = "newOwner", skip_serializing_if = "Option::is_none")]
             new_owner: Option<String>,
@@ -95,6 +102,8 @@ impl Serialize for Deletion {
             namespace: &self.id.namespace,
             name: &self.id.name,
             stateful: self.stateful,
+            data: self.data.as_str(),
+            evidence: self.data.evidence(),
             owner: self.owner_id.to_string(),
             new_owner: self.new_owner.as_ref().map(ToString::to_string),
             rule: self.rule,
@@ -165,6 +174,7 @@ fn deletion(
         environment: env.clone(),
         id: id.clone(),
         stateful: false,
+        data: Data::None,
         owner_id: e.owner.clone(),
         new_owner: new_owner.cloned(),
         rule,
@@ -393,49 +403,35 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
         }
     }
 
-    // Data loss: stateful kinds, Namespaces holding them, HelmReleases with persistence.
-    let holding = namespaces_with_state(old.objects.keys());
+    // Data loss, on each object's own evidence; a Namespace by the objects it held in the
+    // old revision (those are what Kubernetes deletes with it).
+    let namespaces = data::namespaces(old.objects.iter());
     for ((_, e), d) in objects.iter().zip(&mut out) {
         let Some(d) = d else { continue };
-        d.stateful = d.id.is_stateful_kind()
-            || (d.id.kind == "Namespace" && d.id.group.is_empty() && holding.contains(&d.id.name));
-        if d.id.is("helm.toolkit.fluxcd.io", "HelmRelease") {
-            let value = e.whole.as_deref();
-            let persistent = value.is_some_and(mentions_persistence);
-            let target = value
-                .and_then(|v| v.pointer("/spec/targetNamespace"))
-                .and_then(Value::as_str)
-                .unwrap_or(&d.id.namespace);
-            d.stateful =
-                persistent || holding.contains(target) || holding.contains(&d.id.namespace);
+        let mut judged = data::of(&d.id, e.whole.as_deref(), &namespaces);
+        if d.id.is(HELM_GROUP, "HelmRelease") {
             let mut text = d.reason.to_string();
-            text.push_str("; Helm uninstalls the release and everything its chart installed");
-            if persistent {
-                text.push_str(" (its values configure persistence)");
-            } else if d.stateful {
-                text.push_str(&format!(" (its namespace {target} holds stateful objects)"));
+            if e.whole.as_deref().is_some_and(suspended) {
+                // helm-controller `reconcileDelete`: a suspended HelmRelease is let go without
+                // uninstalling its release.
+                text.push_str("; it is suspended, so helm-controller lets it go without uninstalling the release");
+                judged = Data::None;
+            } else {
+                text.push_str("; Helm uninstalls the release and everything its chart installed");
             }
             d.reason = text.into();
         }
+        d.stateful = judged.holds();
+        d.data = judged;
     }
     // `filter_map`, not `flatten`: it collects in place, without a second list.
     #[allow(clippy::filter_map_identity)]
     out.into_iter().filter_map(|d| d).collect()
 }
 
-fn mentions_persistence(v: &Value) -> bool {
-    let Some(values) = v.pointer("/spec/values") else {
-        return false;
-    };
-    let text = values.to_string().to_ascii_lowercase();
-    [
-        "persistence",
-        "persistentvolume",
-        "volumeclaimtemplate",
-        "\"storage\"",
-    ]
-    .iter()
-    .any(|w| text.contains(w))
+/// `spec.suspend: true` (in the old revision: what the cluster holds when it is deleted).
+fn suspended(hr: &Value) -> bool {
+    hr.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true)
 }
 
 /// Owners removed with a finalizer that deletes, with the old spec (for the runbook).

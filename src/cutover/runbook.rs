@@ -63,6 +63,11 @@ fn ks(id: &ObjectId) -> String {
     format!("-n {} kustomization {}", id.namespace, id.name)
 }
 
+/// Whether the runbook protects and backs up `d`: it holds data, or may.
+fn at_risk(d: &Deletion) -> bool {
+    d.data.holds() || d.data.may()
+}
+
 /// The runbook for `deletions` (all environments), given each environment's inventories.
 pub fn write(
     deletions: &[Deletion],
@@ -74,11 +79,13 @@ pub fn write(
         return Vec::new();
     }
     let mut out = Vec::new();
-    let stateful: Vec<&Deletion> = deletions.iter().filter(|d| d.stateful).collect();
-    // Objects protected one by one: stateful ones, and whatever moves (their owner stays).
+    // What holds data, and what may (a chart not rendered): the advice treats both alike,
+    // since nothing here rules the second out.
+    let holding: Vec<&Deletion> = deletions.iter().filter(|d| at_risk(d)).collect();
+    // Objects protected one by one: those, and whatever moves (their owner stays).
     let mut protect: Vec<&ObjectId> = deletions
         .iter()
-        .filter(|d| d.stateful || d.rule.is_move())
+        .filter(|d| at_risk(d) || d.rule.is_move())
         .filter(|d| d.rule != Rule::NamespaceDeleted && d.rule != Rule::CrdDeleted)
         .map(|d| &d.id)
         .collect();
@@ -93,24 +100,33 @@ pub fn write(
     let mut pre =
         vec!["flux get kustomizations    # every Kustomization Ready before you start".to_string()];
     pre.extend(
-        commands(stateful.iter().map(|d| &d.id), "get", "")
+        commands(holding.iter().map(|d| &d.id), "get", "")
             .into_iter()
             .map(|c| format!("{c}    # note the AGE")),
     );
-    let ns: BTreeSet<&str> = stateful
-        .iter()
-        .map(|d| {
-            if d.id.namespace.is_empty() {
-                d.id.name.as_str()
-            } else {
-                d.id.namespace.as_str()
-            }
-        })
-        .collect();
-    if !ns.is_empty() {
+    let namespaces = |holds: bool| -> String {
+        let ns: BTreeSet<&str> = holding
+            .iter()
+            .filter(|d| d.data.holds() == holds)
+            .map(|d| {
+                if d.id.namespace.is_empty() {
+                    d.id.name.as_str()
+                } else {
+                    d.id.namespace.as_str()
+                }
+            })
+            .collect();
+        ns.into_iter().collect::<Vec<_>>().join(", ")
+    };
+    let (holds, may) = (namespaces(true), namespaces(false));
+    if !holds.is_empty() {
         pre.push(format!(
-            "back up what holds data (Velero, Longhorn, a database dump): namespaces {}",
-            ns.into_iter().collect::<Vec<_>>().join(", ")
+            "back up what holds data (Velero, Longhorn, a database dump): namespaces {holds}"
+        ));
+    }
+    if !may.is_empty() {
+        pre.push(format!(
+            "back up what may hold data as well (charts are not rendered, so their volumes cannot be ruled out): namespaces {may}"
         ));
     }
     out.push(Section {
@@ -202,10 +218,10 @@ pub fn write(
             ks(&o.id).replacen("kustomization", "patch kustomization", 1)
         ));
     }
-    let protected: Vec<&ObjectId> = stateful
+    let protected: Vec<&ObjectId> = holding
         .iter()
         .filter(|d| d.rule != Rule::NamespaceDeleted && d.rule != Rule::CrdDeleted)
-        .chain(moves.iter().filter(|d| !d.stateful))
+        .chain(moves.iter().filter(|d| !at_risk(d)))
         .map(|d| &d.id)
         .collect();
     single.extend(commands(
@@ -257,7 +273,7 @@ pub fn write(
         (true, true) => "flux get kustomizations    # all Ready".to_string(),
     });
     verify.extend(
-        commands(stateful.iter().map(|d| &d.id), "get", "")
+        commands(holding.iter().map(|d| &d.id), "get", "")
             .into_iter()
             .map(|c| format!("{c}    # present, with the AGE noted before")),
     );

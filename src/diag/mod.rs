@@ -98,6 +98,11 @@ codes! {
     UnknownImagePolicy = "unknown-image-policy", Error,
         "an image setter marker naming an ImagePolicy no environment builds";
 
+    NoEnvironment = "no-environment", Error,
+        "check found no Flux environment to build, so it checked nothing";
+    UnusedIgnore = "unused-ignore", Warning,
+        "a check.ignore entry or fluxwave:ignore comment that silences no finding";
+
     // A catalog-managed repository before its first apply (src/check/mod.rs).
     NotWaved = "not-waved", Error,
         "the app tier is still one flat folder while the catalog has waves";
@@ -145,6 +150,8 @@ codes! {
         "Flux would delete an object that holds data";
     PromotesStateful = "promotes-stateful", Error,
         "Flux would delete and recreate an object that holds data (a move to a later wave)";
+    CutoverIncomplete = "cutover-incomplete", Error,
+        "the change touches a Flux Kustomization whose objects fluxwave cannot see whole (another source, a failing build, an unmodelled feature): Flux may delete what it cannot report";
     CutoverUnmodelled = "cutover-unmodelled", Warning,
         "a kustomize feature fluxwave does not model, so the deletion analysis may be incomplete";
 }

@@ -229,14 +229,14 @@ pub fn counts(findings: &[Finding]) -> (usize, usize) {
     (errors, findings.len() - errors)
 }
 
-/// `{"findings": [...], "errors": N, "warnings": N}`.
-pub fn json(findings: &[Finding]) -> String {
+/// `{"findings": [...], "errors": N, "warnings": N}`, then the fields of `more`.
+pub fn json(findings: &[Finding], more: serde_json::Map<String, serde_json::Value>) -> String {
     let (errors, warnings) = counts(findings);
-    serde_json::to_string_pretty(
-        &serde_json::json!({"findings": findings, "errors": errors, "warnings": warnings}),
-    )
-    .unwrap_or_default()
-        + "\n"
+    let mut doc = serde_json::json!({"findings": findings, "errors": errors, "warnings": warnings});
+    if let Some(m) = doc.as_object_mut() {
+        m.extend(more);
+    }
+    serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
 }
 
 /// GitHub's escaping of a workflow command's message and properties.

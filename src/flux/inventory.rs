@@ -1,21 +1,21 @@
 //! Builds every environment of one revision as Flux does and records its inventory: which
 //! Flux Kustomization (the *owner*) applies every object. The root Kustomization owns the
 //! environment's entry; every Flux Kustomization found in a build is an owner too, built at
-//! its `spec.path` with Flux's own patches, components, `targetNamespace`, name affixes and
-//! `commonMetadata` on top. An object belongs to the first owner that builds it.
+//! its `spec.path` with its spec written into the kustomization there, as Flux's generator
+//! writes it (see `FluxSpec`). An object belongs to the first owner that builds it.
 
-use std::collections::{btree_map, BTreeMap, VecDeque};
+use std::collections::{btree_map, BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
-use super::{normalize_path, Kustomization, SourceRef, KUSTOMIZE_GROUP};
-use crate::config::{self, Config};
-use crate::error::Result;
-use crate::fs::join;
+use super::discover::{self, Environment};
+use super::substitute::{self, Source, Variables};
+use super::{Kustomization, SourceRef, KUSTOMIZE_GROUP};
+use crate::kustomize::envsubst::Lookup;
 use crate::kustomize::object::{kept_whole, Facts, ObjectId};
-use crate::kustomize::{BuildError, Builder, Resource, Warning};
-use crate::tree::FileTree;
+use crate::kustomize::{BuildError, Builder, FluxSpec, Resource, Warning};
+use crate::tree::{FileTree, Footprint};
 
 /// A Flux Kustomization as the cluster would hold it after this revision is applied.
 #[derive(Debug, Clone)]
@@ -40,7 +40,16 @@ pub struct Owner {
     /// False when its build failed or its source is not this repository: its inventory is
     /// unknown, so nothing is judged deleted from it.
     pub built: bool,
+    /// Why what it applies is not wholly known (its source is elsewhere, its build fails, a
+    /// feature on the way is not modelled): empty when fluxwave saw all of it.
+    pub unmodelled: Vec<String>,
+    /// For one that reads an ExternalArtifact made from this repository: the repository
+    /// files the artifact is made of and the file of its ArtifactGenerator, sorted.
+    pub artifact_files: Vec<String>,
+    /// As its parent's build holds it, `postBuild` variables substituted.
     pub object: Value,
+    /// The `${VAR}`s it needs as written, when its parent substitutes (see `Facts`).
+    pub variables: Vec<String>,
 }
 
 impl Owner {
@@ -72,7 +81,10 @@ impl Owner {
             file: file.to_string(),
             index,
             built: true,
+            unmodelled: Vec::new(),
+            artifact_files: Vec::new(),
             object: k.object,
+            variables: Vec::new(),
             id,
         })
     }
@@ -123,30 +135,44 @@ impl Owner {
         )
     }
 
-    /// The kustomization Flux wraps around `spec.path`.
-    fn overlay(&self) -> Map<String, Value> {
-        let spec = self.object.get("spec").cloned().unwrap_or(Value::Null);
-        let mut k = Map::new();
-        for (from, to) in [
-            ("components", "components"),
-            ("patches", "patches"),
-            ("targetNamespace", "namespace"),
-            ("namePrefix", "namePrefix"),
-            ("nameSuffix", "nameSuffix"),
-        ] {
-            if let Some(v) = spec.get(from) {
-                k.insert(to.into(), v.clone());
-            }
+    /// What its spec writes into the kustomization at its `spec.path` (see `FluxSpec`);
+    /// `what` names it in messages. Empty strings are unset: the API omits them
+    /// (`omitempty`) before Flux's generator reads the spec.
+    fn flux_spec(&self, what: String) -> FluxSpec {
+        let spec = self.object.get("spec").unwrap_or(&Value::Null);
+        let text = |key: &str| {
+            spec.get(key)
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+        };
+        let items = |key: &str| {
+            spec.get(key)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let metadata = |key: &str| {
+            spec.get("commonMetadata")
+                .and_then(|m| m.get(key))
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default()
+        };
+        FluxSpec {
+            what,
+            target_namespace: text("targetNamespace"),
+            name_prefix: text("namePrefix"),
+            name_suffix: text("nameSuffix"),
+            patches: items("patches"),
+            components: items("components"),
+            ignore_missing_components: spec
+                .get("ignoreMissingComponents")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            labels: metadata("labels"),
+            annotations: metadata("annotations"),
         }
-        if let Some(m) = spec.get("commonMetadata") {
-            if let Some(l) = m.get("labels") {
-                k.insert("commonLabels".into(), l.clone());
-            }
-            if let Some(a) = m.get("annotations") {
-                k.insert("commonAnnotations".into(), a.clone());
-            }
-        }
-        k
     }
 }
 
@@ -173,18 +199,23 @@ pub struct Entry {
 }
 
 impl Entry {
-    /// `r`, built by `owner` from `file`; `substituted` when the owner has `postBuild`.
+    /// `r`, built by `owner` from `file`; `variables` are those it needs as written, when
+    /// the owner has `postBuild`.
     fn new(
         owner: &Arc<ObjectId>,
         file: &Arc<str>,
-        substituted: bool,
+        variables: &Option<Vec<String>>,
         id: &ObjectId,
         r: Resource,
     ) -> Entry {
+        let mut facts = r.facts(false);
+        if let Some(v) = variables {
+            facts.variables.clone_from(v);
+        }
         Entry {
             owner: owner.clone(),
             file: file.clone(),
-            facts: r.facts(substituted),
+            facts,
             whole: kept_whole(&id.group, &id.kind).then(|| Box::new(r.value)),
             index: r.index,
         }
@@ -228,64 +259,13 @@ impl Inventory {
     }
 }
 
-/// The environments of a revision: `clusters.environments` of its fluxwave.yaml, else every
-/// folder under `clusters/` (but `base`) with a kustomization or a `flux bootstrap` sync file.
-pub fn environments(tree: &FileTree) -> Result<Vec<(String, String)>> {
-    if let Some(text) = tree.read(config::FILE) {
-        let config = Config::parse(&text)?;
-        return Ok(config
-            .environments
-            .into_iter()
-            .map(|e| (e.name, normalize_path(&e.path)))
-            .collect());
-    }
-    let mut envs = std::collections::BTreeSet::new();
-    for file in tree.files_under("clusters") {
-        let parts: Vec<&str> = file.split('/').collect();
-        let marks = match parts.as_slice() {
-            [_, env, k] => ["kustomization.yaml", "kustomization.yml", "Kustomization"]
-                .contains(k)
-                .then_some(*env),
-            [_, env, "flux-system", "gotk-sync.yaml"] => Some(*env),
-            _ => None,
-        };
-        if let Some(env) = marks.filter(|e| *e != "base") {
-            envs.insert(env.to_string());
-        }
-    }
-    Ok(envs
-        .into_iter()
-        .map(|e| (e.clone(), format!("clusters/{e}")))
-        .collect())
-}
-
-/// The root Kustomization of an environment: read from `flux-system/gotk-sync.yaml` (the one
-/// whose path is the environment), or assumed as `flux bootstrap` writes it.
-fn root_of(tree: &FileTree, env_path: &str) -> Owner {
-    let sync = join(env_path, "flux-system/gotk-sync.yaml").unwrap_or_default();
-    let docs = tree
-        .read(&sync)
-        .and_then(|t| crate::yaml::parse_all(&sync, &t).ok())
-        .unwrap_or_default();
-    let flux: Vec<Owner> = docs
-        .iter()
-        .enumerate()
-        .filter(|(_, d)| Kustomization::is(d))
-        .filter_map(|(i, d)| Owner::from_value(d, None, &sync, i))
-        .collect();
-    if let Some(root) = flux.iter().find(|o| o.path == env_path).or(flux.first()) {
-        return root.clone();
-    }
-    let assumed = json!({
-        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
-        "kind": "Kustomization",
-        "metadata": {"name": "flux-system", "namespace": "flux-system"},
-        "spec": {"path": format!("./{env_path}"), "prune": true,
-                 "sourceRef": {"kind": "GitRepository", "name": "flux-system"}},
-    });
-    let mut root =
-        Owner::from_value(&assumed, None, "", 0).unwrap_or_else(|| unreachable_owner(env_path));
-    root.file = String::new();
+/// The root Kustomization of environment `env` in `tree` (see `discover::root_in`).
+fn root_of(tree: &FileTree, env: &Environment) -> Owner {
+    let object = discover::root_in(tree, env);
+    let (file, index) = discover::root_file(tree, env).unwrap_or_default();
+    let mut root = Owner::from_value(&object, None, &file, index)
+        .unwrap_or_else(|| unreachable_owner(&env.path));
+    root.file = file;
     root
 }
 
@@ -303,17 +283,224 @@ fn unreachable_owner(env_path: &str) -> Owner {
         file: String::new(),
         index: 0,
         built: true,
+        unmodelled: Vec::new(),
+        artifact_files: Vec::new(),
         object: Value::Null,
+        variables: Vec::new(),
     }
 }
 
-/// Builds environment `env` (entry `env_path`) of `tree`.
-pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
-    let root = root_of(tree, env_path);
+/// Builds environment `env` of `tree`. A Kustomization that reads an `ExternalArtifact`
+/// which an ArtifactGenerator of the build makes out of this repository is built from the
+/// files the generator copies (`artifact`): the environment is built a second time over the
+/// tree with those files added under `ARTIFACTS`, and their paths are given back as the
+/// repository files they copy.
+pub fn build(tree: &FileTree, env: &Environment) -> Inventory {
+    let inv = build_with(tree, env, &BTreeMap::new());
+    let (made, unmade, generator_files) = external_artifacts(tree, &inv);
+    if made.is_empty() {
+        return with_reasons(inv, &unmade);
+    }
+    let mut combined = tree.clone();
+    let mut prefixes = BTreeMap::new();
+    let mut copies: BTreeMap<String, String> = BTreeMap::new();
+    for ((namespace, name), files) in &made {
+        let prefix = format!("{ARTIFACTS}/{namespace}/{name}");
+        for (at, from) in files {
+            if let Some(text) = tree.read(from) {
+                let path = format!("{prefix}/{at}");
+                combined = combined.with_text(&path, text);
+                copies.insert(path, from.clone());
+            }
+        }
+        prefixes.insert((namespace.clone(), name.clone()), prefix);
+    }
+    let mut inv = build_with(&combined, env, &prefixes);
+    // Paths in the artifacts are the repository files they copy.
+    let back = |file: &str| copies.get(file).cloned();
+    for entry in inv
+        .objects
+        .values_mut()
+        .chain(inv.duplicates.iter_mut().map(|(_, e)| e))
+    {
+        if entry.file.starts_with(ARTIFACTS) {
+            if let Some(from) = back(&entry.file) {
+                entry.file = Arc::from(from.as_str());
+            }
+        }
+    }
+    for o in inv.owners.values_mut() {
+        if let Some(from) = back(&o.file) {
+            o.file = from;
+        }
+        let (kind, namespace, name) = o.source();
+        if kind == "ExternalArtifact" {
+            if let Some(files) = made.get(&(namespace.clone(), name.clone())) {
+                let mut read: Vec<String> = files.values().cloned().collect();
+                read.extend(
+                    generator_files
+                        .get(&(namespace.clone(), name.clone()))
+                        .cloned(),
+                );
+                read.sort();
+                read.dedup();
+                o.artifact_files = read;
+            }
+            let folder = format!("{ARTIFACTS}/{namespace}/{name}/");
+            for u in &mut o.unmodelled {
+                *u = u.replace(&folder, &format!("(ExternalArtifact {namespace}/{name}) "));
+            }
+        }
+    }
+    for w in &mut inv.warnings {
+        if let Some(from) = back(&w.path) {
+            w.path = from;
+        }
+        for (namespace, name) in made.keys() {
+            let folder = format!("{ARTIFACTS}/{namespace}/{name}/");
+            if w.message.contains(&folder) {
+                w.message = w
+                    .message
+                    .replace(&folder, &format!("(ExternalArtifact {namespace}/{name}) "));
+            }
+        }
+    }
+    with_reasons(inv, &unmade)
+}
+
+/// Where the files of the ExternalArtifacts made from this repository are put for a build.
+const ARTIFACTS: &str = ".fluxwave/external-artifacts";
+
+/// The ExternalArtifacts the owners of `inv` read, by (namespace, name): the files each is
+/// made of when an ArtifactGenerator of the build makes it out of this repository, else
+/// why it cannot be seen.
+type Artifacts = BTreeMap<(String, String), crate::flux::artifact::Files>;
+
+#[allow(clippy::type_complexity)]
+fn external_artifacts(
+    tree: &FileTree,
+    inv: &Inventory,
+) -> (
+    Artifacts,
+    BTreeMap<ObjectId, String>,
+    BTreeMap<(String, String), String>,
+) {
+    let (mut made, mut unmade, mut generator_files) =
+        (Artifacts::new(), BTreeMap::new(), BTreeMap::new());
+    let Some(root) = inv.owners.values().find(|o| o.parent.is_none()) else {
+        return (made, unmade, generator_files);
+    };
+    let root_source = root.source();
+    let this_repo = |kind: &str, ns: &str, name: &str| {
+        (kind, ns, name)
+            == (
+                root_source.0.as_str(),
+                root_source.1.as_str(),
+                root_source.2.as_str(),
+            )
+    };
+    for o in inv.owners.values() {
+        let (kind, namespace, name) = o.source();
+        if kind != "ExternalArtifact" || o.parent.is_none() {
+            continue;
+        }
+        let key = (namespace.clone(), name.clone());
+        if made.contains_key(&key) {
+            continue;
+        }
+        let generators: Vec<(&Value, &str)> = inv
+            .objects
+            .iter()
+            .filter(|(id, _)| {
+                id.group == "source.extensions.fluxcd.io"
+                    && id.kind == "ArtifactGenerator"
+                    && id.namespace == namespace
+            })
+            .filter_map(|(_, e)| e.whole.as_deref().map(|g| (g, &*e.file)))
+            .filter(|(g, _)| {
+                g.pointer("/spec/artifacts")
+                    .and_then(Value::as_array)
+                    .is_some_and(|a| {
+                        a.iter()
+                            .any(|x| x.get("name").and_then(Value::as_str) == Some(name.as_str()))
+                    })
+            })
+            .collect();
+        match generators.as_slice() {
+            [(g, file)] => match crate::flux::artifact::files(g, &name, tree, &this_repo) {
+                Ok(files) => {
+                    generator_files.insert(key.clone(), file.to_string());
+                    made.insert(key, files);
+                }
+                Err(why) => {
+                    unmade.insert(o.id.clone(), why);
+                }
+            },
+            [] => {
+                unmade.insert(
+                    o.id.clone(),
+                    "no ArtifactGenerator of this repository makes it".to_string(),
+                );
+            }
+            _ => {
+                unmade.insert(
+                    o.id.clone(),
+                    "two ArtifactGenerators declare it".to_string(),
+                );
+            }
+        }
+    }
+    (made, unmade, generator_files)
+}
+
+/// `inv` with why each ExternalArtifact in `unmade` cannot be seen added to its readers.
+fn with_reasons(mut inv: Inventory, unmade: &BTreeMap<ObjectId, String>) -> Inventory {
+    for (id, why) in unmade {
+        if let Some(o) = inv.owners.get_mut(id) {
+            for u in &mut o.unmodelled {
+                u.push_str(&format!("; the ExternalArtifact: {why}"));
+            }
+        }
+    }
+    inv
+}
+
+/// `build`, with the owners that read the ExternalArtifacts of `artifacts` built at their
+/// path under its folder (namespace, name -> folder of the combined tree).
+fn build_with(
+    tree: &FileTree,
+    env: &Environment,
+    artifacts: &BTreeMap<(String, String), String>,
+) -> Inventory {
+    let mut cluster = BTreeMap::new();
+    let mut pass = 0;
+    loop {
+        pass += 1;
+        let (inv, sources, missed) = build_pass(tree, env, artifacts, &cluster);
+        let found_later = missed.iter().any(|id| sources.contains_key(id));
+        if !found_later || pass == 3 {
+            return inv;
+        }
+        cluster = sources;
+    }
+}
+
+/// One pass of `build_with`: `cluster` holds the sources of an earlier pass. Returns the
+/// inventory, the sources this pass built, and the sources it looked for and did not find.
+fn build_pass(
+    tree: &FileTree,
+    env: &Environment,
+    artifacts: &BTreeMap<(String, String), String>,
+    cluster: &BTreeMap<ObjectId, Source>,
+) -> (Inventory, BTreeMap<ObjectId, Source>, BTreeSet<ObjectId>) {
+    let env_path = env.path.as_str();
+    let root = root_of(tree, env);
+    // What Flux builds is the artifact of the root's source.
     let artifact = super::source::artifact(tree, &root.file, root.source());
-    let mut builder = Builder::new(&artifact);
+    let tree = &artifact;
+    let mut builder = Builder::new(tree);
     let mut inv = Inventory {
-        env: env.to_string(),
+        env: env.name.clone(),
         env_path: env_path.to_string(),
         ..Inventory::default()
     };
@@ -321,6 +508,8 @@ pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
     let mut queue = VecDeque::from([root.id.clone()]);
     inv.owners.insert(root.id.clone(), root);
     let mut extra_warnings = Vec::new();
+    let mut sources: BTreeMap<ObjectId, (Arc<ObjectId>, Source)> = BTreeMap::new();
+    let mut missed = BTreeSet::new();
     while let Some(owner_id) = queue.pop_front() {
         let Some(owner) = inv.owners.get(&owner_id).cloned() else {
             continue;
@@ -330,31 +519,66 @@ pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
         } else {
             owner.file.clone()
         };
-        if owner.parent.is_some() && owner.source() != root_source {
-            let (kind, ns, name) = owner.source();
-            extra_warnings.push(Warning {
+        let (kind, ns, name) = owner.source();
+        let artifact = (kind == "ExternalArtifact")
+            .then(|| artifacts.get(&(ns.clone(), name.clone())))
+            .flatten();
+        let path = match artifact {
+            Some(folder) => format!("{folder}/{}", owner.path),
+            None => owner.path.clone(),
+        };
+        if owner.parent.is_some() && owner.source() != root_source && artifact.is_none() {
+            let w = Warning {
                 path: where_,
                 feature: "other source".into(),
                 message: format!("{} reads {kind}/{ns}/{name}, not this repository: what it applies is not in the inventory", owner.id),
-            });
-            mark_unbuilt(&mut inv, &owner_id);
+            };
+            mark_unbuilt(&mut inv, &owner_id, &[&w]);
+            extra_warnings.push(w);
             continue;
         }
+        let vars = if owner.substitutes() {
+            let found = substitute::variables(&owner.object, &owner.id.namespace, &mut |id| {
+                let s = sources.get(id).map(|(_, s)| s).or_else(|| cluster.get(id));
+                if s.is_none() {
+                    missed.insert(id.clone());
+                }
+                s.cloned()
+            });
+            match found {
+                Ok(vars) => Some(vars),
+                Err(e) => {
+                    let w = build_failure(where_, &owner.id, &e);
+                    mark_unbuilt(&mut inv, &owner_id, &[&w]);
+                    extra_warnings.push(w);
+                    continue;
+                }
+            }
+        } else {
+            None
+        };
+        // A source in no build may be in the cluster (made out of band): the owner is built,
+        // what the source sets unknown, but Flux fails without it, so nothing is judged.
+        let missing = vars
+            .as_ref()
+            .map(|v| v.missing.join(", "))
+            .unwrap_or_default();
         let shared_id = Arc::new(owner_id.clone());
-        let building = Building {
+        let mut building = Building {
             owner: &shared_id,
-            substituted: owner.substitutes(),
-            vars: substitutions(&owner.object),
+            vars,
+            failure: None,
+            undefined: BTreeSet::new(),
         };
         let (queued, warned, duplicated) =
             (queue.len(), extra_warnings.len(), inv.duplicates.len());
         let mut recorded = 0;
         let mut file: Arc<str> = Arc::from("");
+        builder.start_owner();
         let built = builder.build_owner(
-            &format!("{where_} ({})", owner.id),
-            &owner.path,
-            &owner.overlay(),
-            &mut |r| {
+            path.trim_end_matches('/'),
+            &owner.flux_spec(format!("{where_} ({})", owner.id)),
+            &mut |r: Resource| {
                 recorded += 1;
                 // The objects of a file come together: its path is shared.
                 if *file != *r.file {
@@ -364,12 +588,17 @@ pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
                     &mut inv,
                     &mut queue,
                     &mut extra_warnings,
-                    &building,
+                    &mut sources,
+                    &mut building,
                     &file,
                     r,
                 );
             },
         );
+        let undefined = std::mem::take(&mut building.undefined);
+        let built = built
+            .map_err(|e| e.to_string())
+            .and_then(|()| building.failure.map_or(Ok(()), Err));
         if let Err(e) = built {
             // Nothing of a build that fails is applied: what it recorded is taken back.
             if recorded > 0 {
@@ -378,25 +607,62 @@ pub fn build(tree: &FileTree, env: &str, env_path: &str) -> Inventory {
                 inv.owners
                     .retain(|_, o| o.parent.as_ref() != Some(&owner_id));
                 inv.duplicates.truncate(duplicated);
+                sources.retain(|_, (o, _)| !Arc::ptr_eq(o, &shared_id));
                 queue.truncate(queued);
                 extra_warnings.truncate(warned);
             }
-            extra_warnings.push(Warning {
-                path: where_,
-                feature: "build failure".into(),
-                message: format!(
-                    "{} cannot be built ({e}); Flux stops there and deletes nothing of it",
-                    owner.id
-                ),
-            });
-            mark_unbuilt(&mut inv, &owner_id);
+            let w = build_failure(where_, &owner.id, &e);
+            mark_unbuilt(&mut inv, &owner_id, &[&w]);
+            extra_warnings.push(w);
+        } else {
+            // Flux fails these builds too; what they would apply is kept for the lints.
+            let mut why = Vec::new();
+            if !missing.is_empty() {
+                why.push(format!("reads substituteFrom {missing}, in no build of the environment: unless it is in the cluster, Flux fails the build"));
+            }
+            if !undefined.is_empty() {
+                why.push(format!("needs {}, which nothing sets and which has no default: Flux's strict substitution fails the build", dollars(&undefined)));
+            }
+            if !why.is_empty() {
+                let w = Warning {
+                    path: where_,
+                    feature: "build failure".into(),
+                    message: format!("{} {}, and deletes nothing of it", owner.id, why.join("; ")),
+                };
+                mark_unbuilt(&mut inv, &owner_id, &[&w]);
+                extra_warnings.push(w);
+            } else {
+                // What the build could not see makes this owner's inventory partial.
+                let unseen: Vec<&Warning> = builder
+                    .owner_warnings()
+                    .iter()
+                    .chain(&extra_warnings[warned..])
+                    .filter(|w| w.feature != TWO_OWNERS)
+                    .collect();
+                if !unseen.is_empty() {
+                    if let Some(o) = inv.owners.get_mut(&owner_id) {
+                        o.unmodelled = unseen.iter().map(|w| describe(w)).collect();
+                    }
+                }
+            }
         }
     }
     inv.warnings = builder.warnings;
     inv.warnings.extend(extra_warnings);
     inv.warnings.sort();
     inv.warnings.dedup();
-    inv
+    let sources = sources.into_iter().map(|(id, (_, s))| (id, s)).collect();
+    (inv, sources, missed)
+}
+
+fn build_failure(path: String, owner: &ObjectId, e: &str) -> Warning {
+    Warning {
+        path,
+        feature: "build failure".into(),
+        message: format!(
+            "{owner} cannot be built ({e}); Flux stops there and deletes nothing of it"
+        ),
+    }
 }
 
 /// The Flux Kustomizations an environment's build declares, as Flux holds them once every
@@ -416,34 +682,42 @@ pub struct Owners {
 /// The owners-only build of environment `env_path` of `tree` (see `Owners`); `Err` when the
 /// build fails, as Flux's would.
 pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, BuildError> {
-    let root = root_of(tree, env_path);
+    let root = root_of(tree, &Environment::configured(tree, "", env_path, ""));
     // The root's own patches apply when it is the environment's (bootstrap's gotk-sync).
-    let overlay = if root.path == env_path {
-        root.overlay()
+    let what = format!("{env_path} ({})", root.id);
+    let spec = if root.path == env_path {
+        root.flux_spec(what)
     } else {
-        Map::new()
+        FluxSpec {
+            what,
+            ..FluxSpec::default()
+        }
     };
-    let vars = substitutions(&root.object);
+    // Its sources are not read here: what they set is unknown, and left as written.
+    let vars = root.substitutes().then(|| {
+        substitute::variables(&root.object, &root.id.namespace, &mut |_| {
+            Some(Source::Unknown("not read".into()))
+        })
+        .unwrap_or_default()
+    });
     let artifact = super::source::artifact(tree, &root.file, root.source());
     let mut builder = Builder::owners_only(&artifact);
     let mut owners: Vec<Owner> = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
-    builder.build_owner(
-        &format!("{env_path} ({})", root.id),
-        env_path,
-        &overlay,
-        &mut |mut r| {
-            if !Kustomization::is(&r.value) {
-                return;
+    builder.build_owner(env_path, &spec, &mut |mut r: Resource| {
+        if !Kustomization::is(&r.value) {
+            return;
+        }
+        if let Some(vars) = &vars {
+            // A string Flux cannot parse fails the whole build; it is read as written.
+            let _ = substitute::object(&mut r.value, vars);
+        }
+        if let Some(o) = Owner::from_value(&r.value, Some(root.id.clone()), &r.file, r.index) {
+            if seen.insert(o.id.clone()) {
+                owners.push(o);
             }
-            substitute_identity(&mut r.value, &vars);
-            if let Some(o) = Owner::from_value(&r.value, Some(root.id.clone()), &r.file, r.index) {
-                if seen.insert(o.id.clone()) {
-                    owners.push(o);
-                }
-            }
-        },
-    )?;
+        }
+    })?;
     Ok(Owners {
         owners,
         complete: builder.warnings.is_empty(),
@@ -454,25 +728,49 @@ pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, Bu
 struct Building<'a> {
     /// Its id, shared by its entries.
     owner: &'a Arc<ObjectId>,
-    /// Whether it has `postBuild`.
-    substituted: bool,
-    /// Its inline `postBuild` variables.
-    vars: BTreeMap<String, String>,
+    /// Its variables, when it has `postBuild`.
+    vars: Option<Variables>,
+    /// Why Flux's build of it fails, if it does (a string substitution cannot parse).
+    failure: Option<String>,
+    /// The variables its objects need that nothing sets: Flux's strict substitution fails
+    /// the build on them. Its objects are kept (the lints read them), but it is not built.
+    undefined: BTreeSet<String>,
 }
 
-/// Records object `r` of the build of `building`, written in `file`: a Flux Kustomization
-/// becomes an owner to build next, any other object an entry of the inventory unless an
-/// earlier owner has it already.
+/// Records object `r` of the build of `building`, written in `file`: its variables are
+/// substituted, then a Flux Kustomization becomes an owner to build next, any other object
+/// an entry of the inventory unless an earlier owner has it already; a ConfigMap or Secret
+/// is a `substituteFrom` source for the owners that read it.
 fn record(
     inv: &mut Inventory,
     queue: &mut VecDeque<ObjectId>,
     warnings: &mut Vec<Warning>,
-    building: &Building,
+    sources: &mut BTreeMap<ObjectId, (Arc<ObjectId>, Source)>,
+    building: &mut Building,
     file: &Arc<str>,
     mut r: Resource,
 ) {
-    let (owner, substituted, vars) = (building.owner, building.substituted, &building.vars);
-    substitute_identity(&mut r.value, vars);
+    let owner = building.owner;
+    // The variables it needs as written (the lints read them), before they are substituted.
+    let written = building.vars.is_some().then(|| r.facts(true).variables);
+    let mut unknown = BTreeSet::new();
+    if let (Some(vars), Some(needed)) = (&building.vars, &written) {
+        if vars.runs {
+            let unset = needed
+                .iter()
+                .filter(|v| matches!(vars.lookup(v), Lookup::Unset));
+            building.undefined.extend(unset.cloned());
+        }
+    }
+    if let Some(vars) = &building.vars {
+        match substitute::object(&mut r.value, vars) {
+            Ok(out) => unknown = out.in_identity(),
+            Err(e) => {
+                building.failure.get_or_insert(format!("{}: {e}", r.file));
+                return;
+            }
+        }
+    }
     let Some(id) = r.id() else {
         warnings.push(Warning {
             path: r.file.clone(),
@@ -481,16 +779,32 @@ fn record(
         });
         return;
     };
-    if id.name.contains("${") || id.namespace.contains("${") {
+    if !unknown.is_empty() {
+        let vars = building
+            .vars
+            .as_ref()
+            .map(Variables::unknown_sources)
+            .unwrap_or_default();
         warnings.push(Warning {
             path: r.file.clone(),
             feature: "postBuild substitution".into(),
-            message: format!("{id}: a variable in its name or namespace comes from substituteFrom, which is not modelled"),
+            message: format!(
+                "{id}: {} in its name or namespace may come from {}, which cannot be read from the repository",
+                dollars(&unknown),
+                vars.join(", ")
+            ),
         });
     }
+    if let Some(source) = Source::of(&id, &r.value) {
+        sources
+            .entry(id.clone())
+            .or_insert_with(|| (owner.clone(), source));
+    }
     if Kustomization::is(&r.value) {
-        if let Some(child) = Owner::from_value(&r.value, Some((**owner).clone()), &r.file, r.index)
+        if let Some(mut child) =
+            Owner::from_value(&r.value, Some((**owner).clone()), &r.file, r.index)
         {
+            child.variables = written.unwrap_or_default();
             if !inv.owners.contains_key(&child.id) {
                 queue.push_back(child.id.clone());
                 inv.owners.insert(child.id.clone(), child);
@@ -503,84 +817,67 @@ fn record(
             let (id, first) = (e.key().clone(), &e.get().owner);
             warnings.push(Warning {
                 path: r.file.clone(),
-                feature: "two owners".into(),
+                feature: TWO_OWNERS.into(),
                 message: format!(
                     "{id} is applied by both {first} and {owner}; Flux counts it as {first}'s"
                 ),
             });
-            let entry = Entry::new(owner, file, substituted, &id, r);
+            let entry = Entry::new(owner, file, &written, &id, r);
             inv.duplicates.push((id, entry));
         }
         btree_map::Entry::Occupied(_) => {}
         btree_map::Entry::Vacant(v) => {
-            let entry = Entry::new(owner, file, substituted, v.key(), r);
+            let entry = Entry::new(owner, file, &written, v.key(), r);
             v.insert(entry);
         }
     }
 }
 
-fn mark_unbuilt(inv: &mut Inventory, id: &ObjectId) {
+/// The warning feature of an object two owners apply: Flux's behaviour is known (see
+/// `Inventory::duplicates`), so it leaves nothing unseen.
+const TWO_OWNERS: &str = "two owners";
+
+/// A warning as one line: `feature: message (path)`.
+fn describe(w: &Warning) -> String {
+    format!("{}: {} ({})", w.feature, w.message, w.path)
+}
+
+/// `${A}, ${B}`.
+fn dollars(vars: &BTreeSet<String>) -> String {
+    vars.iter()
+        .map(|v| format!("`${{{v}}}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn mark_unbuilt(inv: &mut Inventory, id: &ObjectId, why: &[&Warning]) {
     if let Some(o) = inv.owners.get_mut(id) {
         o.built = false;
+        o.unmodelled = why.iter().map(|w| describe(w)).collect();
     }
 }
 
-/// The inline `postBuild.substitute` variables of a Flux Kustomization.
-fn substitutions(owner: &Value) -> BTreeMap<String, String> {
-    crate::flux::string_map_at(owner, "/spec/postBuild/substitute")
-}
-
-/// Flux's `${VAR}`, `${VAR:=default}` and `${VAR:-default}` in an object's name and namespace.
-fn substitute_identity(v: &mut Value, vars: &BTreeMap<String, String>) {
-    let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) else {
-        return;
+/// What building `owner` (of `env`) asks of `tree`, a `recording` tree: the files whose
+/// change may change what it applies (see `Footprint`). Its objects are not kept.
+pub fn footprint(tree: &FileTree, env_path: &str, owner: &Owner) -> Footprint {
+    tree.take_footprint();
+    let mut builder = Builder::owners_only(tree);
+    let what = if owner.file.is_empty() {
+        env_path
+    } else {
+        owner.file.as_str()
     };
-    for key in ["name", "namespace"] {
-        if let Some(Value::String(s)) = meta.get_mut(key) {
-            if s.contains("${") {
-                *s = substitute(s, vars);
-            }
-        }
+    let _ = builder.build_owner(&owner.path, &owner.flux_spec(what.to_string()), &mut |_| {});
+    let mut seen = tree.take_footprint();
+    if !owner.file.is_empty() {
+        seen.files.insert(owner.file.clone());
     }
-}
-
-fn substitute(s: &str, vars: &BTreeMap<String, String>) -> String {
-    let mut out = String::new();
-    let mut rest = s;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let Some(end) = rest[start..].find('}') else {
-            out.push_str(&rest[start..]);
-            return out;
-        };
-        let inner = &rest[start + 2..start + end];
-        let (name, default) = match inner.split_once(":=").or_else(|| inner.split_once(":-")) {
-            Some((n, d)) => (n, Some(d)),
-            None => (inner, None),
-        };
-        match (vars.get(name), default) {
-            (Some(v), _) => out.push_str(v),
-            (None, Some(d)) => out.push_str(d),
-            (None, None) => out.push_str(&rest[start..=start + end]),
-        }
-        rest = &rest[start + end + 1..];
-    }
-    out.push_str(rest);
-    out
+    seen
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn substitutes_inline_variables_and_defaults() {
-        let vars = BTreeMap::from([("APP".to_string(), "web".to_string())]);
-        assert_eq!(
-            substitute("${APP}-${NS:=media}-${X}", &vars),
-            "web-media-${X}"
-        );
-    }
 
     #[test]
     fn a_build_that_fails_records_nothing() {
@@ -614,7 +911,10 @@ mod tests {
             ("apps/child.yaml", child.as_str()),
             ("child/cm.yaml", cm("c").leak()),
         ]);
-        let inv = build(&tree, "dev", "clusters/dev");
+        let inv = build(
+            &tree,
+            &Environment::configured(&tree, "dev", "clusters/dev", ""),
+        );
         let objects: Vec<String> = inv.objects.keys().map(ToString::to_string).collect();
         assert_eq!(objects, ["ConfigMap/app/shared"]);
         assert_eq!(
@@ -633,23 +933,5 @@ mod tests {
         );
         let features: Vec<&str> = inv.warnings.iter().map(|w| w.feature.as_str()).collect();
         assert_eq!(features, ["build failure"]);
-    }
-
-    #[test]
-    fn environments_without_config_are_the_cluster_folders() {
-        let tree = FileTree::from_files([
-            ("clusters/base/kustomization.yaml", ""),
-            ("clusters/prod/kustomization.yaml", ""),
-            ("clusters/staging/flux-system/gotk-sync.yaml", ""),
-            ("clusters/README.yaml", ""),
-        ]);
-        let envs = environments(&tree).unwrap();
-        assert_eq!(
-            envs,
-            [
-                ("prod".to_string(), "clusters/prod".to_string()),
-                ("staging".to_string(), "clusters/staging".to_string())
-            ]
-        );
     }
 }

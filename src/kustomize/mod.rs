@@ -1,14 +1,17 @@
 //! A native kustomize builder, enough to know *which objects* a build yields: resources,
 //! components, patches (strategic merge as a deep merge of mappings with lists replaced, JSON
 //! 6902), `namespace`, `namePrefix`/`nameSuffix`, labels and annotations, generators without
-//! hash suffixes, and Flux's generated kustomization for a folder without one. Anything else
-//! that can change the set of objects is reported as a `Warning` naming the file and the
-//! feature: a build is never silently incomplete.
+//! hash suffixes, and the kustomization Flux builds at a Kustomization's `spec.path` (its
+//! spec written into the folder's kustomization, or into the one Flux generates). A build
+//! fails where kustomize or Flux fails it (`BuildError`). Anything else that can change the
+//! set of objects is reported as a `Warning` naming the file and the feature: a build is
+//! never silently incomplete.
 
 use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Map, Value};
 
+pub mod envsubst;
 pub mod object;
 mod patch;
 mod resolve;
@@ -72,6 +75,8 @@ pub struct Builder<'a> {
     /// Files of the folder being built, parsed ahead on every core (see `prefetch`).
     ready: HashMap<String, Built>,
     pub warnings: Vec<Warning>,
+    /// Where the warnings of the owner being built start in `warnings` (see `start_owner`).
+    owner_start: usize,
     /// Kinds of cluster-scoped custom resources seen in CRDs of this tree.
     cluster_kinds: BTreeSet<String>,
     stack: Vec<String>,
@@ -94,10 +99,89 @@ pub enum BuildError {
     Escapes { file: String, entry: String },
     #[error("{file}: resource `{entry}` not found")]
     MissingResource { file: String, entry: String },
+    /// Two objects with one id in one build (kustomize's `resWrangler.Append`: "may not add
+    /// resource with an already registered id"; ids as `resid.ResId.Equals` compares them).
+    #[error("{file}: `{id}` is built twice, from `{first}` and from `{second}`; kustomize fails: may not add resource with an already registered id")]
+    DuplicateId {
+        file: String,
+        id: String,
+        first: String,
+        second: String,
+    },
+    /// `namespace:` gives two objects one id (kustomize's `NamespaceTransformerPlugin`:
+    /// "namespace transformation produces ID conflict"), e.g. two Namespace objects renamed
+    /// onto one.
+    #[error("{file}: `namespace: {namespace}` makes both {first} and {second} `{id}`; kustomize fails: namespace transformation produces ID conflict")]
+    NamespaceConflict {
+        file: String,
+        namespace: String,
+        id: String,
+        first: String,
+        second: String,
+    },
+    /// A document that is not a Kubernetes object: kustomize refuses one without a kind or a
+    /// name (kyaml `RNode.GetValidatedMetadata`), kustomize-controller one without an
+    /// apiVersion (`KustomizationReconciler.build`: "failed to decode Kubernetes apiVersion,
+    /// kind and name").
+    #[error("{file}: document {document} is not a Kubernetes object: it has no `{missing}`")]
+    NotAnObject {
+        file: String,
+        document: usize,
+        missing: &'static str,
+    },
     /// A kustomization, manifest or patch that kustomize would not read: the file, and what
     /// is wrong with it.
     #[error("{0}")]
     Malformed(String),
+}
+
+/// What a Flux Kustomization's spec writes into the kustomization at its `spec.path` before
+/// kustomize builds it (fluxcd/pkg `kustomize/kustomize_generator.go`,
+/// `Generator.GenerateManifest`), and the metadata kustomize-controller sets on every object
+/// it applies (`KustomizationReconciler.apply`, `ssautil.SetCommonMetadata`). Images and
+/// `buildMetadata` change content only and are not kept.
+#[derive(Debug, Clone, Default)]
+pub struct FluxSpec {
+    /// Names the Kustomization in messages: its file and id.
+    pub what: String,
+    /// `spec.targetNamespace`: replaces the kustomization's `namespace`.
+    pub target_namespace: Option<String>,
+    /// `spec.namePrefix` and `spec.nameSuffix`: replace the kustomization's own.
+    pub name_prefix: Option<String>,
+    pub name_suffix: Option<String>,
+    /// `spec.patches`: appended to the kustomization's `patches`.
+    pub patches: Vec<Value>,
+    /// `spec.components`: appended to the kustomization's `components`.
+    pub components: Vec<Value>,
+    /// `spec.ignoreMissingComponents`: a component that does not exist is left out.
+    pub ignore_missing_components: bool,
+    /// `spec.commonMetadata`: set on every object built, over what it has.
+    pub labels: Map<String, Value>,
+    pub annotations: Map<String, Value>,
+}
+
+/// Where the entries a Flux spec appended start in the kustomization it edited, to name them
+/// in messages as the spec's.
+#[derive(Debug, Clone, Default)]
+struct Appended {
+    what: String,
+    patches: usize,
+    components: usize,
+}
+
+impl Appended {
+    /// How entry `i` of list `field` of kustomization `file` is named in messages.
+    fn name(this: Option<&Appended>, file: &str, field: &str, i: usize) -> String {
+        let from = match (this, field) {
+            (Some(a), "patches") => Some(a.patches),
+            (Some(a), "components") => Some(a.components),
+            _ => None,
+        };
+        match (this, from) {
+            (Some(a), Some(from)) if i >= from => format!("{}: spec.{field}[{}]", a.what, i - from),
+            _ => format!("{file}: {field}[{i}]"),
+        }
+    }
 }
 
 impl From<String> for BuildError {
@@ -186,6 +270,7 @@ impl<'a> Builder<'a> {
             tree,
             ready: HashMap::new(),
             warnings: Vec::new(),
+            owner_start: 0,
             cluster_kinds: BTreeSet::new(),
             stack: Vec::new(),
         }
@@ -206,7 +291,7 @@ impl<'a> Builder<'a> {
             .map(|(i, v)| Resource::generated(v, file, i))
             .collect();
         Ok(self
-            .transform(file, dir, k, acc)?
+            .transform(file, dir, k, acc, None)?
             .into_iter()
             .map(|r| r.value)
             .collect())
@@ -218,9 +303,20 @@ impl<'a> Builder<'a> {
             feature: feature.to_string(),
             message,
         };
-        if !self.warnings.contains(&w) {
+        if !self.warnings[self.owner_start..].contains(&w) {
             self.warnings.push(w);
         }
+    }
+
+    /// Starts the warnings of a new owner's build: a warning is given once per owner, so
+    /// that each owner whose build meets it is known to be partial (`owner_warnings`).
+    pub fn start_owner(&mut self) {
+        self.owner_start = self.warnings.len();
+    }
+
+    /// The warnings since `start_owner`.
+    pub fn owner_warnings(&self) -> &[Warning] {
+        &self.warnings[self.owner_start..]
     }
 
     fn is_cluster_scoped(&self, kind: &str) -> bool {
@@ -246,9 +342,247 @@ impl<'a> Builder<'a> {
 
     /// `kustomize build DIR`: `dir` must hold a kustomization.
     pub fn build_dir(&mut self, dir: &str) -> Built {
+        let file = self
+            .kustomization_file(dir)
+            .ok_or_else(|| BuildError::NoKustomization(dir.to_string()))?;
+        let k = self.read_for_kustomize(&file)?;
         let mut out = Vec::new();
-        self.stream_dir(dir, &mut |r| out.push(r))?;
+        self.build_top(dir, &file, &k, None, &mut |r| out.push(r))?;
         Ok(out)
+    }
+
+    /// What Flux builds at `spec.path` for a Kustomization whose spec adds nothing (see
+    /// `build_owner`).
+    pub fn build_flux_path(&mut self, dir: &str) -> Built {
+        let mut out = Vec::new();
+        self.build_owner(dir, &FluxSpec::default(), &mut |r| out.push(r))?;
+        Ok(out)
+    }
+
+    /// What a Flux Kustomization applies, as kustomize-controller builds it: the
+    /// kustomization at `dir` (its `spec.path`; generated when there is none, see
+    /// `flux_kustomization`) edited by `spec` (`write_spec`), built, and every object given
+    /// `spec`'s common metadata; each object handed to `emit` in build order. Where no
+    /// kustomization on the way transforms the list, objects are handed on as they are
+    /// loaded and the build holds no list: a flat app tier of hundreds of thousands of
+    /// objects is never held whole. When the build fails, `emit` may have had some of its
+    /// objects.
+    pub fn build_owner(
+        &mut self,
+        dir: &str,
+        spec: &FluxSpec,
+        emit: &mut Emit,
+    ) -> Result<(), BuildError> {
+        let (file, mut k) = self.flux_kustomization(dir)?;
+        let appended = self.write_spec(spec, dir, &file, &mut k)?;
+        let labels = Value::Object(spec.labels.clone());
+        let annotations = Value::Object(spec.annotations.clone());
+        let mut failed = None;
+        self.build_top(dir, &file, &k, Some(&appended), &mut |mut r| {
+            if failed.is_some() {
+                return;
+            }
+            // kustomize-controller's `build`: "failed to decode Kubernetes apiVersion, kind
+            // and name" (kustomize itself accepts an object without an apiVersion).
+            let missing = [
+                ("apiVersion", &["apiVersion"][..]),
+                ("kind", &["kind"]),
+                ("metadata.name", &["metadata", "name"]),
+            ]
+            .into_iter()
+            .find(|(_, at)| !resource::has(&r.value, at));
+            if let Some((missing, _)) = missing {
+                failed = Some(BuildError::NotAnObject {
+                    file: r.file.clone(),
+                    document: r.index + 1,
+                    missing,
+                });
+                return;
+            }
+            let one = std::slice::from_mut(&mut r);
+            transform::add_metadata(one, "labels", &labels);
+            transform::add_metadata(one, "annotations", &annotations);
+            emit(r);
+        })?;
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// The kustomization Flux builds at `spec.path` `dir`, with the name it has in messages:
+    /// the folder's own, or the one Flux's generator writes when it has none (fluxcd/pkg
+    /// `Generator.findOrGenerateKustomization`, `scanManifests`): every `.yaml`/`.yml` file
+    /// under the folder, recursively, and every sub-folder holding a kustomization, built as
+    /// one; when that lists nothing (a folder of a README or of templates), only `namespace:
+    /// _placeholder` ("to avoid kustomization.yaml is empty"), which builds nothing. Only a
+    /// folder that is not there fails (`KustomizationReconciler.reconcile`: "kustomization
+    /// path not found").
+    fn flux_kustomization(&self, dir: &str) -> Result<(String, Map<String, Value>), BuildError> {
+        if let Some(file) = self.kustomization_file(dir) {
+            let k = self.read_kustomization(&file)?;
+            return Ok((file, k));
+        }
+        if !self.tree.is_dir(dir) {
+            return Err(BuildError::NoPath(dir.to_string()));
+        }
+        let prefix = if dir.is_empty() {
+            String::new()
+        } else {
+            format!("{dir}/")
+        };
+        // In the order of the generator's walk (`filepath.Walk`: each folder's entries by
+        // name), which differs from path order where a name continues past a folder's
+        // (`a/b.yaml` comes before `a.yaml`).
+        let mut files: Vec<&str> = self.tree.files_under(dir).collect();
+        if files.iter().any(|f| f[prefix.len()..].contains('/')) {
+            files.sort_by(|a, b| a.split('/').cmp(b.split('/')));
+        }
+        let mut resources = Vec::new();
+        let mut last_sub: Option<String> = None;
+        for file in files {
+            let below = file.strip_prefix(&prefix).unwrap_or(file);
+            let segments: Vec<&str> = below.split('/').collect();
+            let mut sub = dir.to_string();
+            let mut kustomized = None;
+            for (i, seg) in segments[..segments.len().saturating_sub(1)]
+                .iter()
+                .enumerate()
+            {
+                sub = join(&sub, seg).unwrap_or_default();
+                if self.kustomization_file(&sub).is_some() {
+                    kustomized = Some(segments[..=i].join("/"));
+                    break;
+                }
+            }
+            match kustomized {
+                // Files come in path order: a sub-folder's come together.
+                Some(sub) if last_sub.as_ref() != Some(&sub) => {
+                    resources.push(Value::String(sub.clone()));
+                    last_sub = Some(sub);
+                }
+                Some(_) => {}
+                None if is_manifest(file) => resources.push(Value::String(below.to_string())),
+                None => {}
+            }
+        }
+        let mut k = Map::new();
+        if resources.is_empty() {
+            k.insert("namespace".into(), Value::String("_placeholder".into()));
+        } else {
+            k.insert("resources".into(), Value::Array(resources));
+        }
+        let name = if dir.is_empty() { "." } else { dir };
+        Ok((format!("{name} (the kustomization Flux generates)"), k))
+    }
+
+    /// Kustomization `k` (of `file` in `dir`) as Flux's generator edits it for `spec`
+    /// (fluxcd/pkg `Generator.GenerateManifest`): `targetNamespace` replaces its `namespace`,
+    /// `namePrefix`/`nameSuffix` replace its own, `patches` are appended to its patches and
+    /// `components` to its components (so its own `namespace:` and transformers apply to
+    /// the components' objects too); a component that does not exist is left out under
+    /// `ignoreMissingComponents: true`, and one that is not a local relative path fails.
+    fn write_spec(
+        &self,
+        spec: &FluxSpec,
+        dir: &str,
+        file: &str,
+        k: &mut Map<String, Value>,
+    ) -> Result<Appended, BuildError> {
+        for (key, value) in [
+            ("namespace", &spec.target_namespace),
+            ("namePrefix", &spec.name_prefix),
+            ("nameSuffix", &spec.name_suffix),
+        ] {
+            if let Some(v) = value {
+                k.insert(key.into(), Value::String(v.clone()));
+            }
+        }
+        let mut appended = Appended {
+            what: spec.what.clone(),
+            ..Appended::default()
+        };
+        if !spec.patches.is_empty() {
+            let mut patches = list(k, "patches", file)?.to_vec();
+            appended.patches = patches.len();
+            // Flux's `kustomize.Patch`: the patch and its target, nothing else.
+            patches.extend(spec.patches.iter().map(|p| {
+                let mut m = Map::new();
+                for key in ["patch", "target"] {
+                    if let Some(v) = p.get(key) {
+                        m.insert(key.into(), v.clone());
+                    }
+                }
+                Value::Object(m)
+            }));
+            k.insert("patches".into(), Value::Array(patches));
+        }
+        if !spec.components.is_empty() {
+            let mut components = list(k, "components", file)?.to_vec();
+            appended.components = components.len();
+            for (i, c) in spec.components.iter().enumerate() {
+                let Some(path) = c.as_str() else {
+                    return Err(
+                        format!("{}: spec.components[{i}] must be a string", spec.what).into(),
+                    );
+                };
+                if !is_local_relative(path) {
+                    return Err(format!(
+                        "{}: component path '{path}' must be local and relative",
+                        spec.what
+                    )
+                    .into());
+                }
+                let exists = match resolve(dir, path) {
+                    Ref::Local(p) => self.tree.is_file(&p) || self.tree.is_dir(&p),
+                    Ref::Remote | Ref::Escapes => false,
+                };
+                if exists || !spec.ignore_missing_components {
+                    components.push(c.clone());
+                }
+            }
+            k.insert("components".into(), Value::Array(components));
+        }
+        Ok(appended)
+    }
+
+    /// The outermost kustomization of a build, `k` of `file` in `dir`: built, its objects
+    /// checked for one id twice (kustomize checks every accumulation, `resWrangler.Append`;
+    /// a list built whole is checked where it is built) and those kustomize keeps for itself
+    /// left out (`KustTarget.IgnoreLocal`: annotated `config.kubernetes.io/local-config`,
+    /// unless `"false"`).
+    fn build_top(
+        &mut self,
+        dir: &str,
+        file: &str,
+        k: &Map<String, Value>,
+        appended: Option<&Appended>,
+        emit: &mut Emit,
+    ) -> Result<(), BuildError> {
+        let mut ids = Ids::new(self, file);
+        let mut failed = None;
+        let whole = transforms(k);
+        let mut out = |r: Resource| {
+            if failed.is_some() {
+                return;
+            }
+            if !whole {
+                if let Err(e) = ids.insert(&r) {
+                    failed = Some(e);
+                    return;
+                }
+            }
+            let local = r
+                .value
+                .get("metadata")
+                .and_then(|m| m.get("annotations"))
+                .and_then(|a| a.get("config.kubernetes.io/local-config"))
+                .is_some_and(|v| v.as_str() != Some("false"));
+            if !local {
+                emit(r);
+            }
+        };
+        self.nested(dir, file, |b| {
+            b.stream_map(dir, file, k, appended, &mut out)
+        })?;
+        failed.map_or(Ok(()), Err)
     }
 
     /// `build_dir`, handing each object to `emit` in build order.
@@ -256,93 +590,10 @@ impl<'a> Builder<'a> {
         let file = self
             .kustomization_file(dir)
             .ok_or_else(|| BuildError::NoKustomization(dir.to_string()))?;
-        self.stream_kustomization(dir, &file, emit)
-    }
-
-    /// What Flux builds at `spec.path`: the folder's kustomization, or the one Flux generates
-    /// when there is none (every manifest under the folder, recursively; a sub-folder with its
-    /// own kustomization is built as one).
-    pub fn build_flux_path(&mut self, dir: &str) -> Built {
-        let mut out = Vec::new();
-        self.stream_flux_path(dir, &mut |r| out.push(r))?;
-        Ok(out)
-    }
-
-    /// What a Flux Kustomization applies: `build_flux_path(dir)` transformed by `overlay`
-    /// (the kustomization Flux wraps around its `spec.path`, see `transform`), each object
-    /// handed to `emit` in build order. Where no kustomization on the way transforms the
-    /// list, objects are handed on as they are loaded and the build holds no list: a flat app
-    /// tier of hundreds of thousands of objects is never held whole. When the build fails,
-    /// `emit` may have had some of its objects.
-    pub fn build_owner(
-        &mut self,
-        what: &str,
-        dir: &str,
-        overlay: &Map<String, Value>,
-        emit: &mut Emit,
-    ) -> Result<(), BuildError> {
-        if transforms(overlay) {
-            let acc = self.build_flux_path(dir)?;
-            self.transform(what, dir, overlay, acc)?
-                .into_iter()
-                .for_each(emit);
-        } else {
-            self.stream_flux_path(dir, emit)?;
-            // Nothing to transform: only the warnings of unmodelled keys.
-            self.transform(what, dir, overlay, Vec::new())?;
-        }
-        Ok(())
-    }
-
-    fn stream_flux_path(&mut self, dir: &str, emit: &mut Emit) -> Result<(), BuildError> {
-        if self.kustomization_file(dir).is_some() {
-            return self.stream_dir(dir, emit);
-        }
-        if !self.tree.is_dir(dir) {
-            return Err(BuildError::NoPath(dir.to_string()));
-        }
-        // Every file, with the sub-folder holding a kustomization that builds it, if any.
-        let files: Vec<(String, Option<String>)> = self
-            .tree
-            .files_under(dir)
-            .map(|file| {
-                let below = file.strip_prefix(&format!("{dir}/")).unwrap_or(file);
-                let segments: Vec<&str> = below.split('/').collect();
-                let mut sub = dir.to_string();
-                for seg in &segments[..segments.len().saturating_sub(1)] {
-                    sub = join(&sub, seg).unwrap_or_default();
-                    if self.kustomization_file(&sub).is_some() {
-                        return (file.to_string(), Some(sub));
-                    }
-                }
-                (file.to_string(), None)
-            })
-            .collect();
-        let manifests: Vec<&str> = files
-            .iter()
-            .filter(|(file, sub)| sub.is_none() && is_manifest(file))
-            .map(|(file, _)| file.as_str())
-            .collect();
-        let mut ahead = Ahead::default();
-        let mut built = BTreeSet::new();
-        for (file, kustomized) in &files {
-            match kustomized {
-                Some(sub) if built.insert(sub.clone()) => {
-                    self.stream_dir(sub, emit)?;
-                }
-                Some(_) => {}
-                None if is_manifest(file) => {
-                    ahead.next(self, &manifests);
-                    // Flux's generator leaves out what is not a Kubernetes object.
-                    self.load_file(file)?
-                        .into_iter()
-                        .filter(|r| !r.kind().is_empty() && !r.api_version().is_empty())
-                        .for_each(&mut *emit);
-                }
-                None => {}
-            }
-        }
-        Ok(())
+        self.nested(dir, &file, |b| {
+            let k = b.read_for_kustomize(&file)?;
+            b.stream_map(dir, &file, &k, None, emit)
+        })
     }
 
     fn load_file(&mut self, path: &str) -> Built {
@@ -366,6 +617,19 @@ impl<'a> Builder<'a> {
                 self.ready.insert(path.as_ref().to_string(), objects);
             }
         }
+    }
+
+    /// Kustomization `file` read for kustomize to build: one that says nothing fails
+    /// (`Kustomization.CheckEmpty`: "kustomization.yaml is empty"). Flux's generator saves
+    /// the one at `spec.path` from that (see `flux_kustomization`).
+    fn read_for_kustomize(&self, file: &str) -> Result<Map<String, Value>, BuildError> {
+        let k = self.read_kustomization(file)?;
+        if k.keys().all(|key| key == "apiVersion" || key == "kind") {
+            return Err(
+                format!("{file}: kustomization.yaml is empty; kustomize fails on it").into(),
+            );
+        }
+        Ok(k)
     }
 
     fn read_kustomization(&self, file: &str) -> Result<Map<String, Value>, BuildError> {
@@ -400,37 +664,40 @@ impl<'a> Builder<'a> {
     /// The kustomization `file` of `dir` built over `acc` (a component's list).
     fn build_kustomization(&mut self, dir: &str, file: &str, mut acc: Vec<Resource>) -> Built {
         self.nested(dir, file, |b| {
-            let k = b.read_kustomization(file)?;
+            let k = b.read_for_kustomize(file)?;
             b.resources(dir, file, &k, &mut |r| acc.push(r))?;
-            b.transform(file, dir, &k, acc)
+            b.transform(file, dir, &k, acc, None)
         })
     }
 
-    /// `build_kustomization` over nothing, each object handed to `emit` as it is loaded when
-    /// the kustomization transforms nothing, else once its list is built and transformed.
-    fn stream_kustomization(
+    /// Kustomization `k` of `file` in `dir` built, each object handed to `emit` as it is
+    /// loaded when the kustomization transforms nothing, else once its list is built and
+    /// transformed. `appended` names the entries a Flux spec added to it.
+    fn stream_map(
         &mut self,
         dir: &str,
         file: &str,
+        k: &Map<String, Value>,
+        appended: Option<&Appended>,
         emit: &mut Emit,
     ) -> Result<(), BuildError> {
-        self.nested(dir, file, |b| {
-            let k = b.read_kustomization(file)?;
-            if transforms(&k) {
-                let mut acc = Vec::new();
-                b.resources(dir, file, &k, &mut |r| acc.push(r))?;
-                b.transform(file, dir, &k, acc)?.into_iter().for_each(emit);
-            } else {
-                b.resources(dir, file, &k, emit)?;
-                // Nothing to transform: only the warnings of unmodelled keys.
-                b.transform(file, dir, &k, Vec::new())?;
-            }
-            Ok(())
-        })
+        if transforms(k) {
+            let mut acc = Vec::new();
+            self.resources(dir, file, k, &mut |r| acc.push(r))?;
+            self.transform(file, dir, k, acc, appended)?
+                .into_iter()
+                .for_each(emit);
+        } else {
+            self.resources(dir, file, k, emit)?;
+            // Nothing to transform: its generators, and the warnings of unmodelled keys.
+            self.transform(file, dir, k, Vec::new(), appended)?
+                .into_iter()
+                .for_each(emit);
+        }
+        Ok(())
     }
 
-    /// The objects of kustomization `k`'s `resources` and `bases`, then of its generators,
-    /// in order, untransformed.
+    /// The objects of kustomization `k`'s `resources` and `bases`, in order, untransformed.
     fn resources(
         &mut self,
         dir: &str,
@@ -472,9 +739,6 @@ impl<'a> Builder<'a> {
                 }
             }
         }
-        let mut generated = Vec::new();
-        self.generators(file, k, &mut generated)?;
-        generated.into_iter().for_each(emit);
         Ok(())
     }
 
@@ -510,7 +774,7 @@ impl<'a> Builder<'a> {
     }
 
     /// ConfigMap and Secret generators: modelled when their names carry no hash suffix.
-    fn generators(
+    pub(super) fn generators(
         &mut self,
         file: &str,
         k: &Map<String, Value>,
@@ -563,6 +827,139 @@ impl<'a> Builder<'a> {
     }
 }
 
+/// The ids of a build's objects as kustomize compares them (kyaml `resid.ResId.Equals`:
+/// group, version, kind, name and `EffectiveNamespace`, where no namespace is `default` and
+/// a cluster-scoped object has none), each with the file it came from.
+struct Ids {
+    cluster_kinds: BTreeSet<String>,
+    /// The kustomization whose build is checked.
+    file: String,
+    /// The files objects came from, each once in a row (a file's objects come together).
+    files: Vec<String>,
+    /// Each id, with the index in `files` of the file it came from.
+    seen: HashMap<String, usize>,
+}
+
+impl Ids {
+    fn new(builder: &Builder<'_>, file: &str) -> Ids {
+        Ids {
+            cluster_kinds: builder.cluster_kinds.clone(),
+            file: file.to_string(),
+            files: Vec::new(),
+            seen: HashMap::new(),
+        }
+    }
+
+    /// Records `r`; an object with its id seen already fails the build.
+    fn insert(&mut self, r: &Resource) -> Result<(), BuildError> {
+        let key = self.key(r, r.meta_str("name"), r.meta_str("namespace"));
+        match self.seen.entry(key) {
+            std::collections::hash_map::Entry::Occupied(first) => Err(BuildError::DuplicateId {
+                file: self.file.clone(),
+                id: Ids::show(r),
+                first: self.files[*first.get()].clone(),
+                second: r.file.clone(),
+            }),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                if self.files.last() != Some(&r.file) {
+                    self.files.push(r.file.clone());
+                }
+                v.insert(self.files.len() - 1);
+                Ok(())
+            }
+        }
+    }
+
+    /// The id of `r` were it named `name` in `namespace`, as kustomize compares ids.
+    fn key(&self, r: &Resource, name: &str, namespace: &str) -> String {
+        let kind = r.kind();
+        let namespace = if self.cluster_scoped(kind) {
+            ""
+        } else if namespace.is_empty() {
+            "default"
+        } else {
+            namespace
+        };
+        format!("{}\0{kind}\0{namespace}\0{name}", r.api_version())
+    }
+
+    fn cluster_scoped(&self, kind: &str) -> bool {
+        CLUSTER_SCOPED.contains(&kind) || self.cluster_kinds.contains(kind)
+    }
+
+    /// Whether `namespace: ns` would move two objects of `acc` onto one id (see
+    /// `NamespaceConflict`); checked before the move, to name both as they were.
+    fn moved_onto(
+        builder: &Builder<'_>,
+        file: &str,
+        ns: &str,
+        acc: &[Resource],
+    ) -> Result<(), BuildError> {
+        let ids = Ids::new(builder, file);
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        for (i, r) in acc.iter().enumerate() {
+            let (name, namespace) = match r.kind() {
+                "Namespace" => (ns, ""),
+                kind if ids.cluster_scoped(kind) => (r.meta_str("name"), ""),
+                _ => (r.meta_str("name"), ns),
+            };
+            let key = ids.key(r, name, namespace);
+            if let Some(&first) = seen.get(&key) {
+                let was = |r: &Resource| format!("`{}` ({})", Ids::show(r), r.file);
+                let id = if namespace.is_empty() {
+                    format!("{}/{name}", r.kind())
+                } else {
+                    format!("{}/{namespace}/{name}", r.kind())
+                };
+                return Err(BuildError::NamespaceConflict {
+                    file: file.to_string(),
+                    namespace: ns.to_string(),
+                    id,
+                    first: was(&acc[first]),
+                    second: was(r),
+                });
+            }
+            seen.insert(key, i);
+        }
+        Ok(())
+    }
+
+    /// Every object of `acc` recorded (see `insert`).
+    fn check(builder: &Builder<'_>, file: &str, acc: &[Resource]) -> Result<(), BuildError> {
+        let mut ids = Ids::new(builder, file);
+        acc.iter().try_for_each(|r| ids.insert(r))
+    }
+
+    fn show(r: &Resource) -> String {
+        r.id()
+            .map_or_else(|| r.meta_str("name").to_string(), |id| id.to_string())
+    }
+}
+
+/// Whether a `spec.components` entry is a local relative path (fluxcd/pkg
+/// `kustomize.IsLocalRelativePath`): not a remote URL form kustomize knows, not absolute.
+fn is_local_relative(path: &str) -> bool {
+    let lower = path.to_lowercase();
+    let remote = [
+        "git::",
+        "gh:",
+        "ssh://",
+        "https://",
+        "http://",
+        "git@",
+        "github.com:",
+        "github.com/",
+    ]
+    .iter()
+    .any(|p| p.len() < lower.len() && lower.starts_with(p));
+    !remote
+        && !path.starts_with('/')
+        && !lower
+            .strip_prefix("file://")
+            .unwrap_or(&lower)
+            .starts_with('/')
+}
+
 fn list<'v>(k: &'v Map<String, Value>, field: &str, file: &str) -> Result<&'v [Value], String> {
     match k.get(field) {
         None | Some(Value::Null) => Ok(&[]),
@@ -593,13 +990,15 @@ mod tests {
         let tree = FileTree::from_files([
             ("app/kustomization.yaml", "namespace: media\nnamePrefix: p-\nnameSuffix: -s\nresources: [cm.yaml, ns.yaml]\n"),
             ("app/cm.yaml", CM),
-            ("app/ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: old}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: r}\n"),
+            ("app/ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: old}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: r}\n---\napiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata: {name: v1beta1.metrics.k8s.io}\n"),
         ]);
         let mut b = Builder::new(&tree);
         let out = b.build_dir("app").unwrap();
+        // kustomize's prefix and suffix skip Namespaces, CRDs and APIServices.
         assert_eq!(
             ids(&out),
             [
+                "APIService/v1beta1.metrics.k8s.io",
                 "ClusterRole/p-r-s",
                 "ConfigMap/media/p-cm-s",
                 "Namespace/media"
@@ -609,7 +1008,8 @@ mod tests {
 
     #[test]
     fn an_object_is_held_as_its_head_until_a_patch_reads_it_whole() {
-        let list = "apiVersion: v1\nkind: List\nitems:\n  - {apiVersion: v1, kind: ConfigMap, metadata: {name: a}, data: {k: '1'}}\n  - {apiVersion: v1, kind: ConfigMap, metadata: {name: b}, data: {k: '${V}'}}\n";
+        // (ConfigMaps and Secrets are held whole: their data are substitution sources.)
+        let list = "apiVersion: v1\nkind: List\nitems:\n  - {apiVersion: example.com/v1, kind: Settings, metadata: {name: a}, data: {k: '1'}}\n  - {apiVersion: example.com/v1, kind: Settings, metadata: {name: b}, data: {k: '${V}'}}\n";
         let tree = FileTree::from_files([
             ("base/kustomization.yaml", "namespace: ns\nresources: [list.yaml]\n"),
             ("base/list.yaml", list),
@@ -648,9 +1048,9 @@ mod tests {
 
     #[test]
     fn flux_generates_a_kustomization_for_a_plain_folder() {
-        let tree = FileTree::from_files([
+        let files = [
             ("apps/a.yaml", CM),
-            ("apps/notes.yaml", "just: notes\n"),
+            ("apps/README.md", "# apps\n"),
             (
                 "apps/sub/deep/b.yaml",
                 CM.replace("name: cm", "name: b").leak(),
@@ -660,7 +1060,8 @@ mod tests {
                 "resources: [c.yaml]\nnamespace: kk\n",
             ),
             ("apps/k/c.yaml", CM.replace("name: cm", "name: c").leak()),
-        ]);
+        ];
+        let tree = FileTree::from_files(files);
         let mut b = Builder::new(&tree);
         let out = b.build_flux_path("apps").unwrap();
         assert_eq!(
@@ -668,6 +1069,30 @@ mod tests {
             ["ConfigMap/a/b", "ConfigMap/a/cm", "ConfigMap/kk/c"]
         );
         assert!(b.build_dir("apps").is_err());
+        // The walk's order: a folder before a file whose name continues the folder's.
+        let walk = FileTree::from_files([
+            (
+                "w/k.yaml",
+                CM.replace("name: cm", "name: file").leak() as &str,
+            ),
+            ("w/k/x.yaml", CM.replace("name: cm", "name: folder").leak()),
+        ]);
+        let out = Builder::new(&walk).build_flux_path("w").unwrap();
+        let order: Vec<&str> = out.iter().map(|r| r.meta_str("name")).collect();
+        assert_eq!(order, ["folder", "file"]);
+        // A YAML file that is not an object fails the generated kustomization (fluxcd/pkg
+        // `scanManifests`: "failed to decode Kubernetes YAML"), where it used to be left out.
+        let with_notes = FileTree::from_files(files).with_file("apps/notes.yaml", "just: notes\n");
+        assert_eq!(
+            Builder::new(&with_notes)
+                .build_flux_path("apps")
+                .unwrap_err(),
+            BuildError::NotAnObject {
+                file: "apps/notes.yaml".into(),
+                document: 1,
+                missing: "kind"
+            }
+        );
     }
 
     #[test]
@@ -682,9 +1107,10 @@ mod tests {
         assert_eq!(ids(&out), ["ConfigMap/a/cm", "ConfigMap/h"]);
         assert_eq!(out[0].value["metadata"]["annotations"]["c"], "yes");
         let features: Vec<&str> = b.warnings.iter().map(|w| w.feature.as_str()).collect();
+        // Generators run after components (kustomize's `KustTarget.accumulateTarget`).
         assert_eq!(
             features,
-            ["remote base", "generator with hash suffix", "helmCharts"]
+            ["remote base", "helmCharts", "generator with hash suffix"]
         );
     }
 
@@ -703,17 +1129,17 @@ mod tests {
             ("plain/kustomization.yaml", "resources: [d.yaml]\n"),
             ("plain/d.yaml", d.as_str()),
         ]);
-        let build = |overlay: Map<String, Value>| {
+        let build = |spec: FluxSpec| {
             let mut out = Vec::new();
             let mut b = Builder::new(&tree);
-            b.build_owner("apps", "apps", &overlay, &mut |r| {
+            b.build_owner("apps", &spec, &mut |r| {
                 out.push(r.id().map(|i| i.to_string()).unwrap_or_default())
             })
             .unwrap();
             out
         };
         assert_eq!(
-            build(Map::new()),
+            build(FluxSpec::default()),
             [
                 "ConfigMap/a/a",
                 "ConfigMap/a/c",
@@ -723,10 +1149,12 @@ mod tests {
                 "ConfigMap/t/e"
             ]
         );
-        let mut overlay = Map::new();
-        overlay.insert("namePrefix".into(), Value::String("p-".into()));
+        let prefixed = FluxSpec {
+            name_prefix: Some("p-".into()),
+            ..FluxSpec::default()
+        };
         assert_eq!(
-            build(overlay),
+            build(prefixed),
             [
                 "ConfigMap/a/p-a",
                 "ConfigMap/a/p-c",
@@ -746,9 +1174,8 @@ mod tests {
             .iter()
             .map(|name| CM.replace("name: cm", &format!("name: {name}")))
             .collect();
-        // Listed out of path order, one file twice, and a missing one at the end.
-        let mut listed: Vec<String> = names.iter().rev().map(|n| format!("{n}.yaml")).collect();
-        listed.insert(AHEAD + 3, listed[5].clone());
+        // Listed out of path order.
+        let listed: Vec<String> = names.iter().rev().map(|n| format!("{n}.yaml")).collect();
         let k = format!(
             "resources:\n{}",
             listed
@@ -808,5 +1235,210 @@ mod tests {
             ("a/cm.yaml", CM),
         ]);
         assert!(Builder::new(&tree).build_dir("a").unwrap().is_empty());
+    }
+
+    /// kustomize's id conflicts, each checked with `kubectl kustomize` on the same files:
+    /// `resWrangler.Append` refuses a second object with an id it holds (`resid.ResId.Equals`:
+    /// no namespace is `default`; the version counts), `NamespaceTransformerPlugin` two
+    /// objects moved onto one id, and a patch that renames one object onto another fails
+    /// when the list is made again.
+    #[test]
+    fn kustomize_refuses_two_objects_with_one_id() {
+        let cm = |name: &str, ns: Option<&str>| {
+            let ns = ns.map(|n| format!(", namespace: {n}")).unwrap_or_default();
+            format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}{ns}}}\n")
+        };
+        let build = |k: &str, docs: &[String]| {
+            let text = docs.join("---\n");
+            let tree = FileTree::from_files([
+                ("a/kustomization.yaml", k),
+                ("a/cm.yaml", text.as_str()),
+                ("a/other.yaml", text.as_str()),
+            ]);
+            Builder::new(&tree).build_dir("a")
+        };
+        let twice = build("resources: [cm.yaml, cm.yaml]\n", &[cm("x", None)]);
+        assert!(
+            matches!(&twice, Err(BuildError::DuplicateId { id, .. }) if id == "ConfigMap/x"),
+            "{twice:?}"
+        );
+        assert!(twice
+            .unwrap_err()
+            .to_string()
+            .contains("may not add resource with an already registered id"));
+        let default = build(
+            "resources: [cm.yaml]\n",
+            &[cm("x", None), cm("x", Some("default"))],
+        );
+        assert!(matches!(default, Err(BuildError::DuplicateId { .. })));
+        let versions = build(
+            "resources: [cm.yaml]\n",
+            &[cm("x", None), cm("x", None).replace("v1", "v2")],
+        );
+        assert_eq!(versions.map(|o| o.len()), Ok(2));
+        let generated = build(
+            "resources: [cm.yaml]\nconfigMapGenerator: [{name: x, options: {disableNameSuffixHash: true}}]\n",
+            &[cm("x", None)],
+        );
+        assert!(matches!(generated, Err(BuildError::DuplicateId { .. })));
+        let moved = build(
+            "namespace: c\nresources: [cm.yaml]\n",
+            &[cm("x", Some("a")), cm("x", Some("b"))],
+        );
+        assert!(
+            matches!(&moved, Err(BuildError::NamespaceConflict { namespace, id, .. }) if namespace == "c" && id == "ConfigMap/c/x"),
+            "{moved:?}"
+        );
+        let ns = "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n".to_string();
+        let namespaces = build(
+            "namespace: one\nresources: [cm.yaml]\n",
+            &[ns.clone(), ns.replace("name: a", "name: b")],
+        );
+        assert_eq!(
+            namespaces.unwrap_err().to_string(),
+            "a/kustomization.yaml: `namespace: one` makes both `Namespace/a` (a/cm.yaml) and `Namespace/b` (a/cm.yaml) `Namespace/one`; kustomize fails: namespace transformation produces ID conflict"
+        );
+        let renamed = build(
+            "resources: [cm.yaml]\npatches:\n  - target: {name: yy}\n    patch: |\n      - op: replace\n        path: /metadata/name\n        value: x\n",
+            &[cm("x", None), cm("yy", None)],
+        );
+        assert!(matches!(renamed, Err(BuildError::DuplicateId { .. })));
+        // One id in two builds of a plain folder's sub-folders, and in one plain folder.
+        let tree = FileTree::from_files([
+            ("p/a/kustomization.yaml", "resources: [cm.yaml]\n"),
+            ("p/a/cm.yaml", CM),
+            ("p/b.yaml", CM),
+        ]);
+        assert!(matches!(
+            Builder::new(&tree).build_flux_path("p"),
+            Err(BuildError::DuplicateId { .. })
+        ));
+    }
+
+    /// kyaml `RNode.GetValidatedMetadata` (kind and name), kustomize-controller's `build`
+    /// (apiVersion): a document that is not an object fails the build.
+    #[test]
+    fn a_document_without_a_kind_or_a_name_fails_the_build() {
+        let build = |doc: &str| {
+            let tree = FileTree::from_files([
+                ("a/kustomization.yaml", "resources: [x.yaml]\n"),
+                ("a/x.yaml", doc),
+            ]);
+            let mut b = Builder::new(&tree);
+            let mut n = 0;
+            b.build_owner("a", &FluxSpec::default(), &mut |_| n += 1)
+                .map(|()| n)
+        };
+        let missing = |doc: &str| match build(doc) {
+            Err(BuildError::NotAnObject { missing, .. }) => missing,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(missing("apiVersion: v1\nmetadata: {name: x}\n"), "kind");
+        assert_eq!(
+            missing("apiVersion: v1\nkind: ConfigMap\nmetadata: {labels: {a: b}}\n"),
+            "metadata.name"
+        );
+        assert_eq!(
+            missing("kind: ConfigMap\nmetadata: {name: x}\n"),
+            "apiVersion"
+        );
+        assert_eq!(missing("creation_rules: [{age: x}]\n"), "kind");
+        assert_eq!(build("# nothing but a comment\n"), Ok(0));
+        // kustomize keeps for itself what is annotated `config.kubernetes.io/local-config`.
+        let local = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  annotations: {config.kubernetes.io/local-config: 'true'}\n";
+        assert_eq!(build(local), Ok(0));
+        assert_eq!(build(&local.replace("'true'", "'false'")), Ok(1));
+    }
+
+    /// fluxcd/pkg `Generator.GenerateManifest`: the spec edits the kustomization at
+    /// `spec.path` rather than wrapping it (the CLI tests hold each case against kustomize).
+    #[test]
+    fn a_flux_spec_is_written_into_the_kustomization_at_its_path() {
+        let tree = FileTree::from_files([
+            ("app/kustomization.yaml", "namespace: own\nnamePrefix: own-\nresources: [cm.yaml]\n"),
+            ("app/cm.yaml", CM),
+            ("c/kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources: [extra.yaml]\n"),
+            ("c/extra.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra}\n"),
+            ("empty/README.md", "# nothing to apply\n"),
+        ]);
+        let build = |dir: &str, spec: &FluxSpec| {
+            let mut out = Vec::new();
+            Builder::new(&tree).build_owner(dir, spec, &mut |r| out.push(r))?;
+            Ok::<_, BuildError>(ids(&out))
+        };
+        let spec = FluxSpec {
+            what: "ks.yaml (Kustomization/flux-system/app)".into(),
+            name_prefix: Some("flux-".into()),
+            components: vec!["../c".into(), "../gone".into()],
+            ignore_missing_components: true,
+            ..FluxSpec::default()
+        };
+        assert_eq!(
+            build("app", &spec),
+            Ok(vec![
+                "ConfigMap/own/flux-cm".to_string(),
+                "ConfigMap/own/flux-extra".to_string()
+            ])
+        );
+        let strict = FluxSpec {
+            ignore_missing_components: false,
+            ..spec.clone()
+        };
+        assert_eq!(
+            build("app", &strict).unwrap_err().to_string(),
+            "ks.yaml (Kustomization/flux-system/app): spec.components[1]: component `../gone` does not exist"
+        );
+        let remote = FluxSpec {
+            components: vec!["https://github.com/x/y//c".into()],
+            ..spec.clone()
+        };
+        assert!(build("app", &remote)
+            .unwrap_err()
+            .to_string()
+            .ends_with("component path 'https://github.com/x/y//c' must be local and relative"));
+        // A folder of no manifests builds nothing; its components would land in the
+        // generator's placeholder namespace.
+        assert_eq!(build("empty", &FluxSpec::default()), Ok(vec![]));
+        assert_eq!(
+            build("empty", &spec),
+            Ok(vec!["ConfigMap/_placeholder/flux-extra".to_string()])
+        );
+        // An empty kustomization fails kustomize, but not at `spec.path`: Flux's generator
+        // gives it `buildMetadata` when it lists no resources.
+        let empty = FileTree::from_files([
+            (
+                "e/kustomization.yaml",
+                "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n",
+            ),
+            ("o/kustomization.yaml", "resources: [../e]\n"),
+        ]);
+        assert_eq!(
+            Builder::new(&empty).build_flux_path("e").map(|o| o.len()),
+            Ok(0)
+        );
+        assert_eq!(
+            Builder::new(&empty)
+                .build_flux_path("o")
+                .unwrap_err()
+                .to_string(),
+            "e/kustomization.yaml: kustomization.yaml is empty; kustomize fails on it"
+        );
+        assert_eq!(
+            build("nowhere", &spec),
+            Err(BuildError::NoPath("nowhere".into()))
+        );
+        // commonMetadata is set on every object after the build, over what it has.
+        let labelled = FluxSpec {
+            labels: serde_json::json!({"team": "media"})
+                .as_object()
+                .cloned()
+                .unwrap(),
+            ..FluxSpec::default()
+        };
+        let mut out = Vec::new();
+        Builder::new(&tree)
+            .build_owner("app", &labelled, &mut |r| out.push(r))
+            .unwrap();
+        assert_eq!(out[0].value["metadata"]["labels"]["team"], "media");
     }
 }

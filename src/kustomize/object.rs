@@ -79,18 +79,6 @@ impl ObjectId {
             format!("{kind}.{}", self.group)
         }
     }
-
-    /// Whether losing this object loses data by itself (a Namespace is judged by what it
-    /// holds, see `Stateful`).
-    pub fn is_stateful_kind(&self) -> bool {
-        matches!(
-            (self.group.as_str(), self.kind.as_str()),
-            ("", "PersistentVolumeClaim")
-                | ("", "PersistentVolume")
-                | ("apps", "StatefulSet")
-                | ("postgresql.cnpg.io", "Cluster")
-        )
-    }
 }
 
 /// The API group of Flux Kustomizations: a build keeps them whole (their spec is read).
@@ -246,13 +234,15 @@ impl Facts {
 
 /// Kinds an inventory keeps whole, because a rule or a lint reads their specs: CRDs (the
 /// kinds they define), HelmReleases (whether their values configure persistence) and
-/// ImageUpdateAutomations (the path they update). A repository holds few of them.
+/// ImageUpdateAutomations (the path they update), ArtifactGenerators (what they copy). A
+/// repository holds few of them.
 pub fn kept_whole(group: &str, kind: &str) -> bool {
     matches!(
         (group, kind),
         ("apiextensions.k8s.io", "CustomResourceDefinition")
             | ("helm.toolkit.fluxcd.io", "HelmRelease")
             | ("image.toolkit.fluxcd.io", "ImageUpdateAutomation")
+            | ("source.extensions.fluxcd.io", "ArtifactGenerator")
     )
 }
 
@@ -264,42 +254,12 @@ pub fn is_sops(v: &Value) -> bool {
 const PRUNE: &str = "kustomize.toolkit.fluxcd.io/prune";
 const SUBSTITUTE: &str = "kustomize.toolkit.fluxcd.io/substitute";
 
-/// The variables a string needs for Flux's `postBuild` substitution: `${NAME}` without a
-/// default (`${NAME:=x}`, `${NAME:-x}`, `${NAME=x}`, `${NAME-x}`), `$${...}` skipped (an
-/// escape).
+/// The variables a string needs for Flux's `postBuild` substitution (see
+/// `envsubst::needed`): those of every `${NAME...}` whose operator is not a default
+/// (`${NAME:=x}`, `${NAME:-x}`, `${NAME=x}`), defaults nested in defaults included;
+/// `$${...}` is an escape.
 pub fn needed_variables(s: &str, out: &mut BTreeSet<String>) {
-    let b = s.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] != b'$' {
-            i += 1;
-            continue;
-        }
-        if b.get(i + 1) == Some(&b'$') {
-            i += 2; // `$$` is a literal `$`: `$${VAR}` is no variable
-            continue;
-        }
-        if b.get(i + 1) != Some(&b'{') {
-            i += 1;
-            continue;
-        }
-        let start = i + 2;
-        let mut end = start;
-        while end < b.len() && (b[end].is_ascii_alphanumeric() || b[end] == b'_') {
-            end += 1;
-        }
-        let name = &s[start..end];
-        let rest = &s[end..];
-        let has_default = [":=", ":-", "=", "-"].iter().any(|op| rest.starts_with(op));
-        let valid = name
-            .as_bytes()
-            .first()
-            .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_');
-        if valid && !has_default && rest.contains('}') {
-            out.insert(name.to_string());
-        }
-        i = end.max(i + 2);
-    }
+    super::envsubst::needed(s, out);
 }
 
 /// `needed_variables` of every key and string of `v`.
@@ -324,13 +284,6 @@ pub fn crd_kind(v: &Value) -> Option<(String, String, bool)> {
     let kind = spec.get("names")?.get("kind")?.as_str()?.to_string();
     let cluster = spec.get("scope").and_then(Value::as_str) == Some("Cluster");
     Some((group, kind, cluster))
-}
-
-/// Namespaces in `ids` that hold a stateful object.
-pub fn namespaces_with_state<'a>(ids: impl Iterator<Item = &'a ObjectId>) -> BTreeSet<String> {
-    ids.filter(|id| id.is_stateful_kind() && !id.namespace.is_empty())
-        .map(|id| id.namespace.clone())
-        .collect()
 }
 
 #[cfg(test)]

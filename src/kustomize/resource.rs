@@ -8,7 +8,7 @@ use super::object::{
     group_of, kept_whole, string_map, version_of, Facts, ObjectId, KUSTOMIZE_GROUP,
 };
 use super::target::{ObjectRef, PatchTarget};
-use super::Built;
+use super::{BuildError, Built};
 use crate::tree::FileTree;
 use crate::yaml;
 
@@ -41,12 +41,14 @@ const HEAD: [&str; 3] = ["apiVersion", "kind", "metadata"];
 impl Resource {
     /// An object as loaded from document `index` of `file` (item `item` of a List): split
     /// into its head and the facts of the rest, unless it is one the inventory keeps whole
-    /// (a Flux Kustomization is an owner: its spec is read).
+    /// (a Flux Kustomization is an owner: its spec is read) or a ConfigMap or Secret.
     pub(super) fn loaded(value: Value, file: &str, index: usize, item: Option<usize>) -> Resource {
         let s = |k: &str| value.get(k).and_then(Value::as_str).unwrap_or("");
         let (group, kind) = (group_of(s("apiVersion")), s("kind"));
-        let whole =
-            kept_whole(group, kind) || (group == KUSTOMIZE_GROUP && kind == "Kustomization");
+        // ConfigMaps and Secrets are `substituteFrom` sources: their data is read.
+        let whole = kept_whole(group, kind)
+            || (group == KUSTOMIZE_GROUP && kind == "Kustomization")
+            || (group.is_empty() && matches!(kind, "ConfigMap" | "Secret"));
         let (value, rest) = match value {
             Value::Object(mut body) if !whole => {
                 let mut head = Map::new();
@@ -203,10 +205,40 @@ pub(super) fn load(path: &str, text: &yaml::Text) -> Built {
             if !value.is_object() {
                 return Err(format!("{path}: document {} is not a mapping", index + 1).into());
             }
+            // kustomize reads only objects with a kind and a name, a List needing no name
+            // (kyaml `RNode.GetValidatedMetadata`, through `resource.Factory.dropBadNodes`);
+            // Flux's generator fails the same way on such a file ("failed to decode
+            // Kubernetes YAML", fluxcd/pkg `scanManifests`).
+            let missing = if !has(&value, &["kind"]) {
+                Some("kind")
+            } else if !has(&value, &["metadata", "name"])
+                && !value["kind"].as_str().is_some_and(|k| k.ends_with("List"))
+            {
+                Some("metadata.name")
+            } else {
+                None
+            };
+            if let Some(missing) = missing {
+                return Err(BuildError::NotAnObject {
+                    file: path.to_string(),
+                    document: index + 1,
+                    missing,
+                });
+            }
             out.push(Resource::loaded(value, path, index, item));
         }
     }
     Ok(out)
+}
+
+/// Whether `v` has a value at `path`: not null, not an empty string. (A value of another
+/// type is there: its reading is not this check's to judge.)
+pub(super) fn has(v: &Value, path: &[&str]) -> bool {
+    match path.iter().try_fold(v, |v, key| v.get(key)) {
+        None | Some(Value::Null) => false,
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(_) => true,
+    }
 }
 
 fn parse_file(path: &str, text: &yaml::Text) -> Result<Vec<Value>, String> {

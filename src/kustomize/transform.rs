@@ -1,22 +1,26 @@
-//! What a kustomization does to the objects it accumulated, in kustomize's order:
-//! components, strategic-merge patches, `patches`, namespace, name affixes, labels,
-//! annotations, JSON 6902 patches.
+//! What a kustomization does after loading its resources, in kustomize's order
+//! (`KustTarget.accumulateTarget`): components, generators, then the transformers —
+//! strategic-merge patches, `patches`, namespace, name affixes, labels, annotations, JSON 6902
+//! patches. An id held by two objects fails the build where kustomize fails it.
 
 use serde_json::{Map, Value};
 
 use super::patch::{patch_text, target_of};
-use super::{list, resolve, Builder, Built, Ref, Resource, MODELLED};
+use super::{list, resolve, Appended, Builder, Built, Ids, Ref, Resource, MODELLED};
 
 impl Builder<'_> {
-    /// What a kustomization does to what it accumulated, in kustomize's order: components,
+    /// What a kustomization does to `acc`, the objects of its resources (and of the
+    /// kustomization it is a component of), in kustomize's order: components, generators,
     /// strategic-merge patches, `patches`, namespace, name affixes, labels, annotations,
-    /// JSON 6902 patches. `file` names the kustomization in messages; `dir` resolves paths.
-    pub fn transform(
+    /// JSON 6902 patches. `file` names the kustomization in messages, `appended` the
+    /// entries a Flux spec added to it; `dir` resolves paths.
+    pub(super) fn transform(
         &mut self,
         file: &str,
         dir: &str,
         k: &Map<String, Value>,
         mut acc: Vec<Resource>,
+        appended: Option<&Appended>,
     ) -> Built {
         for key in k.keys() {
             if !MODELLED.contains(&key.as_str()) {
@@ -27,7 +31,7 @@ impl Builder<'_> {
                 );
             }
         }
-        for entry in list(k, "components", file)? {
+        for (i, entry) in list(k, "components", file)?.iter().enumerate() {
             let Some((entry, path)) = self.local_entry(
                 file,
                 dir,
@@ -38,11 +42,21 @@ impl Builder<'_> {
             else {
                 continue;
             };
-            let kfile = self
-                .kustomization_file(&path)
-                .ok_or_else(|| format!("{file}: component `{entry}` has no kustomization.yaml"))?;
+            let kfile = self.kustomization_file(&path).ok_or_else(|| {
+                let what = Appended::name(appended, file, "components", i);
+                if self.tree.is_dir(&path) {
+                    format!("{what}: component `{entry}` has no kustomization.yaml")
+                } else {
+                    format!("{what}: component `{entry}` does not exist")
+                }
+            })?;
             acc = self.build_kustomization(&path, &kfile, acc)?;
         }
+        self.generators(file, k, &mut acc)?;
+        // Everything accumulated: kustomize appends each object to the list, refusing an
+        // id it holds already (`resWrangler.Append`, `appendReplaceOrMerge`).
+        Ids::check(self, file, &acc)?;
+        let mut patched = false;
         for (i, entry) in list(k, "patchesStrategicMerge", file)?.iter().enumerate() {
             let what = format!("{file}: patchesStrategicMerge[{i}]");
             let text = match entry.as_str() {
@@ -60,14 +74,19 @@ impl Builder<'_> {
                 None => return Err(format!("{what}: must be a string").into()),
             };
             acc = self.apply_patch(&what, &text, None, acc)?;
+            patched = true;
         }
         for (i, entry) in list(k, "patches", file)?.iter().enumerate() {
-            let what = format!("{file}: patches[{i}]");
+            let what = Appended::name(appended, file, "patches", i);
             let text = patch_text(self.tree, dir, entry, &what)?;
             let target = target_of(entry, &what)?;
             acc = self.apply_patch(&what, &text, target, acc)?;
+            patched = true;
         }
         if let Some(ns) = str_field(k, "namespace").filter(|s| !s.is_empty()) {
+            // `NamespaceTransformerPlugin.Transform`: two objects moved onto one id (two
+            // Namespace objects renamed to `ns`, one name in two namespaces) fail the build.
+            Ids::moved_onto(self, file, &ns, &acc)?;
             for r in &mut acc {
                 if r.kind() == "Namespace" {
                     r.set_meta("name", ns.clone());
@@ -80,7 +99,14 @@ impl Builder<'_> {
         let suffix = str_field(k, "nameSuffix").unwrap_or_default();
         if !prefix.is_empty() || !suffix.is_empty() {
             for r in &mut acc {
-                if !matches!(r.kind(), "Namespace" | "CustomResourceDefinition") {
+                // `prefixFieldSpecsToSkip` / `suffixFieldSpecsToSkip` of kustomize's
+                // PrefixTransformer and SuffixTransformer.
+                let skipped = match r.kind() {
+                    "Namespace" | "CustomResourceDefinition" => true,
+                    "APIService" => r.api_version().starts_with("apiregistration.k8s.io/"),
+                    _ => false,
+                };
+                if !skipped {
                     let name = format!("{prefix}{}{suffix}", r.meta_str("name"));
                     r.set_meta("name", name);
                 }
@@ -107,6 +133,12 @@ impl Builder<'_> {
             let target = target_of(entry, &what)?
                 .ok_or_else(|| format!("{what}: a JSON 6902 patch needs a `target`"))?;
             acc = self.apply_patch(&what, &text, Some(target), acc)?;
+            patched = true;
+        }
+        if patched {
+            // A patch that renames one object onto another: kustomize fails when it makes
+            // the list again (`resmap.Factory.FromResourceSlice`).
+            Ids::check(self, file, &acc)?;
         }
         Ok(acc)
     }
@@ -116,7 +148,7 @@ fn str_field(k: &Map<String, Value>, field: &str) -> Option<String> {
     k.get(field).and_then(Value::as_str).map(String::from)
 }
 
-fn add_metadata(acc: &mut [Resource], key: &str, pairs: &Value) {
+pub(super) fn add_metadata(acc: &mut [Resource], key: &str, pairs: &Value) {
     let Value::Object(pairs) = pairs else { return };
     if pairs.is_empty() {
         return;

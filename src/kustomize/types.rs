@@ -75,7 +75,8 @@ mod tests {
         ]);
         let mut b = Builder::new(&tree);
         let mut out = Vec::new();
-        b.build_owner("test", "k", &serde_json::Map::new(), &mut |r| {
+        let spec = crate::kustomize::FluxSpec::default();
+        b.build_owner("k", &spec, &mut |r: crate::kustomize::Resource| {
             out.push(format!(
                 "{}/{}",
                 r.meta_str("namespace"),

@@ -157,7 +157,8 @@ fn yaml_1_1_words_read_as_kustomize_reads_them() {
         "namespace: no\nresources: [app.yaml, config.yaml, word.yaml]\n",
     );
     let (code, doc) = cutover(&repo);
-    assert_eq!((code, deleted(&doc)), (0, vec![]));
+    assert_eq!((code, deleted(&doc)), (1, vec![]));
+    assert_eq!(doc["verdict"], "incomplete");
     assert!(
         warnings(&doc)
             .contains("cannot unmarshal bool into Go struct field Kustomization.namespace"),

@@ -57,6 +57,67 @@ lint_fixtures! {
     unknown_image_policy: "unknown-image-policy",
 }
 
+/// Shapes real repositories have, each under `tests/fixtures/check/<name>/`: the codes its
+/// findings have, in order (a shape that must not fire has none), and its outputs in the
+/// snapshot `snapshots/cli__check__<name>.snap`.
+macro_rules! shape_fixtures {
+    ($($test:ident: $name:literal => [$($code:literal),*],)*) => {
+        $(
+            #[test]
+            fn $test() {
+                shape_fixture($name, &[$($code),*]);
+            }
+        )*
+        const SHAPES: &[&str] = &[$($name),*];
+    };
+}
+
+shape_fixtures! {
+    // ExternalArtifacts an ArtifactGenerator makes (fluxcd/flux2-kustomize-helm-example).
+    unknown_source_external_artifact: "unknown-source-external-artifact" => ["unknown-source"],
+    // Secrets of references (1Password's `op://` in bootstrap files, vals, bank-vaults,
+    // argocd-vault-plugin, SOPS values, templates): only the one with a real value fires.
+    plaintext_secret_references: "plaintext-secret-references" => ["plaintext-secret"],
+    // A substituteFrom Secret in a bootstrap folder applied by hand: where it is, and whether
+    // it sets each variable (onedr0p/home-ops' cloudflare tunnel id).
+    // Folders with only a README or templates exist: only the missing one fires.
+    missing_path_no_manifests: "missing-path-no-manifests" => ["missing-path"],
+    // check.ignore by path and glob and fluxwave:ignore comments silence what they name; the
+    // Kustomization nothing silences still fires, and every ignore that silences nothing is
+    // reported (a misspelt code too).
+    ignore: "ignore" => ["missing-timeout", "unused-ignore", "unused-ignore", "unused-ignore"],
+    unknowable_variable_bootstrap: "unknowable-variable-bootstrap" => ["unknowable-variable", "unknowable-variable"],
+}
+
+fn shape_fixture(name: &str, expected: &[&str]) {
+    let repo = TestRepo::fixture(&format!("check/{name}"));
+    let text = repo.run(&["check"]);
+    let json = repo.run(&["check", "--format", "json"]);
+    let (found, doc) = parse(&json);
+    assert_eq!(found, expected, "{name}: {doc}");
+    let mut shown = String::new();
+    for (args, run) in [("check", &text), ("check --format json", &json)] {
+        shown += &format!("$ fluxwave {args}\nexit {}\n{}", run.code, run.stdout);
+        if !run.stderr.is_empty() {
+            shown += &format!("stderr:\n{}", run.stderr);
+        }
+        shown += "\n";
+    }
+    insta::with_settings!({
+        description => format!("fluxwave check on tests/fixtures/check/{name}"),
+        omit_expression => true,
+    }, {
+        insta::assert_snapshot!(name, shown);
+    });
+    repo.commit_all("fixture");
+    let committed = repo.run(&["check", "--format", "json"]);
+    assert_eq!(
+        (committed.code, committed.stdout.as_str()),
+        (json.code, json.stdout.as_str()),
+        "{name} in git"
+    );
+}
+
 #[test]
 fn every_fixture_has_its_test() {
     let mut fixtures: Vec<String> = std::fs::read_dir(crate::common::fixtures().join("check"))
@@ -64,9 +125,12 @@ fn every_fixture_has_its_test() {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     fixtures.sort();
-    let mut tested: Vec<&str> = FIXTURES.to_vec();
+    let mut tested: Vec<&str> = FIXTURES.iter().chain(SHAPES).copied().collect();
     tested.sort();
-    assert_eq!(fixtures, tested, "one lint_fixtures! entry per fixture");
+    assert_eq!(
+        fixtures, tested,
+        "one lint_fixtures! or shape_fixtures! entry per fixture"
+    );
 }
 
 /// `tests/fixtures/check/<code>` fires `<code>` and nothing else; its exit status and its
@@ -136,7 +200,10 @@ fn a_fixed_fixture_is_clean() {
     let run = repo.run(&["check"]);
     assert_eq!(
         (run.code, run.stdout.as_str()),
-        (0, "0 errors, 0 warnings\n")
+        (
+            0,
+            "checked 1 environment (dev) and 2 Flux Kustomizations\n0 errors, 0 warnings\n"
+        )
     );
 }
 
@@ -239,7 +306,10 @@ fn allowed_plaintext_secrets_pass() {
     let run = repo.run(&["check"]);
     assert_eq!(
         (run.code, run.stdout.as_str()),
-        (0, "0 errors, 0 warnings\n")
+        (
+            0,
+            "checked 1 environment (dev) and 2 Flux Kustomizations\n0 errors, 0 warnings\n"
+        )
     );
     repo.write(
         "fluxwave.yaml",
@@ -251,6 +321,83 @@ fn allowed_plaintext_secrets_pass() {
         "check:\n  allowPlaintextSecrets:\n    - {nam: db-password}\n",
     );
     assert_eq!(repo.run(&["check"]).code, 2, "unknown keys are bad input");
+}
+
+/// A `check.ignore` entry naming no code, or a path out of the repository, is bad input
+/// with its place in fluxwave.yaml; the closest code is suggested.
+#[test]
+fn ignores_of_unknown_codes_are_bad_input() {
+    let repo = TestRepo::fixture("check/missing-timeout");
+    repo.write(
+        "fluxwave.yaml",
+        "check:\n  ignore:\n    - {code: missing-timeout, path: clusters}\n    - code: plaintext-secrets\n",
+    );
+    let run = repo.run(&["check"]);
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(
+        run.stderr
+            .contains("`plaintext-secrets` is not a finding code")
+            && run.stderr.contains("fluxwave.yaml:4:13")
+            && run.stderr.contains("did you mean `plaintext-secret`?"),
+        "{}",
+        run.stderr
+    );
+    repo.write(
+        "fluxwave.yaml",
+        "check:\n  ignore:\n    - {code: missing-timeout, path: ../elsewhere}\n",
+    );
+    let run = repo.run(&["check"]);
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(
+        run.stderr
+            .contains("`../elsewhere` is not a path inside the repository")
+            && run.stderr.contains("fluxwave.yaml:3:37"),
+        "{}",
+        run.stderr
+    );
+    // A path that is the finding's file, written as the repository spells it, silences it.
+    repo.write(
+        "fluxwave.yaml",
+        "check:\n  ignore:\n    - {code: missing-timeout, path: ./clusters/dev/apps.yaml}\n",
+    );
+    let (code, found, doc) = codes(&repo);
+    assert_eq!((code, found.len()), (0, 0), "{doc}");
+}
+
+/// `check --base` findings go through the same ignores: a deletion silenced by path.
+#[test]
+fn ignores_silence_the_deletions_of_check_base() {
+    let repo = TestRepo::fixture("check/missing-timeout");
+    repo.commit_all("base");
+    repo.write("apps/kustomization.yaml", "resources: []\n");
+    let (code, found, doc) = {
+        let run = repo.run(&["check", "--base", "HEAD", "--format", "json"]);
+        let (found, doc) = parse(&run);
+        (run.code, found, doc)
+    };
+    assert_eq!(
+        (code, found.as_slice()),
+        (
+            1,
+            &[
+                "missing-timeout".to_string(),
+                "cutover-deletion".to_string()
+            ][..]
+        ),
+        "{doc}"
+    );
+    let deleted = doc["findings"][1]["path"].as_str().unwrap().to_string();
+    repo.write(
+        "fluxwave.yaml",
+        &format!("check:\n  ignore:\n    - {{code: cutover-deletion, path: {deleted}}}\n"),
+    );
+    let run = repo.run(&["check", "--base", "HEAD", "--format", "json"]);
+    let (found, doc) = parse(&run);
+    assert_eq!(
+        (run.code, found.as_slice()),
+        (0, &["missing-timeout".to_string()][..]),
+        "{doc}"
+    );
 }
 
 #[test]
@@ -300,7 +447,10 @@ fn per_app_ks_files_with_a_parent_patch_and_no_catalog() {
     let run = repo.run(&["check"]);
     assert_eq!(
         (run.code, run.stdout.as_str()),
-        (0, "0 errors, 0 warnings\n")
+        (
+            0,
+            "checked 1 environment (main) and 3 Flux Kustomizations\n0 errors, 0 warnings\n"
+        )
     );
 
     // Without the parent's patch the child applies ciphertext.
@@ -313,17 +463,48 @@ fn per_app_ks_files_with_a_parent_patch_and_no_catalog() {
     assert!(shows_finding(&run.stdout, "error[sops-without-decryption]: kubernetes/apps/media/sonarr/ks.yaml:6:1: environment `main`: Flux Kustomization `flux-system/sonarr` builds the SOPS file kubernetes/apps/media/sonarr/app/secret.sops.yaml but has no decryption"), "{}", run.stdout);
 }
 
+/// A repository in which no environment is found was not checked: that is an error, never a
+/// green run, and it says where it looked and what to configure.
 #[test]
-fn a_repository_with_no_flux_at_all_is_clean() {
+fn a_repository_with_no_environment_is_not_green() {
     let repo = TestRepo::empty();
     repo.write("README.yaml", "hello: world\n");
     let run = repo.run(&["check"]);
-    assert_eq!(
-        (run.code, run.stdout.as_str()),
-        (0, "0 errors, 0 warnings\n"),
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.starts_with("error[no-environment]")
+            && run.stdout.contains("clusters.environments")
+            && run.stdout.ends_with(
+                "checked 0 environments and 0 Flux Kustomizations\n1 error, 0 warnings\n"
+            ),
         "{}",
-        run.stderr
+        run.stdout
     );
+    let (_, found, doc) = codes(&repo);
+    assert_eq!(found, ["no-environment"]);
+    assert_eq!(doc["findings"][0]["path"], ".");
+    assert_eq!(
+        (
+            doc["environments"].as_array().map(Vec::len),
+            doc["kustomizations"].as_u64()
+        ),
+        (Some(0), Some(0))
+    );
+
+    // Configured, the environment is built and counted.
+    repo.write(
+        "kubernetes/flux/cluster/kustomization.yaml",
+        "resources: []\n",
+    )
+    .write(
+        "fluxwave.yaml",
+        "clusters:\n  environments: [{name: main, path: kubernetes/flux/cluster}]\n",
+    );
+    let (code, found, doc) = codes(&repo);
+    assert_eq!((code, found.len()), (0, 0), "{doc}");
+    assert_eq!(doc["environments"][0]["name"], "main");
+    assert_eq!(doc["environments"][0]["path"], "kubernetes/flux/cluster");
+    assert_eq!(doc["kustomizations"], 1);
 }
 
 #[test]
@@ -365,5 +546,55 @@ fn explain_names_a_codes_severity_and_what_it_catches() {
             && r.stderr.contains("missing-decryption"),
         "{}",
         r.stderr
+    );
+}
+
+/// `unprotected-stateful` judges a HelmRelease as `cutover` does, by the claims its own values
+/// create: one that does is reported, one that only mounts or only may hold data (the
+/// cutover fixtures, `tests/fixtures/cutover/helm-data`) is not.
+#[test]
+fn unprotected_stateful_reads_a_helmreleases_values() {
+    let repo = TestRepo::fixture("check/unprotected-stateful");
+    let shapes = crate::common::fixtures().join("cutover/helm-data");
+    let mut expected = Vec::new();
+    let mut resources = vec!["data.yaml".to_string()];
+    for file in [
+        "app-template-claim.yaml",
+        "bitnami-primary.yaml",
+        "app-template-mounts.yaml",
+        "size-without-enabled.yaml",
+        "no-persistence-values.yaml",
+    ] {
+        let text = std::fs::read_to_string(shapes.join(file)).unwrap();
+        if text.starts_with("# data: holds") {
+            expected.push(format!("apps/{file}"));
+        }
+        repo.write(&format!("apps/{file}"), &text);
+        resources.push(file.to_string());
+    }
+    repo.write(
+        "apps/kustomization.yaml",
+        &format!("resources: [{}]\n", resources.join(", ")),
+    );
+    let run = repo.run(&["check", "--format", "json"]);
+    let (codes, doc) = parse(&run);
+    assert!(
+        codes.iter().all(|c| c == "unprotected-stateful"),
+        "{codes:?}"
+    );
+    let found: Vec<&str> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["path"].as_str())
+        .filter(|p| *p != "apps/data.yaml")
+        .collect();
+    assert_eq!(found, expected, "{}", run.stdout);
+    assert!(
+        run.stdout.contains(
+            "HelmRelease/web/sonarr holds data (spec.values.persistence.config creates a volume claim"
+        ),
+        "{}",
+        run.stdout
     );
 }

@@ -496,14 +496,184 @@ fn a_removed_helmrelease_is_an_uninstall() {
     repo.write("web/hr.yaml", "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: redis, namespace: web}\nspec:\n  chart: {spec: {chart: redis, sourceRef: {kind: HelmRepository, name: bitnami}}}\n  values:\n    master: {persistence: {enabled: true, size: 8Gi}}\n");
     repo.commit_all("redis");
     repo.remove("web/hr.yaml");
-    let (code, doc, _) = cutover(&repo, "HEAD");
+    let (code, doc, text) = cutover(&repo, "HEAD");
     assert_eq!(code, 1);
     assert_eq!(deleted(&doc), ["!HelmRelease/web/redis left-build"]);
-    let reason = doc["deletions"][0]["reason"].as_str().unwrap();
-    assert!(
-        reason.contains("Helm uninstalls the release") && reason.contains("persistence"),
-        "{reason}"
+    let d = &doc["deletions"][0];
+    let reason = d["reason"].as_str().unwrap();
+    assert!(reason.contains("Helm uninstalls the release"), "{reason}");
+    assert_eq!(d["data"], "holds");
+    assert_eq!(
+        d["evidence"],
+        "spec.values.master.persistence creates a volume claim (size 8Gi)"
     );
+    assert!(
+        text.contains("\nDATA LOSS\n")
+            && text.contains("HelmRelease/web/redis — spec.values.master.persistence"),
+        "{text}"
+    );
+}
+
+/// The fixture `tests/fixtures/cutover/<name>`: each file with the `data` and `evidence` its
+/// header comment expects of it.
+fn expected(name: &str) -> Vec<(String, String, String, String)> {
+    let dir = crate::common::fixtures().join("cutover").join(name);
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let header = |key: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(&format!("# {key}: ")))
+                .unwrap_or("")
+                .to_string()
+        };
+        let file = path.file_name().unwrap().to_str().unwrap().to_string();
+        out.push((file, text.clone(), header("data"), header("evidence")));
+    }
+    out.sort();
+    out
+}
+
+/// Each shape of values a chart reads for its volumes, one HelmRelease per file, removed:
+/// data loss when the values create a claim, none when they only mount something else,
+/// "may" when only the chart's defaults could say.
+#[test]
+fn a_helmrelease_is_judged_by_the_claims_its_values_create() {
+    let repo = flux_repo();
+    let fixtures = expected("helm-data");
+    assert!(fixtures.len() >= 10, "{fixtures:?}");
+    for (file, text, _, _) in &fixtures {
+        repo.write(&format!("web/releases/{file}"), text);
+    }
+    repo.commit_all("releases");
+    for (file, _, _, _) in &fixtures {
+        repo.remove(&format!("web/releases/{file}"));
+    }
+    let (code, doc, text) = cutover(&repo, "HEAD");
+    assert_eq!(code, 1, "{text}");
+    let deletions = doc["deletions"].as_array().unwrap();
+    assert_eq!(deletions.len(), fixtures.len(), "{text}");
+    for (file, _, data, evidence) in &fixtures {
+        let d = deletions
+            .iter()
+            .find(|d| d["file"].as_str() == Some(&format!("web/releases/{file}")))
+            .unwrap_or_else(|| panic!("{file} is not deleted: {text}"));
+        assert_eq!(d["data"], data.as_str(), "{file}: {d}");
+        assert_eq!(d["stateful"], data == "holds", "{file}: {d}");
+        match d["evidence"].as_str() {
+            Some(found) => assert!(
+                !evidence.is_empty() && found.contains(evidence.as_str()),
+                "{file}: {found:?} does not contain {evidence:?}"
+            ),
+            None => assert!(data == "none", "{file}: {d}"),
+        }
+    }
+    // The suspended one is let go without an uninstall (helm-controller `reconcileDelete`).
+    let paperless = deletions.iter().find(|d| d["name"] == "paperless").unwrap();
+    assert!(
+        paperless["reason"].as_str().unwrap().contains("suspended"),
+        "{paperless}"
+    );
+    // Text: data loss, then what may hold data, then the rest; the runbook backs up both.
+    let (loss, may, rest) = (
+        text.find("\nDATA LOSS\n").unwrap(),
+        text.find("\nMay hold data (chart not rendered)\n").unwrap(),
+        text.find("\nDeleted\n").unwrap(),
+    );
+    assert!(loss < may && may < rest, "{text}");
+    assert!(
+        text[may..rest].contains("HelmRelease/web/gitea — spec.values.persistence sizes a volume")
+            && !text[may..rest].contains("HelmRelease/web/plex"),
+        "{text}"
+    );
+    let holds = fixtures.iter().filter(|f| f.2 == "holds").count();
+    let maybe = fixtures.iter().filter(|f| f.2 == "may").count();
+    assert!(
+        text.contains(&format!("{holds} of them holding data, {maybe} that may\n")),
+        "{text}"
+    );
+    assert!(
+        text.contains("back up what may hold data as well (charts are not rendered"),
+        "{text}"
+    );
+    assert!(
+        text.contains("kubectl -n web annotate helmrelease.helm.toolkit.fluxcd.io/gitea kustomize.toolkit.fluxcd.io/prune=disabled"),
+        "{text}"
+    );
+}
+
+/// The false positive this judgment fixes: a HelmRelease without persistence is not data
+/// loss because another app's claim shares its namespace.
+#[test]
+fn a_helmrelease_is_not_judged_by_its_neighbours() {
+    let repo = flux_repo();
+    repo.write(
+        "db/pg.yaml",
+        &repo.read("db/pg.yaml").replace(
+            "namespace: pg}\nspec: {resources",
+            "namespace: web}\nspec: {resources",
+        ),
+    );
+    repo.write("web/echo.yaml", "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: echo, namespace: web}\nspec:\n  chartRef: {kind: OCIRepository, name: app-template}\n  values:\n    controllers: {echo: {containers: {app: {image: {repository: ghcr.io/example/echo, tag: '1.0'}}}}}\n    persistence: {tmp: {type: emptyDir}}\n");
+    repo.commit_all("echo beside a claim");
+    repo.remove("web/echo.yaml");
+    let (code, doc, text) = cutover(&repo, "HEAD");
+    assert_eq!(code, 1, "{text}");
+    assert_eq!(deleted(&doc), ["HelmRelease/web/echo left-build"]);
+    assert_eq!(doc["deletions"][0]["data"], "none");
+    assert_eq!(doc["deletions"][0]["evidence"], Value::Null);
+    assert!(
+        !text.contains("DATA LOSS") && !text.contains("May hold"),
+        "{text}"
+    );
+    assert!(!text.contains("back up"), "{text}");
+}
+
+/// A deleted Namespace holds data when an object in it does, the evidence naming that object;
+/// a HelmRelease counts in the namespace its chart installs into.
+#[test]
+fn a_namespace_holds_what_its_objects_hold() {
+    let repo = flux_repo();
+    repo.write("web/ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: media}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: tools}\n");
+    repo.write("web/jellyfin.yaml", "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: jellyfin, namespace: web}\nspec:\n  targetNamespace: media\n  chartRef: {kind: OCIRepository, name: app-template}\n  values:\n    persistence: {config: {accessMode: ReadWriteOnce, size: 10Gi}}\n");
+    repo.write("web/wiki.yaml", "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: wiki, namespace: tools}\nspec:\n  chart: {spec: {chart: wiki, sourceRef: {kind: HelmRepository, name: wiki}}}\n");
+    repo.commit_all("namespaces");
+    repo.remove("web/ns.yaml");
+    let (code, doc, text) = cutover(&repo, "HEAD");
+    assert_eq!(code, 1, "{text}");
+    let ns = |name: &str| {
+        doc["deletions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["kind"] == "Namespace" && d["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("Namespace/{name} not deleted: {text}"))
+    };
+    let media = ns("media");
+    assert_eq!(
+        (&media["data"], &media["stateful"]),
+        (&"holds".into(), &true.into())
+    );
+    assert!(
+        media["evidence"]
+            .as_str()
+            .unwrap()
+            .starts_with("HelmRelease/web/jellyfin holds data (spec.values.persistence.config"),
+        "{media}"
+    );
+    let tools = ns("tools");
+    assert_eq!(tools["data"], "may", "{tools}");
+    assert!(
+        tools["evidence"]
+            .as_str()
+            .unwrap()
+            .starts_with("HelmRelease/tools/wiki may hold data"),
+        "{tools}"
+    );
+    // The HelmRelease in the deleted namespace goes with it, judged by its own values.
+    assert!(deleted(&doc).contains(&"HelmRelease/tools/wiki namespace-deleted".to_string()));
 }
 
 #[test]

@@ -178,6 +178,9 @@ fn migration_builds_the_same_objects_and_is_idempotent() {
     let check = repo.run(&["check"]);
     assert_eq!(
         (check.code, check.stdout.as_str()),
-        (0, "0 errors, 0 warnings\n")
+        (
+            0,
+            "checked 1 environment (dev) and 6 Flux Kustomizations\n0 errors, 0 warnings\n"
+        )
     );
 }

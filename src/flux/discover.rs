@@ -1,0 +1,505 @@
+//! Where a repository's Flux environments are, found the way the common layouts put them, so
+//! that a repository needs no configuration. An environment is an entry folder and the root
+//! Kustomization that applies it (the one the cluster was bootstrapped with). In order, the
+//! first rule that names an entry folder names its environment:
+//!
+//! 1. `--env NAME=PATH` on the command line, when given: those only.
+//! 2. `clusters.environments` of `fluxwave.yaml`, when it lists them: those only.
+//! 3. `flux bootstrap`: every `<dir>/flux-system/gotk-sync.yaml`. The environment is named
+//!    after `<dir>`'s last folder; its entry is the `spec.path` of the sync file's
+//!    Kustomization (bootstrap writes `<dir>`), and that Kustomization is its root.
+//! 4. Flux Operator: a `FluxInstance` (`fluxcd.controlplane.io`) with `spec.sync.path`, or a
+//!    HelmRelease of the flux-instance chart whose values set `instance.sync.path`. The
+//!    operator creates the root as its sync template writes it: a Kustomization named
+//!    `spec.sync.name` or else the instance's namespace, in that namespace, `prune: true`,
+//!    reading the `spec.sync.kind` source of the same name. The environment is named after
+//!    the path's last folder.
+//! 5. Every folder `clusters/<env>` (but `clusters/base`) holding a kustomization, or Flux
+//!    objects without one (Flux generates the kustomization then); its root is assumed as
+//!    `flux bootstrap` writes it.
+//! 6. A `flux/cluster` folder of Flux Kustomizations (the per-app `ks.yaml` layout, when its
+//!    FluxInstance is installed from outside the repository), as environment `cluster`.
+//!
+//! A folder that does not exist in the tree is no entry. Discovery reads every tree it is
+//! given (both revisions of a cutover), so an environment added or removed by the change is
+//! still compared with the other side.
+
+use memchr::memmem;
+use serde_json::{json, Value};
+
+use super::{normalize_path, Kustomization};
+use crate::config::Config;
+use crate::fs::{is_manifest, join};
+use crate::tree::FileTree;
+use crate::yaml;
+
+/// One Flux environment: an entry folder and the root Kustomization that applies it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Environment {
+    pub name: String,
+    /// The entry folder, relative to the repository root, normalised.
+    pub path: String,
+    /// How it was found, for messages: the rule and the file.
+    pub found: String,
+    pub root: Root,
+}
+
+/// The root Kustomization of an environment.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Root {
+    /// Written in the repository (`flux bootstrap`'s gotk-sync file): the file and the
+    /// document's index among its non-empty documents. Each revision reads its own copy when
+    /// it has the file; `object` is the copy of the revision that found it.
+    Written {
+        file: String,
+        index: usize,
+        object: Value,
+    },
+    /// Made by the cluster, not written here (Flux Operator's sync).
+    Generated(Value),
+    /// Assumed as `flux bootstrap` writes it: `flux-system`, `prune: true`, at the entry.
+    Assumed,
+}
+
+impl Environment {
+    /// An environment named by configuration: bootstrap's sync file in `path/flux-system` is
+    /// its root when `tree` has one.
+    pub fn configured(tree: &FileTree, name: &str, path: &str, found: &str) -> Environment {
+        let path = normalize_path(path);
+        let sync = join(&path, "flux-system/gotk-sync.yaml").unwrap_or_default();
+        let root = written_root(tree, &sync, Some(&path))
+            .map(|(index, object)| Root::Written {
+                file: sync,
+                index,
+                object,
+            })
+            .unwrap_or(Root::Assumed);
+        Environment {
+            name: name.to_string(),
+            path,
+            found: found.to_string(),
+            root,
+        }
+    }
+}
+
+/// The environments of `trees` (the first is the newest): see the module's rules. `config`
+/// is the fluxwave.yaml in force; `overrides` come from `--env NAME=PATH`.
+pub fn environments(
+    trees: &[&FileTree],
+    config: Option<&Config>,
+    overrides: &[(String, String)],
+) -> Vec<Environment> {
+    let first = trees.first().copied();
+    let configured = |pairs: Vec<(String, String)>, found: &str| -> Vec<Environment> {
+        pairs
+            .into_iter()
+            .map(|(name, path)| match first {
+                Some(tree) => Environment::configured(tree, &name, &path, found),
+                None => Environment::configured(&FileTree::default(), &name, &path, found),
+            })
+            .collect()
+    };
+    if !overrides.is_empty() {
+        return configured(overrides.to_vec(), "--env");
+    }
+    if let Some(c) = config.filter(|c| c.environments_configured) {
+        let pairs = c
+            .environments
+            .iter()
+            .map(|e| (e.name.clone(), e.path.clone()))
+            .collect();
+        return configured(pairs, "clusters.environments in fluxwave.yaml");
+    }
+    let mut found: Vec<Environment> = Vec::new();
+    for tree in trees {
+        for env in discover(tree) {
+            if found.iter().any(|e| e.path == env.path) {
+                continue;
+            }
+            let mut env = env;
+            if found.iter().any(|e| e.name == env.name) {
+                env.name = env.path.replace('/', "-");
+            }
+            found.push(env);
+        }
+    }
+    found.sort_by(|a, b| a.name.cmp(&b.name));
+    found
+}
+
+/// Where the rules looked, for the message that says none was found.
+pub const WHERE_LOOKED: &str = "clusters.environments in fluxwave.yaml, <dir>/flux-system/gotk-sync.yaml (flux bootstrap), a FluxInstance's spec.sync.path or a flux-instance HelmRelease's instance.sync.path (Flux Operator), folders clusters/<env> with a kustomization or Flux objects, and a flux/cluster folder of Flux Kustomizations";
+
+/// The environments of one tree by rules 3 to 6.
+fn discover(tree: &FileTree) -> Vec<Environment> {
+    let mut found: Vec<Environment> = Vec::new();
+    let add = |found: &mut Vec<Environment>, env: Environment| {
+        if !found.iter().any(|e| e.path == env.path) {
+            found.push(env);
+        }
+    };
+    // 3. flux bootstrap.
+    for (file, _) in tree.files() {
+        let Some(dir) = file
+            .strip_suffix("flux-system/gotk-sync.yaml")
+            .filter(|d| d.is_empty() || d.ends_with('/'))
+        else {
+            continue;
+        };
+        let dir = dir.trim_end_matches('/');
+        let Some((index, object)) = written_root(tree, file, Some(dir)) else {
+            continue;
+        };
+        let path = Kustomization::from_value(&object)
+            .map(|k| k.spec.path)
+            .unwrap_or_else(|| dir.to_string());
+        if !tree.is_dir(&path) {
+            continue;
+        }
+        add(
+            &mut found,
+            Environment {
+                name: last_folder(dir, "flux-system"),
+                path,
+                found: format!("flux bootstrap's {file}"),
+                root: Root::Written {
+                    file: file.to_string(),
+                    index,
+                    object,
+                },
+            },
+        );
+    }
+    // 4. Flux Operator.
+    let instance = memmem::Finder::new("FluxInstance");
+    let release = memmem::Finder::new("HelmRelease");
+    let sync = memmem::Finder::new("sync:");
+    for (file, text) in tree.manifests() {
+        let bytes = text.as_bytes();
+        // Only the files that may hold one are parsed.
+        let (is_instance, is_release) = (
+            instance.find(bytes).is_some(),
+            release.find(bytes).is_some()
+                && sync.find(bytes).is_some()
+                && memmem::find(bytes, b"instance:").is_some(),
+        );
+        if !is_instance && !is_release {
+            continue;
+        }
+        let Ok(docs) = yaml::parse_all(file, text) else {
+            continue;
+        };
+        for doc in &docs {
+            let Some((sync, namespace, what)) = operator_sync(doc) else {
+                continue;
+            };
+            let Some(path) = sync.get("path").and_then(Value::as_str).map(normalize_path) else {
+                continue;
+            };
+            if !tree.is_dir(&path) {
+                continue;
+            }
+            let name = sync
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or(&namespace)
+                .to_string();
+            let kind = sync
+                .get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or("GitRepository");
+            let root = json!({
+                "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+                "kind": "Kustomization",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"interval": "10m0s", "path": path, "prune": true,
+                         "sourceRef": {"kind": kind, "name": name}},
+            });
+            add(
+                &mut found,
+                Environment {
+                    name: last_folder(&path, "cluster"),
+                    path,
+                    found: format!("{what} in {file}"),
+                    root: Root::Generated(root),
+                },
+            );
+        }
+    }
+    // 5. clusters/<env>.
+    let mut folders: Vec<&str> = Vec::new();
+    for (file, text) in tree.files() {
+        let Some(rest) = file.strip_prefix("clusters/") else {
+            continue;
+        };
+        let Some((env, below)) = rest.split_once('/') else {
+            continue;
+        };
+        if env == "base" || folders.last() == Some(&env) {
+            continue;
+        }
+        let marks = ["kustomization.yaml", "kustomization.yml", "Kustomization"].contains(&below)
+            || (is_manifest(file) && memmem::find(text.as_bytes(), b"toolkit.fluxcd.io").is_some());
+        if marks {
+            folders.push(env);
+        }
+    }
+    for env in folders {
+        add(
+            &mut found,
+            Environment::configured(
+                tree,
+                env,
+                &format!("clusters/{env}"),
+                &format!("the folder clusters/{env}"),
+            ),
+        );
+    }
+    // 6. A flux/cluster folder of Flux Kustomizations.
+    if found.is_empty() {
+        for dir in ["kubernetes/flux/cluster", "flux/cluster"] {
+            let holds_flux = tree.files_under(dir).any(|f| {
+                is_manifest(f)
+                    && tree.read(f).is_some_and(|t| {
+                        memmem::find(t.as_bytes(), b"kustomize.toolkit.fluxcd.io").is_some()
+                    })
+            });
+            if holds_flux {
+                add(
+                    &mut found,
+                    Environment::configured(
+                        tree,
+                        "cluster",
+                        dir,
+                        &format!("the folder {dir} of Flux Kustomizations"),
+                    ),
+                );
+                break;
+            }
+        }
+    }
+    found
+}
+
+/// A FluxInstance's `spec.sync`, or a flux-instance HelmRelease's `values.instance.sync`,
+/// with the namespace the operator creates the root in and what was read.
+fn operator_sync(doc: &Value) -> Option<(&Value, String, &'static str)> {
+    let api = doc.get("apiVersion")?.as_str()?;
+    let kind = doc.get("kind")?.as_str()?;
+    let namespace = |ns: Option<&Value>| {
+        ns.and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .unwrap_or("flux-system")
+            .to_string()
+    };
+    if kind == "FluxInstance" && api.starts_with("fluxcd.controlplane.io/") {
+        let sync = doc.pointer("/spec/sync")?;
+        return Some((
+            sync,
+            namespace(doc.pointer("/metadata/namespace")),
+            "a FluxInstance",
+        ));
+    }
+    if kind == "HelmRelease" && api.starts_with("helm.toolkit.fluxcd.io/") {
+        let sync = doc.pointer("/spec/values/instance/sync")?;
+        // The chart makes the FluxInstance in the release's namespace.
+        let ns = doc
+            .pointer("/spec/targetNamespace")
+            .or(doc.pointer("/metadata/namespace"));
+        return Some((sync, namespace(ns), "a flux-instance HelmRelease"));
+    }
+    None
+}
+
+/// The root Kustomization written in `file` of `tree`: the one at `path` when given and
+/// present, else the first; with its index among the file's non-empty documents.
+fn written_root(tree: &FileTree, file: &str, path: Option<&str>) -> Option<(usize, Value)> {
+    let text = tree.read(file)?;
+    let docs = yaml::parse_all(file, &text).ok()?;
+    let flux: Vec<(usize, &Value)> = docs
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| Kustomization::is(d))
+        .collect();
+    let at = |(_, d): &&(usize, &Value)| {
+        Kustomization::from_value(d).is_some_and(|k| Some(k.spec.path.as_str()) == path)
+    };
+    flux.iter()
+        .find(at)
+        .or(flux.first())
+        .map(|(i, d)| (*i, (*d).clone()))
+}
+
+/// The last folder of `path`, or `otherwise` for the repository root.
+fn last_folder(path: &str, otherwise: &str) -> String {
+    path.rsplit('/')
+        .find(|s| !s.is_empty())
+        .unwrap_or(otherwise)
+        .to_string()
+}
+
+/// The root Kustomization of `env` in `tree`: its written copy in this tree when the tree
+/// has the file, else the copy discovery found, the operator's, or the assumed one.
+pub fn root_in(tree: &FileTree, env: &Environment) -> Value {
+    match &env.root {
+        Root::Written {
+            file,
+            index: _,
+            object,
+        } => written_root(tree, file, Some(&env.path))
+            .map(|(_, v)| v)
+            .unwrap_or_else(|| object.clone()),
+        Root::Generated(v) => v.clone(),
+        Root::Assumed => json!({
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "metadata": {"name": "flux-system", "namespace": "flux-system"},
+            "spec": {"path": format!("./{}", env.path), "prune": true,
+                     "sourceRef": {"kind": "GitRepository", "name": "flux-system"}},
+        }),
+    }
+}
+
+/// Where the root of `env` is written in `tree` (file and document index), if it is.
+pub fn root_file(tree: &FileTree, env: &Environment) -> Option<(String, usize)> {
+    match &env.root {
+        Root::Written { file, .. } => {
+            written_root(tree, file, Some(&env.path)).map(|(i, _)| (file.clone(), i))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(envs: &[Environment]) -> Vec<(&str, &str)> {
+        envs.iter()
+            .map(|e| (e.name.as_str(), e.path.as_str()))
+            .collect()
+    }
+
+    const SYNC: &str = "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: {name: flux-system, namespace: flux-system}\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: flux-system, namespace: flux-system}\nspec:\n  path: ./clusters/prod\n  prune: true\n  sourceRef: {kind: GitRepository, name: flux-system}\n";
+
+    #[test]
+    fn bootstrap_sync_files_and_cluster_folders() {
+        let tree = FileTree::from_files([
+            ("clusters/base/kustomization.yaml", ""),
+            ("clusters/prod/flux-system/gotk-sync.yaml", SYNC),
+            ("clusters/prod/apps.yaml", ""),
+            ("clusters/staging/kustomization.yaml", ""),
+            // Flux objects without a kustomization: Flux generates one.
+            (
+                "clusters/lab/infra.yaml",
+                "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\n",
+            ),
+            ("clusters/notes/readme.yaml", "a: b\n"),
+        ]);
+        let envs = environments(&[&tree], None, &[]);
+        assert_eq!(
+            names(&envs),
+            [
+                ("lab", "clusters/lab"),
+                ("prod", "clusters/prod"),
+                ("staging", "clusters/staging")
+            ]
+        );
+        let prod = &envs[1];
+        assert!(matches!(&prod.root, Root::Written { index: 1, .. }));
+        assert_eq!(envs[0].root, Root::Assumed);
+    }
+
+    #[test]
+    fn flux_operator_instances_and_chart_values() {
+        let instance = "apiVersion: fluxcd.controlplane.io/v1\nkind: FluxInstance\nmetadata: {name: flux, namespace: flux-system}\nspec:\n  sync: {kind: GitRepository, url: x, ref: main, path: kubernetes/flux/cluster}\n";
+        let tree = FileTree::from_files([
+            ("kubernetes/apps/flux/instance.yaml", instance),
+            ("kubernetes/flux/cluster/ks.yaml", "a: b\n"),
+        ]);
+        let envs = environments(&[&tree], None, &[]);
+        assert_eq!(names(&envs), [("cluster", "kubernetes/flux/cluster")]);
+        let root = root_in(&tree, &envs[0]);
+        let k = Kustomization::from_value(&root).unwrap();
+        assert_eq!(
+            (k.name.as_str(), k.spec.path.as_str(), k.spec.prune),
+            ("flux-system", "kubernetes/flux/cluster", true)
+        );
+        let release = "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: flux-instance}\nspec:\n  values:\n    instance:\n      sync: {kind: GitRepository, path: k8s/flux/cluster, name: home}\n";
+        let tree = FileTree::from_files([
+            ("k8s/apps/flux-instance/helmrelease.yaml", release),
+            ("k8s/flux/cluster/ks.yaml", "a: b\n"),
+        ]);
+        let envs = environments(&[&tree], None, &[]);
+        assert_eq!(names(&envs), [("cluster", "k8s/flux/cluster")]);
+        let k = Kustomization::from_value(&root_in(&tree, &envs[0])).unwrap();
+        assert_eq!(
+            (k.name.as_str(), k.namespace.as_str()),
+            ("home", "flux-system")
+        );
+    }
+
+    #[test]
+    fn a_sync_path_outside_the_tree_is_no_environment() {
+        let instance = "apiVersion: fluxcd.controlplane.io/v1\nkind: FluxInstance\nmetadata: {name: flux}\nspec:\n  sync: {kind: OCIRepository, path: ./elsewhere}\n";
+        let tree = FileTree::from_files([("flux/instance.yaml", instance)]);
+        assert!(environments(&[&tree], None, &[]).is_empty());
+    }
+
+    #[test]
+    fn either_revision_names_an_environment() {
+        let old = FileTree::from_files([("clusters/dev/kustomization.yaml", "")]);
+        let sync = SYNC.replace("prod", "dev");
+        let new = FileTree::from_files([
+            ("clusters/dev/flux-system/gotk-sync.yaml", sync.as_str()),
+            ("clusters/dev/kustomization.yaml", ""),
+            ("clusters/prod/kustomization.yaml", ""),
+        ]);
+        let envs = environments(&[&new, &old], None, &[]);
+        assert_eq!(
+            names(&envs),
+            [("dev", "clusters/dev"), ("prod", "clusters/prod")]
+        );
+        // The old revision has no sync file: it is read as the new one writes it.
+        assert!(matches!(envs[0].root, Root::Written { .. }));
+        let k = Kustomization::from_value(&root_in(&old, &envs[0])).unwrap();
+        assert_eq!(k.spec.path, "clusters/dev");
+    }
+
+    #[test]
+    fn configuration_and_overrides_come_first() {
+        let tree = FileTree::from_files([("clusters/dev/kustomization.yaml", "")]);
+        let over = [("lab".to_string(), "./clusters/lab/".to_string())];
+        assert_eq!(
+            names(&environments(&[&tree], None, &over)),
+            [("lab", "clusters/lab")]
+        );
+        let text = yaml::Text::new(
+            "clusters:\n  environments: [{name: x, path: clusters/x}]\n".to_string(),
+        );
+        let config = Config::parse(&text).unwrap();
+        assert_eq!(
+            names(&environments(&[&tree], Some(&config), &[])),
+            [("x", "clusters/x")]
+        );
+        // A fluxwave.yaml that lists no environments leaves them to discovery.
+        let config = Config::parse(&yaml::Text::new("catalog: catalog\n".to_string())).unwrap();
+        assert_eq!(
+            names(&environments(&[&tree], Some(&config), &[])),
+            [("dev", "clusters/dev")]
+        );
+    }
+
+    #[test]
+    fn a_flux_cluster_folder_when_nothing_else_names_one() {
+        let tree = FileTree::from_files([(
+            "kubernetes/flux/cluster/ks.yaml",
+            "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\n",
+        )]);
+        assert_eq!(
+            names(&environments(&[&tree], None, &[])),
+            [("cluster", "kubernetes/flux/cluster")]
+        );
+    }
+}

@@ -1,0 +1,628 @@
+//! Flux's `postBuild` variable substitution: the variables a Flux Kustomization sets and
+//! what `${VAR}` becomes in the objects it builds. It follows fluxcd/pkg
+//! `kustomize/kustomize_varsub.go` (`SubstituteVariables`, `LoadVariables`,
+//! `varSubstitution`) as kustomize-controller calls it (`KustomizationReconciler.build`):
+//!
+//! - only an owner with `spec.postBuild` substitutes, in every object it builds but those
+//!   labelled or annotated `kustomize.toolkit.fluxcd.io/substitute: disabled`;
+//! - the variables are those of the `substituteFrom` ConfigMaps and Secrets in order, a later
+//!   one overriding an earlier one, then the inline `substitute`, which overrides them all;
+//!   newlines are taken out of every value. A missing source fails the build unless it is
+//!   `optional`;
+//! - every variable name must match `^[_[:alpha:]][_[:alpha:][:digit:]]*$`, or the build
+//!   fails;
+//! - nothing is substituted when there is no variable at all, unless `substituteStrategy`
+//!   is `Always`;
+//! - strict mode (the `StrictPostBuildSubstitutions` feature gate, on by default since
+//!   kustomize-controller v1.9) fails the build on a variable without default that is not
+//!   set: the string is left as written, and the inventory marks its owner not built;
+//! - Flux substitutes the object's YAML text and parses it back, so a plain scalar that
+//!   becomes `true` or `3` is a boolean or a number afterwards.
+//!
+//! The syntax itself is in `kustomize::envsubst`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Map, Value};
+
+use crate::kustomize::envsubst::{self, Lookup, Unresolved};
+use crate::kustomize::object::ObjectId;
+
+const SUBSTITUTE: &str = "kustomize.toolkit.fluxcd.io/substitute";
+
+/// The inline `postBuild.substitute` variables of a Flux Kustomization.
+pub fn substitutions(owner: &Value) -> BTreeMap<String, String> {
+    crate::flux::string_map_at(owner, "/spec/postBuild/substitute")
+}
+
+/// What a `substituteFrom` source holds, as the cluster has it once the repository is
+/// applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// Its variables: a ConfigMap's `data`, a Secret's `data` (decoded) and `stringData`.
+    Data(BTreeMap<String, String>),
+    /// It cannot be read from the repository (SOPS-encrypted, generated): why.
+    Unknown(String),
+}
+
+impl Source {
+    /// The source a built ConfigMap or Secret is; `None` for other objects.
+    pub fn of(id: &ObjectId, v: &Value) -> Option<Source> {
+        if !id.group.is_empty() || !matches!(id.kind.as_str(), "ConfigMap" | "Secret") {
+            return None;
+        }
+        if crate::kustomize::object::is_sops(v) {
+            return Some(Source::Unknown("SOPS-encrypted".into()));
+        }
+        let map = |k: &str| v.get(k).and_then(Value::as_object);
+        let (data, string_data) = (map("data"), map("stringData"));
+        if data.is_none() && string_data.is_none() && map("binaryData").is_none() {
+            // A generated one: its contents are not modelled.
+            return Some(Source::Unknown("its contents are not modelled".into()));
+        }
+        let mut vars = BTreeMap::new();
+        let secret = id.kind == "Secret";
+        for (k, val) in data.into_iter().flatten() {
+            let text = match val {
+                Value::String(s) if secret => match base64(s) {
+                    Some(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                    None => continue,
+                },
+                Value::String(s) => s.clone(),
+                _ => continue,
+            };
+            vars.insert(k.clone(), text);
+        }
+        // The API server merges `stringData` into `data`, `stringData` winning.
+        if secret {
+            for (k, val) in string_data.into_iter().flatten() {
+                if let Some(s) = val.as_str() {
+                    vars.insert(k.clone(), s.to_string());
+                }
+            }
+        }
+        Some(Source::Data(vars))
+    }
+}
+
+/// Standard base64 (whitespace ignored); `None` when it is not.
+fn base64(s: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(s.len() * 3 / 4);
+    let (mut acc, mut bits) = (0u32, 0);
+    for c in s.bytes().filter(|c| !c.is_ascii_whitespace()) {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            b'=' => break,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    Some(out)
+}
+
+/// The variables an owner substitutes with, in Flux's precedence.
+#[derive(Debug, Clone, Default)]
+pub struct Variables {
+    /// The `substituteFrom` sources in order: their variables, or why they are unknown.
+    from: Vec<(String, Option<BTreeMap<String, String>>)>,
+    inline: BTreeMap<String, String>,
+    /// The sources that are not `optional` and in no build of the environment, as
+    /// `Kind/name`: Flux fails the build unless they are in the cluster (made out of band),
+    /// and what they set is unknown.
+    pub missing: Vec<String>,
+    /// Whether Flux substitutes at all: some variable is (or may be) set, or
+    /// `substituteStrategy: Always`.
+    pub runs: bool,
+}
+
+impl Variables {
+    /// A variable's value: inline, else the last source that sets it; unknown when a source
+    /// that cannot be read comes after every one that sets it.
+    pub fn lookup(&self, name: &str) -> Lookup {
+        if let Some(v) = self.inline.get(name) {
+            return Lookup::Set(v.clone());
+        }
+        for (_, source) in self.from.iter().rev() {
+            match source {
+                Some(vars) => {
+                    if let Some(v) = vars.get(name) {
+                        return Lookup::Set(v.clone());
+                    }
+                }
+                None => return Lookup::Unknown,
+            }
+        }
+        Lookup::Unset
+    }
+
+    /// The sources that cannot be read, as `Kind/name`.
+    pub fn unknown_sources(&self) -> Vec<&str> {
+        self.from
+            .iter()
+            .filter(|(_, s)| s.is_none())
+            .map(|(n, _)| n.as_str())
+            .collect()
+    }
+}
+
+/// The variables of Flux Kustomization `owner` (in namespace `namespace`), its
+/// `substituteFrom` sources read through `find` (ConfigMaps and Secrets of the
+/// environment's builds). `Err` is why Flux's build fails: a variable name Flux refuses.
+pub fn variables(
+    owner: &Value,
+    namespace: &str,
+    find: &mut dyn FnMut(&ObjectId) -> Option<Source>,
+) -> Result<Variables, String> {
+    let post = owner.pointer("/spec/postBuild");
+    let mut vars = Variables::default();
+    let refs = post
+        .and_then(|p| p.get("substituteFrom"))
+        .and_then(Value::as_array);
+    for r in refs.into_iter().flatten() {
+        let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
+        let (kind, name) = (s("kind"), s("name"));
+        // `LoadVariables` reads only these two kinds and ignores any other.
+        if kind != "ConfigMap" && kind != "Secret" {
+            continue;
+        }
+        let optional = r.get("optional").and_then(Value::as_bool).unwrap_or(false);
+        let id = ObjectId {
+            group: String::new(),
+            kind: kind.into(),
+            namespace: namespace.into(),
+            name: name.into(),
+        };
+        let label = format!("{kind}/{name}");
+        match find(&id) {
+            Some(Source::Data(data)) => {
+                let data = data
+                    .into_iter()
+                    .map(|(k, v)| (k, v.replace('\n', "")))
+                    .collect();
+                vars.from.push((label, Some(data)));
+            }
+            Some(Source::Unknown(_)) => vars.from.push((label, None)),
+            None if optional => {}
+            None => {
+                vars.missing.push(label.clone());
+                vars.from.push((label, None));
+            }
+        }
+    }
+    vars.inline = substitutions(owner)
+        .into_iter()
+        .map(|(k, v)| (k, v.replace('\n', "")))
+        .collect();
+    let names = vars.inline.keys().chain(
+        vars.from
+            .iter()
+            .filter_map(|(_, s)| s.as_ref())
+            .flat_map(|m| m.keys()),
+    );
+    for name in names {
+        if !valid_name(name) {
+            return Err(format!(
+                "'{name}' var name is invalid, must match '^[_[:alpha:]][_[:alpha:][:digit:]]*$'"
+            ));
+        }
+    }
+    let always = post
+        .and_then(|p| p.get("substituteStrategy"))
+        .and_then(Value::as_str)
+        == Some("Always");
+    vars.runs = always
+        || !vars.inline.is_empty()
+        || vars
+            .from
+            .iter()
+            .any(|(_, s)| s.as_ref().is_none_or(|m| !m.is_empty()));
+    Ok(vars)
+}
+
+/// `varsubRegex`: `^[_[:alpha:]][_[:alpha:][:digit:]]*$` (POSIX classes: ASCII).
+fn valid_name(name: &str) -> bool {
+    let mut b = name.bytes();
+    b.next()
+        .is_some_and(|c| c == b'_' || c.is_ascii_alphabetic())
+        && b.all(|c| c == b'_' || c.is_ascii_alphanumeric())
+}
+
+/// What substituting an object left as written.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// Variables whose value cannot be known, each with whether it stands in the object's
+    /// name or namespace.
+    pub unknown: Vec<(bool, String)>,
+    /// Variables not set and without default (Flux, in strict mode, fails the build on
+    /// them), the same way.
+    pub unset: Vec<(bool, String)>,
+}
+
+impl Outcome {
+    /// The unknown variables of its name or namespace.
+    pub fn in_identity(&self) -> BTreeSet<String> {
+        identity(&self.unknown)
+    }
+}
+
+fn identity(found: &[(bool, String)]) -> BTreeSet<String> {
+    found
+        .iter()
+        .filter(|(identity, _)| *identity)
+        .map(|(_, v)| v.clone())
+        .collect()
+}
+
+/// Where a value stands: what `walk` needs to know of its path, without building it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum At {
+    Top,
+    Metadata,
+    /// `metadata.name` or `metadata.namespace`.
+    Identity,
+    Other,
+}
+
+/// Whether Flux leaves the object alone (`kustomize.toolkit.fluxcd.io/substitute:
+/// disabled`, as a label or an annotation).
+pub fn disabled(v: &Value) -> bool {
+    ["labels", "annotations"].iter().any(|k| {
+        v.get("metadata")
+            .and_then(|m| m.get(*k))
+            .and_then(|m| m.get(SUBSTITUTE))
+            .and_then(Value::as_str)
+            == Some("disabled")
+    })
+}
+
+/// Substitutes `vars` in every string and key of `v` (what a build holds of the object),
+/// as Flux does; only strings with `${` or `$$` are parsed. A string whose variables are
+/// unknown, or not set, is left as written. `Err` is a string Flux cannot parse: its build
+/// fails.
+pub fn object(v: &mut Value, vars: &Variables) -> Result<Outcome, String> {
+    let mut outcome = Outcome::default();
+    if !vars.runs || disabled(v) {
+        return Ok(outcome);
+    }
+    walk(v, vars, At::Top, &mut outcome)?;
+    Ok(outcome)
+}
+
+fn walk(v: &mut Value, vars: &Variables, at: At, out: &mut Outcome) -> Result<(), String> {
+    match v {
+        Value::String(s) => {
+            if let Some(new) = string(s, vars, at == At::Identity, out)? {
+                *v = retyped(s, new);
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                walk(item, vars, At::Other, out)?;
+            }
+        }
+        Value::Object(m) => {
+            if m.keys().any(|k| envsubst::may_change(k)) {
+                let mut renamed = Map::new();
+                for (k, val) in std::mem::take(m) {
+                    let key = string(&k, vars, false, out)?.unwrap_or(k);
+                    renamed.insert(key, val);
+                }
+                *m = renamed;
+            }
+            for (k, val) in m.iter_mut() {
+                let below = match (at, k.as_str()) {
+                    (At::Top, "metadata") => At::Metadata,
+                    (At::Metadata, "name" | "namespace") => At::Identity,
+                    _ => At::Other,
+                };
+                walk(val, vars, below, out)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// `s` substituted; `None` when it stays as written (`identity`: it is the object's name or
+/// namespace).
+fn string(
+    s: &str,
+    vars: &Variables,
+    identity: bool,
+    out: &mut Outcome,
+) -> Result<Option<String>, String> {
+    if !envsubst::may_change(s) {
+        return Ok(None);
+    }
+    let nodes = envsubst::parse(s)
+        .map_err(|e| format!("envsubst error: variable substitution failed: {e}: `{s}`"))?;
+    match envsubst::eval(&nodes, &|name| vars.lookup(name)) {
+        Ok(new) => Ok(Some(new)),
+        Err(Unresolved::NotSet(var)) => {
+            out.unset.push((identity, var));
+            Ok(None)
+        }
+        Err(Unresolved::Unknown(var)) => {
+            out.unknown.push((identity, var));
+            Ok(None)
+        }
+    }
+}
+
+/// The value Flux's YAML round trip gives `new`, the substitution of plain scalar `old`: a
+/// boolean, a number or null when it reads as one, else the string.
+fn retyped(old: &str, new: String) -> Value {
+    if !plain(old) {
+        return Value::String(new);
+    }
+    // YAML 1.1 (go-yaml v2, under sigs.k8s.io/yaml's YAMLToJSON).
+    match new.as_str() {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
+        "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" | "true" | "True" | "TRUE" => {
+            return Value::Bool(true)
+        }
+        "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF" | "false" | "False" | "FALSE" => {
+            return Value::Bool(false)
+        }
+        _ => {}
+    }
+    let digits = new.strip_prefix(['-', '+']).unwrap_or(&new);
+    if !digits.is_empty() && digits.bytes().all(|c| c.is_ascii_digit()) {
+        if let Ok(i) = new.parse::<i64>() {
+            return Value::from(i);
+        }
+    }
+    if digits.bytes().any(|c| c.is_ascii_digit())
+        && digits
+            .bytes()
+            .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'-' | b'+'))
+        && digits.contains(['.', 'e', 'E'])
+    {
+        if let Some(f) = new
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+        {
+            return Value::Number(f);
+        }
+    }
+    Value::String(new)
+}
+
+/// Whether go-yaml writes `s` as a plain scalar (unquoted), so that what it becomes is read
+/// again as YAML: one line, no surrounding spaces, no indicator first, no `: ` or ` #`.
+fn plain(s: &str) -> bool {
+    !s.is_empty()
+        && !s.contains(['\n', '"', '\''])
+        && s.trim() == s
+        && !s.starts_with([
+            '-', '?', ':', ',', '[', ']', '{', '}', '#', '&', '*', '!', '|', '>', '%', '@', '`',
+        ])
+        && !s.contains(": ")
+        && !s.contains(" #")
+        && !s.ends_with(':')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn vars(owner: Value, sources: &[(&str, Source)]) -> Result<Variables, String> {
+        variables(&owner, "flux-system", &mut |id| {
+            sources
+                .iter()
+                .find(|(n, _)| *n == format!("{}/{}", id.kind, id.name))
+                .map(|(_, s)| s.clone())
+        })
+    }
+
+    fn data(pairs: &[(&str, &str)]) -> Source {
+        Source::Data(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+    }
+
+    fn set(v: &Variables, name: &str) -> Option<String> {
+        match v.lookup(name) {
+            Lookup::Set(s) => Some(s),
+            Lookup::Unset => None,
+            Lookup::Unknown => Some("?".into()),
+        }
+    }
+
+    #[test]
+    fn substitutes_inline_variables_and_defaults() {
+        let v = vars(
+            json!({"spec": {"postBuild": {"substitute": {"APP": "web"}}}}),
+            &[],
+        )
+        .unwrap();
+        let mut obj = json!({"metadata": {"name": "${APP}-${NS:=media}-${X}"}});
+        object(&mut obj, &v).unwrap();
+        // `${X}` is not set: Flux fails the build (strict); the string stays as written.
+        let out = object(&mut obj, &v).unwrap();
+        assert_eq!(obj["metadata"]["name"], "${APP}-${NS:=media}-${X}");
+        assert_eq!(out.unset, [(true, "X".to_string())]);
+        let mut obj = json!({"metadata": {"name": "${APP}-${NS:=media}", "namespace": "$${APP}"}});
+        object(&mut obj, &v).unwrap();
+        assert_eq!(
+            obj["metadata"],
+            json!({"name": "web-media", "namespace": "${APP}"})
+        );
+    }
+
+    /// `LoadVariables` then `SubstituteVariables`: later sources override earlier ones, the
+    /// inline `substitute` overrides them all, newlines are dropped.
+    #[test]
+    fn precedence_is_fluxs() {
+        let owner = json!({"spec": {"postBuild": {
+        "substitute": {"A": "inline"},
+        "substituteFrom": [
+            {"kind": "ConfigMap", "name": "first"},
+            {"kind": "Secret", "name": "second"},
+            {"kind": "ConfigMap", "name": "gone", "optional": true},
+            {"kind": "Other", "name": "ignored"},
+        ]}}});
+        let sources = [
+            (
+                "ConfigMap/first",
+                data(&[("A", "1"), ("B", "1"), ("C", "1")]),
+            ),
+            ("Secret/second", data(&[("B", "2"), ("D", "x\ny")])),
+        ];
+        let v = vars(owner.clone(), &sources).unwrap();
+        let got: Vec<Option<String>> = ["A", "B", "C", "D", "E"]
+            .iter()
+            .map(|n| set(&v, n))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                Some("inline".into()),
+                Some("2".into()),
+                Some("1".into()),
+                Some("xy".into()),
+                None
+            ]
+        );
+        // A SOPS Secret after the ConfigMap may set anything the ConfigMap sets.
+        let sealed = [
+            ("ConfigMap/first", data(&[("B", "1")])),
+            ("Secret/second", Source::Unknown("SOPS-encrypted".into())),
+        ];
+        let v = vars(owner, &sealed).unwrap();
+        assert_eq!(
+            (set(&v, "A"), set(&v, "B")),
+            (Some("inline".into()), Some("?".into()))
+        );
+        assert_eq!(v.unknown_sources(), ["Secret/second"]);
+    }
+
+    #[test]
+    fn a_missing_source_fails_unless_optional_and_names_are_validated() {
+        let missing = json!({"spec": {"postBuild": {"substituteFrom": [
+            {"kind": "Secret", "name": "s"}, {"kind": "Secret", "name": "o", "optional": true}]}}});
+        let v = vars(missing, &[]).unwrap();
+        assert_eq!(
+            (v.missing.as_slice(), set(&v, "A")),
+            (["Secret/s".to_string()].as_slice(), Some("?".into()))
+        );
+        let bad = json!({"spec": {"postBuild": {"substituteFrom": [{"kind": "ConfigMap", "name": "c"}]}}});
+        let err = vars(bad, &[("ConfigMap/c", data(&[("app.name", "x")]))]).unwrap_err();
+        assert!(err.contains("'app.name' var name is invalid"), "{err}");
+        for (name, ok) in [
+            ("_a1", true),
+            ("A_B", true),
+            ("1A", false),
+            ("a-b", false),
+            ("é", false),
+        ] {
+            assert_eq!(valid_name(name), ok, "{name}");
+        }
+    }
+
+    /// With no variable at all Flux does not substitute, unless `substituteStrategy: Always`.
+    #[test]
+    fn nothing_runs_without_variables_unless_always() {
+        let mut obj = json!({"metadata": {"name": "${N:=x}"}});
+        let v = vars(json!({"spec": {"postBuild": {}}}), &[]).unwrap();
+        object(&mut obj, &v).unwrap();
+        assert_eq!(obj["metadata"]["name"], "${N:=x}");
+        let v = vars(
+            json!({"spec": {"postBuild": {"substituteStrategy": "Always"}}}),
+            &[],
+        )
+        .unwrap();
+        object(&mut obj, &v).unwrap();
+        assert_eq!(obj["metadata"]["name"], "x");
+    }
+
+    #[test]
+    fn whole_objects_keys_types_and_opt_out() {
+        let v = vars(
+            json!({"spec": {"postBuild": {"substitute": {"APP": "db", "PRUNE": "false", "N": "3"}}}}),
+            &[],
+        )
+        .unwrap();
+        let mut ks = json!({"spec": {"path": "./apps/${APP}", "prune": "${PRUNE}", "retries": "${N}",
+            "postBuild": {"substitute": {"APP": "${APP}-x", "${APP}_KEY": "v", "ESC": "$${APP}"}},
+            "note": "${APP}: ${N}"}});
+        let out = object(&mut ks, &v).unwrap();
+        assert!(out.unknown.is_empty());
+        assert_eq!(
+            ks,
+            json!({"spec": {"path": "./apps/db", "prune": false, "retries": 3,
+                "postBuild": {"substitute": {"APP": "db-x", "db_KEY": "v", "ESC": "${APP}"}},
+                "note": "db: 3"}})
+        );
+        let mut off = json!({"metadata": {"name": "${APP}", "labels": {SUBSTITUTE: "disabled"}}});
+        object(&mut off, &v).unwrap();
+        assert_eq!(off["metadata"]["name"], "${APP}");
+        let mut broken = json!({"metadata": {"name": "${APP"}});
+        assert!(object(&mut broken, &v)
+            .unwrap_err()
+            .contains("missing closing brace"));
+    }
+
+    #[test]
+    fn unknown_values_stay_and_are_reported() {
+        let owner = json!({"spec": {"postBuild": {"substitute": {"APP": "web"},
+            "substituteFrom": [{"kind": "Secret", "name": "sealed"}]}}});
+        let v = vars(
+            owner,
+            &[("Secret/sealed", Source::Unknown("SOPS-encrypted".into()))],
+        )
+        .unwrap();
+        let mut obj = json!({"metadata": {"name": "${APP}-${DOMAIN}", "namespace": "${APP}",
+            "labels": {"x": "${DOMAIN}"}}});
+        let out = object(&mut obj, &v).unwrap();
+        assert_eq!(obj["metadata"]["name"], "${APP}-${DOMAIN}");
+        assert_eq!(obj["metadata"]["namespace"], "web");
+        assert_eq!(out.in_identity(), BTreeSet::from(["DOMAIN".to_string()]));
+        assert_eq!(out.unknown.len(), 2);
+    }
+
+    #[test]
+    fn secrets_and_config_maps_as_sources() {
+        let id = |kind: &str| ObjectId {
+            group: String::new(),
+            kind: kind.into(),
+            namespace: "flux-system".into(),
+            name: "s".into(),
+        };
+        let secret =
+            json!({"data": {"A": "d2Vi", "B": "bm90IGJhc2U2NCE="}, "stringData": {"B": "plain"}});
+        assert_eq!(
+            Source::of(&id("Secret"), &secret),
+            Some(data(&[("A", "web"), ("B", "plain")]))
+        );
+        let cm = json!({"data": {"A": "d2Vi"}, "binaryData": {"C": "eA=="}});
+        assert_eq!(
+            Source::of(&id("ConfigMap"), &cm),
+            Some(data(&[("A", "d2Vi")]))
+        );
+        let sops = json!({"data": {"A": "ENC[...]"}, "sops": {"mac": "m"}});
+        assert!(matches!(
+            Source::of(&id("Secret"), &sops),
+            Some(Source::Unknown(_))
+        ));
+        assert!(matches!(
+            Source::of(&id("ConfigMap"), &json!({})),
+            Some(Source::Unknown(_))
+        ));
+        assert_eq!(Source::of(&id("Service"), &cm), None);
+    }
+}

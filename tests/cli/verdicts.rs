@@ -1,0 +1,429 @@
+//! Where fluxwave finds the Flux environments without configuration, and the three verdicts
+//! of `cutover` (and `check --base`): "safe" only when everything the change touches was
+//! seen, "incomplete" when the change touches what cannot be seen, exit 2 when no Flux
+//! environment is found. Real git repositories, written by the test in the shapes of the
+//! common layouts (flux bootstrap, Flux Operator, per-app `ks.yaml`).
+
+use serde_json::Value;
+
+use crate::common::TestRepo;
+
+fn ks(name: &str, path: &str, extra: &[&str]) -> String {
+    let extra: String = extra.iter().map(|e| format!("  {e}\n")).collect();
+    format!("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: {path}\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n{extra}")
+}
+
+fn config_map(name: &str, namespace: &str) -> String {
+    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  a: b\n")
+}
+
+/// `cutover --from REV` as JSON, with its exit code; the text form exits the same.
+fn cutover(repo: &TestRepo, args: &[&str]) -> (i32, Value) {
+    let mut all = vec!["cutover"];
+    all.extend_from_slice(args);
+    let text = repo.run(&all);
+    all.extend(["--format", "json"]);
+    let run = repo.run(&all);
+    assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
+    assert_eq!(text.code, run.code, "{}", text.stdout);
+    (run.code, serde_json::from_str(&run.stdout).unwrap())
+}
+
+fn deleted(doc: &Value) -> Vec<String> {
+    doc["deletions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            format!(
+                "{}/{}/{}",
+                d["kind"].as_str().unwrap(),
+                d["namespace"].as_str().unwrap(),
+                d["name"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+fn incomplete(doc: &Value) -> Vec<String> {
+    doc["incomplete"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["kustomization"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// `flux bootstrap --path=deploy/lab`: the sync file's Kustomization is the root, whatever
+/// the folder is called.
+const SYNC: &str = "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 1m0s\n  ref: {branch: main}\n  url: ssh://git@example.org/fleet\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./deploy/lab\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n";
+
+#[test]
+fn a_bootstrap_sync_file_outside_clusters_names_its_environment() {
+    let repo = TestRepo::empty();
+    repo.write("deploy/lab/flux-system/gotk-sync.yaml", SYNC)
+        .write(
+            "deploy/lab/flux-system/kustomization.yaml",
+            "resources: [gotk-sync.yaml]\n",
+        )
+        .write("deploy/lab/apps.yaml", &ks("apps", "./apps", &[]))
+        .write("apps/web.yaml", &config_map("web", "web"))
+        .write("apps/db.yaml", &config_map("db", "web"));
+    repo.commit_all("bootstrap");
+    repo.remove("apps/db.yaml");
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!(code, 1);
+    assert_eq!(doc["environments"], serde_json::json!(["lab"]));
+    assert_eq!(doc["verdict"], "deletes");
+    assert_eq!(deleted(&doc), ["ConfigMap/web/db"]);
+}
+
+#[test]
+fn a_commit_that_adds_the_sync_file_compares_with_its_parent() {
+    // The parent has no mark of an environment; the commit adds bootstrap's files and drops
+    // an object: the parent is built at the entry the commit names.
+    let repo = TestRepo::empty();
+    repo.write("deploy/lab/apps.yaml", &ks("apps", "./apps", &[]))
+        .write("apps/web.yaml", &config_map("web", "web"))
+        .write("apps/db.yaml", &config_map("db", "web"));
+    repo.commit_all("before bootstrap");
+    let run = repo.run(&["cutover", "--from", "HEAD", "--to", "HEAD"]);
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    repo.write("deploy/lab/flux-system/gotk-sync.yaml", SYNC)
+        .write(
+            "deploy/lab/flux-system/kustomization.yaml",
+            "resources: [gotk-sync.yaml]\n",
+        );
+    repo.remove("apps/db.yaml");
+    repo.commit_all("bootstrap");
+    let (code, doc) = cutover(&repo, &["--from", "HEAD~1", "--to", "HEAD"]);
+    assert_eq!(
+        (code, deleted(&doc)),
+        (1, vec!["ConfigMap/web/db".to_string()])
+    );
+}
+
+#[test]
+fn a_flux_instance_helm_release_names_a_per_app_tree() {
+    // Flux Operator's flux-instance chart: the root syncs kubernetes/flux/cluster, a folder
+    // of Flux Kustomizations without a kustomization.yaml (Flux generates one).
+    let repo = TestRepo::empty();
+    repo.write("kubernetes/apps/flux-system/flux-instance/app/helmrelease.yaml", "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: flux-instance\nspec:\n  chartRef: {kind: OCIRepository, name: flux-instance}\n  values:\n    instance:\n      sync:\n        kind: GitRepository\n        url: https://example.org/home-ops\n        ref: refs/heads/main\n        path: kubernetes/flux/cluster\n")
+        .write(
+            "kubernetes/flux/cluster/ks.yaml",
+            &ks("cluster-apps", "./kubernetes/apps", &[]),
+        )
+        .write(
+            "kubernetes/apps/kustomization.yaml",
+            "resources: [./default/ks.yaml]\n",
+        )
+        .write(
+            "kubernetes/apps/default/ks.yaml",
+            &ks("echo", "./kubernetes/apps/default/app", &["targetNamespace: default"]),
+        )
+        .write(
+            "kubernetes/apps/default/app/kustomization.yaml",
+            "resources: [cm.yaml, pvc.yaml]\n",
+        )
+        .write("kubernetes/apps/default/app/cm.yaml", &config_map("echo", "x"))
+        .write("kubernetes/apps/default/app/pvc.yaml", "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: echo}\nspec: {resources: {requests: {storage: 1Gi}}}\n");
+    repo.commit_all("home-ops layout");
+    repo.write("kubernetes/apps/kustomization.yaml", "resources: []\n");
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!(code, 1);
+    assert_eq!(doc["environments"], serde_json::json!(["cluster"]));
+    assert_eq!(
+        deleted(&doc),
+        [
+            "PersistentVolumeClaim/default/echo",
+            "ConfigMap/default/echo"
+        ]
+    );
+    assert_eq!(
+        doc["deletions"][0]["owner"],
+        "Kustomization/flux-system/echo"
+    );
+}
+
+#[test]
+fn no_environment_is_bad_input_that_says_where_it_looked() {
+    let repo = TestRepo::empty();
+    repo.write("deploy/apps.yaml", &ks("apps", "./apps", &[]))
+        .write("apps/keep.yaml", &config_map("keep", "web"))
+        .write("apps/web.yaml", &config_map("web", "web"));
+    repo.commit_all("no entry");
+    let run = repo.run(&["cutover", "--from", "HEAD"]);
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(
+        run.stderr.contains("no Flux environment found")
+            && run.stderr.contains("gotk-sync.yaml")
+            && run.stderr.contains("--env NAME=PATH"),
+        "{}",
+        run.stderr
+    );
+    // `--env` names one for the run.
+    repo.remove("apps/web.yaml");
+    let (code, doc) = cutover(&repo, &["--from", "HEAD", "--env", "lab=./deploy/"]);
+    assert_eq!(doc["environments"], serde_json::json!(["lab"]));
+    assert_eq!(
+        (code, deleted(&doc)),
+        (1, vec!["ConfigMap/web/web".to_string()])
+    );
+    let bad = repo.run(&["cutover", "--from", "HEAD", "--env", "lab"]);
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("NAME=PATH"), "{}", bad.stderr);
+}
+
+#[test]
+fn a_revision_without_fluxwave_yaml_uses_the_working_trees() {
+    let repo = TestRepo::empty();
+    repo.write("deploy/apps.yaml", &ks("apps", "./apps", &[]))
+        .write("apps/web.yaml", &config_map("web", "web"));
+    repo.commit_all("no config");
+    repo.write(
+        "fluxwave.yaml",
+        "clusters:\n  environments:\n    - {name: lab, path: deploy}\n",
+    );
+    let (code, doc) = cutover(&repo, &["--from", "HEAD", "--to", "HEAD"]);
+    assert_eq!(doc["environments"], serde_json::json!(["lab"]));
+    assert_eq!((code, doc["verdict"].as_str()), (0, Some("safe")));
+}
+
+/// A repository whose `kyverno` Kustomization reads an OCIRepository, and whose `apps`
+/// Kustomization is built from this repository.
+fn other_source_repo() -> TestRepo {
+    let repo = TestRepo::empty();
+    repo.write(
+        "clusters/prod/kustomization.yaml",
+        "resources: [apps.yaml, kyverno.yaml]\n",
+    )
+    .write("clusters/prod/apps.yaml", &ks("apps", "./apps", &[]))
+    .write("clusters/prod/kyverno.yaml", "apiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata:\n  name: kyverno\n  namespace: flux-system\nspec:\n  interval: 1h\n  url: oci://example.org/kyverno\n  ref: {tag: 1.0.0}\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: kyverno\n  namespace: flux-system\nspec:\n  interval: 1h\n  path: ./\n  prune: true\n  sourceRef: {kind: OCIRepository, name: kyverno}\n")
+    .write("apps/web.yaml", &config_map("web", "web"));
+    repo.commit_all("init");
+    repo
+}
+
+#[test]
+fn a_change_to_another_sources_object_is_incomplete() {
+    let repo = other_source_repo();
+    // A change elsewhere leaves what kyverno applies as it was: safe.
+    repo.write(
+        "apps/web.yaml",
+        &config_map("web", "web").replace("a: b", "a: c"),
+    );
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!((code, doc["verdict"].as_str()), (0, Some("safe")));
+    assert_eq!(doc["safe"], true);
+    // A new tag changes what it applies, which is not in this repository.
+    repo.write(
+        "clusters/prod/kyverno.yaml",
+        &repo
+            .read("clusters/prod/kyverno.yaml")
+            .replace("tag: 1.0.0", "tag: 2.0.0"),
+    );
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!((code, doc["verdict"].as_str()), (1, Some("incomplete")));
+    assert_eq!(doc["safe"], false);
+    assert_eq!(incomplete(&doc), ["flux-system/kyverno"]);
+    let why = doc["incomplete"][0]["why"][0].as_str().unwrap();
+    assert!(why.contains("OCIRepository/flux-system/kyverno"), "{why}");
+    let text = repo.run(&["cutover", "--from", "HEAD"]).stdout;
+    assert!(
+        text.contains("incomplete: the change touches 1 Kustomization"),
+        "{text}"
+    );
+    // `check --base` says the same, as an error.
+    let check = repo.run(&["check", "--base", "HEAD", "--format", "json"]);
+    assert_eq!(check.code, 1, "{}", check.stdout);
+    assert!(
+        check.stdout.contains("cutover-incomplete"),
+        "{}",
+        check.stdout
+    );
+}
+
+#[test]
+fn a_failing_build_the_change_touches_is_incomplete() {
+    let repo = other_source_repo();
+    repo.write(
+        "clusters/prod/kustomization.yaml",
+        "resources: [apps.yaml, broken.yaml]\n",
+    )
+    .write("clusters/prod/broken.yaml", &ks("broken", "./broken", &[]))
+    .write(
+        "broken/kustomization.yaml",
+        "resources: [cm.yaml, missing.yaml]\n",
+    )
+    .write("broken/cm.yaml", &config_map("cm", "b"));
+    repo.commit_all("a build that fails");
+    // Untouched, it applies what it applied before.
+    repo.write(
+        "apps/web.yaml",
+        &config_map("web", "web").replace("a: b", "a: c"),
+    );
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!((code, doc["verdict"].as_str()), (0, Some("safe")), "{doc}");
+    // A file its build reads changes: what it will apply once fixed is unknown.
+    repo.write("broken/cm.yaml", &config_map("cm2", "b"));
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!(
+        (code, incomplete(&doc)),
+        (1, vec!["flux-system/broken".to_string()])
+    );
+    // A new file its kustomization does not list changes nothing it reads.
+    repo.write("broken/cm.yaml", &config_map("cm", "b"))
+        .write("broken/extra.yaml", &config_map("extra", "b"));
+    let (code, _) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!(code, 0);
+    // Without a kustomization, Flux generates one listing every file of the folder: a new
+    // file there is read.
+    repo.remove("broken/extra.yaml");
+    repo.remove("broken/kustomization.yaml");
+    repo.write("broken/bad.yaml", "kind: [\n");
+    repo.commit_all("a generated kustomization that fails");
+    repo.write("broken/extra.yaml", &config_map("extra", "b"));
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!(
+        (code, incomplete(&doc)),
+        (1, vec!["flux-system/broken".to_string()]),
+        "{doc}"
+    );
+}
+
+#[test]
+fn a_remote_base_the_change_touches_is_incomplete() {
+    let repo = other_source_repo();
+    repo.write(
+        "clusters/prod/kustomization.yaml",
+        "resources: [apps.yaml, remote.yaml]\n",
+    )
+    .write("clusters/prod/remote.yaml", &ks("remote", "./remote", &[]))
+    .write(
+        "remote/kustomization.yaml",
+        "resources:\n  - https://github.com/example/app//deploy?ref=v1\n",
+    );
+    repo.commit_all("remote base");
+    let (code, _) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!(code, 0);
+    repo.write(
+        "remote/kustomization.yaml",
+        "resources:\n  - https://github.com/example/app//deploy?ref=v2\n",
+    );
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!(
+        (code, incomplete(&doc)),
+        (1, vec!["flux-system/remote".to_string()])
+    );
+    let why = doc["incomplete"][0]["why"][0].as_str().unwrap();
+    assert!(why.contains("remote base"), "{why}");
+}
+
+#[test]
+fn a_removed_environment_is_incomplete() {
+    let repo = other_source_repo();
+    std::fs::remove_dir_all(repo.path().join("clusters/prod")).unwrap();
+    repo.write("clusters/dev/kustomization.yaml", "resources: []\n");
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!((code, doc["verdict"].as_str()), (1, Some("incomplete")));
+    assert_eq!(doc["incomplete"][0]["environment"], "prod");
+    assert_eq!(doc["incomplete"][0]["kustomization"], "");
+}
+
+/// The flux2-kustomize-helm-example layout of Flux 2.7: an ArtifactGenerator splits this
+/// repository into ExternalArtifacts, and the Kustomizations read those.
+fn artifact_repo() -> TestRepo {
+    let repo = TestRepo::empty();
+    let sync = SYNC.replace("./deploy/lab", "./clusters/production");
+    repo.write("clusters/production/flux-system/gotk-sync.yaml", &sync)
+        .write(
+            "clusters/production/flux-system/kustomization.yaml",
+            "resources: [gotk-sync.yaml]\n",
+        )
+        .write("clusters/production/artifacts.yaml", "apiVersion: source.extensions.fluxcd.io/v1beta1\nkind: ArtifactGenerator\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  sources:\n    - alias: monorepo\n      kind: GitRepository\n      name: flux-system\n  artifacts:\n    - name: apps\n      originRevision: \"@monorepo\"\n      copy:\n        - from: \"@monorepo/apps/base/**\"\n          to: \"@artifact/base/\"\n        - from: \"@monorepo/apps/production/**\"\n          to: \"@artifact/production/\"\n")
+        .write("clusters/production/apps.yaml", "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  interval: 1h\n  sourceRef:\n    kind: ExternalArtifact\n    name: apps\n  path: ./production\n  prune: true\n")
+        .write(
+            "apps/base/web/kustomization.yaml",
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: web\nresources: [namespace.yaml, release.yaml]\n",
+        )
+        .write("apps/base/web/namespace.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: web\n")
+        .write("apps/base/web/release.yaml", "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: web\nspec:\n  chart: {spec: {chart: web, sourceRef: {kind: HelmRepository, name: web}}}\n")
+        .write(
+            "apps/production/kustomization.yaml",
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../base/web\n",
+        );
+    repo.commit_all("artifacts");
+    repo
+}
+
+#[test]
+fn an_external_artifact_made_from_this_repository_is_built() {
+    let repo = artifact_repo();
+    let (code, doc) = cutover(&repo, &["--from", "HEAD", "--to", "HEAD"]);
+    assert_eq!((code, doc["verdict"].as_str()), (0, Some("safe")), "{doc}");
+    assert!(doc["warnings"].as_array().unwrap().is_empty(), "{doc}");
+    repo.write(
+        "apps/production/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n",
+    );
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (1, Some("deletes")),
+        "{doc}"
+    );
+    assert_eq!(
+        deleted(&doc),
+        ["HelmRelease/web/web", "Namespace//web"],
+        "{doc}"
+    );
+    // Each deletion names the repository file it is written in, not the artifact's path.
+    assert_eq!(doc["deletions"][0]["file"], "apps/base/web/release.yaml");
+    // A base the overlay needs removed: the build fails, and the verdict says so.
+    repo.write(
+        "apps/production/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../base/web\n",
+    );
+    std::fs::remove_dir_all(repo.path().join("apps/base/web")).unwrap();
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!(
+        (code, incomplete(&doc)),
+        (1, vec!["flux-system/apps".to_string()])
+    );
+    let why = doc["incomplete"][0]["why"][0].as_str().unwrap();
+    assert!(
+        why.contains("(ExternalArtifact flux-system/apps) production/kustomization.yaml"),
+        "{why}"
+    );
+}
+
+#[test]
+fn an_external_artifact_copied_from_another_source_is_incomplete_when_touched() {
+    let repo = artifact_repo();
+    repo.write(
+        "clusters/production/artifacts.yaml",
+        &repo
+            .read("clusters/production/artifacts.yaml")
+            .replace(
+                "name: flux-system\n  artifacts",
+                "name: charts\n  artifacts",
+            )
+            .replace("kind: GitRepository", "kind: OCIRepository"),
+    );
+    repo.commit_all("from an OCI repository");
+    let (code, doc) = cutover(&repo, &["--from", "HEAD", "--to", "HEAD"]);
+    assert_eq!(code, 0, "{doc}");
+    repo.write(
+        "clusters/production/apps.yaml",
+        &repo
+            .read("clusters/production/apps.yaml")
+            .replace("./production", "./staging"),
+    );
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!(
+        (code, incomplete(&doc)),
+        (1, vec!["flux-system/apps".to_string()])
+    );
+    let why = doc["incomplete"][0]["why"][0].as_str().unwrap();
+    assert!(why.contains("not this repository"), "{why}");
+}
