@@ -64,6 +64,10 @@ const MODELLED: &[&str] = &[
     "sortOptions",
     "buildMetadata",
     "crds",
+    // Transformer configurations only add field specs to the built-in ones (kustomize's
+    // `builtinconfig.TransformerConfig.Merge`): names, namespaces and labels are still set
+    // where they were, so the object set does not change.
+    "configurations",
 ];
 
 const KUSTOMIZATION_FILES: &[&str] = &["kustomization.yaml", "kustomization.yml", "Kustomization"];

@@ -740,6 +740,17 @@ fn the_builder_agrees_with_kustomize() {
         .write("comp/extra.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra, namespace: other}\n");
     repo.commit_all("overlay");
     same_as_kustomize(&repo, &["db", "over"]);
+
+    // `configurations` only add field specs to kustomize's own: the names stay as the
+    // default transformers set them, and the builder leaves nothing unseen.
+    repo.write("conf/kustomization.yaml", "namePrefix: p-\nnamespace: ns\nconfigurations: [cfg.yaml]\nresources: [objects.yaml]\n")
+        .write("conf/cfg.yaml", "namePrefix:\n  - {path: data/ref, kind: ConfigMap}\nnameReference:\n  - kind: ConfigMap\n    fieldSpecs: [{path: spec/valuesFrom/name, kind: HelmRelease}]\n")
+        .write("conf/objects.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {ref: x}\n---\napiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: h}\nspec: {valuesFrom: [{kind: ConfigMap, name: a}]}\n");
+    same_as_kustomize(&repo, &["conf"]);
+    let tree = FileTree::from_worktree(repo.path()).unwrap();
+    let mut b = Builder::new(&tree);
+    b.build_dir("conf").unwrap();
+    assert!(b.warnings.is_empty(), "{:?}", b.warnings);
 }
 
 #[test]
