@@ -3,7 +3,7 @@
 //! system; both give the same `FileTree`, so the builder cannot tell them apart. git runs
 //! without a shell, with `-z` and `--end-of-options`, so no name or revision is interpreted.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -12,15 +12,28 @@ use std::sync::{Arc, Mutex};
 use crate::error::{Error, Result};
 use crate::yaml::Text;
 
+mod ignore;
+
+pub use ignore::{Matcher, IGNORE_FILE};
+
 /// The manifest-like files of one revision, by path relative to the repository root.
 ///
 /// Most trees hold every file (a git revision, the working tree, a folder). A tree `on_disk`
 /// holds only the files written into it (`with_file`) and reads the rest from a folder when
 /// they are first asked for: what builds a few kustomizations of a large repository reads
 /// those, not the whole repository.
+///
+/// A tree's `artifact` view is what Flux builds: the same files less those source-controller
+/// leaves out of the artifact (see `ignore`).
 #[derive(Debug, Clone, Default)]
 pub struct FileTree {
-    files: BTreeMap<String, Text>,
+    /// Shared between a tree and its artifact views.
+    files: Arc<BTreeMap<String, Text>>,
+    /// The `.sourceignore` files, by the folder they are in ("" for the root).
+    ignores: Arc<BTreeMap<String, Text>>,
+    /// Files kustomize cannot read as text (see `fs::decode`), with why. They are files of
+    /// the tree (listed, `is_file`) that `read` does not give: a build that reads one fails.
+    unreadable: Arc<BTreeMap<String, &'static str>>,
     /// The folder read on demand, for a tree `on_disk`.
     disk: Option<Arc<Disk>>,
     /// Files of the folder that this tree does not have (`without_file`).
@@ -32,6 +45,23 @@ pub struct FileTree {
     pub label: String,
     /// What was asked of a tree made by `recording`: see `Footprint`.
     log: Option<Arc<Mutex<Footprint>>>,
+    /// For an artifact view, what it leaves out.
+    hidden: Option<Arc<View>>,
+    /// The artifact views made of this tree, by `spec.ignore`: each environment's builds of
+    /// a revision ask for one, and its files are judged once.
+    views: Arc<Mutex<Views>>,
+}
+
+/// A tree's artifact views, by the `spec.ignore` they were made with.
+type Views = Vec<(Option<String>, Arc<View>)>;
+
+/// What an artifact view leaves out.
+#[derive(Debug)]
+struct View {
+    matcher: Matcher,
+    /// The tree's files it leaves out, judged once; `None` for a tree on disk (its files are
+    /// not listed) or one written to since (`with_file`): then each path is judged when asked.
+    files: Option<HashSet<String>>,
 }
 
 /// What a build asked of a tree: the paths it read or looked for, and the folders it listed
@@ -63,8 +93,8 @@ struct Disk {
 
 impl Disk {
     /// The file at `rel` through `fs::read_optional` (a regular file, never through a link,
-    /// size bounded, in a folder that does not lead out of the root through a link, UTF-8);
-    /// `None` when it does not exist or cannot be read that way.
+    /// size bounded, in a folder that does not lead out of the root through a link, text as
+    /// `fs::decode` reads it); `None` when it does not exist or cannot be read that way.
     fn read(&self, rel: &str) -> Option<Text> {
         let mut cache = self
             .read
@@ -79,6 +109,43 @@ impl Disk {
             .map(Arc::new);
         cache.insert(rel.to_string(), text.clone());
         text
+    }
+
+    /// The `.sourceignore` files of the folder, found by a walk that skips `.git` and links
+    /// (as `sourceignore.LoadIgnorePatterns` does), under those written into the tree and
+    /// less those removed from it.
+    fn ignore_files(
+        &self,
+        written: &BTreeMap<String, Text>,
+        gone: &BTreeSet<String>,
+    ) -> BTreeMap<String, Text> {
+        let mut found = BTreeMap::new();
+        let mut stack = vec![String::new()];
+        while let Some(rel) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(self.root.join(&rel)) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                    continue;
+                };
+                let path = if rel.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{rel}/{name}")
+                };
+                let Ok(ft) = entry.file_type() else { continue };
+                if ft.is_dir() && name != ".git" {
+                    stack.push(path);
+                } else if ft.is_file() && name == IGNORE_FILE && !gone.contains(&path) {
+                    if let Ok(Some(text)) = crate::fs::read_optional(&self.root, &path) {
+                        found.insert(ignore_dir(&path), Arc::new(text));
+                    }
+                }
+            }
+        }
+        found.extend(written.iter().map(|(d, t)| (d.clone(), t.clone())));
+        found
     }
 
     /// Whether `rel` is a folder (not a link to one).
@@ -111,6 +178,60 @@ fn wanted(path: &str) -> bool {
         || name.ends_with(".yml")
         || name.ends_with(".json")
         || name == "Kustomization"
+}
+
+/// The files a tree reads: those the builder may read, and `.sourceignore` files.
+fn listed(path: &str) -> bool {
+    wanted(path) || is_ignore_file(path)
+}
+
+/// A tree's `.sourceignore` files are kept apart from its files: they decide what the
+/// artifact holds, and are no manifest.
+fn is_ignore_file(path: &str) -> bool {
+    path.rsplit('/').next() == Some(IGNORE_FILE)
+}
+
+/// The folder a `.sourceignore` at `path` is in ("" for the root).
+fn ignore_dir(path: &str) -> String {
+    path.rsplit_once('/')
+        .map_or(String::new(), |(dir, _)| dir.to_string())
+}
+
+/// A file as read: its text, or why kustomize cannot read it as text.
+type Decoded = std::result::Result<Text, &'static str>;
+
+/// A tree of `files`: its files, `.sourceignore` files and unreadable files.
+fn tree_of(
+    files: impl IntoIterator<Item = (String, Decoded)>,
+    folders: BTreeSet<String>,
+    label: String,
+) -> FileTree {
+    let (mut kept, mut ignores, mut unreadable) =
+        (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+    for (path, text) in files {
+        match text {
+            Ok(text) if is_ignore_file(&path) => {
+                ignores.insert(ignore_dir(&path), text);
+            }
+            Ok(text) => {
+                kept.insert(path, text);
+            }
+            // source-controller reads the patterns as bytes; one it cannot read is left out.
+            Err(_) if is_ignore_file(&path) => {}
+            Err(why) => {
+                kept.insert(path.clone(), Text::default());
+                unreadable.insert(path, why);
+            }
+        }
+    }
+    FileTree {
+        files: Arc::new(kept),
+        ignores: Arc::new(ignores),
+        unreadable: Arc::new(unreadable),
+        folders,
+        label,
+        ..FileTree::default()
+    }
 }
 
 fn git(root: &Path) -> Command {
@@ -154,21 +275,21 @@ pub fn require_git(root: &Path) -> Result<()> {
 }
 
 impl FileTree {
+    /// A tree of these files (a `.sourceignore` among them is one of its ignore files).
     pub fn from_files<'a>(files: impl IntoIterator<Item = (&'a str, &'a str)>) -> FileTree {
-        FileTree {
-            files: files
+        tree_of(
+            files
                 .into_iter()
-                .map(|(p, t)| (p.to_string(), Arc::new(t.to_string())))
-                .collect(),
-            label: "test".into(),
-            ..FileTree::default()
-        }
+                .map(|(p, t)| (p.to_string(), Ok(Arc::new(t.to_string())))),
+            BTreeSet::new(),
+            "test".into(),
+        )
     }
 
     /// The files of the folder `root` (the working tree of a repository, as `apply` sees
     /// it), each read from disk when first asked for, through the same rules as every read
-    /// (`fs::read_regular`: a regular file, no link followed, size bounded; UTF-8; the
-    /// file names of `wanted`). It lists only the files written into it: `files`,
+    /// (`fs::read_regular`: a regular file, no link followed, size bounded; text as
+    /// `fs::decode` reads it; the file names of `wanted`). It lists only the files written into it: `files`,
     /// `files_under` and `manifests` do not walk the folder, so it serves builds that follow
     /// kustomizations (every file they read is named), not Flux's generated kustomization of
     /// a folder without one.
@@ -184,23 +305,36 @@ impl FileTree {
     }
 
     /// This tree with the file at `path` holding `text`, as a write would leave it.
-    pub fn with_file(mut self, path: &str, text: &str) -> FileTree {
-        self.gone.remove(path);
-        self.files
-            .insert(path.to_string(), Arc::new(text.to_string()));
-        self
+    pub fn with_file(self, path: &str, text: &str) -> FileTree {
+        self.with_text(path, Arc::new(text.to_string()))
     }
 
     /// This tree with the file at `path` holding `text` (shared, not copied).
     pub fn with_text(mut self, path: &str, text: Text) -> FileTree {
+        self.written();
         self.gone.remove(path);
-        self.files.insert(path.to_string(), text);
+        if self.unreadable.contains_key(path) {
+            Arc::make_mut(&mut self.unreadable).remove(path);
+        }
+        if is_ignore_file(path) {
+            Arc::make_mut(&mut self.ignores).insert(ignore_dir(path), text);
+        } else {
+            Arc::make_mut(&mut self.files).insert(path.to_string(), text);
+        }
         self
     }
 
     /// This tree without the file at `path`, as a removal would leave it.
     pub fn without_file(mut self, path: &str) -> FileTree {
-        self.files.remove(path);
+        self.written();
+        if self.unreadable.contains_key(path) {
+            Arc::make_mut(&mut self.unreadable).remove(path);
+        }
+        if is_ignore_file(path) {
+            Arc::make_mut(&mut self.ignores).remove(&ignore_dir(path));
+        } else {
+            Arc::make_mut(&mut self.files).remove(path);
+        }
         if self.disk.is_some() {
             self.gone.insert(path.to_string());
         }
@@ -250,7 +384,7 @@ impl FileTree {
             if kind == Some("blob") && mode != Some("120000") && !wanted(path) {
                 add_folders(&mut folders, path);
             }
-            if kind != Some("blob") || mode == Some("120000") || !wanted(path) {
+            if kind != Some("blob") || mode == Some("120000") || !listed(path) {
                 continue;
             }
             if let Some(hash) = hash {
@@ -266,23 +400,27 @@ impl FileTree {
         missing.sort_unstable();
         missing.dedup();
         let contents = cat_blobs(root, &missing)?;
-        // A blob that is not UTF-8 is left out of the tree, as before.
+        // A blob that is not text as kustomize reads it is unreadable in this tree (and read
+        // again by the next, which is rare).
+        let mut bad = HashMap::new();
         for (oid, bytes) in missing.into_iter().zip(contents) {
-            if let Ok(text) = String::from_utf8(bytes) {
-                blobs_read.insert(oid, Arc::new(text));
+            match crate::fs::decode(bytes) {
+                Ok(text) => {
+                    blobs_read.insert(oid, Arc::new(text));
+                }
+                Err(why) => {
+                    bad.insert(oid, why);
+                }
             }
         }
-        let files = paths
-            .into_iter()
-            .zip(blobs)
-            .filter_map(|(p, oid)| Some((p, blobs_read.get(&oid)?.clone())))
-            .collect();
-        Ok(FileTree {
-            files,
-            folders,
-            label: oid.chars().take(12).collect(),
-            ..FileTree::default()
-        })
+        let files = paths.into_iter().zip(blobs).filter_map(|(p, oid)| {
+            let read = match blobs_read.get(&oid) {
+                Some(text) => Ok(text.clone()),
+                None => Err(*bad.get(&oid)?),
+            };
+            Some((p, read))
+        });
+        Ok(tree_of(files, folders, oid.chars().take(12).collect()))
     }
 
     /// The working tree under `root`: the files git tracks or would track, as they are on
@@ -307,11 +445,11 @@ impl FileTree {
                 if !p.is_empty() && !wanted(p) {
                     add_folders(&mut folders, p);
                 }
-                !p.is_empty() && wanted(p)
+                !p.is_empty() && listed(p)
             })
             .collect();
         // Read on every core: at 100,000 services this is 260,000 files.
-        let texts = crate::par::map(&paths, |path| -> Result<Option<Text>> {
+        let texts = crate::par::map(&paths, |path| -> Result<Option<Decoded>> {
             let full = root.join(path);
             // Links are not followed (git records a link, not what it points at), and
             // only regular files are read: a FIFO would block the read forever.
@@ -322,20 +460,15 @@ impl FileTree {
                 return Ok(None);
             }
             let bytes = crate::fs::read_regular(&full, path)?;
-            Ok(bytes.and_then(|b| String::from_utf8(b).ok()).map(Arc::new))
+            Ok(bytes.map(|b| crate::fs::decode(b).map(Arc::new)))
         });
-        let mut files = BTreeMap::new();
+        let mut files = Vec::new();
         for (path, text) in paths.into_iter().zip(texts) {
             if let Some(text) = text? {
-                files.insert(path.to_string(), text);
+                files.push((path.to_string(), text));
             }
         }
-        Ok(FileTree {
-            files,
-            folders,
-            label: "the working tree".into(),
-            ..FileTree::default()
-        })
+        Ok(tree_of(files, folders, "the working tree".into()))
     }
 
     /// The working tree when `root` is in a git repository; else every file under `root` as
@@ -345,7 +478,7 @@ impl FileTree {
         if require_git(root).is_ok() {
             return FileTree::from_worktree(root);
         }
-        let mut files = BTreeMap::new();
+        let mut files = Vec::new();
         let mut folders = BTreeSet::new();
         let mut stack = vec![String::new()];
         while let Some(rel) = stack.pop() {
@@ -364,28 +497,109 @@ impl FileTree {
                 let Ok(ft) = entry.file_type() else { continue };
                 if ft.is_dir() && name != ".git" {
                     stack.push(path);
-                } else if ft.is_file() && !wanted(&path) {
+                } else if ft.is_file() && !listed(&path) {
                     add_folders(&mut folders, &path);
                 } else if ft.is_file() {
+                    if !wanted(&path) {
+                        add_folders(&mut folders, &path);
+                    }
                     // Through the same size and file-type rules as every other read.
                     let bytes = crate::fs::read_regular(&entry.path(), &path)?;
-                    if let Some(text) = bytes.and_then(|b| String::from_utf8(b).ok()) {
-                        files.insert(path, Arc::new(text));
+                    if let Some(bytes) = bytes {
+                        files.push((path, crate::fs::decode(bytes).map(Arc::new)));
                     }
                 }
             }
         }
-        Ok(FileTree {
-            files,
-            folders,
-            label: "the working tree".into(),
-            ..FileTree::default()
-        })
+        Ok(tree_of(files, folders, "the working tree".into()))
     }
 
-    /// The text of the file at `path` (shared, not copied).
+    /// The artifact Flux builds from this tree: the same files less those source-controller
+    /// leaves out of a GitRepository's artifact (the tree's `.sourceignore` files, then
+    /// `spec_ignore`, the GitRepository's `spec.ignore`; without any pattern, Flux's default
+    /// exclusions). Only builds read it: what checks every file of the repository reads the
+    /// tree itself.
+    pub fn artifact(&self, spec_ignore: Option<&str>) -> FileTree {
+        let key = spec_ignore.map(str::to_string);
+        let mut views = self
+            .views
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let view = match views.iter().find(|(k, _)| *k == key) {
+            Some((_, view)) => view.clone(),
+            None => {
+                let view = Arc::new(self.view(spec_ignore));
+                views.push((key, view.clone()));
+                view
+            }
+        };
+        drop(views);
+        FileTree {
+            hidden: Some(view),
+            ..self.clone()
+        }
+    }
+
+    fn view(&self, spec_ignore: Option<&str>) -> View {
+        let walked;
+        let ignores: &BTreeMap<String, Text> = match &self.disk {
+            Some(disk) => {
+                walked = disk.ignore_files(&self.ignores, &self.gone);
+                &walked
+            }
+            None => &self.ignores,
+        };
+        let matcher = Matcher::new(
+            ignores.iter().map(|(d, t)| (d.as_str(), t.as_str())),
+            spec_ignore,
+        );
+        let files = self.disk.is_none().then(|| {
+            self.files
+                .keys()
+                .filter(|p| matcher.hides(p, false))
+                .cloned()
+                .collect()
+        });
+        View { matcher, files }
+    }
+
+    /// A tree written to is another tree: its views are made again, and a view written to
+    /// judges its paths when asked.
+    fn written(&mut self) {
+        self.views = Arc::default();
+        if let Some(view) = &self.hidden {
+            self.hidden = Some(Arc::new(View {
+                matcher: view.matcher.clone(),
+                files: None,
+            }));
+        }
+    }
+
+    /// Whether the view leaves out the file (or folder) at `path`.
+    fn hides(&self, path: &str, is_dir: bool) -> bool {
+        match &self.hidden {
+            None => false,
+            Some(view) => match &view.files {
+                Some(files) if !is_dir && self.files.contains_key(path) => files.contains(path),
+                _ => view.matcher.hides(path, is_dir),
+            },
+        }
+    }
+
+    /// Why kustomize cannot read the file at `path` as text, when it cannot.
+    pub fn unreadable(&self, path: &str) -> Option<&'static str> {
+        if self.hides(path, false) {
+            return None;
+        }
+        self.unreadable.get(path).copied()
+    }
+
+    /// The text of the file at `path` (shared, not copied); `None` for an `unreadable` one.
     pub fn read(&self, path: &str) -> Option<Text> {
         self.note(|f| f.files.insert(path.to_string()));
+        if self.hides(path, false) || self.unreadable.contains_key(path) {
+            return None;
+        }
         if let Some(text) = self.files.get(path) {
             return Some(text.clone());
         }
@@ -397,17 +611,25 @@ impl FileTree {
 
     pub fn is_file(&self, path: &str) -> bool {
         self.note(|f| f.files.insert(path.to_string()));
+        if self.hides(path, false) {
+            return false;
+        }
         self.files.contains_key(path) || (self.disk.is_some() && self.read(path).is_some())
     }
 
-    /// Whether some file lies under `dir` ("" is the root); for a tree `on_disk`, whether
-    /// it is a folder of the disk.
+    /// Whether some file lies under `dir` ("" is the root), or a file the tree does not
+    /// keep; for a tree `on_disk`, whether it is a folder of the disk. In an artifact view a
+    /// folder the patterns leave out is still there when a file under it is not (fluxcd/pkg
+    /// `tar.Untar` makes a file's folders), and a folder they keep stays when every file
+    /// under it is left out (`storage.Archive` archives every folder the filter keeps).
     pub fn is_dir(&self, dir: &str) -> bool {
         self.note(|f| f.folders.insert(dir.to_string()));
         dir.is_empty()
-            || self.folders.contains(dir)
-            || self.files_under(dir).next().is_some()
-            || self.disk.as_ref().is_some_and(|d| d.is_dir(dir))
+            || !self.hides(dir, true)
+                && (self.folders.contains(dir)
+                    || self.under(dir).next().is_some()
+                    || self.disk.as_ref().is_some_and(|d| d.is_dir(dir)))
+            || self.hidden.is_some() && self.files_under(dir).next().is_some()
     }
 
     /// This tree, recording what is asked of it until `take_footprint`.
@@ -479,13 +701,27 @@ impl FileTree {
                 .symmetric_difference(&other.folders)
                 .map(|f| format!("{f}/")),
         );
+        // A `.sourceignore` that changes may change what the artifact holds under its folder.
+        let dirs: BTreeSet<&String> = self.ignores.keys().chain(other.ignores.keys()).collect();
+        for dir in dirs {
+            if self.ignores.get(dir) != other.ignores.get(dir) {
+                if !dir.is_empty() {
+                    changed.push(format!("{dir}/"));
+                }
+                changed.extend(self.under(dir).chain(other.under(dir)).map(str::to_string));
+            }
+        }
         changed.sort();
+        changed.dedup();
         changed
     }
 
     /// Every file of the tree with its text, in path order.
     pub fn files(&self) -> impl Iterator<Item = (&str, &Text)> {
-        self.files.iter().map(|(p, t)| (p.as_str(), t))
+        self.files
+            .iter()
+            .map(|(p, t)| (p.as_str(), t))
+            .filter(|(p, _)| !self.hides(p, false))
     }
 
     /// Every YAML manifest of the tree (`.yaml`, `.yml`) with its text, in path order.
@@ -496,6 +732,11 @@ impl FileTree {
     /// Every file under `dir`, recursively, in path order.
     pub fn files_under<'a>(&'a self, dir: &'a str) -> impl Iterator<Item = &'a str> + 'a {
         self.note(|f| f.folders.insert(dir.to_string()));
+        self.under(dir).filter(|p| !self.hides(p, false))
+    }
+
+    /// Every file under `dir` that the tree holds, left out of the view or not.
+    fn under<'a>(&'a self, dir: &'a str) -> impl Iterator<Item = &'a str> + 'a {
         let prefix = if dir.is_empty() {
             String::new()
         } else {
@@ -653,6 +894,69 @@ mod tests {
         );
         assert!(t.read("a/link.yaml").is_none(), "a link is not followed");
         assert!(t.is_file("a/k.yaml") && t.is_dir("a/b") && !t.is_dir("a/k.yaml"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The artifact view hides what the patterns exclude from every read; a folder stays
+    /// while a file under it is kept (fluxcd/pkg `tar.Untar` makes it) or while the patterns
+    /// keep it (`storage.Archive` archives it, empty or not).
+    #[test]
+    fn the_artifact_view_hides_what_the_patterns_exclude() {
+        let t = FileTree::from_files([
+            (".sourceignore", "/logs/\n!logs/keep.yaml\n"),
+            ("apps/.sourceignore", "*.yaml\n"),
+            ("apps/a.yaml", ""),
+            ("logs/a.yaml", ""),
+            ("logs/keep.yaml", ""),
+            ("tmp/x/a.yaml", ""),
+        ]);
+        assert!(t.files().all(|(p, _)| !p.ends_with(IGNORE_FILE)));
+        let v = t.artifact(Some("tmp/x/\n"));
+        assert!(v.read("apps/a.yaml").is_none() && !v.is_file("logs/a.yaml"));
+        assert!(v.is_file("logs/keep.yaml") && v.is_dir("logs"));
+        assert!(
+            v.is_dir("apps"),
+            "a kept folder whose files are all left out"
+        );
+        assert!(!v.is_dir("tmp/x") && v.files_under("tmp").next().is_none());
+        assert_eq!(
+            v.files().map(|(p, _)| p).collect::<Vec<_>>(),
+            ["logs/keep.yaml"]
+        );
+        assert!(t.read("apps/a.yaml").is_some(), "the tree keeps every file");
+        // A tree written to makes its views again.
+        let t = t.with_file("apps/.sourceignore", "b.yaml\n");
+        assert!(t.artifact(Some("tmp/x/\n")).is_file("apps/a.yaml"));
+    }
+
+    /// A `.sourceignore` that changes is a change to every file under its folder.
+    #[test]
+    fn a_changed_sourceignore_changes_the_files_below_it() {
+        let a = FileTree::from_files([("apps/a.yaml", ""), ("b.yaml", "")]);
+        let b = a.clone().with_file("apps/.sourceignore", "a.yaml\n");
+        assert_eq!(a.changed_paths(&b), ["apps/", "apps/a.yaml"]);
+        assert!(b.changed_paths(&b.clone()).is_empty());
+    }
+
+    /// A tree on disk finds its `.sourceignore` files by a walk, under what was written.
+    #[test]
+    fn a_tree_on_disk_reads_its_sourceignore_files() {
+        let dir = std::env::temp_dir().join(format!("fluxwave-ignore-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("a/b")).unwrap();
+        std::fs::write(dir.join("a/b/x.yaml"), "x: 1\n").unwrap();
+        std::fs::write(dir.join("a/b/y.yaml"), "y: 1\n").unwrap();
+        std::fs::write(dir.join("a/.sourceignore"), "x.yaml\n").unwrap();
+        let t = FileTree::on_disk(&dir);
+        let v = t.artifact(None);
+        assert!(v.read("a/b/x.yaml").is_none() && v.read("a/b/y.yaml").is_some());
+        let v = t
+            .clone()
+            .with_file("a/b/.sourceignore", "!x.yaml\ny.yaml\n")
+            .artifact(None);
+        assert!(v.read("a/b/x.yaml").is_some() && v.read("a/b/y.yaml").is_none());
+        let v = t.without_file("a/.sourceignore").artifact(None);
+        assert!(v.read("a/b/x.yaml").is_some());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -494,13 +494,16 @@ fn build_pass(
     cluster: &BTreeMap<ObjectId, Source>,
 ) -> (Inventory, BTreeMap<ObjectId, Source>, BTreeSet<ObjectId>) {
     let env_path = env.path.as_str();
+    let root = root_of(tree, env);
+    // What Flux builds is the artifact of the root's source.
+    let artifact = super::source::artifact(tree, &root.file, root.source());
+    let tree = &artifact;
     let mut builder = Builder::new(tree);
     let mut inv = Inventory {
         env: env.name.clone(),
         env_path: env_path.to_string(),
         ..Inventory::default()
     };
-    let root = root_of(tree, env);
     let root_source = root.source();
     let mut queue = VecDeque::from([root.id.clone()]);
     inv.owners.insert(root.id.clone(), root);
@@ -725,7 +728,8 @@ pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, Bu
         })
         .unwrap_or_default()
     });
-    let mut builder = Builder::owners_only(tree);
+    let artifact = super::source::artifact(tree, &root.file, root.source());
+    let mut builder = Builder::owners_only(&artifact);
     let mut owners: Vec<Owner> = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     builder.build_owner(env_path, &spec, &mut |mut r: Resource| {

@@ -1,8 +1,8 @@
 //! The Flux model: Flux Kustomizations as fluxwave reads them (`Kustomization`), what
 //! fluxwave emits (`emit`), an environment built as Flux builds it with the inventory of
-//! which Kustomization applies each object (`inventory`), `postBuild` variable substitution
-//! (`substitute`), SOPS decryption patches (`decryption`), and whether deleting an object
-//! loses data (`data`).
+//! which Kustomization applies each object (`inventory`) from the artifact of its source
+//! (`source`), `postBuild` variable substitution (`substitute`), SOPS decryption patches
+//! (`decryption`), and whether deleting an object loses data (`data`).
 
 pub mod artifact;
 pub mod data;
@@ -10,6 +10,7 @@ pub mod decryption;
 pub mod discover;
 pub mod emit;
 pub mod inventory;
+pub mod source;
 pub mod substitute;
 
 use std::collections::BTreeMap;

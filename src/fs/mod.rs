@@ -203,13 +203,89 @@ pub fn read_text_with<B: Into<Vec<u8>>>(
         }
     }
     match read(&root.join(rel))? {
-        Some(bytes) => String::from_utf8(bytes.into()).map(Some).map_err(|_| {
-            crate::error::SourceError::new(rel, "the file is not UTF-8 text")
-                .help("kustomization and manifest files are UTF-8 YAML")
+        Some(bytes) => decode(bytes.into()).map(Some).map_err(|why| {
+            crate::error::SourceError::new(rel, format!("cannot be read as text: {why}"))
+                .help("kustomize reads UTF-8, and UTF-16 that starts with a byte order mark")
                 .into()
         }),
         None => Ok(None),
     }
+}
+
+/// A file's bytes as the text kustomize reads from them. go-yaml's reader
+/// (`yaml_parser_determine_encoding`) takes a UTF-16 byte order mark, little or big endian,
+/// for UTF-16 and anything else for UTF-8 (a UTF-8 byte order mark stays: YAML readers skip
+/// it). kyaml's `kio.ByteReader` splits a file into documents at `\n---\n` in its bytes
+/// before decoding them, which a UTF-16 file never holds, and go-yaml decodes one document
+/// of each piece: of a UTF-16 file kustomize reads the first document only (`kubectl
+/// kustomize` v5.5 on a UTF-16 file of three ConfigMaps yields the first). `Err` holds
+/// go-yaml's words for bytes it refuses.
+pub fn decode(bytes: Vec<u8>) -> std::result::Result<String, &'static str> {
+    let big_endian = match bytes.get(..2) {
+        Some([0xFF, 0xFE]) => false,
+        Some([0xFE, 0xFF]) => true,
+        _ => {
+            return String::from_utf8(bytes)
+                .map_err(|_| "invalid UTF-8 (kustomize: invalid leading UTF-8 octet)")
+        }
+    };
+    let body = &bytes[2..];
+    if !body.len().is_multiple_of(2) {
+        return Err("incomplete UTF-16 character");
+    }
+    let unit = |p: &[u8]| {
+        let pair = [p[0], p[1]];
+        if big_endian {
+            u16::from_be_bytes(pair)
+        } else {
+            u16::from_le_bytes(pair)
+        }
+    };
+    if body
+        .rchunks_exact(2)
+        .next()
+        .is_some_and(|p| (0xD800..0xDC00).contains(&unit(p)))
+    {
+        return Err("incomplete UTF-16 surrogate pair");
+    }
+    let units = body.chunks_exact(2).map(unit);
+    let mut text = String::with_capacity(body.len() / 2);
+    for c in char::decode_utf16(units) {
+        match c {
+            Ok(c) => text.push(c),
+            Err(e) if (0xDC00..0xE000).contains(&e.unpaired_surrogate()) => {
+                return Err("unexpected low surrogate area")
+            }
+            Err(_) => return Err("expected low surrogate area"),
+        }
+    }
+    let first = first_document(&text).len();
+    text.truncate(first);
+    Ok(text)
+}
+
+/// The text of the first YAML document of `text`: up to the `---` or `...` line that ends
+/// it (a `---` before any content starts it).
+fn first_document(text: &str) -> &str {
+    let mut started = false;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let l = line.trim_end_matches(['\n', '\r']);
+        let marker = |m: &str| {
+            l.strip_prefix(m)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t']))
+        };
+        if marker("---") || marker("...") {
+            if started {
+                return &text[..offset];
+            }
+            started = marker("---");
+        } else if !l.trim().is_empty() && !l.trim_start().starts_with('#') && !l.starts_with('%') {
+            started = true;
+        }
+        offset += line.len();
+    }
+    text
 }
 
 /// `a/b` + `../c` -> `a/c`; `None` when the path leaves the repository or is not relative
@@ -247,6 +323,60 @@ mod tests {
         );
         assert_eq!(join("", "./apps/").as_deref(), Some("apps"));
         assert_eq!(join("a", "../.."), None);
+    }
+
+    fn utf16(text: &str, big_endian: bool) -> Vec<u8> {
+        let mut out = if big_endian {
+            vec![0xFE, 0xFF]
+        } else {
+            vec![0xFF, 0xFE]
+        };
+        for u in text.encode_utf16() {
+            out.extend(if big_endian {
+                u.to_be_bytes()
+            } else {
+                u.to_le_bytes()
+            });
+        }
+        out
+    }
+
+    /// What `kubectl kustomize` (v5.5) makes of these bytes: UTF-16 with a byte order mark
+    /// (either order) and UTF-8 with one read as text; of UTF-16 the first document only;
+    /// broken UTF-16 and invalid UTF-8 refused in go-yaml's words.
+    #[test]
+    fn decodes_what_kustomize_decodes() {
+        use super::decode;
+        let cm = |n: &str| format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {n}\n");
+        for be in [false, true] {
+            assert_eq!(decode(utf16(&cm("a"), be)).as_deref(), Ok(cm("a").as_str()));
+            let three = format!("{}---\n{}---\n{}", cm("a"), cm("b"), cm("c"));
+            assert_eq!(decode(utf16(&three, be)).as_deref(), Ok(cm("a").as_str()));
+        }
+        let lead = format!("# c\n---\n{}--- # x\n{}", cm("a"), cm("b"));
+        assert_eq!(
+            decode(utf16(&lead, false)).unwrap(),
+            format!("# c\n---\n{}", cm("a"))
+        );
+        let ended = format!("{}...\n---\n{}", cm("a"), cm("b"));
+        assert_eq!(decode(utf16(&ended, false)).unwrap(), cm("a"));
+        let bom = format!("\u{feff}{}", cm("a"));
+        assert_eq!(decode(bom.clone().into_bytes()), Ok(bom));
+        let mut odd = utf16(&cm("a"), false);
+        odd.push(b'x');
+        assert_eq!(decode(odd), Err("incomplete UTF-16 character"));
+        let mut lone = utf16("a: b", false);
+        lone.splice(4..4, [0x00, 0xD8]);
+        assert_eq!(decode(lone), Err("expected low surrogate area"));
+        let mut low = utf16("a: b", false);
+        low.splice(4..4, [0x00, 0xDC]);
+        assert_eq!(decode(low), Err("unexpected low surrogate area"));
+        let mut end = utf16("a: b", false);
+        end.extend([0x00, 0xD8]);
+        assert_eq!(decode(end), Err("incomplete UTF-16 surrogate pair"));
+        assert!(decode(b"k: \xff\xfe\n".to_vec())
+            .unwrap_err()
+            .contains("UTF-8"));
     }
 
     /// Every size reads whole: within the first read (no fstat), exactly its buffer, beyond

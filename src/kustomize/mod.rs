@@ -18,6 +18,7 @@ mod resolve;
 mod resource;
 pub mod target;
 mod transform;
+mod types;
 
 pub use resolve::{resolve, resolve_under, Ref};
 pub use resource::Resource;
@@ -326,6 +327,15 @@ impl<'a> Builder<'a> {
         CLUSTER_SCOPED.contains(&kind) || self.cluster_kinds.contains(kind)
     }
 
+    /// Why the file at `path` has no text: it is not there, or kustomize cannot read it
+    /// (not UTF-8, broken UTF-16: its build fails, as kustomize's does).
+    fn not_read(&self, path: &str) -> BuildError {
+        match self.tree.unreadable(path) {
+            Some(why) => BuildError::Malformed(format!("{path}: cannot be read as text: {why}")),
+            None => BuildError::FileNotFound(path.to_string()),
+        }
+    }
+
     /// The kustomization file of `dir`, if it has one.
     pub fn kustomization_file(&self, dir: &str) -> Option<String> {
         KUSTOMIZATION_FILES
@@ -591,10 +601,7 @@ impl<'a> Builder<'a> {
     }
 
     fn load_file(&mut self, path: &str) -> Built {
-        let text = self
-            .tree
-            .read(path)
-            .ok_or_else(|| BuildError::FileNotFound(path.to_string()))?;
+        let text = self.tree.read(path).ok_or_else(|| self.not_read(path))?;
         match self.ready.remove(path) {
             Some(loaded) => loaded,
             None => load(path, &text),
@@ -630,12 +637,9 @@ impl<'a> Builder<'a> {
     }
 
     fn read_kustomization(&self, file: &str) -> Result<Map<String, Value>, BuildError> {
-        let text = self
-            .tree
-            .read(file)
-            .ok_or_else(|| BuildError::FileNotFound(file.to_string()))?;
-        match yaml::parse::<Value>(file, &text).map_err(|e| e.to_string())? {
-            Value::Object(m) => Ok(m),
+        let text = self.tree.read(file).ok_or_else(|| self.not_read(file))?;
+        match yaml::parse_kustomization(file, &text).map_err(|e| e.to_string())? {
+            Value::Object(m) => types::check(file, &m).map(|()| m).map_err(Into::into),
             Value::Null => Ok(Map::new()),
             _ => Err(format!("{file}: a kustomization must be a mapping").into()),
         }

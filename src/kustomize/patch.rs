@@ -17,7 +17,7 @@ impl Builder<'_> {
         target: Option<PatchTarget>,
         mut acc: Vec<Resource>,
     ) -> Built {
-        let docs: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| {
+        let docs: Vec<Value> = yaml::patch_documents(text).map_err(|e| {
             format!(
                 "{what}: the patch is not valid YAML: {}",
                 yaml::brief_error(text, &e)

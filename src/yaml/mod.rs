@@ -280,8 +280,20 @@ pub fn parse_value(path: &str, text: &Text) -> Result<Value, SourceError> {
     }
 }
 
-/// Parses every document of a multi-document file into untyped values (empty documents are
-/// left out).
+/// How kustomize reads a manifest: kyaml decodes it with go-yaml v3, whose untyped values
+/// follow YAML 1.2's core schema for booleans (`true`, `True`, `TRUE` and the three `false`
+/// only: `y`, `no`, `on`, `off` are strings, so `name: y` names an object `y`) and Go's
+/// `strconv.ParseInt(s, 0, 64)` for integers (`012` is octal 10). `kubectl kustomize` on
+/// `data: {a: y, b: no, c: on, i: True}` prints `a: "y"`, `b: "no"`, `c: "on"`, `i: true`.
+pub(crate) fn manifest_options() -> serde_saphyr::Options {
+    let mut o = serde_saphyr::Options::default();
+    o.strict_booleans = true;
+    o.legacy_octal_numbers = true;
+    o
+}
+
+/// Parses every document of a multi-document manifest file into untyped values as kustomize
+/// reads them (`manifest_options`; empty documents are left out).
 pub fn parse_all(path: &str, text: &Text) -> Result<Vec<Value>, SourceError> {
     // Manifests in plain block style (most of them) are read by the plain reader; it declines
     // everything else, and every file with a problem, to serde-saphyr.
@@ -289,8 +301,111 @@ pub fn parse_all(path: &str, text: &Text) -> Result<Vec<Value>, SourceError> {
         return Ok(docs);
     }
     let docs: Vec<Value> =
-        serde_saphyr::from_multiple::<Value>(text).map_err(|e| located(path, text, e))?;
+        serde_saphyr::from_multiple_with_options::<Value>(text, manifest_options())
+            .map_err(|e| located(path, text, e))?;
     Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
+}
+
+/// The documents of a patch as kustomize reads them, `null` documents included: a
+/// strategic-merge patch as a manifest (kyaml, `manifest_options`), a JSON 6902 patch (a
+/// list of operations) through sigs.k8s.io/yaml, with YAML 1.1's booleans (`kubectl
+/// kustomize` on `{op: add, path: /metadata/namespace, value: no}` sets `namespace: false`).
+pub fn patch_documents(text: &str) -> Result<Vec<Value>, serde_saphyr::Error> {
+    let docs: Vec<Value> = serde_saphyr::from_multiple_with_options(text, manifest_options())?;
+    if !docs.iter().any(Value::is_array) {
+        return Ok(docs);
+    }
+    let loose: Vec<Value> = serde_saphyr::from_multiple_with_options(text, yaml_1_1_options())?;
+    Ok(docs
+        .into_iter()
+        .zip(loose.iter().chain(std::iter::repeat(&Value::Null)))
+        .map(|(doc, loose)| {
+            if doc.is_array() {
+                yaml_1_1(doc, loose)
+            } else {
+                doc
+            }
+        })
+        .collect())
+}
+
+/// serde-saphyr's YAML 1.1 reading: every 1.1 boolean spelling, whatever its case.
+fn yaml_1_1_options() -> serde_saphyr::Options {
+    let mut o = serde_saphyr::Options::default();
+    o.legacy_octal_numbers = true;
+    o
+}
+
+/// go-yaml v2's booleans (`resolve.go`), the YAML 1.1 words in exactly these spellings.
+const YAML_1_1_BOOLS: [(&str, bool); 22] = [
+    ("y", true),
+    ("Y", true),
+    ("yes", true),
+    ("Yes", true),
+    ("YES", true),
+    ("on", true),
+    ("On", true),
+    ("ON", true),
+    ("true", true),
+    ("True", true),
+    ("TRUE", true),
+    ("n", false),
+    ("N", false),
+    ("no", false),
+    ("No", false),
+    ("NO", false),
+    ("off", false),
+    ("Off", false),
+    ("OFF", false),
+    ("false", false),
+    ("False", false),
+    ("FALSE", false),
+];
+
+/// Parses a kustomization file as kustomize reads it: `types.Kustomization.Unmarshal` goes
+/// through sigs.k8s.io/yaml, which converts the file to JSON with go-yaml v2 (YAML 1.1), so
+/// `namespace: no` is the boolean false (kustomize then fails: "json: cannot unmarshal bool
+/// into Go struct field Kustomization.namespace of type string"), while a mixed spelling
+/// such as `yEs` stays a string. An empty file is `null`.
+pub fn parse_kustomization(path: &str, text: &Text) -> Result<Value, SourceError> {
+    if let Some(doc) = plain::parse_value(text) {
+        return Ok(doc);
+    }
+    // The plain scalars that YAML 1.1 reads as booleans are where a reading with every
+    // YAML 1.1 spelling (serde-saphyr's, which ignores case) and one with YAML 1.2's differ;
+    // there the text decides, through go-yaml v2's list.
+    let strict: Value = serde_saphyr::from_str_with_options(text, manifest_options())
+        .map_err(|e| located(path, text, e))?;
+    let loose: Value = serde_saphyr::from_str_with_options(text, yaml_1_1_options())
+        .map_err(|e| located(path, text, e))?;
+    Ok(yaml_1_1(strict, &loose))
+}
+
+/// `strict` with each string that `loose` reads as a boolean resolved by go-yaml v2's list.
+fn yaml_1_1(strict: Value, loose: &Value) -> Value {
+    match (strict, loose) {
+        (Value::String(s), Value::Bool(_)) => YAML_1_1_BOOLS
+            .iter()
+            .find(|(w, _)| *w == s)
+            .map_or(Value::String(s), |(_, b)| Value::Bool(*b)),
+        (Value::Array(items), Value::Array(other)) => Value::Array(
+            items
+                .into_iter()
+                .zip(other.iter().chain(std::iter::repeat(&Value::Null)))
+                .map(|(a, b)| yaml_1_1(a, b))
+                .collect(),
+        ),
+        (Value::Object(map), Value::Object(other)) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| {
+                    let o = other.get(&k).unwrap_or(&Value::Null);
+                    let v = yaml_1_1(v, o);
+                    (k, v)
+                })
+                .collect(),
+        ),
+        (v, _) => v,
+    }
 }
 
 /// Writes `value` as block YAML; mappings keep their key order.
@@ -511,6 +626,56 @@ fn plain_tail(s: &str) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// What `kubectl kustomize` (v5.5, kyaml on go-yaml v3) prints for this manifest:
+    /// `name: "y"`, `namespace: "no"`, every YAML 1.1 word a string, `True`/`FALSE` booleans,
+    /// `012` the number 10, `tRUE` a string.
+    #[test]
+    fn reads_manifests_as_kustomize_does() {
+        let text = Text::new(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y\n  namespace: no\n  labels: {a: on, b: yes, c: off, d: n, f: NO, g: Yes}\ndata:\n  a: y\n  g: Y\n  h: ON\n  k: Off\n  i: True\n  j: FALSE\n  o: 012\n  t: tRUE\n"
+                .to_string(),
+        );
+        let docs = parse_all("cm.yaml", &text).unwrap();
+        assert_eq!(
+            docs,
+            [serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "y", "namespace": "no",
+                    "labels": {"a": "on", "b": "yes", "c": "off", "d": "n", "f": "NO", "g": "Yes"}},
+                "data": {"a": "y", "g": "Y", "h": "ON", "k": "Off", "i": true, "j": false,
+                    "o": 10, "t": "tRUE"}})]
+        );
+    }
+
+    /// sigs.k8s.io/yaml's go-yaml v2 reads a kustomization: YAML 1.1 booleans in v2's
+    /// spellings only.
+    #[test]
+    fn reads_kustomizations_as_yaml_1_1() {
+        let text = Text::new(
+            "namespace: no\nnamePrefix: yEs\nlist: [y, Y, on, Off, TRUE, nO, 'no', 012]\n"
+                .to_string(),
+        );
+        assert_eq!(
+            parse_kustomization("k.yaml", &text).unwrap(),
+            json!({"namespace": false, "namePrefix": "yEs",
+                "list": [true, true, true, false, true, "nO", "no", 10]})
+        );
+        assert_eq!(
+            parse_kustomization("k.yaml", &Text::new(String::new())).unwrap(),
+            Value::Null
+        );
+    }
+
+    /// `kubectl kustomize` (v5.5): a strategic-merge patch's `namespace: no` is the string
+    /// `no` (it targets `ConfigMap/no/a`), a JSON 6902 operation's `value: no` is `false`.
+    #[test]
+    fn reads_patches_as_kustomize_does() {
+        let smp = patch_documents("kind: ConfigMap\nmetadata: {name: a, namespace: no}\n").unwrap();
+        assert_eq!(smp[0]["metadata"]["namespace"], "no");
+        let ops = patch_documents("- {op: add, path: /metadata/namespace, value: no}\n- {op: add, path: /data, value: {a: on, b: yEs}}\n").unwrap();
+        assert_eq!(ops[0][0]["value"], false);
+        assert_eq!(ops[0][1]["value"], json!({"a": true, "b": "yEs"}));
+    }
 
     #[test]
     fn emits_block_yaml_in_key_order() {

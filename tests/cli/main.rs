@@ -7,6 +7,7 @@
 mod common;
 
 mod apply;
+mod artifact;
 mod bad_input;
 mod build;
 mod check;

@@ -278,7 +278,8 @@ fn declines_what_it_does_not_read() {
 /// `parse_all` with and without the plain reader, compared; whether it read `text`.
 fn same_values(text: &str) -> bool {
     let fast = super::parse_all(text);
-    let slow: Result<Vec<serde_json::Value>, _> = serde_saphyr::from_multiple(text);
+    let slow: Result<Vec<serde_json::Value>, _> =
+        serde_saphyr::from_multiple_with_options(text, crate::yaml::manifest_options());
     if let Some(docs) = &fast {
         let slow: Vec<_> = slow
             .unwrap_or_else(|e| panic!("fast read a file serde-saphyr refuses ({e}):\n{text}"))
