@@ -312,7 +312,9 @@ impl Builds {
 /// - for one that reads another source: when the file that declares that source changes
 ///   (an OCIRepository's tag, a GitRepository's branch);
 /// - for any other: when a file its build reads, or a folder it lists, changes
-///   (`inventory::footprint`).
+///   (`inventory::footprint`);
+/// - and for every one when the root's own file changes (its source's `spec.ignore` decides
+///   what each build of the artifact sees).
 fn unseen(
     old_tree: &FileTree,
     new_tree: &FileTree,
@@ -359,12 +361,21 @@ fn unseen(
         let seen = inventory::footprint(tree, &inv.env_path, o);
         changed.iter().any(|c| seen.covers(c))
     };
+    // The root's own file holds the source's `spec.ignore`, which decides what every build
+    // of the artifact sees.
+    let root_changed = [old, new].iter().any(|inv| {
+        inv.owners
+            .values()
+            .filter(|o| o.parent.is_none() && !o.file.is_empty())
+            .any(|r| changed.binary_search(&r.file).is_ok())
+    });
     let mut out = Vec::new();
     for id in partial {
         let sides = [old.owners.get(id), new.owners.get(id)];
         let touched = match sides {
             [Some(a), Some(b)] => {
-                a.object != b.object
+                root_changed
+                    || a.object != b.object
                     || touches(a, old, &recording[0])
                     || touches(b, new, &recording[1])
             }
