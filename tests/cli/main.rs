@@ -11,6 +11,7 @@ mod bad_input;
 mod check;
 mod crash;
 mod cutover;
+mod differential;
 mod fuzz;
 mod generate;
 mod homelab;
