@@ -324,6 +324,15 @@ func (o *oracle) build(kube client.Client, k *unstructured.Unstructured) ([]*uns
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
+	objects, err := o.buildIn(tmp, kube, k)
+	if err != nil {
+		// The copy's place means nothing to the reader.
+		return nil, errors.New(strings.ReplaceAll(err.Error(), tmp, ""))
+	}
+	return objects, nil
+}
+
+func (o *oracle) buildIn(tmp string, kube client.Client, k *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 	if err := copyTree(o.repo, tmp); err != nil {
 		return nil, err
 	}
@@ -333,7 +342,7 @@ func (o *oracle) build(kube client.Client, k *unstructured.Unstructured) ([]*uns
 		return nil, err
 	}
 	if _, err := os.Stat(dirPath); err != nil {
-		return nil, fmt.Errorf("kustomization path not found: %s", strings.TrimPrefix(dirPath, tmp))
+		return nil, fmt.Errorf("kustomization path not found: %w", err)
 	}
 	if _, err := kustomize.NewGenerator(tmp, *k).WriteFile(dirPath); err != nil {
 		return nil, fmt.Errorf("generate: %w", err)
