@@ -78,7 +78,7 @@ fn oracle() -> &'static Path {
                    run it again, or build it with `cd tools/flux-oracle && go build -o DIR .` \
                    and set FLUXWAVE_FLUX_ORACLE=DIR/flux-oracle (docs/testing.md)";
         let out = Command::new("go")
-            .args(["build", "-o"])
+            .args(["build", "-buildvcs=false", "-o"])
             .arg(&bin)
             .arg(".")
             .current_dir(&src)
@@ -273,6 +273,48 @@ struct Counts {
     environments: usize,
     kustomizations: usize,
     objects: usize,
+    /// The objects of Flux's side alone.
+    flux_objects: usize,
+}
+
+/// The differences of every environment of the repository at `repo` (one line each, in
+/// order) and what each side said of the Kustomizations that differ.
+fn differences(name: &str, repo: &Path, counts: &mut Counts) -> (Vec<String>, Vec<String>) {
+    let tree = FileTree::from_worktree_or_dir(repo).unwrap();
+    let envs = environments(&tree).unwrap();
+    assert!(!envs.is_empty(), "{name}: fluxwave finds no environment");
+    let (mut lines, mut context) = (Vec::new(), Vec::new());
+    let built_before = counts.flux_objects;
+    for (env, env_path) in &envs {
+        counts.environments += 1;
+        let flux = flux_side(repo, &tree, env_path);
+        counts.flux_objects += flux.values().map(|k| k.objects.len()).sum::<usize>();
+        let ours = fluxwave_side(&build(&tree, env, env_path));
+        let (l, c) = compare(env, &flux, &ours, counts);
+        lines.extend(l);
+        context.extend(c);
+    }
+    // A comparison of two empty sides would pass whatever fluxwave did.
+    assert!(
+        counts.flux_objects > built_before,
+        "{name}: Flux builds no object in any environment, so nothing is compared"
+    );
+    (lines, context)
+}
+
+/// The message for `lines` that are not `known`: what is new and what went away.
+fn mismatch(name: &str, lines: &[String], known: &[&str], context: &[String]) -> String {
+    let mut msg = format!("{name}: fluxwave and Flux differ other than {KNOWN} says\n");
+    for l in lines.iter().filter(|l| !known.contains(&l.as_str())) {
+        msg.push_str(&format!("  new:  {l}\n"));
+    }
+    for k in known.iter().filter(|k| !lines.iter().any(|l| l == *k)) {
+        msg.push_str(&format!("  gone: {k} (fixed? remove it from {KNOWN})\n"));
+    }
+    for c in context {
+        msg.push_str(&format!("  {c}\n"));
+    }
+    msg
 }
 
 #[test]
@@ -282,7 +324,9 @@ fn fluxwave_builds_what_flux_builds() {
     let update = std::env::var_os("FLUXWAVE_DIFF_UPDATE").is_some();
     let mut layouts: Vec<String> = std::fs::read_dir(&root)
         .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().unwrap().is_dir())
+        .map(|e| e.file_name().into_string().unwrap())
         .filter(|l| only.as_deref().is_none_or(|o| o == l))
         .collect();
     layouts.sort();
@@ -291,25 +335,34 @@ fn fluxwave_builds_what_flux_builds() {
         "no fixture under {} is named {only:?}",
         root.display()
     );
+    // The fixtures are compared side by side: most of the time is the oracle's builds.
+    let compared: Vec<(Vec<String>, Vec<String>, Counts)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = layouts
+            .iter()
+            .map(|layout| {
+                let fixture = root.join(layout);
+                scope.spawn(move || {
+                    let mut counts = Counts::default();
+                    let copy = tempfile::tempdir().unwrap();
+                    copy_fixture(&fixture, copy.path(), true);
+                    let (lines, context) = differences(layout, copy.path(), &mut counts);
+                    (lines, context, counts)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
     let mut counts = Counts::default();
     let mut failures = Vec::new();
-    for layout in &layouts {
+    for (layout, (lines, context, c)) in layouts.iter().zip(compared) {
         counts.fixtures += 1;
+        counts.environments += c.environments;
+        counts.kustomizations += c.kustomizations;
+        counts.objects += c.objects;
         let fixture = root.join(layout);
-        let copy = tempfile::tempdir().unwrap();
-        copy_fixture(&fixture, copy.path(), true);
-        let tree = FileTree::from_worktree_or_dir(copy.path()).unwrap();
-        let envs = environments(&tree).unwrap();
-        assert!(!envs.is_empty(), "{layout}: fluxwave finds no environment");
-        let (mut lines, mut context) = (Vec::new(), Vec::new());
-        for (env, env_path) in &envs {
-            counts.environments += 1;
-            let flux = flux_side(copy.path(), &tree, env_path);
-            let ours = fluxwave_side(&build(&tree, env, env_path));
-            let (l, c) = compare(env, &flux, &ours, &mut counts);
-            lines.extend(l);
-            context.extend(c);
-        }
         let known_path = fixture.join(KNOWN);
         let known_text = std::fs::read_to_string(&known_path).unwrap_or_default();
         let known: Vec<&str> = known_text
@@ -323,28 +376,8 @@ fn fluxwave_builds_what_flux_builds() {
                 let header = "# Where fluxwave differs from Flux on this fixture today, one line a difference\n# (tests/cli/differential.rs): a fix removes its lines.\n";
                 std::fs::write(&known_path, format!("{header}{}\n", lines.join("\n"))).unwrap();
             }
-            continue;
-        }
-        if lines != known {
-            let new: Vec<&String> = lines
-                .iter()
-                .filter(|l| !known.contains(&l.as_str()))
-                .collect();
-            let gone: Vec<&&str> = known
-                .iter()
-                .filter(|k| !lines.iter().any(|l| l == **k))
-                .collect();
-            let mut msg = format!("{layout}: fluxwave and Flux differ other than {KNOWN} says\n");
-            for l in new {
-                msg.push_str(&format!("  new:  {l}\n"));
-            }
-            for g in gone {
-                msg.push_str(&format!("  gone: {g} (fixed? remove it from {KNOWN})\n"));
-            }
-            for c in &context {
-                msg.push_str(&format!("  {c}\n"));
-            }
-            failures.push(msg);
+        } else if lines != known {
+            failures.push(mismatch(layout, &lines, &known, &context));
         }
     }
     eprintln!(
@@ -355,5 +388,27 @@ fn fluxwave_builds_what_flux_builds() {
         failures.is_empty(),
         "{}\n(FLUXWAVE_DIFF_UPDATE=1 rewrites {KNOWN} once the change is meant)",
         failures.join("\n")
+    );
+}
+
+/// `FLUXWAVE_DIFF_REPO=<folder>` compares any repository (a clone, as it is on disk) and
+/// prints every difference; without it this test does nothing. It is for finding what the
+/// next fixture should hold, not part of the suite's verdict.
+#[test]
+fn any_repository_against_flux() {
+    let Some(repo) = std::env::var_os("FLUXWAVE_DIFF_REPO") else {
+        return;
+    };
+    let repo = PathBuf::from(repo);
+    let mut counts = Counts::default();
+    let (lines, context) = differences(&repo.display().to_string(), &repo, &mut counts);
+    eprintln!(
+        "differential: {} environments, {} Kustomizations, {} objects compared",
+        counts.environments, counts.kustomizations, counts.objects
+    );
+    assert!(
+        lines.is_empty(),
+        "{}",
+        mismatch(&repo.display().to_string(), &lines, &[], &context)
     );
 }
