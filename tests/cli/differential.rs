@@ -188,7 +188,7 @@ fn fluxwave_side(inv: &Inventory) -> Side {
         let detail = inv
             .warnings
             .iter()
-            .filter(|w| w.message.starts_with(&o.id.to_string()))
+            .filter(|w| w.message.starts_with(&format!("{} ", o.id)))
             .map(|w| w.message.clone())
             .collect::<Vec<_>>()
             .join("; ");
