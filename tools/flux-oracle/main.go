@@ -22,9 +22,9 @@
 // is not run: SOPS encrypts values, not the identities compared here.
 //
 // substituteFrom reads ConfigMaps and Secrets from the cluster (LoadVariables, through a
-// controller-runtime client). Here that client is a fake one seeded with the plain
-// ConfigMaps and Secrets the environment's builds produce, since in the cluster they exist
-// once applied; the whole environment is built again with the seed of the previous round
+// controller-runtime client). Here that client is a fake one seeded with the ConfigMaps and
+// Secrets the environment's builds produce, since in the cluster they exist once applied (a
+// SOPS-encrypted Secret with its keys, each holding its encrypted text); the whole environment is built again with the seed of the previous round
 // until the seed stops changing (the state the cluster converges to). A reference that is
 // not found fails the build unless it is `optional: true`, in which case LoadVariables skips
 // it.
@@ -280,8 +280,8 @@ func (o *oracle) buildAll(root *unstructured.Unstructured, seed []client.Object)
 	return out, made, nil
 }
 
-// plainConfig is obj as the API server stores it when it is a ConfigMap or a Secret that is
-// not SOPS-encrypted (stringData merged into data), else nil.
+// plainConfig is obj as the API server stores it when it is a ConfigMap or a Secret
+// (stringData merged into data), else nil.
 func plainConfig(obj *unstructured.Unstructured) client.Object {
 	gvk := obj.GroupVersionKind()
 	if gvk.Group != "" || gvk.Version != "v1" {
@@ -297,7 +297,7 @@ func plainConfig(obj *unstructured.Unstructured) client.Object {
 		return &cm
 	case "Secret":
 		if _, sops := obj.Object["sops"]; sops {
-			return nil
+			return sopsSecret(obj)
 		}
 		var s corev1.Secret
 		if runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &s) != nil {
@@ -314,6 +314,22 @@ func plainConfig(obj *unstructured.Unstructured) client.Object {
 		return &s
 	}
 	return nil
+}
+
+// sopsSecret is a SOPS-encrypted Secret as the cluster holds it once Flux has decrypted it,
+// but for its values: without the keys, each key of data and stringData holds its encrypted
+// text, so substituteFrom finds every variable the Secret defines.
+func sopsSecret(obj *unstructured.Unstructured) client.Object {
+	s := &corev1.Secret{Data: map[string][]byte{}}
+	s.SetName(obj.GetName())
+	s.SetNamespace(obj.GetNamespace())
+	for _, field := range []string{"data", "stringData"} {
+		values, _, _ := unstructured.NestedMap(obj.Object, field)
+		for k, v := range values {
+			s.Data[k] = []byte(fmt.Sprint(v))
+		}
+	}
+	return s
 }
 
 // build is kustomize-controller's generate and build for Kustomization k, on a fresh copy
