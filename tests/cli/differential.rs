@@ -8,8 +8,9 @@
 //! Where fluxwave differs from Flux today, the fixture's `known-differences.txt` holds the
 //! difference line for line: the test fails when a difference appears and when one goes away,
 //! so a fix removes its lines (`FLUXWAVE_DIFF_UPDATE=1` rewrites the files). Set
-//! `FLUXWAVE_DIFF_ONLY=<layout>` to compare one fixture, and `FLUXWAVE_FLUX_ORACLE` to a
-//! built oracle; without it the test builds one with `go build`.
+//! `FLUXWAVE_DIFF_ONLY=<layout>` to compare one fixture, `FLUXWAVE_DIFF_REPO=<folder>` to
+//! compare another repository instead, and `FLUXWAVE_FLUX_ORACLE` to a built oracle; without
+//! it the test builds one with `go build`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -319,6 +320,24 @@ fn mismatch(name: &str, lines: &[String], known: &[&str], context: &[String]) ->
 
 #[test]
 fn fluxwave_builds_what_flux_builds() {
+    // `FLUXWAVE_DIFF_REPO=<folder>` compares that repository (a clone, as it is on disk) in
+    // place of the fixtures, every difference an error: to find what the next fixture holds.
+    if let Some(repo) = std::env::var_os("FLUXWAVE_DIFF_REPO") {
+        let repo = PathBuf::from(repo);
+        let name = repo.display().to_string();
+        let mut counts = Counts::default();
+        let (lines, context) = differences(&name, &repo, &mut counts);
+        eprintln!(
+            "differential: {} environments, {} Kustomizations, {} objects compared",
+            counts.environments, counts.kustomizations, counts.objects
+        );
+        assert!(
+            lines.is_empty(),
+            "{}",
+            mismatch(&name, &lines, &[], &context)
+        );
+        return;
+    }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/flux");
     let only = std::env::var("FLUXWAVE_DIFF_ONLY").ok();
     let update = std::env::var_os("FLUXWAVE_DIFF_UPDATE").is_some();
@@ -388,27 +407,5 @@ fn fluxwave_builds_what_flux_builds() {
         failures.is_empty(),
         "{}\n(FLUXWAVE_DIFF_UPDATE=1 rewrites {KNOWN} once the change is meant)",
         failures.join("\n")
-    );
-}
-
-/// `FLUXWAVE_DIFF_REPO=<folder>` compares any repository (a clone, as it is on disk) and
-/// prints every difference; without it this test does nothing. It is for finding what the
-/// next fixture should hold, not part of the suite's verdict.
-#[test]
-fn any_repository_against_flux() {
-    let Some(repo) = std::env::var_os("FLUXWAVE_DIFF_REPO") else {
-        return;
-    };
-    let repo = PathBuf::from(repo);
-    let mut counts = Counts::default();
-    let (lines, context) = differences(&repo.display().to_string(), &repo, &mut counts);
-    eprintln!(
-        "differential: {} environments, {} Kustomizations, {} objects compared",
-        counts.environments, counts.kustomizations, counts.objects
-    );
-    assert!(
-        lines.is_empty(),
-        "{}",
-        mismatch(&repo.display().to_string(), &lines, &[], &context)
     );
 }
