@@ -66,6 +66,9 @@ pub mod testing {
                 decryption_patch_item, wave_kustomization, wave_kustomization_text,
             };
         }
+        pub mod inventory {
+            pub use crate::flux::inventory::{build, environments, Inventory, Owner};
+        }
     }
     pub mod graph {
         pub use crate::graph::Graph;

@@ -13,6 +13,7 @@ mod build;
 mod check;
 mod crash;
 mod cutover;
+mod differential;
 mod fuzz;
 mod generate;
 mod homelab;
