@@ -55,8 +55,8 @@ pub mod testing {
     pub mod flux {
         pub use crate::flux::Kustomization;
         pub mod inventory {
-            pub use crate::flux::discover::Environment;
-            pub use crate::flux::inventory::{build, Inventory};
+            pub use crate::flux::discover::{environments, Environment};
+            pub use crate::flux::inventory::{build, Inventory, Owner};
         }
         pub mod decryption {
             pub use crate::flux::decryption::{gives_decryption, literal_target, patch_entries};
@@ -65,9 +65,6 @@ pub mod testing {
             pub use crate::flux::emit::{
                 decryption_patch_item, wave_kustomization, wave_kustomization_text,
             };
-        }
-        pub mod inventory {
-            pub use crate::flux::inventory::{build, environments, Inventory, Owner};
         }
     }
     pub mod graph {

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use fluxwave::testing::config::Config;
 use fluxwave::testing::cutover::ObjectId;
 use fluxwave::testing::flux::inventory::{build, environments, Inventory};
 use fluxwave::testing::tree::FileTree;
@@ -282,15 +283,17 @@ struct Counts {
 /// order) and what each side said of the Kustomizations that differ.
 fn differences(name: &str, repo: &Path, counts: &mut Counts) -> (Vec<String>, Vec<String>) {
     let tree = FileTree::from_worktree_or_dir(repo).unwrap();
-    let envs = environments(&tree).unwrap();
+    let config = Config::load(repo).unwrap();
+    let envs = environments(&[&tree], Some(&config), &[]);
     assert!(!envs.is_empty(), "{name}: fluxwave finds no environment");
     let (mut lines, mut context) = (Vec::new(), Vec::new());
     let built_before = counts.flux_objects;
-    for (env, env_path) in &envs {
+    for e in &envs {
+        let (env, env_path) = (&e.name, &e.path);
         counts.environments += 1;
         let flux = flux_side(repo, &tree, env_path);
         counts.flux_objects += flux.values().map(|k| k.objects.len()).sum::<usize>();
-        let ours = fluxwave_side(&build(&tree, env, env_path));
+        let ours = fluxwave_side(&build(&tree, e));
         let (l, c) = compare(env, &flux, &ours, counts);
         lines.extend(l);
         context.extend(c);
