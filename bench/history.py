@@ -51,7 +51,7 @@ def main():
              "subject": git(a.repo, "log", "-1", "--format=%s", commit).strip()}
         if run.returncode in (0, 1):
             doc = json.loads(run.stdout)
-            changed = set(git(a.repo, "diff", "--name-only", parent, commit).split("\n"))
+            changed = set(git(a.repo, "diff", "--no-renames", "--name-only", parent, commit).split("\n"))
             r["verdict"] = doc["verdict"]
             r["environments"] = doc["environments"]
             r["deletions"] = [

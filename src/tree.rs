@@ -64,6 +64,10 @@ struct View {
     files: Option<HashSet<String>>,
 }
 
+/// Where fluxwave puts the files it makes for a build (the ExternalArtifacts an
+/// ArtifactGenerator makes of the repository): a folder no repository's files are in.
+pub const GENERATED: &str = ".fluxwave/external-artifacts";
+
 /// What a build asked of a tree: the paths it read or looked for, and the folders it listed
 /// or looked into. A change to none of them cannot change what the build yields.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -575,8 +579,13 @@ impl FileTree {
         }
     }
 
-    /// Whether the view leaves out the file (or folder) at `path`.
+    /// Whether the view leaves out the file (or folder) at `path`. What fluxwave adds under
+    /// `GENERATED` (an ExternalArtifact's files) is not in the source, so no ignore rule of
+    /// the source applies to it.
     fn hides(&self, path: &str, is_dir: bool) -> bool {
+        if path.starts_with(GENERATED) {
+            return false;
+        }
         match &self.hidden {
             None => false,
             Some(view) => match &view.files {

@@ -297,7 +297,12 @@ fn unreachable_owner(env_path: &str) -> Owner {
 /// repository files they copy.
 pub fn build(tree: &FileTree, env: &Environment) -> Inventory {
     let inv = build_with(tree, env, &BTreeMap::new());
-    let (made, unmade, generator_files) = external_artifacts(tree, &inv);
+    // A generator copies from its source's artifact: what `.sourceignore` hides is not there.
+    let source = match inv.owners.values().find(|o| o.parent.is_none()) {
+        Some(root) => super::source::artifact(tree, &root.file, root.source()),
+        None => tree.clone(),
+    };
+    let (made, unmade, generator_files) = external_artifacts(&source, &inv);
     if made.is_empty() {
         return with_reasons(inv, &unmade);
     }
@@ -307,7 +312,7 @@ pub fn build(tree: &FileTree, env: &Environment) -> Inventory {
     for ((namespace, name), files) in &made {
         let prefix = format!("{ARTIFACTS}/{namespace}/{name}");
         for (at, from) in files {
-            if let Some(text) = tree.read(from) {
+            if let Some(text) = source.read(from) {
                 let path = format!("{prefix}/{at}");
                 combined = combined.with_text(&path, text);
                 copies.insert(path, from.clone());
@@ -369,7 +374,7 @@ pub fn build(tree: &FileTree, env: &Environment) -> Inventory {
 }
 
 /// Where the files of the ExternalArtifacts made from this repository are put for a build.
-const ARTIFACTS: &str = ".fluxwave/external-artifacts";
+const ARTIFACTS: &str = crate::tree::GENERATED;
 
 /// The ExternalArtifacts the owners of `inv` read, by (namespace, name): the files each is
 /// made of when an ArtifactGenerator of the build makes it out of this repository, else

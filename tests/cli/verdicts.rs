@@ -331,9 +331,11 @@ fn a_removed_environment_is_incomplete() {
 }
 
 /// The flux2-kustomize-helm-example layout of Flux 2.7: an ArtifactGenerator splits this
-/// repository into ExternalArtifacts, and the Kustomizations read those.
+/// repository into ExternalArtifacts, and the Kustomizations read those; a `.sourceignore`
+/// keeps everything but the manifest folders out of the source's artifact.
 fn artifact_repo() -> TestRepo {
     let repo = TestRepo::empty();
+    repo.write(".sourceignore", "/*\n!/apps/\n!/clusters/\n");
     let sync = SYNC.replace("./deploy/lab", "./clusters/production");
     repo.write("clusters/production/flux-system/gotk-sync.yaml", &sync)
         .write(
