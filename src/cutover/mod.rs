@@ -226,8 +226,9 @@ impl Builds {
                 let o = o.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
                 (o, n)
             });
-            let changed = changed.get_or_init(|| old.changed_paths(new));
-            incomplete.extend(unseen(old, new, &o, &n, changed));
+            incomplete.extend(unseen(old, new, &o, &n, || {
+                changed.get_or_init(|| old.changed_paths(new)).as_slice()
+            }));
             pairs.push((o, n));
         }
         Ok(Builds {
@@ -315,12 +316,12 @@ impl Builds {
 ///   (`inventory::footprint`);
 /// - and for every one when the root's own file changes (its source's `spec.ignore` decides
 ///   what each build of the artifact sees).
-fn unseen(
+fn unseen<'a>(
     old_tree: &FileTree,
     new_tree: &FileTree,
     old: &Inventory,
     new: &Inventory,
-    changed: &[String],
+    changed: impl FnOnce() -> &'a [String],
 ) -> Vec<Incomplete> {
     let partial: BTreeSet<&ObjectId> = old
         .owners
@@ -332,6 +333,8 @@ fn unseen(
     if partial.is_empty() {
         return Vec::new();
     }
+    // The paths the change touches are worked out only when some owner is partial.
+    let changed = changed();
     let recording = [old_tree.recording(), new_tree.recording()];
     // Both sides of an owner are read: a file the older build read may be gone in the newer.
     let touches = |o: &Owner, inv: &Inventory, tree: &FileTree| -> bool {
