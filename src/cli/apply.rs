@@ -16,7 +16,7 @@ pub fn run(root: &Path, dry_run: bool, out: &mut impl Write) -> Result<Outcome> 
     let set = changes::compute(&repo, &plan)?;
     for w in &set.warnings {
         let f = Finding::new(w.code, &w.path, w.message.clone(), &w.help);
-        eprintln!("{}", render::line(&f));
+        super::warn(format_args!("{}", render::line(&f)));
     }
     let changes = set.changes;
     let mut s = String::new();

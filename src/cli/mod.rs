@@ -182,6 +182,15 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
     let _ = miette::set_hook(Box::new(|_| Box::new(crate::diag::render::handler(None))));
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
+    // Every command but `schema` reads the repository: one that is not a folder is bad input,
+    // not an empty repository.
+    if !matches!(cli.command, Command::Schema { .. }) && !cli.repo.is_dir() {
+        report(&Error::Usage(format!(
+            "--repo {}: no such folder (name the GitOps repository's root, or run from it)",
+            cli.repo.display()
+        )));
+        return Err(2);
+    }
     let result = match cli.command {
         Command::Waves { format } => waves::run(&cli.repo, format, &mut out),
         Command::Plan { format } => plan::run(&cli.repo, format, &mut out),
@@ -237,17 +246,23 @@ fn report(e: &Error) {
     match e {
         Error::Input(errors) => {
             for err in errors {
-                eprintln!("{:?}", err.report());
+                warn(format_args!("{:?}", err.report()));
             }
             if errors.len() > 1 {
-                eprintln!(
+                warn(format_args!(
                     "fluxwave: {}; nothing was written",
                     crate::plural::count(errors.len(), "problem")
-                );
+                ));
             }
         }
-        other => eprintln!("fluxwave: {other}"),
+        other => warn(format_args!("fluxwave: {other}")),
     }
+}
+
+/// One line to stderr. A stderr that is closed or full loses the line, never the run:
+/// `eprintln!` would panic (exit 101) where the exit code must still say what happened.
+pub(crate) fn warn(line: std::fmt::Arguments) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 /// Writes to stdout, turning a write failure (a closed pipe) into an error.

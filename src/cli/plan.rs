@@ -22,7 +22,7 @@ pub(crate) fn load(root: &Path) -> Result<(Repo, Plan)> {
     }
     for p in plan.problems.iter().filter(|p| !p.blocks()) {
         let f = Finding::new(p.code(), p.path(&repo.apps.dir), p.message(), p.help());
-        eprintln!("{}", render::line(&f));
+        super::warn(format_args!("{}", render::line(&f)));
     }
     Ok((repo, plan))
 }

@@ -577,3 +577,59 @@ fn a_catalog_link_is_never_followed() {
         "catalog/c.yaml: is a symbolic link; fluxwave does not follow links",
     );
 }
+
+#[test]
+fn a_repo_that_is_not_a_folder_is_bad_input_for_every_command() {
+    let bin = env!("CARGO_BIN_EXE_fluxwave");
+    let missing = std::env::temp_dir().join("fluxwave-no-such-repository");
+    let commands: [&[&str]; 6] = [
+        &["waves"],
+        &["plan"],
+        &["apply"],
+        &["check"],
+        &["cutover", "--from", "HEAD"],
+        &["render", "catalog/a.yaml"],
+    ];
+    for args in commands {
+        let out = std::process::Command::new(bin)
+            .arg("--repo")
+            .arg(&missing)
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("no such folder"), "{args:?}: {stderr}");
+    }
+    // `schema` reads no repository.
+    let out = std::process::Command::new(bin)
+        .arg("--repo")
+        .arg(&missing)
+        .arg("schema")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn a_full_or_closed_stderr_loses_the_message_not_the_exit_code() {
+    // `eprintln!` panics (exit 101) when stderr cannot be written; the exit code must still
+    // say what happened.
+    let repo = minimal();
+    repo.write("catalog/a.yaml", "kind: [\n");
+    let bin = env!("CARGO_BIN_EXE_fluxwave");
+    for args in [&["waves"][..], &["plan"], &["apply"]] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = std::process::Command::new(bin)
+            .arg("--repo")
+            .arg(repo.path())
+            .args(args)
+            .stderr(full)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}
