@@ -482,3 +482,28 @@ fn a_source_made_in_the_cluster_or_applied_by_hand_lets_the_build_be_seen() {
         ["ConfigMap/net/dns-old", "ConfigMap/net/tunnel-old"]
     );
 }
+
+#[test]
+fn a_kustomization_kustomize_cannot_read_is_a_failed_build_not_a_missing_file() {
+    // A Latin-1 comment: kustomize refuses the file ("invalid leading UTF-8 octet") and Flux
+    // applies nothing of the build, so nothing is deleted; read as absent, the folder would
+    // be built without it and every object it lists reported deleted.
+    let repo = TestRepo::empty();
+    repo.write(
+        "clusters/dev/kustomization.yaml",
+        "resources: [apps.yaml]\n",
+    )
+    .write("clusters/dev/apps.yaml", &ks("apps", "./apps", &[]))
+    .write("apps/a.yaml", &config_map("a", "x"));
+    repo.commit_all("init");
+    std::fs::write(
+        repo.path().join("clusters/dev/kustomization.yaml"),
+        b"# caf\xe9\nresources: [apps.yaml]\n",
+    )
+    .unwrap();
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!((code, deleted(&doc)), (1, vec![]));
+    assert_eq!(doc["verdict"], "incomplete");
+    let why = doc["incomplete"][0]["why"][0].as_str().unwrap();
+    assert!(why.contains("UTF-8"), "{why}");
+}
