@@ -189,7 +189,10 @@ struct RawWaves {
     spec: Option<Map<String, Value>>,
     /// The decryption each environment patches onto every wave. Default
     /// `{provider: sops, secretRef: {name: sops-age}}`.
-    decryption: Option<Value>,
+    /// A mapping, as Flux's `spec.decryption` is.
+    // Anything else is refused where it is written: it would make every apply append
+    // patches that never match.
+    decryption: Option<Map<String, Value>>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -349,7 +352,7 @@ impl Parse<'_> {
             merge(&mut into.spec, spec);
         }
         if let Some(d) = waves.decryption {
-            into.decryption = d;
+            into.decryption = Value::Object(d);
         }
     }
 

@@ -633,3 +633,15 @@ fn a_full_or_closed_stderr_loses_the_message_not_the_exit_code() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
     }
 }
+
+#[test]
+fn a_decryption_that_is_not_a_mapping_is_refused_where_it_is_written() {
+    // Flux's `spec.decryption` is a mapping; a string or a list was taken as it was, and every
+    // apply appended more patches that never matched (issue 14, item 15).
+    for value in ["sops", "[]"] {
+        let repo = minimal();
+        repo.write("fluxwave.yaml", &format!("waves:\n  decryption: {value}\n"));
+        let run = apply_refused(&repo);
+        located(&run, "fluxwave.yaml:2:15");
+    }
+}
