@@ -124,30 +124,15 @@ impl Disk {
         gone: &BTreeSet<String>,
     ) -> BTreeMap<String, Text> {
         let mut found = BTreeMap::new();
-        let mut stack = vec![String::new()];
-        while let Some(rel) = stack.pop() {
-            let Ok(entries) = std::fs::read_dir(self.root.join(&rel)) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                let Some(name) = entry.file_name().to_str().map(str::to_string) else {
-                    continue;
-                };
-                let path = if rel.is_empty() {
-                    name.clone()
-                } else {
-                    format!("{rel}/{name}")
-                };
-                let Ok(ft) = entry.file_type() else { continue };
-                if ft.is_dir() && name != ".git" {
-                    stack.push(path);
-                } else if ft.is_file() && name == IGNORE_FILE && !gone.contains(&path) {
-                    if let Ok(Some(text)) = crate::fs::read_optional(&self.root, &path) {
-                        found.insert(ignore_dir(&path), Arc::new(text));
-                    }
+        let _ = walk_files(&self.root, false, |path, _| {
+            let name = path.rsplit('/').next().unwrap_or(&path);
+            if name == IGNORE_FILE && !gone.contains(&path) {
+                if let Ok(Some(text)) = crate::fs::read_optional(&self.root, &path) {
+                    found.insert(ignore_dir(&path), Arc::new(text));
                 }
             }
-        }
+            Ok(())
+        });
         found.extend(written.iter().map(|(d, t)| (d.clone(), t.clone())));
         found
     }
@@ -236,6 +221,47 @@ fn tree_of(
         label,
         ..FileTree::default()
     }
+}
+
+/// Every regular file under `root`, `.git` and links left out, handed to `visit` with its
+/// path relative to `root` (UTF-8 names only). A folder or entry that cannot be read fails
+/// the walk when `strict`, and is passed over otherwise.
+fn walk_files(
+    root: &Path,
+    strict: bool,
+    mut visit: impl FnMut(String, &std::fs::DirEntry) -> Result<()>,
+) -> Result<()> {
+    let mut stack = vec![String::new()];
+    while let Some(rel) = stack.pop() {
+        let dir = root.join(&rel);
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if strict => return Err(Error::io(&dir, e)),
+            Err(_) => continue,
+        };
+        for entry in entries {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) if strict => return Err(Error::io(&dir, e)),
+                Err(_) => continue,
+            };
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            let path = if rel.is_empty() {
+                name.clone()
+            } else {
+                format!("{rel}/{name}")
+            };
+            let Ok(ft) = entry.file_type() else { continue };
+            if ft.is_dir() && name != ".git" {
+                stack.push(path);
+            } else if ft.is_file() {
+                visit(path, &entry)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 fn git(root: &Path) -> Command {
@@ -484,37 +510,20 @@ impl FileTree {
         }
         let mut files = Vec::new();
         let mut folders = BTreeSet::new();
-        let mut stack = vec![String::new()];
-        while let Some(rel) = stack.pop() {
-            let dir = root.join(&rel);
-            let entries = std::fs::read_dir(&dir).map_err(|e| Error::io(&dir, e))?;
-            for entry in entries {
-                let entry = entry.map_err(|e| Error::io(&dir, e))?;
-                let Some(name) = entry.file_name().to_str().map(str::to_string) else {
-                    continue;
-                };
-                let path = if rel.is_empty() {
-                    name.clone()
-                } else {
-                    format!("{rel}/{name}")
-                };
-                let Ok(ft) = entry.file_type() else { continue };
-                if ft.is_dir() && name != ".git" {
-                    stack.push(path);
-                } else if ft.is_file() && !listed(&path) {
-                    add_folders(&mut folders, &path);
-                } else if ft.is_file() {
-                    if !wanted(&path) {
-                        add_folders(&mut folders, &path);
-                    }
-                    // Through the same size and file-type rules as every other read.
-                    let bytes = crate::fs::read_regular(&entry.path(), &path)?;
-                    if let Some(bytes) = bytes {
-                        files.push((path, crate::fs::decode(bytes).map(Arc::new)));
-                    }
-                }
+        walk_files(root, true, |path, entry| {
+            if !listed(&path) {
+                add_folders(&mut folders, &path);
+                return Ok(());
             }
-        }
+            if !wanted(&path) {
+                add_folders(&mut folders, &path);
+            }
+            // Through the same size and file-type rules as every other read.
+            if let Some(bytes) = crate::fs::read_regular(&entry.path(), &path)? {
+                files.push((path, crate::fs::decode(bytes).map(Arc::new)));
+            }
+            Ok(())
+        })?;
         Ok(tree_of(files, folders, "the working tree".into()))
     }
 

@@ -6,10 +6,10 @@
 
 use serde_json::Value;
 
-use crate::common::TestRepo;
+use crate::common::{cutover_json, deletion_id, deletions, flux_ks, TestRepo};
 
 fn ks(name: &str, path: &str) -> String {
-    format!("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: {path}\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n")
+    flux_ks(name, path, &[])
 }
 
 /// `flux bootstrap`'s sync file for `clusters/prod`, with a `spec.ignore` when given.
@@ -37,25 +37,11 @@ fn repo() -> TestRepo {
 }
 
 fn cutover(repo: &TestRepo) -> (i32, Value) {
-    let run = repo.run(&["cutover", "--from", "HEAD", "--format", "json"]);
-    assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
-    (run.code, serde_json::from_str(&run.stdout).unwrap())
+    cutover_json(repo, &["--from", "HEAD"])
 }
 
 fn deleted(doc: &Value) -> Vec<String> {
-    let mut out: Vec<String> = doc["deletions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| {
-            format!(
-                "{}/{}/{}",
-                d["kind"].as_str().unwrap(),
-                d["namespace"].as_str().unwrap(),
-                d["name"].as_str().unwrap()
-            )
-        })
-        .collect();
+    let mut out: Vec<String> = deletions(doc).iter().map(deletion_id).collect();
     out.sort();
     out
 }

@@ -284,3 +284,36 @@ pub fn shows_finding(text: &str, line: &str) -> bool {
         f.starts_with(&format!("  {glyph} {message}")) && f.contains(&format!("╭─[{place}]\n"))
     })
 }
+
+/// A Flux Kustomization in `flux-system` at `path`, `prune: true`, reading the
+/// `flux-system` GitRepository, with `extra` lines added to its spec.
+pub fn flux_ks(name: &str, path: &str, extra: &[&str]) -> String {
+    let extra: String = extra.iter().map(|e| format!("  {e}\n")).collect();
+    format!("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: {path}\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n{extra}")
+}
+
+/// `fluxwave cutover ARGS --format json`: its exit code (0 or 1, else the test fails) and
+/// the report.
+pub fn cutover_json(repo: &TestRepo, args: &[&str]) -> (i32, serde_json::Value) {
+    let mut all = vec!["cutover"];
+    all.extend_from_slice(args);
+    all.extend(["--format", "json"]);
+    let run = repo.run(&all);
+    assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
+    (run.code, serde_json::from_str(&run.stdout).unwrap())
+}
+
+/// `Kind/namespace/name` of a deletion of a cutover report.
+pub fn deletion_id(d: &serde_json::Value) -> String {
+    format!(
+        "{}/{}/{}",
+        d["kind"].as_str().unwrap(),
+        d["namespace"].as_str().unwrap(),
+        d["name"].as_str().unwrap()
+    )
+}
+
+/// The deletions of a cutover report, in its order.
+pub fn deletions(doc: &serde_json::Value) -> &[serde_json::Value] {
+    doc["deletions"].as_array().unwrap()
+}

@@ -7,38 +7,30 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::common::{kustomize, objects, TestRepo};
+use crate::common::{
+    cutover_json, deletion_id, deletions, flux_ks as ks, kustomize, objects, TestRepo,
+};
 use fluxwave::testing::kustomize::Builder;
 use fluxwave::testing::tree::FileTree;
 
 fn cutover(repo: &TestRepo, from: &str) -> (i32, Value, String) {
-    let run = repo.run(&["cutover", "--from", from, "--format", "json"]);
-    assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
-    let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+    let (code, doc) = cutover_json(repo, &["--from", from]);
     let text = repo.run(&["cutover", "--from", from]);
-    assert_eq!(text.code, run.code, "{}", text.stderr);
-    (run.code, doc, text.stdout)
+    assert_eq!(text.code, code, "{}", text.stderr);
+    (code, doc, text.stdout)
 }
 
 /// `Kind/namespace/name` of every deletion (stateful ones marked with `!`), with its rule.
 fn deleted(doc: &Value) -> Vec<String> {
-    doc["deletions"]
-        .as_array()
-        .unwrap()
+    deletions(doc)
         .iter()
         .map(|d| {
-            format!(
-                "{}{}/{}/{} {}",
-                if d["stateful"].as_bool().unwrap() {
-                    "!"
-                } else {
-                    ""
-                },
-                d["kind"].as_str().unwrap(),
-                d["namespace"].as_str().unwrap(),
-                d["name"].as_str().unwrap(),
-                d["rule"].as_str().unwrap()
-            )
+            let mark = if d["stateful"].as_bool().unwrap() {
+                "!"
+            } else {
+                ""
+            };
+            format!("{mark}{} {}", deletion_id(d), d["rule"].as_str().unwrap())
         })
         .collect()
 }
@@ -279,11 +271,6 @@ fn flux_repo() -> TestRepo {
         .write("web/app.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: web}\nspec: {}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: web-config, namespace: web}\n");
     repo.commit_all("init");
     repo
-}
-
-fn ks(name: &str, path: &str, extra: &[&str]) -> String {
-    let extra: String = extra.iter().map(|e| format!("  {e}\n")).collect();
-    format!("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: {path}\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n{extra}")
 }
 
 #[test]

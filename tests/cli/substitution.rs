@@ -8,28 +8,18 @@
 
 use serde_json::Value;
 
-use crate::common::TestRepo;
+use crate::common::{cutover_json, deletion_id, deletions, flux_ks, TestRepo};
 
 fn cutover(repo: &TestRepo) -> (i32, Value) {
-    let run = repo.run(&["cutover", "--from", "HEAD", "--format", "json"]);
-    assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
-    (run.code, serde_json::from_str(&run.stdout).unwrap())
+    cutover_json(repo, &["--from", "HEAD"])
 }
 
 fn deleted(doc: &Value) -> Vec<String> {
-    doc["deletions"]
-        .as_array()
-        .unwrap()
+    deletions(doc)
         .iter()
         .map(|d| {
-            format!(
-                "{}/{}/{} {} {}",
-                d["kind"].as_str().unwrap(),
-                d["namespace"].as_str().unwrap(),
-                d["name"].as_str().unwrap(),
-                d["rule"].as_str().unwrap(),
-                d["owner"].as_str().unwrap(),
-            )
+            let (rule, owner) = (d["rule"].as_str().unwrap(), d["owner"].as_str().unwrap());
+            format!("{} {rule} {owner}", deletion_id(d))
         })
         .collect()
 }
@@ -48,8 +38,9 @@ fn warnings(doc: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
+/// `flux_ks` with `extra` spec lines written as they are (indented already).
 fn ks(name: &str, path: &str, extra: &str) -> String {
-    format!("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: flux-system\nspec:\n  interval: 1h\n  path: {path}\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n{extra}")
+    format!("{}{extra}", flux_ks(name, path, &[]))
 }
 
 /// A cluster in the per-app `ks.yaml` layout: `cluster-apps` builds `kubernetes/apps`, where

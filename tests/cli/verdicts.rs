@@ -6,12 +6,7 @@
 
 use serde_json::Value;
 
-use crate::common::TestRepo;
-
-fn ks(name: &str, path: &str, extra: &[&str]) -> String {
-    let extra: String = extra.iter().map(|e| format!("  {e}\n")).collect();
-    format!("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: {path}\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n{extra}")
-}
+use crate::common::{cutover_json, deletion_id, deletions, flux_ks as ks, TestRepo};
 
 fn config_map(name: &str, namespace: &str) -> String {
     format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  a: b\n")
@@ -19,30 +14,16 @@ fn config_map(name: &str, namespace: &str) -> String {
 
 /// `cutover --from REV` as JSON, with its exit code; the text form exits the same.
 fn cutover(repo: &TestRepo, args: &[&str]) -> (i32, Value) {
+    let (code, doc) = cutover_json(repo, args);
     let mut all = vec!["cutover"];
     all.extend_from_slice(args);
     let text = repo.run(&all);
-    all.extend(["--format", "json"]);
-    let run = repo.run(&all);
-    assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
-    assert_eq!(text.code, run.code, "{}", text.stdout);
-    (run.code, serde_json::from_str(&run.stdout).unwrap())
+    assert_eq!(text.code, code, "{}", text.stdout);
+    (code, doc)
 }
 
 fn deleted(doc: &Value) -> Vec<String> {
-    doc["deletions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| {
-            format!(
-                "{}/{}/{}",
-                d["kind"].as_str().unwrap(),
-                d["namespace"].as_str().unwrap(),
-                d["name"].as_str().unwrap()
-            )
-        })
-        .collect()
+    deletions(doc).iter().map(deletion_id).collect()
 }
 
 fn incomplete(doc: &Value) -> Vec<String> {
