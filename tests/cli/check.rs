@@ -90,11 +90,19 @@ shape_fixtures! {
 }
 
 fn shape_fixture(name: &str, expected: &[&str]) {
+    let (repo, _, json, found, doc) = snapshot_fixture(name);
+    assert_eq!(found, expected, "{name}: {doc}");
+    same_in_git(&repo, &json, name);
+}
+
+/// `check` and `check --format json` on `tests/fixtures/check/<name>`, their exit statuses
+/// and outputs the snapshot `snapshots/cli__check__<name>.snap`: the fixture, both runs, and
+/// the codes found with the JSON document.
+fn snapshot_fixture(name: &str) -> (TestRepo, Run, Run, Vec<String>, Value) {
     let repo = TestRepo::fixture(&format!("check/{name}"));
     let text = repo.run(&["check"]);
     let json = repo.run(&["check", "--format", "json"]);
     let (found, doc) = parse(&json);
-    assert_eq!(found, expected, "{name}: {doc}");
     let mut shown = String::new();
     for (args, run) in [("check", &text), ("check --format json", &json)] {
         shown += &format!("$ fluxwave {args}\nexit {}\n{}", run.code, run.stdout);
@@ -109,6 +117,11 @@ fn shape_fixture(name: &str, expected: &[&str]) {
     }, {
         insta::assert_snapshot!(name, shown);
     });
+    (repo, text, json, found, doc)
+}
+
+/// The fixture committed to git (read through git ls-files) gives what its folder gave.
+fn same_in_git(repo: &TestRepo, json: &Run, name: &str) {
     repo.commit_all("fixture");
     let committed = repo.run(&["check", "--format", "json"]);
     assert_eq!(
@@ -138,26 +151,8 @@ fn every_fixture_has_its_test() {
 /// line is the one docs/checks.md shows; and the same finding fails the fixture once
 /// committed to git (read through git ls-files).
 fn lint_fixture(code: &str) {
-    let repo = TestRepo::fixture(&format!("check/{code}"));
-    let text = repo.run(&["check"]);
-    let json = repo.run(&["check", "--format", "json"]);
-    let (found, doc) = parse(&json);
+    let (repo, text, json, found, doc) = snapshot_fixture(code);
     assert_eq!(found, [code], "{code} fires alone");
-
-    let mut shown = String::new();
-    for (args, run) in [("check", &text), ("check --format json", &json)] {
-        shown += &format!("$ fluxwave {args}\nexit {}\n{}", run.code, run.stdout);
-        if !run.stderr.is_empty() {
-            shown += &format!("stderr:\n{}", run.stderr);
-        }
-        shown += "\n";
-    }
-    insta::with_settings!({
-        description => format!("fluxwave check on tests/fixtures/check/{code}"),
-        omit_expression => true,
-    }, {
-        insta::assert_snapshot!(code, shown);
-    });
 
     // The text output opens with the finding's head.
     let severity = doc["findings"][0]["severity"].as_str().unwrap();
@@ -180,13 +175,7 @@ fn lint_fixture(code: &str) {
         "docs/checks.md shows what {code} prints:\n{shown}"
     );
 
-    repo.commit_all("fixture");
-    let committed = repo.run(&["check", "--format", "json"]);
-    assert_eq!(
-        (committed.code, committed.stdout.as_str()),
-        (json.code, json.stdout.as_str()),
-        "{code} in git"
-    );
+    same_in_git(&repo, &json, code);
 }
 
 #[test]
