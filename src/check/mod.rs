@@ -300,11 +300,7 @@ pub fn cutover(root: &Path, base: &str, overrides: &[(String, String)]) -> Resul
             i.file.clone(),
             format!(
                 "{} ({}): the change touches what fluxwave cannot see; Flux may delete more: {}",
-                if i.kustomization.is_empty() {
-                    "the environment".to_string()
-                } else {
-                    format!("Kustomization {}", i.kustomization)
-                },
+                i.what(),
                 i.environment,
                 i.why.join("; ")
             ),

@@ -143,12 +143,12 @@ fn text(r: &Report) -> String {
     if !r.incomplete.is_empty() {
         s.push_str("\nIncomplete (Flux may delete objects fluxwave cannot see)\n");
         for i in &r.incomplete {
-            let what = if i.kustomization.is_empty() {
-                "the environment".to_string()
-            } else {
-                format!("Kustomization {}", i.kustomization)
-            };
-            s.push_str(&format!("  {} — {what} ({})\n", i.environment, i.file));
+            s.push_str(&format!(
+                "  {} — {} ({})\n",
+                i.environment,
+                i.what(),
+                i.file
+            ));
             for why in &i.why {
                 s.push_str(&format!("    {why}\n"));
             }

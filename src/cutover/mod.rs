@@ -41,6 +41,17 @@ pub struct Incomplete {
     pub why: Vec<String>,
 }
 
+impl Incomplete {
+    /// What is partial, in prose: `Kustomization flux-system/apps`, or `the environment`.
+    pub fn what(&self) -> String {
+        if self.kustomization.is_empty() {
+            "the environment".to_string()
+        } else {
+            format!("Kustomization {}", self.kustomization)
+        }
+    }
+}
+
 /// The analysis of one change.
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {

@@ -321,8 +321,17 @@ pub fn build(tree: &FileTree, env: &Environment) -> Inventory {
         prefixes.insert((namespace.clone(), name.clone()), prefix);
     }
     let mut inv = build_with(&combined, env, &prefixes);
-    // Paths in the artifacts are the repository files they copy.
+    // Paths in the artifacts are the repository files they copy, and a message names an
+    // artifact's file by the artifact, not by the folder it is built in.
     let back = |file: &str| copies.get(file).cloned();
+    let in_words = |text: &mut String| {
+        for (namespace, name) in made.keys() {
+            let folder = format!("{ARTIFACTS}/{namespace}/{name}/");
+            if text.contains(&folder) {
+                *text = text.replace(&folder, &format!("(ExternalArtifact {namespace}/{name}) "));
+            }
+        }
+    };
     for entry in inv
         .objects
         .values_mut()
@@ -351,24 +360,14 @@ pub fn build(tree: &FileTree, env: &Environment) -> Inventory {
                 read.dedup();
                 o.artifact_files = read;
             }
-            let folder = format!("{ARTIFACTS}/{namespace}/{name}/");
-            for u in &mut o.unmodelled {
-                *u = u.replace(&folder, &format!("(ExternalArtifact {namespace}/{name}) "));
-            }
         }
+        o.unmodelled.iter_mut().for_each(in_words);
     }
     for w in &mut inv.warnings {
         if let Some(from) = back(&w.path) {
             w.path = from;
         }
-        for (namespace, name) in made.keys() {
-            let folder = format!("{ARTIFACTS}/{namespace}/{name}/");
-            if w.message.contains(&folder) {
-                w.message = w
-                    .message
-                    .replace(&folder, &format!("(ExternalArtifact {namespace}/{name}) "));
-            }
-        }
+        in_words(&mut w.message);
     }
     with_reasons(inv, &unmade)
 }
