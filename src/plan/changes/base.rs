@@ -1,6 +1,10 @@
 //! `clusters.base`: one Flux Kustomization per wave, listed in its kustomization's
 //! `resources` in place of the retired single Kustomization, which goes (found by what it
-//! points at, listed or not); no Kustomization for a wave that no longer exists.
+//! points at, listed or not); no Kustomization for a wave that no longer exists. The retired
+//! one is the Kustomization that applies this repository's app tier: its `spec.path` is the
+//! app tier and its `sourceRef` is the repository's own source, the one an environment's root
+//! syncs from. A Kustomization at `./apps` of another source applies another repository's
+//! files and is left alone.
 
 use std::collections::BTreeSet;
 
@@ -11,10 +15,11 @@ use super::{
     ChangeSet, Drift, Op,
 };
 use crate::error::{Result, SourceError};
-use crate::flux::{self, Kustomization};
+use crate::flux::{self, discover, Kustomization};
 use crate::kustomize::resolve_under;
 use crate::plan::Plan;
 use crate::repo::Repo;
+use crate::tree::FileTree;
 use crate::yaml::edit;
 use crate::yaml::{self, Text};
 
@@ -26,6 +31,49 @@ pub(super) struct Base {
     pub retired_names: BTreeSet<String>,
     /// The waves that no longer exist whose Kustomization this run removes.
     pub stale_waves: Vec<usize>,
+    /// The retired Kustomizations this run removes, as written.
+    pub retired: Vec<Kustomization>,
+}
+
+/// A source as (kind, namespace, name).
+type SourceId = (String, String, String);
+
+/// The sources the environments' roots sync from: the repository's own source, under every
+/// name an environment gives it (a root that is not written in the repository is assumed as
+/// `flux bootstrap` writes it, the `flux-system` GitRepository of `flux-system`).
+/// Each with the namespace of its root, which a Kustomization without one is applied in.
+fn own_sources(repo: &Repo) -> BTreeSet<(String, SourceId)> {
+    let tree = FileTree::on_disk(&repo.root);
+    repo.config
+        .environments
+        .iter()
+        .filter_map(|env| {
+            let env = discover::Environment::configured(&tree, &env.name, &env.path, "");
+            let root = Kustomization::from_value(&discover::root_in(&tree, &env))?;
+            let namespace = non_empty(&root.namespace)
+                .unwrap_or("flux-system")
+                .to_string();
+            let source = source_of(&root, &namespace);
+            Some((namespace, source))
+        })
+        .collect()
+}
+
+/// `spec.sourceRef` of `k` as (kind, namespace, name). Its namespace defaults to the
+/// Kustomization's (Flux's `CrossNamespaceSourceReference`), which defaults to `namespace`,
+/// the namespace of the root that applies it, as the inventory reads it.
+fn source_of(k: &Kustomization, namespace: &str) -> SourceId {
+    let s = &k.spec.source_ref;
+    let own = non_empty(&k.namespace).unwrap_or(namespace);
+    (
+        s.kind.clone(),
+        non_empty(&s.namespace).unwrap_or(own).to_string(),
+        s.name.clone(),
+    )
+}
+
+fn non_empty(s: &str) -> Option<&str> {
+    Some(s).filter(|s| !s.is_empty())
 }
 
 /// The base's changes, appended to `set` (with the warnings of settings the waves drop).
@@ -58,6 +106,12 @@ pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<B
     let base_files = list_files(&repo.path(base))?;
     let mut retired_names: BTreeSet<String> = BTreeSet::new();
     let mut retired_files: BTreeSet<String> = BTreeSet::new();
+    let mut retired_objects: Vec<Kustomization> = Vec::new();
+    let own = own_sources(repo);
+    let is_own = |k: &Kustomization| {
+        own.iter()
+            .any(|(namespace, source)| source_of(k, namespace) == *source)
+    };
     for file in base_files
         .iter()
         .filter(|f| wave_file(f).is_none() && f.as_str() != "kustomization.yaml")
@@ -74,7 +128,7 @@ pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<B
         let retired: Vec<Kustomization> = docs
             .iter()
             .filter_map(Kustomization::from_value)
-            .filter(|k| k.spec.path == config.apps)
+            .filter(|k| k.spec.path == config.apps && is_own(k))
             .collect();
         let Some(first) = retired.first() else {
             continue;
@@ -93,6 +147,7 @@ pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<B
         warnings.extend(dropped_settings(config, &rel, first));
         retired_names.insert(first.name.clone());
         retired_files.insert(file.clone());
+        retired_objects.push(first.clone());
         changes.push(Change {
             op: Op::Remove { path: rel },
             drift: Drift::RetiredKustomization,
@@ -164,5 +219,6 @@ pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<B
         rel: base_rel,
         retired_names,
         stale_waves,
+        retired: retired_objects,
     })
 }

@@ -8,10 +8,11 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::base::Base;
-use super::{edit_failed, require, Change, Drift, Op};
+use super::{edit_failed, require, Change, Drift, Op, Warning};
+use crate::diag::Code;
 use crate::error::{Result, SourceError};
 use crate::flux::decryption::{self, PatchEntry, PATCH_FIELDS};
 use crate::flux::inventory::{self, Owners};
@@ -30,15 +31,20 @@ struct Entry<'a> {
     name: Option<String>,
     /// Whether it gives that Kustomization `spec.decryption`.
     decrypts: bool,
+    /// Whether it can only patch Flux Kustomizations (see
+    /// `decryption::targets_flux_kustomization`).
+    flux_only: bool,
 }
 
 /// The decryption patch edits of every environment, appended to `changes` (which holds the
-/// changes of the app tier and the base, already computed).
+/// changes of the app tier and the base, already computed), with a warning for each setting
+/// a removed patch gave a Kustomization that is gone and the waves will not carry.
 pub(super) fn decryption(
     repo: &Repo,
     plan: &Plan,
     base: &Base,
     changes: &mut Vec<Change>,
+    warnings: &mut Vec<Warning>,
 ) -> Result<()> {
     let config = &repo.config;
     let gone: BTreeSet<String> = base
@@ -62,14 +68,8 @@ pub(super) fn decryption(
         // The kustomization the builder reads for the environment (`rel`, normalised).
         let file = crate::fs::join(&dir, "kustomization.yaml").unwrap_or_default();
         let build = |text: &str| -> Result<Owners> {
-            inventory::owners(&after.clone().with_file(&file, text), &dir).map_err(|e| {
-                SourceError::new(
-                    &rel,
-                    format!("environment `{}` cannot be built: {e}", env.name),
-                )
-                .help("Flux cannot build it either; fix the build, then run `fluxwave apply` again")
-                .into()
-            })
+            inventory::owners(&after.clone().with_file(&file, text), &dir)
+                .map_err(|e| unbuildable(repo, &rel, &dir, &env.name, &gone, &e))
         };
         let mut probe = Builder::owners_only(&after);
         let entries: Vec<Entry> = decryption::patch_entries(&doc)
@@ -81,17 +81,20 @@ pub(super) fn decryption(
                     decryption::gives_decryption(&mut probe, &dir, &at, name, ns)
                 });
                 Entry {
+                    flux_only: decryption::targets_flux_kustomization(&after, &dir, &at),
                     at,
                     name: target.map(|(name, _)| name),
                     decrypts,
                 }
             })
             .collect();
-        // A decryption patch for a Kustomization the environment no longer builds goes too.
-        // Which those are is known from this run (the retired one, stale waves) and, when the
-        // environment's build (without its own patches, which name them) saw everything,
-        // from what it builds: so a run interrupted after the base lost its retired entry
-        // still removes that entry's patch.
+        // A patch for a Kustomization the environment no longer builds goes too: one that
+        // gives it decryption, and any other that can only patch a Flux Kustomization (left
+        // behind, one that names its target by its own header breaks the build, and one with
+        // a `target` is dead). Which those are is known from this run (the retired one, stale
+        // waves) and, when the environment's build (without its own patches, which name
+        // them) saw everything, from what it builds: so a run interrupted after the base lost
+        // its retired entry still removes that entry's patches.
         let unpatched = build(&without_patches(&doc))?;
         let exists_after = |n: &str| {
             wave_names.iter().any(|w| w == n)
@@ -99,7 +102,7 @@ pub(super) fn decryption(
         };
         let removed: Vec<&Entry> = entries
             .iter()
-            .filter(|e| e.decrypts)
+            .filter(|e| e.decrypts || e.flux_only)
             .filter(|e| {
                 e.name
                     .as_deref()
@@ -123,6 +126,17 @@ pub(super) fn decryption(
                 .find(|o| o.id.name == name)
                 .map(|o| decryption::ends_decrypted(&o.object))
         };
+        warnings.extend(lost_settings(
+            repo,
+            &after,
+            &dir,
+            &rel,
+            &env.name,
+            base,
+            &removed,
+            &now,
+            &wave_names,
+        ));
         let undecrypted: Vec<&String> = wave_names
             .iter()
             .filter(|name| built(&now, name) == Some(false))
@@ -221,19 +235,150 @@ fn why(undecrypted: &[&String], removed: &[&Entry]) -> String {
         let names: Vec<String> = undecrypted.iter().map(|n| format!("`{n}`")).collect();
         why.push(format!("no SOPS decryption for {}", names.join(", ")));
     }
-    let mut stale: Vec<String> = removed
-        .iter()
-        .filter_map(|e| e.name.as_deref())
-        .map(|n| format!("`{n}`"))
-        .collect();
-    stale.dedup();
-    if !stale.is_empty() {
-        why.push(format!(
-            "a decryption patch for {}, which no longer exists",
-            stale.join(", ")
-        ));
+    for (decrypts, what) in [(true, "a decryption patch"), (false, "a patch")] {
+        let mut stale: Vec<String> = removed
+            .iter()
+            .filter(|e| e.decrypts == decrypts)
+            .filter_map(|e| e.name.as_deref())
+            .map(|n| format!("`{n}`"))
+            .collect();
+        stale.dedup();
+        if !stale.is_empty() {
+            why.push(format!(
+                "{what} for {}, which no longer exists",
+                stale.join(", ")
+            ));
+        }
     }
     why.join("; ")
+}
+
+/// Why environment `name` cannot be built once the changes are made. When it builds today,
+/// it is the changes that break it: something apply does not edit (a component, a patch of
+/// another file) still names what apply removes.
+fn unbuildable(
+    repo: &Repo,
+    rel: &str,
+    dir: &str,
+    name: &str,
+    gone: &BTreeSet<String>,
+    e: &crate::kustomize::BuildError,
+) -> crate::error::Error {
+    let today = FileTree::on_disk(&repo.root);
+    if inventory::owners(&today, dir).is_err() {
+        return SourceError::new(rel, format!("environment `{name}` cannot be built: {e}"))
+            .help("Flux cannot build it either; fix the build, then run `fluxwave apply` again")
+            .into();
+    }
+    let removes = if gone.is_empty() {
+        "makes its changes".to_string()
+    } else {
+        let names: Vec<String> = gone.iter().map(|n| format!("`{n}`")).collect();
+        format!("removes {}", names.join(", "))
+    };
+    SourceError::new(
+        rel,
+        format!("environment `{name}` would no longer build once apply {removes}: {e}"),
+    )
+    .help("what the error names still refers to a Kustomization apply removes, in a place apply does not edit: remove it or point it at the waves, then run `fluxwave apply` again")
+    .into()
+}
+
+/// The settings the `removed` patches gave a Kustomization that is gone and that no wave of
+/// the environment's build (`now`, the patches removed) carries: each is a warning. What a
+/// patch sets is asked of the builder's patch code, applied to the retired Kustomization as
+/// the base writes it (or a bare one, when it is already gone).
+#[allow(clippy::too_many_arguments)]
+fn lost_settings(
+    repo: &Repo,
+    tree: &FileTree,
+    dir: &str,
+    rel: &str,
+    env: &str,
+    base: &Base,
+    removed: &[&Entry],
+    now: &Owners,
+    wave_names: &[String],
+) -> Vec<Warning> {
+    let config = &repo.config;
+    let mut builder = Builder::owners_only(tree);
+    let mut out = Vec::new();
+    for e in removed {
+        let Some(name) = e.name.as_deref() else {
+            continue;
+        };
+        let object = base
+            .retired
+            .iter()
+            .find(|k| k.name == name)
+            .map(|k| k.object.clone())
+            .unwrap_or_else(|| {
+                json!({
+                    "apiVersion": format!("{}/v1", crate::flux::KUSTOMIZE_GROUP),
+                    "kind": "Kustomization",
+                    "metadata": {"name": name, "namespace": config.waves.namespace},
+                    "spec": {},
+                })
+            });
+        let mut k = serde_json::Map::new();
+        k.insert(e.at.field.into(), Value::Array(vec![e.at.entry.clone()]));
+        let what = format!("{rel}: {}[{}]", e.at.field, e.at.index);
+        let help = format!(
+            "to keep it in environment `{env}`, patch the waves in {rel} (target kind Kustomization, name `{}.*`), or set it in waves.spec of fluxwave.yaml",
+            config.waves.name_prefix
+        );
+        let before = object.get("spec").cloned().unwrap_or(Value::Null);
+        let patched = builder
+            .transform_objects(&what, dir, &k, vec![object])
+            .ok()
+            .and_then(|o| o.into_iter().next());
+        let Some(after) = patched else {
+            out.push(Warning {
+                code: Code::RetiredSettingDropped,
+                path: rel.to_string(),
+                message: format!(
+                    "environment `{env}` patches `{name}` ({}[{}]), which goes with it; what it sets could not be read",
+                    e.at.field, e.at.index
+                ),
+                help,
+            });
+            continue;
+        };
+        let after = after.get("spec").cloned().unwrap_or(Value::Null);
+        for (key, value) in after.as_object().into_iter().flatten() {
+            if before.get(key) == Some(value)
+                || matches!(
+                    key.as_str(),
+                    "path" | "dependsOn" | "decryption" | "prune" | "suspend" | "deletionPolicy"
+                )
+            {
+                continue;
+            }
+            let carried = wave_names.iter().all(|w| {
+                now.owners
+                    .iter()
+                    .find(|o| o.id.name == *w)
+                    .is_none_or(|o| o.object.pointer(&format!("/spec/{key}")) == Some(value))
+            });
+            if carried {
+                continue;
+            }
+            let waves = match config.waves.spec.get(key.as_str()) {
+                Some(w) => format!("`{}`", serde_json::to_string(w).unwrap_or_default()),
+                None => "nothing".to_string(),
+            };
+            out.push(Warning {
+                code: Code::RetiredSettingDropped,
+                path: rel.to_string(),
+                message: format!(
+                    "environment `{env}` patches spec.{key}: {} into `{name}`; the waves get {waves} from waves.spec",
+                    serde_json::to_string(value).unwrap_or_default()
+                ),
+                help: help.clone(),
+            });
+        }
+    }
+    out
 }
 
 /// The working tree as `changes` leave it, read from disk on demand. Writes and removals

@@ -126,7 +126,7 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
     waves::moves(repo, plan, &mut set.changes);
     waves::folders(repo, plan, &mut set.changes)?;
     let base = base::entries(repo, plan, &mut set)?;
-    environments::decryption(repo, plan, &base, &mut set.changes)?;
+    environments::decryption(repo, plan, &base, &mut set.changes, &mut set.warnings)?;
     set.decrypted = (0..plan.waves)
         .chain(base.stale_waves.iter().copied())
         .map(|n| repo.config.wave_name(n))
