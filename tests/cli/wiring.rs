@@ -333,3 +333,134 @@ fn an_environment_apply_would_leave_unbuildable_stops_it() {
         assert_eq!(repo.snapshot(), before);
     }
 }
+
+/// a <- b, applied: two waves.
+fn waved() -> TestRepo {
+    let repo = flat();
+    let run = repo.run(&["apply"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    repo
+}
+
+/// kustomize accepts three names for a folder's kustomization and refuses a folder with more
+/// than one. A wave folder is fluxwave's: another kustomization file in it that only lists
+/// the app tier's files (fluxwave's own listing, or one like it) is replaced by the
+/// generated kustomization.yaml, whether the folder has one yet or not.
+#[test]
+fn another_kustomization_file_in_a_wave_folder_that_only_lists_files_is_replaced() {
+    for (name, before_apply) in [
+        ("kustomization.yml", true),
+        ("Kustomization", true),
+        ("kustomization.yml", false),
+        ("Kustomization", false),
+    ] {
+        let what = format!("{name}, before the first apply: {before_apply}");
+        let repo = if before_apply { flat() } else { waved() };
+        let listing = "# my listing\napiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - a.yaml\n";
+        repo.write(&format!("apps/wave-0/{name}"), listing);
+        let run = repo.run(&["apply"]);
+        assert_eq!(run.code, 0, "{what}: {}", run.stderr);
+        assert!(!repo.exists(&format!("apps/wave-0/{name}")), "{what}");
+        assert!(
+            repo.read("apps/wave-0/kustomization.yaml")
+                .contains("  - a.yaml\n"),
+            "{what}"
+        );
+        kustomize(&repo.path().join("apps/wave-0"));
+        assert_converged(&repo);
+    }
+}
+
+/// One that says more than a listing (a patch, a file that is not the app tier's) is the
+/// user's: apply refuses it, exit 2, naming the file, and writes nothing.
+#[test]
+fn a_hand_written_kustomization_file_in_a_wave_folder_stops_apply() {
+    for (name, text) in [
+        (
+            "kustomization.yml",
+            "resources:\n  - a.yaml\npatches:\n  - path: tune.yaml\n",
+        ),
+        (
+            "Kustomization",
+            "resources:\n  - a.yaml\n  - ../../platform/extra.yaml\n",
+        ),
+    ] {
+        let repo = waved();
+        repo.write(&format!("apps/wave-0/{name}"), text);
+        let before = repo.snapshot();
+        let run = repo.run(&["apply"]);
+        assert_eq!(run.code, 2, "{name}: {}{}", run.stdout, run.stderr);
+        assert!(
+            run.stderr.contains(&format!("apps/wave-0/{name}"))
+                && run.stderr.contains("more than one kustomization file"),
+            "{name}: {}",
+            run.stderr
+        );
+        assert_eq!(repo.snapshot(), before, "{name}");
+    }
+}
+
+/// The flat app tier with two kustomization files is refused (kustomize refuses the folder
+/// too, so Flux builds nothing of it today): which one the user means is theirs to say.
+#[test]
+fn a_flat_app_tier_with_two_kustomization_files_stops_apply() {
+    let repo = flat();
+    let k = repo.read("apps/kustomization.yaml");
+    repo.write("apps/Kustomization", &k);
+    let before = repo.snapshot();
+    for args in [&["apply"][..], &["plan"], &["check"]] {
+        let run = repo.run(args);
+        assert_eq!(run.code, 2, "{args:?}: {}{}", run.stdout, run.stderr);
+        assert!(
+            run.stderr.contains("apps/Kustomization")
+                && run.stderr.contains("apps/kustomization.yaml")
+                && run.stderr.contains("more than one kustomization file"),
+            "{args:?}: {}",
+            run.stderr
+        );
+        assert_eq!(repo.snapshot(), before, "{args:?}");
+    }
+    // Keeping one, apply converges and loses nothing but the flat kustomization.
+    repo.remove("apps/Kustomization");
+    assert_eq!(repo.run(&["apply"]).code, 0);
+    assert!(repo.exists("apps/wave-0/a.yaml") && repo.exists("apps/wave-1/b.yaml"));
+    assert_converged(&repo);
+}
+
+/// A wave that empties leaves its folder when the folder holds the user's files (a README, a
+/// `.gitkeep`): fluxwave removes only its own kustomization, keeps the files, says so once
+/// per run as a warning, and the next run changes nothing.
+#[test]
+fn a_stale_wave_folder_with_the_users_files_is_kept_and_converges() {
+    let repo = waved();
+    repo.write("apps/wave-1/README.md", "# wave 1\nNotes of mine.\n")
+        .write("apps/wave-1/.gitkeep", "");
+    // b no longer depends on a: wave 1 empties.
+    repo.service("b", &[]);
+    let run = repo.run(&["apply"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("warning[foreign-entry]: apps/wave-1: is the folder of a wave that no longer exists, kept for what fluxwave did not write in it: .gitkeep, README.md"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stdout.contains("rmdir"), "{}", run.stdout);
+    assert!(!repo.exists("apps/wave-1/kustomization.yaml"));
+    assert_eq!(
+        repo.read("apps/wave-1/README.md"),
+        "# wave 1\nNotes of mine.\n"
+    );
+    assert!(repo.exists("apps/wave-1/.gitkeep") && repo.exists("apps/wave-0/b.yaml"));
+    assert_eq!(
+        flux_names(&repo, "clusters/dev"),
+        ["apps-wave-0", "platform-config"]
+    );
+    assert_converged(&repo);
+    // A wave folder with nothing of the user's still goes.
+    let repo = waved();
+    repo.service("b", &[]);
+    let run = repo.run(&["apply"]);
+    assert!(run.stdout.contains("rmdir   apps/wave-1"), "{}", run.stdout);
+    assert!(!repo.exists("apps/wave-1"));
+    assert_converged(&repo);
+}

@@ -124,7 +124,7 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
     }
     let mut set = ChangeSet::default();
     waves::moves(repo, plan, &mut set.changes);
-    waves::folders(repo, plan, &mut set.changes)?;
+    waves::folders(repo, plan, &mut set.changes, &mut set.warnings)?;
     let base = base::entries(repo, plan, &mut set)?;
     environments::decryption(repo, plan, &base, &mut set.changes, &mut set.warnings)?;
     set.decrypted = (0..plan.waves)
