@@ -464,3 +464,39 @@ fn a_stale_wave_folder_with_the_users_files_is_kept_and_converges() {
     assert!(!repo.exists("apps/wave-1"));
     assert_converged(&repo);
 }
+
+/// The comments on the entries apply removes (the retired entry of the base, the retired
+/// Kustomization's patch in an environment) are kept where the entry was: apply edits the
+/// hand-kept kustomizations without losing a comment.
+#[test]
+fn the_comments_of_removed_entries_are_kept() {
+    let repo = flat();
+    let base = repo.read("clusters/base/kustomization.yaml").replace(
+        "  - apps.yaml\n",
+        "  - apps.yaml # one Kustomization for now\n",
+    );
+    repo.write("clusters/base/kustomization.yaml", &base);
+    let env = repo.read("clusters/dev/kustomization.yaml").replace(
+        "  - target:\n      kind: Kustomization\n      name: apps\n",
+        "  - target: # the app tier's\n      kind: Kustomization\n      # until the waves\n      name: apps # see base\n",
+    );
+    repo.write("clusters/dev/kustomization.yaml", &env);
+    kustomize(&repo.path().join("clusters/dev"));
+    let run = repo.run(&["apply"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let base = repo.read("clusters/base/kustomization.yaml");
+    assert!(
+        base.contains("  # the app tier\n  # one Kustomization for now\n  - apps-wave-0.yaml\n"),
+        "{base}"
+    );
+    let env = repo.read("clusters/dev/kustomization.yaml");
+    assert!(
+        env.contains("  # decryption for the app tier\n  # the app tier's\n  # until the waves\n  # see base\n  - patch: |-\n"),
+        "{env}"
+    );
+    assert_eq!(
+        flux_names(&repo, "clusters/dev"),
+        ["apps-wave-0", "apps-wave-1", "platform-config"]
+    );
+    assert_converged(&repo);
+}
