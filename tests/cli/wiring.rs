@@ -500,3 +500,61 @@ fn the_comments_of_removed_entries_are_kept() {
     );
     assert_converged(&repo);
 }
+
+/// The base's own patches of the retired Kustomization go with it too (a sibling of the
+/// environments' patches), and what they set is reported.
+#[test]
+fn the_bases_patches_of_the_retired_kustomization_go_with_it() {
+    let targeted = "patches:\n  # longer for the big ones\n  - target:\n      kind: Kustomization\n      name: apps\n    patch: |-\n      - op: add\n        path: /spec/timeout\n        value: 15m\n";
+    let inline = "patches:\n  - patch: |-\n      apiVersion: kustomize.toolkit.fluxcd.io/v1\n      kind: Kustomization\n      metadata:\n        name: apps\n        namespace: flux-system\n      spec:\n        timeout: 15m\n";
+    for (what, patches) in [("targeted", targeted), ("inline", inline)] {
+        let repo = flat();
+        let base = format!("{}{patches}", repo.read("clusters/base/kustomization.yaml"));
+        repo.write("clusters/base/kustomization.yaml", &base);
+        kustomize(&repo.path().join("clusters/dev"));
+        let run = repo.run(&["apply"]);
+        assert_eq!(run.code, 0, "{what}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("warning[retired-setting-dropped]: clusters/base/kustomization.yaml: the base patches spec.timeout: \"15m\" into `apps`; the waves get `\"5m\"` from waves.spec"),
+            "{what}: {}",
+            run.stderr
+        );
+        let base = repo.read("clusters/base/kustomization.yaml");
+        assert!(!base.contains("name: apps\n"), "{what}: {base}");
+        assert_eq!(
+            flux_names(&repo, "clusters/dev"),
+            ["apps-wave-0", "apps-wave-1", "platform-config"],
+            "{what}"
+        );
+        assert_converged(&repo);
+    }
+}
+
+/// A stale wave folder holding a folder or a link of the user's is kept the same way
+/// (removing it failed on every run).
+#[test]
+fn a_stale_wave_folder_with_a_folder_of_the_users_is_kept_and_converges() {
+    let repo = waved();
+    repo.write("apps/wave-1/notes/todo.md", "- later\n");
+    std::os::unix::fs::symlink(
+        "../../platform-config",
+        repo.path().join("apps/wave-1/link"),
+    )
+    .unwrap();
+    repo.service("b", &[]);
+    let run = repo.run(&["apply"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("apps/wave-1: is the folder of a wave that no longer exists, kept for what fluxwave did not write in it: link, notes"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(repo.read("apps/wave-1/notes/todo.md"), "- later\n");
+    assert!(std::fs::symlink_metadata(repo.path().join("apps/wave-1/link")).is_ok());
+    let before = repo.snapshot();
+    let run = repo.run(&["apply"]);
+    assert_eq!(run.stdout, "nothing to change\n", "{}", run.stderr);
+    assert_eq!(repo.snapshot(), before);
+    // `check` warns (foreign-entry), it does not fail.
+    assert_eq!(repo.run(&["check"]).code, 0);
+}

@@ -11,10 +11,11 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::{
-    dropped_settings, edit_failed, list_files, parse_docs, require, write_if_changed, Change,
-    ChangeSet, Drift, Op,
+    dropped_settings, edit_failed, list_files, lost_settings, parse_docs, require,
+    write_if_changed, Change, ChangeSet, Drift, Op, Patches,
 };
 use crate::error::{Result, SourceError};
+use crate::flux::decryption::{self, PatchEntry, PATCH_FIELDS};
 use crate::flux::{self, discover, Kustomization};
 use crate::kustomize::resolve_under;
 use crate::plan::Plan;
@@ -196,15 +197,58 @@ pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<B
         .map(|n| format!("{}.yaml", config.wave_name(n)))
         .collect();
     let current: Vec<&str> = managed.iter().map(|&i| entries[i].as_str()).collect();
+    let mut new = base_text.clone();
+    let mut why = Vec::new();
     if current != desired {
-        let new = edit::edit_sequence(
-            &base_text,
+        new = edit::edit_sequence(
+            &new,
             "resources",
             &managed,
             managed.first().copied(),
             &desired,
         )
         .map_err(|e| edit_failed(&base_rel, e))?;
+        why.push("one entry per wave, the retired entry removed");
+    }
+    // The base's own patches of the retired Kustomization go with it, as an environment's do
+    // (see `environments`): left behind, one breaks the build or is dead.
+    let tree = FileTree::on_disk(&repo.root);
+    let of_retired: Vec<(PatchEntry, &str)> = decryption::patch_entries(&base_doc)
+        .into_iter()
+        .filter(|at| decryption::targets_flux_kustomization(&tree, &base_dir, at))
+        .filter_map(|at| {
+            let (name, _) = decryption::literal_target(&tree, &base_dir, &at)?;
+            let name = retired_names.get(&name)?;
+            Some((at, name.as_str()))
+        })
+        .collect();
+    if !of_retired.is_empty() {
+        for field in PATCH_FIELDS {
+            let remove: Vec<usize> = of_retired
+                .iter()
+                .filter(|(at, _)| at.field == field)
+                .map(|(at, _)| at.index)
+                .collect();
+            new = edit::edit_sequence(&new, field, &remove, None, &[])
+                .map_err(|e| edit_failed(&base_rel, e))?;
+        }
+        why.push("the patches of the retired Kustomization removed");
+        // The waves get what `waves.spec` gives them, in every environment.
+        let carried = |key: &str, value: &Value| config.waves.spec.get(key) == Some(value);
+        warnings.extend(lost_settings(
+            repo,
+            &tree,
+            &retired_objects,
+            &Patches {
+                rel: &base_rel,
+                dir: &base_dir,
+                who: "the base".into(),
+                patches: of_retired,
+            },
+            &carried,
+        ));
+    }
+    if new != base_text {
         changes.push(Change {
             op: Op::Write {
                 path: base_rel.clone(),
@@ -212,7 +256,7 @@ pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<B
                 new,
             },
             drift: Drift::BaseEntries,
-            why: "one entry per wave, the retired entry removed".into(),
+            why: why.join("; "),
         });
     }
     Ok(Base {

@@ -8,11 +8,10 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::base::Base;
-use super::{edit_failed, require, Change, Drift, Op, Warning};
-use crate::diag::Code;
+use super::{edit_failed, lost_settings, require, Change, Drift, Op, Patches, Warning};
 use crate::error::{Result, SourceError};
 use crate::flux::decryption::{self, PatchEntry, PATCH_FIELDS};
 use crate::flux::inventory::{self, Owners};
@@ -126,16 +125,30 @@ pub(super) fn decryption(
                 .find(|o| o.id.name == name)
                 .map(|o| decryption::ends_decrypted(&o.object))
         };
+        let patches: Vec<(PatchEntry, &str)> = removed
+            .iter()
+            .filter_map(|e| Some((e.at, e.name.as_deref()?)))
+            .collect();
+        // A setting is carried when every wave the environment builds ends with it.
+        let carried = |key: &str, value: &Value| {
+            wave_names.iter().all(|w| {
+                now.owners
+                    .iter()
+                    .find(|o| o.id.name == *w)
+                    .is_none_or(|o| o.object.pointer(&format!("/spec/{key}")) == Some(value))
+            })
+        };
         warnings.extend(lost_settings(
             repo,
             &after,
-            &dir,
-            &rel,
-            &env.name,
-            base,
-            &removed,
-            &now,
-            &wave_names,
+            &base.retired,
+            &Patches {
+                rel: &rel,
+                dir: &dir,
+                who: format!("environment `{}`", env.name),
+                patches,
+            },
+            &carried,
         ));
         let undecrypted: Vec<&String> = wave_names
             .iter()
@@ -282,103 +295,6 @@ fn unbuildable(
     )
     .help("what the error names still refers to a Kustomization apply removes, in a place apply does not edit: remove it or point it at the waves, then run `fluxwave apply` again")
     .into()
-}
-
-/// The settings the `removed` patches gave a Kustomization that is gone and that no wave of
-/// the environment's build (`now`, the patches removed) carries: each is a warning. What a
-/// patch sets is asked of the builder's patch code, applied to the retired Kustomization as
-/// the base writes it (or a bare one, when it is already gone).
-#[allow(clippy::too_many_arguments)]
-fn lost_settings(
-    repo: &Repo,
-    tree: &FileTree,
-    dir: &str,
-    rel: &str,
-    env: &str,
-    base: &Base,
-    removed: &[&Entry],
-    now: &Owners,
-    wave_names: &[String],
-) -> Vec<Warning> {
-    let config = &repo.config;
-    let mut builder = Builder::owners_only(tree);
-    let mut out = Vec::new();
-    for e in removed {
-        let Some(name) = e.name.as_deref() else {
-            continue;
-        };
-        let object = base
-            .retired
-            .iter()
-            .find(|k| k.name == name)
-            .map(|k| k.object.clone())
-            .unwrap_or_else(|| {
-                json!({
-                    "apiVersion": format!("{}/v1", crate::flux::KUSTOMIZE_GROUP),
-                    "kind": "Kustomization",
-                    "metadata": {"name": name, "namespace": config.waves.namespace},
-                    "spec": {},
-                })
-            });
-        let mut k = serde_json::Map::new();
-        k.insert(e.at.field.into(), Value::Array(vec![e.at.entry.clone()]));
-        let what = format!("{rel}: {}[{}]", e.at.field, e.at.index);
-        let help = format!(
-            "to keep it in environment `{env}`, patch the waves in {rel} (target kind Kustomization, name `{}.*`), or set it in waves.spec of fluxwave.yaml",
-            config.waves.name_prefix
-        );
-        let before = object.get("spec").cloned().unwrap_or(Value::Null);
-        let patched = builder
-            .transform_objects(&what, dir, &k, vec![object])
-            .ok()
-            .and_then(|o| o.into_iter().next());
-        let Some(after) = patched else {
-            out.push(Warning {
-                code: Code::RetiredSettingDropped,
-                path: rel.to_string(),
-                message: format!(
-                    "environment `{env}` patches `{name}` ({}[{}]), which goes with it; what it sets could not be read",
-                    e.at.field, e.at.index
-                ),
-                help,
-            });
-            continue;
-        };
-        let after = after.get("spec").cloned().unwrap_or(Value::Null);
-        for (key, value) in after.as_object().into_iter().flatten() {
-            if before.get(key) == Some(value)
-                || matches!(
-                    key.as_str(),
-                    "path" | "dependsOn" | "decryption" | "prune" | "suspend" | "deletionPolicy"
-                )
-            {
-                continue;
-            }
-            let carried = wave_names.iter().all(|w| {
-                now.owners
-                    .iter()
-                    .find(|o| o.id.name == *w)
-                    .is_none_or(|o| o.object.pointer(&format!("/spec/{key}")) == Some(value))
-            });
-            if carried {
-                continue;
-            }
-            let waves = match config.waves.spec.get(key.as_str()) {
-                Some(w) => format!("`{}`", serde_json::to_string(w).unwrap_or_default()),
-                None => "nothing".to_string(),
-            };
-            out.push(Warning {
-                code: Code::RetiredSettingDropped,
-                path: rel.to_string(),
-                message: format!(
-                    "environment `{env}` patches spec.{key}: {} into `{name}`; the waves get {waves} from waves.spec",
-                    serde_json::to_string(value).unwrap_or_default()
-                ),
-                help: help.clone(),
-            });
-        }
-    }
-    out
 }
 
 /// The working tree as `changes` leave it, read from disk on demand. Writes and removals
