@@ -558,3 +558,43 @@ fn a_stale_wave_folder_with_a_folder_of_the_users_is_kept_and_converges() {
     // `check` warns (foreign-entry), it does not fail.
     assert_eq!(repo.run(&["check"]).code, 0);
 }
+
+/// An environment's or the base's kustomization may be under any name kustomize reads
+/// (`kustomization.yml`, `Kustomization`): apply edits that file; two in one folder are
+/// refused, as kustomize refuses them.
+#[test]
+fn the_wiring_kustomizations_may_have_any_name_kustomize_reads() {
+    for name in ["kustomization.yml", "Kustomization"] {
+        let repo = flat();
+        for dir in ["clusters/dev", "clusters/base"] {
+            let text = repo.read(&format!("{dir}/kustomization.yaml"));
+            repo.remove(&format!("{dir}/kustomization.yaml"));
+            repo.write(&format!("{dir}/{name}"), &text);
+        }
+        let run = repo.run(&["apply"]);
+        assert_eq!(run.code, 0, "{name}: {}", run.stderr);
+        assert!(!repo.exists("clusters/dev/kustomization.yaml"), "{name}");
+        assert!(
+            repo.read(&format!("clusters/base/{name}"))
+                .contains("  - apps-wave-1.yaml\n"),
+            "{name}"
+        );
+        assert_eq!(
+            flux_names(&repo, "clusters/dev"),
+            ["apps-wave-0", "apps-wave-1", "platform-config"],
+            "{name}"
+        );
+        assert_converged(&repo);
+        repo.write("clusters/dev/kustomization.yaml", "resources: []\n");
+        let before = repo.snapshot();
+        let run = repo.run(&["apply"]);
+        assert_eq!(run.code, 2, "{name}: {}", run.stdout);
+        assert!(
+            run.stderr
+                .contains("clusters/dev holds more than one kustomization file"),
+            "{name}: {}",
+            run.stderr
+        );
+        assert_eq!(repo.snapshot(), before);
+    }
+}

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::{
-    dropped_settings, edit_failed, list_files, lost_settings, parse_docs, require,
+    dropped_settings, edit_failed, kustomization_in, list_files, lost_settings, parse_docs,
     write_if_changed, Change, ChangeSet, Drift, Op, Patches,
 };
 use crate::error::{Result, SourceError};
@@ -82,8 +82,8 @@ pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<B
     let config = &repo.config;
     let (changes, warnings) = (&mut set.changes, &mut set.warnings);
     let base = &config.base;
-    let base_rel = format!("{base}/kustomization.yaml");
-    let base_text = require(repo, &base_rel, "fluxwave keeps the wave entries of clusters.base's kustomization.yaml; create it, or set clusters.base in fluxwave.yaml")?;
+    let (base_name, base_text) = kustomization_in(repo, base, "fluxwave keeps the wave entries of clusters.base's kustomization.yaml; create it, or set clusters.base in fluxwave.yaml")?;
+    let base_rel = format!("{base}/{base_name}");
     let base_doc = yaml::parse_value(&base_rel, &Text::new(base_text.clone()))?;
     let entries: Vec<String> = base_doc
         .get("resources")
@@ -115,7 +115,7 @@ pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<B
     };
     for file in base_files
         .iter()
-        .filter(|f| wave_file(f).is_none() && f.as_str() != "kustomization.yaml")
+        .filter(|f| wave_file(f).is_none() && **f != base_name)
     {
         let rel = format!("{base}/{file}");
         let Some(text) = repo.read_optional(&rel)? else {

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::base::Base;
-use super::{edit_failed, lost_settings, require, Change, Drift, Op, Patches, Warning};
+use super::{edit_failed, kustomization_in, lost_settings, Change, Drift, Op, Patches, Warning};
 use crate::error::{Result, SourceError};
 use crate::flux::decryption::{self, PatchEntry, PATCH_FIELDS};
 use crate::flux::inventory::{self, Owners};
@@ -56,16 +56,16 @@ pub(super) fn decryption(
     let after = tree_after(repo, changes);
     let namespace = &config.waves.namespace;
     for env in &config.environments {
-        let rel = format!("{}/kustomization.yaml", env.path);
-        let text = require(
+        let (name, text) = kustomization_in(
             repo,
-            &rel,
+            &env.path,
             "list your environments under clusters.environments in fluxwave.yaml",
         )?;
+        let rel = format!("{}/{name}", env.path);
         let doc = yaml::parse_value(&rel, &Text::new(text.clone()))?;
         let dir = normalize_path(&env.path);
         // The kustomization the builder reads for the environment (`rel`, normalised).
-        let file = crate::fs::join(&dir, "kustomization.yaml").unwrap_or_default();
+        let file = crate::fs::join(&dir, &name).unwrap_or_default();
         let build = |text: &str| -> Result<Owners> {
             inventory::owners(&after.clone().with_file(&file, text), &dir)
                 .map_err(|e| unbuildable(repo, &rel, &dir, &env.name, &gone, &e))

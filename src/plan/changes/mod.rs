@@ -104,9 +104,26 @@ pub(super) fn parse_docs(rel: &str, text: &str) -> Result<Vec<Value>> {
     Ok(yaml::parse_all(rel, &Text::new(text.to_string()))?)
 }
 
-pub(super) fn require(repo: &Repo, rel: &str, help: &str) -> Result<String> {
-    repo.read_optional(rel)?
-        .ok_or_else(|| SourceError::new(rel, "not found").help(help).into())
+/// The kustomization of hand-kept folder `dir`, under whichever name kustomize reads it from
+/// (`repo::apptier::KUSTOMIZATION_NAMES`): its name and text. None is an error with `help`;
+/// more than one is refused, as kustomize refuses it.
+pub(super) fn kustomization_in(repo: &Repo, dir: &str, help: &str) -> Result<(String, String)> {
+    let mut found = Vec::new();
+    for name in crate::repo::apptier::KUSTOMIZATION_NAMES {
+        if let Some(text) = repo.read_optional(&format!("{dir}/{name}"))? {
+            found.push((name.to_string(), text));
+        }
+    }
+    let names: Vec<String> = found.iter().map(|(n, _)| n.clone()).collect();
+    crate::plan::refuse_many_kustomizations(dir, &names)?;
+    match found.pop() {
+        Some(k) => Ok(k),
+        None => Err(
+            SourceError::new(format!("{dir}/kustomization.yaml"), "not found")
+                .help(help)
+                .into(),
+        ),
+    }
 }
 
 pub(super) fn edit_failed(rel: &str, why: impl std::fmt::Display) -> Error {
