@@ -87,13 +87,14 @@ pub(super) fn decryption(
                 }
             })
             .collect();
-        // A patch for a Kustomization the environment no longer builds goes too: one that
-        // gives it decryption, and any other that can only patch a Flux Kustomization (left
-        // behind, one that names its target by its own header breaks the build, and one with
-        // a `target` is dead). Which those are is known from this run (the retired one, stale
-        // waves) and, when the environment's build (without its own patches, which name
-        // them) saw everything, from what it builds: so a run interrupted after the base lost
-        // its retired entry still removes that entry's patches.
+        // A patch for a Kustomization this run removes (the retired one, stale waves) goes
+        // too: one that gives it decryption, and any other that can only patch a Flux
+        // Kustomization (left behind, one that names its target by its own header breaks
+        // the build, and one with a `target` is dead). A decryption patch also goes when the
+        // environment's build (without its own patches, which name them) saw everything and
+        // has no Kustomization of that name: so a run interrupted after the base lost its
+        // retired entry still removes that entry's decryption. (The retired file itself is
+        // removed last, so a rerun still finds it and its other patches.)
         let unpatched = build(&without_patches(&doc))?;
         let exists_after = |n: &str| {
             wave_names.iter().any(|w| w == n)
@@ -101,11 +102,12 @@ pub(super) fn decryption(
         };
         let removed: Vec<&Entry> = entries
             .iter()
-            .filter(|e| e.decrypts || e.flux_only)
             .filter(|e| {
-                e.name
-                    .as_deref()
-                    .is_some_and(|n| gone.contains(n) || (unpatched.complete && !exists_after(n)))
+                e.name.as_deref().is_some_and(|n| {
+                    let gone_now = gone.contains(n);
+                    (e.flux_only && gone_now)
+                        || (e.decrypts && (gone_now || (unpatched.complete && !exists_after(n))))
+                })
             })
             .collect();
         // Which waves end without decryption once the stale entries are gone.
