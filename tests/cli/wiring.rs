@@ -598,3 +598,24 @@ fn the_wiring_kustomizations_may_have_any_name_kustomize_reads() {
         assert_eq!(repo.snapshot(), before);
     }
 }
+
+/// A patch that selects the retired Kustomization by a regular expression or a selector is
+/// not fluxwave's to remove (it may select others), but what it gave the retired one and
+/// the waves will not get is reported all the same.
+#[test]
+fn a_setting_a_regex_patch_gave_the_retired_kustomization_is_reported() {
+    let repo = flat();
+    let env = format!("{}  - target:\n      kind: Kustomization\n      name: ^apps$\n    patch: |-\n      - op: add\n        path: /spec/timeout\n        value: 15m\n", repo.read("clusters/dev/kustomization.yaml"));
+    repo.write("clusters/dev/kustomization.yaml", &env);
+    let run = repo.run(&["apply"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("warning[retired-setting-dropped]: clusters/dev/kustomization.yaml: environment `dev` patches spec.timeout: \"15m\" into `apps`"),
+        "{}",
+        run.stderr
+    );
+    assert!(repo
+        .read("clusters/dev/kustomization.yaml")
+        .contains("name: ^apps$\n"));
+    assert_converged(&repo);
+}

@@ -244,6 +244,7 @@ pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<B
                 dir: &base_dir,
                 who: "the base".into(),
                 patches: of_retired,
+                kept: false,
             },
             &carried,
         ));

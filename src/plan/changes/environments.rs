@@ -131,6 +131,13 @@ pub(super) fn decryption(
             .iter()
             .filter_map(|e| Some((e.at, e.name.as_deref()?)))
             .collect();
+        // The entries that stay may still have given the retired Kustomization a setting (a
+        // regular expression or a selector that matched it): each is asked too.
+        let staying: Vec<(PatchEntry, &str)> = entries
+            .iter()
+            .filter(|e| !removed.iter().any(|r| std::ptr::eq(*r, *e)))
+            .flat_map(|e| base.retired.iter().map(|k| (e.at, k.name.as_str())))
+            .collect();
         // A setting is carried when every wave the environment builds ends with it.
         let carried = |key: &str, value: &Value| {
             wave_names.iter().all(|w| {
@@ -149,6 +156,20 @@ pub(super) fn decryption(
                 dir: &dir,
                 who: format!("environment `{}`", env.name),
                 patches,
+                kept: false,
+            },
+            &carried,
+        ));
+        warnings.extend(lost_settings(
+            repo,
+            &after,
+            &base.retired,
+            &Patches {
+                rel: &rel,
+                dir: &dir,
+                who: format!("environment `{}`", env.name),
+                patches: staying,
+                kept: true,
             },
             &carried,
         ));

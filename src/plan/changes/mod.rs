@@ -184,14 +184,16 @@ pub(super) fn dropped_settings(
         .collect()
 }
 
-/// Patches of Kustomizations that are gone, removed from kustomization `rel` of folder `dir`:
-/// each entry with the name of the Kustomization it patched. `who` names the kustomization
-/// in messages (`environment `dev``).
+/// Patches of Kustomizations that are gone, in kustomization `rel` of folder `dir`: each
+/// entry with the name of the Kustomization it patched. `who` names the kustomization in
+/// messages (`environment `dev``). `kept` is for entries that stay (they may patch other
+/// objects): one that does not apply to the gone Kustomization says nothing.
 pub(super) struct Patches<'a> {
     pub rel: &'a str,
     pub dir: &'a str,
     pub who: String,
     pub patches: Vec<(PatchEntry<'a>, &'a str)>,
+    pub kept: bool,
 }
 
 /// The settings removed patches gave a Kustomization that is gone and that the waves do not
@@ -210,18 +212,18 @@ pub(super) fn lost_settings(
     let mut builder = Builder::owners_only(tree);
     let mut out = Vec::new();
     for (at, name) in &removed.patches {
-        let object = retired
-            .iter()
-            .find(|k| k.name == *name)
-            .map(|k| k.object.clone())
-            .unwrap_or_else(|| {
-                json!({
-                    "apiVersion": format!("{}/v1", crate::flux::KUSTOMIZE_GROUP),
-                    "kind": "Kustomization",
-                    "metadata": {"name": name, "namespace": config.waves.namespace},
-                    "spec": {},
-                })
-            });
+        let known = retired.iter().find(|k| k.name == *name);
+        if removed.kept && known.is_none() {
+            continue;
+        }
+        let object = known.map(|k| k.object.clone()).unwrap_or_else(|| {
+            json!({
+                "apiVersion": format!("{}/v1", crate::flux::KUSTOMIZE_GROUP),
+                "kind": "Kustomization",
+                "metadata": {"name": name, "namespace": config.waves.namespace},
+                "spec": {},
+            })
+        });
         let mut k = Map::new();
         k.insert(at.field.into(), Value::Array(vec![at.entry.clone()]));
         let what = format!("{rel}: {}[{}]", at.field, at.index);
@@ -235,6 +237,9 @@ pub(super) fn lost_settings(
             .ok()
             .and_then(|o| o.into_iter().next());
         let Some(after) = patched else {
+            if removed.kept {
+                continue;
+            }
             out.push(Warning {
                 code: Code::RetiredSettingDropped,
                 path: rel.to_string(),
