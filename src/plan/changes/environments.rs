@@ -133,9 +133,11 @@ pub(super) fn decryption(
             .collect();
         // The entries that stay may still have given the retired Kustomization a setting (a
         // regular expression or a selector that matched it): each is asked too.
+        let gone_at: std::collections::HashSet<(&str, usize)> =
+            removed.iter().map(|e| (e.at.field, e.at.index)).collect();
         let staying: Vec<(PatchEntry, &str)> = entries
             .iter()
-            .filter(|e| !removed.iter().any(|r| std::ptr::eq(*r, *e)))
+            .filter(|e| !gone_at.contains(&(e.at.field, e.at.index)))
             .flat_map(|e| base.retired.iter().map(|k| (e.at, k.name.as_str())))
             .collect();
         // A setting is carried when every wave the environment builds ends with it.
