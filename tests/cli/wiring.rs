@@ -619,3 +619,17 @@ fn a_setting_a_regex_patch_gave_the_retired_kustomization_is_reported() {
         .contains("name: ^apps$\n"));
     assert_converged(&repo);
 }
+
+/// A copy of the retired Kustomization that the base does not list and that is no manifest
+/// (`apps.yaml.bak`) is the user's: Flux never reads it, and apply leaves it.
+#[test]
+fn an_unlisted_backup_of_the_retired_kustomization_is_kept() {
+    let repo = flat();
+    let retired = repo.read("clusters/base/apps.yaml");
+    repo.write("clusters/base/apps.yaml.bak", &retired);
+    let run = repo.run(&["apply"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!repo.exists("clusters/base/apps.yaml"));
+    assert_eq!(repo.read("clusters/base/apps.yaml.bak"), retired);
+    assert_converged(&repo);
+}

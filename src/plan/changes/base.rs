@@ -113,10 +113,13 @@ pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<B
         own.iter()
             .any(|(namespace, source)| source_of(k, namespace) == *source)
     };
-    for file in base_files
-        .iter()
-        .filter(|f| wave_file(f).is_none() && **f != base_name)
-    {
+    // An unlisted file is looked at only when it is a manifest: a name the entry of an
+    // interrupted run had, not a backup (`apps.yaml.bak`) Flux never reads.
+    for file in base_files.iter().filter(|f| {
+        wave_file(f).is_none()
+            && **f != base_name
+            && (listed.contains(f.as_str()) || crate::fs::is_manifest(f))
+    }) {
         let rel = format!("{base}/{file}");
         let Some(text) = repo.read_optional(&rel)? else {
             continue;
