@@ -317,6 +317,38 @@ impl Builds {
     }
 }
 
+/// Whether `o`'s build of this repository fails on its way through Flux Kustomizations
+/// (a file it reads, other than its own object's, declares one), so that the Kustomizations it applies, and so where the
+/// rest of the repository is reconciled from, are not known. When that holds in both
+/// revisions, the Kustomizations an earlier build of it applied are still in the cluster and
+/// reconcile the newer revision (kustomize-controller applies nothing of a failing build and
+/// prunes nothing, `KustomizationReconciler.reconcile`): any change of the repository may
+/// reach them. `recording` is `tree` recording what a build reads.
+fn hides_what_it_applies(
+    o: &Owner,
+    inv: &Inventory,
+    tree: &FileTree,
+    recording: &FileTree,
+) -> bool {
+    let root = inv.owners.values().find(|r| r.parent.is_none());
+    if o.built || !o.artifact_files.is_empty() || root.is_none_or(|r| r.source() != o.source()) {
+        return false;
+    }
+    let seen = inventory::footprint(recording, &inv.env_path, o);
+    // Its own object's file declares itself.
+    let declares = |file: &str| {
+        file != o.file
+            && tree
+                .read(file)
+                .is_some_and(|t| t.contains(crate::flux::KUSTOMIZE_GROUP))
+    };
+    seen.files.iter().any(|f| declares(f))
+        || seen
+            .folders
+            .iter()
+            .any(|d| tree.files_under(d).any(declares))
+}
+
 /// The owners of one environment whose objects fluxwave cannot wholly see in either
 /// revision (`Owner::unmodelled`) and that the change touches. An owner the change does not
 /// touch applies what it applied before, whatever that is. The change touches an owner when
@@ -325,6 +357,8 @@ impl Builds {
 ///   (an OCIRepository's tag, a GitRepository's branch);
 /// - for any other: when a file its build reads, or a folder it lists, changes
 ///   (`inventory::footprint`);
+/// - for one whose build of this repository fails in both revisions on its way through
+///   Flux Kustomizations: when anything changes (`hides_what_it_applies`);
 /// - and for every one when the root's own file changes (its source's `spec.ignore` decides
 ///   what each build of the artifact sees).
 fn unseen<'a>(
@@ -392,6 +426,9 @@ fn unseen<'a>(
                     || a.object != b.object
                     || touches(a, old, &recording[0])
                     || touches(b, new, &recording[1])
+                    || (!changed.is_empty()
+                        && hides_what_it_applies(a, old, old_tree, &recording[0])
+                        && hides_what_it_applies(b, new, new_tree, &recording[1]))
             }
             // Added or removed by the change.
             _ => true,

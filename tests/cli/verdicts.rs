@@ -519,3 +519,30 @@ fn a_folder_of_two_kustomization_files_is_a_failed_build_not_one_of_them() {
         .unwrap();
     assert!(!out.status.success());
 }
+
+#[test]
+fn a_kustomization_whose_build_fails_in_both_revisions_hides_what_it_applies() {
+    // The root's build fails before and after the change, so Flux applies neither; but the
+    // `apps` Kustomization an earlier build of it applied is still in the cluster and
+    // reconciles the newer revision: the ConfigMap removed below is deleted. What a failing
+    // build applies is not known, so every change of its source may reach it.
+    let repo = TestRepo::empty();
+    repo.write(
+        "clusters/dev/kustomization.yaml",
+        "resources: [apps.yaml, missing.yaml]\n",
+    )
+    .write("clusters/dev/apps.yaml", &ks("apps", "./apps", &[]))
+    .write("apps/web.yaml", &config_map("web", "web"))
+    .write("apps/db.yaml", &config_map("db", "web"));
+    repo.commit_all("broken root");
+    repo.remove("apps/db.yaml");
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!(code, 1, "{doc}");
+    assert_eq!(doc["verdict"], "incomplete");
+    assert_eq!(incomplete(&doc), ["flux-system/flux-system"]);
+    let why = doc["incomplete"][0]["why"].to_string();
+    assert!(why.contains("missing.yaml"), "{why}");
+    // The same revision compared with itself changes nothing Flux does.
+    let (code, doc) = cutover(&repo, &["--from", "HEAD", "--to", "HEAD"]);
+    assert_eq!((code, doc["verdict"].as_str()), (0, Some("safe")));
+}
