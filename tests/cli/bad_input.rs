@@ -168,7 +168,7 @@ fn malformed_yaml_in_a_catalog_file() {
         (
             &unclosed,
             "catalog/b.yaml:5:7",
-            "expected mapping start",
+            "expected a mapping",
             "line 5 column 7",
         ),
     ] {
@@ -431,7 +431,7 @@ fn absurd_nesting_in_a_catalog_file() {
     let run = refused_quickly(&repo);
     // The line is too long to show: the location is printed without the snippet.
     has(&run, "catalog/c.yaml:1:");
-    has(&run, "recursion limit exceeded");
+    has(&run, "nested more than 64 levels deep");
     assert!(
         run.stderr.len() < 2_000,
         "{} bytes of stderr",
@@ -450,6 +450,55 @@ fn absurd_nesting_in_fluxwave_yaml() {
         "{} bytes of stderr",
         run.stderr.len()
     );
+}
+
+/// The YAML reader's limits and complaints reach the user in the product's words, located
+/// and with what to do: never as Rust debug text (`Nodes { nodes: 250001 }`) nor as advice
+/// on the reader's API (`set DuplicateKeyPolicy in Options`, `use Option<String>`).
+#[test]
+fn reader_errors_name_the_place_and_what_to_do_in_the_products_words() {
+    let leaks = ["budget breached", "{ ", "Options", "Option<", "from_str"];
+    let cases = [
+        (
+            "fluxwave.yaml",
+            format!("waves:\n  spec:\n{}", alias_bomb("    ")),
+            "[fluxwave.yaml:",
+            "values (after aliases are expanded)",
+        ),
+        (
+            "fluxwave.yaml",
+            format!(
+                "waves:\n  spec:\n    x: {}1{}\n",
+                "[".repeat(100),
+                "]".repeat(100)
+            ),
+            "[fluxwave.yaml:3:",
+            "nested more than 64 levels deep",
+        ),
+        (
+            "catalog/a.yaml",
+            "apiVersion: fluxwave.dev/v1alpha1\nkind: ServiceDefinition\nmetadata:\n  name: a\n  name: a\nspec: {}\n".to_string(),
+            "[catalog/a.yaml:5:3]",
+            "key `name` appears twice in the same mapping",
+        ),
+        (
+            "catalog/a.yaml",
+            "apiVersion: fluxwave.dev/v1alpha1\nkind: ServiceDefinition\nmetadata:\n  name:\nspec: {}\n".to_string(),
+            "[catalog/a.yaml:4:",
+            "the field is empty",
+        ),
+    ];
+    for (file, text, at, says) in cases {
+        let repo = minimal();
+        repo.write(file, &text);
+        let run = refused_quickly(&repo);
+        has(&run, at);
+        has(&run, says);
+        has(&run, "help: ");
+        for leak in leaks {
+            lacks(&run, leak);
+        }
+    }
 }
 
 #[test]
