@@ -223,6 +223,14 @@ fn tree_of(
     }
 }
 
+/// Whether `root` or a folder above it holds a `.git`: a repository, whatever git says.
+fn in_a_repository(root: &Path) -> bool {
+    let start = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    start
+        .ancestors()
+        .any(|dir| dir.join(".git").symlink_metadata().is_ok())
+}
+
 /// Every regular file under `root`, `.git` and links left out, handed to `visit` with its
 /// path relative to `root` (UTF-8 names only). A folder or entry that cannot be read fails
 /// the walk when `strict`, and is passed over otherwise.
@@ -264,10 +272,50 @@ fn walk_files(
     Ok(())
 }
 
-fn git(root: &Path) -> Command {
+/// The variables through which an inherited environment would point git at another
+/// repository, index, object store or ref namespace than the one fluxwave was given: git's
+/// own list of a repository's local variables (`local_repo_env` in git's `environment.c`,
+/// printed by `git rev-parse --local-env-vars`), which git itself clears when it moves into
+/// a submodule, and `GIT_NAMESPACE`. Configuration (`GIT_CONFIG_*`, where a CI sets
+/// `safe.directory`) is kept: it says how to read, not what.
+const REDIRECTING_GIT_VARS: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_COMMON_DIR",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_GRAFT_FILE",
+    "GIT_SHALLOW_FILE",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_NO_REPLACE_OBJECTS",
+    "GIT_PREFIX",
+    "GIT_NAMESPACE",
+];
+
+/// `git -C root`, for the repository at `root` and no other: whatever the environment says.
+pub fn git_command(root: &Path) -> Command {
     let mut c = Command::new("git");
+    for var in REDIRECTING_GIT_VARS {
+        c.env_remove(var);
+    }
     c.arg("-C").arg(root);
     c
+}
+
+fn git(root: &Path) -> Command {
+    git_command(root)
+}
+
+/// Why git could not be run at all, in words that say what to do.
+fn cannot_run(e: &std::io::Error) -> String {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        "git is not installed (no `git` on PATH); fluxwave reads revisions with git: install it"
+            .to_string()
+    } else {
+        format!("cannot run git: {e}")
+    }
 }
 
 fn run_git(root: &Path, args: &[&str]) -> Result<Vec<u8>> {
@@ -275,7 +323,7 @@ fn run_git(root: &Path, args: &[&str]) -> Result<Vec<u8>> {
         .args(args)
         .stderr(Stdio::piped())
         .output()
-        .map_err(|e| Error::git(args, format!("cannot run git: {e}")))?;
+        .map_err(|e| Error::git(args, cannot_run(&e)))?;
     if !out.status.success() {
         return Err(Error::git(
             args,
@@ -285,22 +333,81 @@ fn run_git(root: &Path, args: &[&str]) -> Result<Vec<u8>> {
     Ok(out.stdout)
 }
 
-/// Fails with a clear message unless `root` is inside a git working tree.
-pub fn require_git(root: &Path) -> Result<()> {
-    let ok = git(root)
+/// What git makes of the folder fluxwave was given.
+#[derive(Debug)]
+pub enum GitState {
+    /// Inside a git working tree.
+    WorkTree,
+    /// In no git repository (git runs, and finds none).
+    NotARepository,
+    /// Anything else that keeps fluxwave from reading the repository with git: git is not
+    /// installed, refuses a repository owned by someone else, or the folder is a repository's
+    /// `.git` folder. Said in full, with what to do.
+    Refused(String),
+}
+
+/// Asks git what `root` is.
+pub fn git_state(root: &Path) -> GitState {
+    let out = match git(root)
         .args(["rev-parse", "--is-inside-work-tree"])
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .output()
-        .map(|o| o.status.success() && o.stdout.starts_with(b"true"))
-        .unwrap_or(false);
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::Usage(format!(
+    {
+        Ok(out) => out,
+        Err(e) => return GitState::Refused(cannot_run(&e)),
+    };
+    if out.status.success() {
+        return if out.stdout.starts_with(b"true") {
+            GitState::WorkTree
+        } else {
+            GitState::Refused(format!(
+                "{} is inside a git folder, not a working tree: name the repository's root",
+                root.display()
+            ))
+        };
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // git's words (setup.c, `ensure_valid_ownership`): "detected dubious ownership in
+    // repository at '...'", then its advice, `git config --global --add safe.directory ...`.
+    if stderr.contains("dubious ownership") {
+        let advice = stderr
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with("git config"))
+            .map_or_else(
+                || {
+                    format!(
+                        "git config --global --add safe.directory {}",
+                        root.display()
+                    )
+                },
+                str::to_string,
+            );
+        return GitState::Refused(format!(
+            "git refuses to read {}: the repository is owned by another user (git: \"detected dubious ownership\"). If you trust it, mark it safe with `{advice}` and run fluxwave again",
+            root.display()
+        ));
+    }
+    if stderr.contains("not a git repository") {
+        return GitState::NotARepository;
+    }
+    GitState::Refused(format!(
+        "git cannot read {}: {}",
+        root.display(),
+        stderr.trim()
+    ))
+}
+
+/// Fails with a clear message unless `root` is inside a git working tree.
+pub fn require_git(root: &Path) -> Result<()> {
+    match git_state(root) {
+        GitState::WorkTree => Ok(()),
+        GitState::NotARepository => Err(Error::Usage(format!(
             "{} is not inside a git repository: cutover compares two git revisions",
             root.display()
-        )))
+        ))),
+        GitState::Refused(why) => Err(Error::Usage(why)),
     }
 }
 
@@ -388,7 +495,7 @@ impl FileTree {
             ])
             .stderr(Stdio::null())
             .output()
-            .map_err(|e| Error::git(&["rev-parse"], format!("cannot run git: {e}")))?;
+            .map_err(|e| Error::git(&["rev-parse"], cannot_run(&e)))?;
         if !oid.status.success() {
             return Err(Error::Usage(format!(
                 "revision `{rev}` does not exist in {} (try a branch, a tag or a commit id)",
@@ -505,8 +612,13 @@ impl FileTree {
     /// it is on disk (links and `.git` left out), so a folder that is not yet a repository
     /// is read the same way.
     pub fn from_worktree_or_dir(root: &Path) -> Result<FileTree> {
-        if require_git(root).is_ok() {
-            return FileTree::from_worktree(root);
+        match git_state(root) {
+            GitState::WorkTree => return FileTree::from_worktree(root),
+            GitState::NotARepository => {}
+            // A repository git cannot read is not read as a plain folder: that would take
+            // in what git ignores, and judge another tree than the one committed.
+            GitState::Refused(why) if in_a_repository(root) => return Err(Error::Usage(why)),
+            GitState::Refused(_) => {}
         }
         let mut files = Vec::new();
         let mut folders = BTreeSet::new();
@@ -778,7 +890,7 @@ fn cat_blobs(root: &Path, blobs: &[String]) -> Result<Vec<Vec<u8>>> {
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| Error::git(&["cat-file", "--batch"], format!("cannot run git: {e}")))?;
+        .map_err(|e| Error::git(&["cat-file", "--batch"], cannot_run(&e)))?;
     let stdin = child.stdin.take();
     let input: String = blobs.iter().map(|b| format!("{b}\n")).collect();
     // Written from another thread: git answers while it reads, and a full pipe would block.
