@@ -10,6 +10,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
+use crate::fs::Undecodable;
 use crate::yaml::Text;
 
 mod ignore;
@@ -33,7 +34,7 @@ pub struct FileTree {
     ignores: Arc<BTreeMap<String, Text>>,
     /// Files kustomize cannot read as text (see `fs::decode`), with why. They are files of
     /// the tree (listed, `is_file`) that `read` does not give: a build that reads one fails.
-    unreadable: Arc<BTreeMap<String, &'static str>>,
+    unreadable: Arc<BTreeMap<String, Undecodable>>,
     /// The folder read on demand, for a tree `on_disk`.
     disk: Option<Arc<Disk>>,
     /// Files of the folder that this tree does not have (`without_file`).
@@ -43,6 +44,8 @@ pub struct FileTree {
     folders: BTreeSet<String>,
     /// What the tree is, for messages: a short commit id or "the working tree".
     pub label: String,
+    /// For a git revision, its short commit id: how its files are named in errors.
+    commit: Option<String>,
     /// What was asked of a tree made by `recording`: see `Footprint`.
     log: Option<Arc<Mutex<Footprint>>>,
     /// For an artifact view, what it leaves out.
@@ -92,7 +95,7 @@ impl Footprint {
 #[derive(Debug)]
 struct Disk {
     root: PathBuf,
-    read: Mutex<HashMap<String, Option<Text>>>,
+    read: Mutex<HashMap<String, Option<Decoded>>>,
 }
 
 impl Disk {
@@ -100,6 +103,12 @@ impl Disk {
     /// size bounded, in a folder that does not lead out of the root through a link, text as
     /// `fs::decode` reads it); `None` when it does not exist or cannot be read that way.
     fn read(&self, rel: &str) -> Option<Text> {
+        self.load(rel).and_then(Result::ok)
+    }
+
+    /// The file at `rel` as `read` reads it, or why its bytes are no text (`Some(Err)`: the
+    /// file is there, and a build that reads it fails).
+    fn load(&self, rel: &str) -> Option<Decoded> {
         let mut cache = self
             .read
             .lock()
@@ -107,12 +116,12 @@ impl Disk {
         if let Some(hit) = cache.get(rel) {
             return hit.clone();
         }
-        let text = crate::fs::read_optional(&self.root, rel)
+        let loaded = crate::fs::read_bytes(&self.root, rel)
             .ok()
             .flatten()
-            .map(Arc::new);
-        cache.insert(rel.to_string(), text.clone());
-        text
+            .map(|bytes| crate::fs::decode(bytes).map(Arc::new));
+        cache.insert(rel.to_string(), loaded.clone());
+        loaded
     }
 
     /// The `.sourceignore` files of the folder, found by a walk that skips `.git` and links
@@ -187,7 +196,7 @@ fn ignore_dir(path: &str) -> String {
 }
 
 /// A file as read: its text, or why kustomize cannot read it as text.
-type Decoded = std::result::Result<Text, &'static str>;
+type Decoded = std::result::Result<Text, Undecodable>;
 
 /// A tree of `files`: its files, `.sourceignore` files and unreadable files.
 fn tree_of(
@@ -557,7 +566,11 @@ impl FileTree {
             };
             Some((p, read))
         });
-        Ok(tree_of(files, folders, oid.chars().take(12).collect()))
+        let short: String = oid.chars().take(12).collect();
+        Ok(FileTree {
+            commit: Some(short.clone()),
+            ..tree_of(files, folders, short)
+        })
     }
 
     /// The working tree under `root`: the files git tracks or would track, as they are on
@@ -716,12 +729,31 @@ impl FileTree {
         }
     }
 
+    /// The file at `path` as an error names it: as git names a file of a revision
+    /// (`<commit>:<path>`, which `git show` takes), or its path in the working tree.
+    pub fn shown(&self, path: &str) -> String {
+        match &self.commit {
+            Some(commit) => format!("{commit}:{path}"),
+            None => path.to_string(),
+        }
+    }
+
     /// Why kustomize cannot read the file at `path` as text, when it cannot.
-    pub fn unreadable(&self, path: &str) -> Option<&'static str> {
+    pub fn unreadable(&self, path: &str) -> Option<Undecodable> {
         if self.hides(path, false) {
             return None;
         }
-        self.unreadable.get(path).copied()
+        if let Some(why) = self.unreadable.get(path) {
+            return Some(*why);
+        }
+        match &self.disk {
+            Some(disk)
+                if wanted(path) && !self.gone.contains(path) && !self.files.contains_key(path) =>
+            {
+                disk.load(path).and_then(Result::err)
+            }
+            _ => None,
+        }
     }
 
     /// The text of the file at `path` (shared, not copied); `None` for an `unreadable` one.
@@ -744,7 +776,13 @@ impl FileTree {
         if self.hides(path, false) {
             return false;
         }
-        self.files.contains_key(path) || (self.disk.is_some() && self.read(path).is_some())
+        self.files.contains_key(path)
+            || match &self.disk {
+                Some(disk) => {
+                    wanted(path) && !self.gone.contains(path) && disk.load(path).is_some()
+                }
+                None => false,
+            }
     }
 
     /// Whether some file lies under `dir` ("" is the root), or a file the tree does not
