@@ -38,6 +38,20 @@ fn homelab() -> TestRepo {
     repo
 }
 
+/// Writes `bytes` at `rel` of the repository.
+fn write_bytes(repo: &TestRepo, rel: &str, bytes: &[u8]) {
+    let p = repo.path().join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, bytes).unwrap();
+}
+
+/// The file at `rel` with a Latin-1 comment (`# café`, the `é` one byte, 0xE9) put first.
+fn latin1_comment(repo: &TestRepo, rel: &str) {
+    let mut bytes = b"# caf\xe9\n".to_vec();
+    bytes.extend(std::fs::read(repo.path().join(rel)).unwrap());
+    write_bytes(repo, rel, &bytes);
+}
+
 #[track_caller]
 fn refused(run: &Run, says: &[&str]) {
     assert_eq!(
@@ -167,3 +181,213 @@ fn an_inherited_git_dir_does_not_redirect_fluxwave_to_another_repository() {
 }
 
 // -- the same file, read from a revision or from the working tree ----------------------------
+
+/// The first 12 characters of the commit id of `rev`: how a revision's files are named.
+fn short(repo: &TestRepo, rev: &str) -> String {
+    repo.git(&["rev-parse", rev]).trim()[..12].to_string()
+}
+
+/// A `fluxwave.yaml` that cannot be read (a Latin-1 comment) or does not parse, in a
+/// revision, is the error the working tree gives for it, naming the revision, the file and
+/// the place: never a silent fall back to the working tree's file or to the defaults.
+#[test]
+fn a_fluxwave_yaml_a_revision_cannot_read_is_an_error_as_in_the_working_tree() {
+    let repo = homelab();
+    let good = repo.read("fluxwave.yaml");
+    latin1_comment(&repo, "fluxwave.yaml");
+    let run = repo.run(&["check"]);
+    refused(
+        &run,
+        &["fluxwave.yaml:1:6: cannot be read as text: invalid trailing UTF-8 octet (byte 5)"],
+    );
+    repo.commit_all("a Latin-1 comment");
+    let latin1 = short(&repo, "HEAD");
+    // The working tree's file is fine: the revision's is the one in force, and refused.
+    repo.write("fluxwave.yaml", &good);
+    let run = repo.run(&["cutover", "--from", "HEAD~1", "--to", "HEAD"]);
+    refused(
+        &run,
+        &[&format!(
+            "{latin1}:fluxwave.yaml:1:6: cannot be read as text: invalid trailing UTF-8 octet (byte 5)"
+        )],
+    );
+    assert!(run.stdout.is_empty(), "{}", run.stdout);
+    // A revision's file that does not parse is located in that revision.
+    repo.write("fluxwave.yaml", &format!("{good}units: [\n"));
+    repo.commit_all("an unclosed list");
+    let unclosed = short(&repo, "HEAD");
+    repo.write("fluxwave.yaml", &good);
+    let run = repo.run(&["cutover", "--from", "HEAD~1", "--to", "HEAD"]);
+    refused(&run, &[&format!("[{unclosed}:fluxwave.yaml:")]);
+    // The older revision's file, when neither the newer one nor the working tree has one.
+    repo.remove("fluxwave.yaml");
+    repo.commit_all("no fluxwave.yaml");
+    let run = repo.run(&["cutover", "--from", "HEAD~2", "--to", "HEAD"]);
+    refused(
+        &run,
+        &[&format!(
+            "{latin1}:fluxwave.yaml:1:6: cannot be read as text"
+        )],
+    );
+    assert!(!run.stdout.contains("safe"), "{}", run.stdout);
+}
+
+// -- a file that is there but is no text is called so, where it is --------------------------
+
+/// Adds to the dev environment a JSON 6902 patch read from `clusters/dev/timeout.yaml`,
+/// whose comment is Latin-1, and commits it.
+fn latin1_patch_file(repo: &TestRepo) {
+    let k = repo.read("clusters/dev/kustomization.yaml");
+    repo.write(
+        "clusters/dev/kustomization.yaml",
+        &format!(
+            "{k}  - path: timeout.yaml\n    target:\n      kind: Kustomization\n      name: apps\n"
+        ),
+    );
+    write_bytes(
+        repo,
+        "clusters/dev/timeout.yaml",
+        b"# caf\xe9\n- op: add\n  path: /spec/timeout\n  value: 5m\n",
+    );
+    repo.commit_all("a patch file with a Latin-1 comment");
+}
+
+/// A patch file that exists but is no text was called "not found"; it is named with the
+/// place of its first bad byte, in every command that reads it, from the working tree and
+/// from a revision alike.
+#[test]
+fn a_file_that_is_no_text_is_called_so_not_missing() {
+    let repo = homelab();
+    latin1_patch_file(&repo);
+    let said = "patch file clusters/dev/timeout.yaml:1:6: cannot be read as text: invalid trailing UTF-8 octet (byte 5)";
+    let run = repo.run(&["check"]);
+    refused(&run, &[said]);
+    assert!(!run.stderr.contains("not found"), "{}", run.stderr);
+    let before = repo.snapshot();
+    let run = repo.run(&["apply"]);
+    refused(&run, &[said]);
+    assert!(!run.stderr.contains("not found"), "{}", run.stderr);
+    assert!(repo.snapshot() == before, "apply changed the repository");
+    // From the working tree, and from a revision (named as git names its files).
+    let head = short(&repo, "HEAD");
+    let in_head =
+        format!("patch file {head}:clusters/dev/timeout.yaml:1:6: cannot be read as text");
+    for (args, says) in [
+        (&["cutover", "--from", "HEAD~1"][..], said),
+        (
+            &["cutover", "--from", "HEAD~1", "--to", "HEAD"],
+            in_head.as_str(),
+        ),
+    ] {
+        let run = repo.run(args);
+        assert_eq!(run.code, 1, "{args:?}: {}\n{}", run.stdout, run.stderr);
+        assert!(run.stdout.contains("incomplete:"), "{}", run.stdout);
+        assert!(run.stdout.contains(says), "{args:?}: {}", run.stdout);
+        assert!(!run.stdout.contains("not found"), "{}", run.stdout);
+    }
+    // A manifest of the app tier, with the line and column of its first bad byte.
+    let repo = homelab();
+    latin1_comment(&repo, "apps/plex.yaml");
+    let run = repo.run(&["cutover", "--from", "HEAD"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stdout.contains(
+            "apps/plex.yaml:1:6: cannot be read as text: invalid trailing UTF-8 octet (byte 5)"
+        ),
+        "{}",
+        run.stdout
+    );
+}
+
+/// Issue 14, item 8: a Latin-1 comment in the working tree's environment kustomization.
+/// kustomize refuses the file, so Flux builds nothing there and deletes nothing: cutover
+/// says it cannot see the environment whole, never that the folder built without the file
+/// deletes everything it applied.
+#[test]
+fn a_latin1_environment_kustomization_in_the_working_tree_deletes_nothing() {
+    let repo = homelab();
+    latin1_comment(&repo, "clusters/dev/kustomization.yaml");
+    let kustomize = Command::new("kubectl")
+        .arg("kustomize")
+        .arg(repo.path().join("clusters/dev"))
+        .output()
+        .expect("kubectl must be installed");
+    assert!(!kustomize.status.success(), "kustomize refuses the file");
+    let (code, doc) = crate::common::cutover_json(&repo, &["--from", "HEAD"]);
+    assert_eq!(code, 1);
+    assert_eq!(doc["verdict"], "incomplete", "{doc:#}");
+    assert!(crate::common::deletions(&doc).is_empty(), "{doc:#}");
+    let why = doc["incomplete"][0]["why"][0].as_str().unwrap();
+    assert!(
+        why.contains("clusters/dev/kustomization.yaml:1:6: cannot be read as text"),
+        "{why}"
+    );
+    // The reverse: the file committed so, and mended in the working tree.
+    repo.commit_all("a Latin-1 comment");
+    let bad = short(&repo, "HEAD");
+    repo.git(&[
+        "checkout",
+        "HEAD~1",
+        "--",
+        "clusters/dev/kustomization.yaml",
+    ]);
+    let (code, doc) = crate::common::cutover_json(&repo, &["--from", "HEAD"]);
+    assert_eq!(code, 1);
+    assert_eq!(doc["verdict"], "incomplete", "{doc:#}");
+    assert!(crate::common::deletions(&doc).is_empty(), "{doc:#}");
+    let why = doc["incomplete"][0]["why"][0].as_str().unwrap();
+    assert!(
+        why.contains(&format!("{bad}:clusters/dev/kustomization.yaml:1:6")),
+        "{why}"
+    );
+}
+
+fn utf16(text: &str, big_endian: bool) -> Vec<u8> {
+    let mut out = if big_endian {
+        vec![0xFE, 0xFF]
+    } else {
+        vec![0xFF, 0xFE]
+    };
+    for u in text.encode_utf16() {
+        out.extend(if big_endian {
+            u.to_be_bytes()
+        } else {
+            u.to_le_bytes()
+        });
+    }
+    out
+}
+
+/// A fluxwave.yaml with a UTF-8 byte order mark, or in UTF-16 with one, is read alike from
+/// the working tree and from a revision: the environment it names is the one compared.
+#[test]
+fn a_byte_order_mark_and_utf16_read_alike_from_a_revision_and_the_working_tree() {
+    let config = "apiVersion: fluxwave.dev/v1alpha1\nkind: Config\nclusters:\n  environments: [{name: marked, path: clusters/dev}]\n";
+    let with_bom = format!("\u{feff}{config}");
+    for bytes in [
+        with_bom.as_bytes().to_vec(),
+        utf16(config, false),
+        utf16(config, true),
+    ] {
+        let repo = homelab();
+        write_bytes(&repo, "fluxwave.yaml", &bytes);
+        // The working tree's.
+        let run = repo.run(&["cutover", "--from", "HEAD"]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert!(
+            run.stdout.contains("(environments: marked)"),
+            "{}",
+            run.stdout
+        );
+        // The revision's, with none in the working tree.
+        repo.commit_all("marked");
+        repo.remove("fluxwave.yaml");
+        let run = repo.run(&["cutover", "--from", "HEAD", "--to", "HEAD"]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert!(
+            run.stdout.contains("(environments: marked)"),
+            "{}",
+            run.stdout
+        );
+    }
+}
