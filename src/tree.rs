@@ -136,8 +136,10 @@ impl Disk {
         let _ = walk_files(&self.root, false, |path, _| {
             let name = path.rsplit('/').next().unwrap_or(&path);
             if name == IGNORE_FILE && !gone.contains(&path) {
-                if let Ok(Some(text)) = crate::fs::read_optional(&self.root, &path) {
-                    found.insert(ignore_dir(&path), Arc::new(text));
+                if let Ok(Some(bytes)) = crate::fs::read_bytes(&self.root, &path) {
+                    if let Ok(text) = decoded(&path, bytes) {
+                        found.insert(ignore_dir(&path), text);
+                    }
                 }
             }
             Ok(())
@@ -198,6 +200,21 @@ fn ignore_dir(path: &str) -> String {
 /// A file as read: its text, or why kustomize cannot read it as text.
 type Decoded = std::result::Result<Text, Undecodable>;
 
+/// A file's bytes as the tree reads them: a `.sourceignore` as source-controller reads it,
+/// bytes split into lines (fluxcd/pkg `sourceignore.ReadPatterns`, a `bufio.Scanner`, no
+/// decoding: a comment that is not UTF-8 leaves the patterns in force, and a pattern with
+/// such bytes matches no name fluxwave reads); every other file as kustomize reads it
+/// (`fs::decode`).
+fn decoded(path: &str, bytes: Vec<u8>) -> Decoded {
+    if is_ignore_file(path) {
+        return Ok(Arc::new(match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        }));
+    }
+    crate::fs::decode(bytes).map(Arc::new)
+}
+
 /// A tree of `files`: its files, `.sourceignore` files and unreadable files.
 fn tree_of(
     files: impl IntoIterator<Item = (String, Decoded)>,
@@ -214,7 +231,7 @@ fn tree_of(
             Ok(text) => {
                 kept.insert(path, text);
             }
-            // source-controller reads the patterns as bytes; one it cannot read is left out.
+            // Never for a `.sourceignore` (see `decoded`).
             Err(_) if is_ignore_file(&path) => {}
             Err(why) => {
                 kept.insert(path.clone(), Text::default());
@@ -515,6 +532,9 @@ impl FileTree {
         let listing = run_git(root, &["ls-tree", "-r", "-z", "--end-of-options", &oid])?;
         let mut paths = Vec::new();
         let mut blobs = Vec::new();
+        // `.sourceignore` files are read apart: not decoded as manifests are (`decoded`).
+        let mut ignore_paths = Vec::new();
+        let mut ignore_blobs = Vec::new();
         let mut folders = BTreeSet::new();
         for entry in listing.split(|b| *b == 0).filter(|e| !e.is_empty()) {
             let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
@@ -534,8 +554,13 @@ impl FileTree {
                 continue;
             }
             if let Some(hash) = hash {
-                paths.push(path.to_string());
-                blobs.push(hash.to_string());
+                if is_ignore_file(path) {
+                    ignore_paths.push(path.to_string());
+                    ignore_blobs.push(hash.to_string());
+                } else {
+                    paths.push(path.to_string());
+                    blobs.push(hash.to_string());
+                }
             }
         }
         let mut missing: Vec<String> = blobs
@@ -559,13 +584,21 @@ impl FileTree {
                 }
             }
         }
-        let files = paths.into_iter().zip(blobs).filter_map(|(p, oid)| {
-            let read = match blobs_read.get(&oid) {
-                Some(text) => Ok(text.clone()),
-                None => Err(*bad.get(&oid)?),
-            };
-            Some((p, read))
-        });
+        let ignores = cat_blobs(root, &ignore_blobs)?;
+        let files = paths
+            .into_iter()
+            .zip(blobs)
+            .filter_map(|(p, oid)| {
+                let read = match blobs_read.get(&oid) {
+                    Some(text) => Ok(text.clone()),
+                    None => Err(*bad.get(&oid)?),
+                };
+                Some((p, read))
+            })
+            .chain(ignore_paths.into_iter().zip(ignores).map(|(p, bytes)| {
+                let text = decoded(&p, bytes);
+                (p, text)
+            }));
         let short: String = oid.chars().take(12).collect();
         Ok(FileTree {
             commit: Some(short.clone()),
@@ -610,7 +643,7 @@ impl FileTree {
                 return Ok(None);
             }
             let bytes = crate::fs::read_regular(&full, path)?;
-            Ok(bytes.map(|b| crate::fs::decode(b).map(Arc::new)))
+            Ok(bytes.map(|b| decoded(path, b)))
         });
         let mut files = Vec::new();
         for (path, text) in paths.into_iter().zip(texts) {
@@ -645,7 +678,8 @@ impl FileTree {
             }
             // Through the same size and file-type rules as every other read.
             if let Some(bytes) = crate::fs::read_regular(&entry.path(), &path)? {
-                files.push((path, crate::fs::decode(bytes).map(Arc::new)));
+                let text = decoded(&path, bytes);
+                files.push((path, text));
             }
             Ok(())
         })?;
@@ -1104,6 +1138,36 @@ mod tests {
         let b = a.clone().with_file("apps/.sourceignore", "a.yaml\n");
         assert_eq!(a.changed_paths(&b), ["apps/", "apps/a.yaml"]);
         assert!(b.changed_paths(&b.clone()).is_empty());
+    }
+
+    /// A `.sourceignore` is read as source-controller reads it, bytes line by line: a
+    /// comment that is not UTF-8 leaves its patterns in force, and a UTF-16 file is no list
+    /// of patterns (its lines hold NUL bytes), wherever the tree comes from.
+    #[test]
+    fn a_sourceignore_is_read_as_bytes_not_decoded() {
+        let dir =
+            std::env::temp_dir().join(format!("fluxwave-ignore-bytes-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("a")).unwrap();
+        std::fs::create_dir_all(dir.join("b")).unwrap();
+        for f in ["a/x.yaml", "a/y.yaml", "b/x.yaml"] {
+            std::fs::write(dir.join(f), "k: v\n").unwrap();
+        }
+        std::fs::write(dir.join("a/.sourceignore"), b"# d\xe9j\xe0 vu\nx.yaml\n").unwrap();
+        let utf16: Vec<u8> = [0xFF, 0xFE]
+            .into_iter()
+            .chain("x.yaml\n".encode_utf16().flat_map(u16::to_le_bytes))
+            .collect();
+        std::fs::write(dir.join("b/.sourceignore"), utf16).unwrap();
+        for tree in [
+            FileTree::from_worktree_or_dir(&dir).unwrap(),
+            FileTree::on_disk(&dir),
+        ] {
+            let v = tree.artifact(None);
+            assert!(v.read("a/x.yaml").is_none(), "the pattern is in force");
+            assert!(v.read("a/y.yaml").is_some() && v.read("b/x.yaml").is_some());
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// A tree on disk finds its `.sourceignore` files by a walk, under what was written.

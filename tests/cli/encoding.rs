@@ -391,3 +391,50 @@ fn a_byte_order_mark_and_utf16_read_alike_from_a_revision_and_the_working_tree()
         );
     }
 }
+
+/// source-controller reads a `.sourceignore` as bytes, line by line (fluxcd/pkg
+/// `sourceignore.ReadPatterns`, a `bufio.Scanner`), so a comment that is not UTF-8 leaves
+/// its patterns in force: the file they leave out of the artifact is deleted by Flux, from
+/// a revision and from the working tree alike.
+#[test]
+fn a_sourceignore_with_a_latin1_comment_still_leaves_its_files_out() {
+    let repo = homelab();
+    let base = repo.read("clusters/base/kustomization.yaml");
+    repo.write(
+        "clusters/base/kustomization.yaml",
+        &format!("{base}  - extras.yaml\n"),
+    )
+    .write(
+        "clusters/base/extras.yaml",
+        &crate::common::flux_ks("extras", "./extras", &[]),
+    )
+    .write(
+        "extras/notes.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: notes\n  namespace: default\n",
+    )
+    .write(
+        "extras/keep.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: keep\n  namespace: default\n",
+    );
+    repo.commit_all("extras");
+    write_bytes(
+        &repo,
+        ".sourceignore",
+        b"# notes are kept out of the cluster, d\xe9j\xe0 vu\nextras/notes.yaml\n",
+    );
+    let (code, doc) = crate::common::cutover_json(&repo, &["--from", "HEAD"]);
+    let deleted: Vec<String> = crate::common::deletions(&doc)
+        .iter()
+        .map(crate::common::deletion_id)
+        .collect();
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(deleted, ["ConfigMap/default/notes"], "{doc:#}");
+    repo.commit_all("a .sourceignore with a Latin-1 comment");
+    let (code, doc) = crate::common::cutover_json(&repo, &["--from", "HEAD~1", "--to", "HEAD"]);
+    let deleted: Vec<String> = crate::common::deletions(&doc)
+        .iter()
+        .map(crate::common::deletion_id)
+        .collect();
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(deleted, ["ConfigMap/default/notes"], "{doc:#}");
+}
