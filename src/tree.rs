@@ -570,7 +570,16 @@ impl FileTree {
             .collect();
         missing.sort_unstable();
         missing.dedup();
-        let contents = cat_blobs(root, &missing)?;
+        let short: String = oid.chars().take(12).collect();
+        // A blob is named in errors by the first file of the revision that holds it.
+        let shown = |paths: &[String], blobs: &[String], blob: &str| {
+            let path = blobs
+                .iter()
+                .position(|b| b == blob)
+                .map_or("", |i| paths[i].as_str());
+            format!("{short}:{path}")
+        };
+        let contents = cat_blobs(root, &missing, &|b| shown(&paths, &blobs, b))?;
         // A blob that is not text as kustomize reads it is unreadable in this tree (and read
         // again by the next, which is rare).
         let mut bad = HashMap::new();
@@ -584,7 +593,9 @@ impl FileTree {
                 }
             }
         }
-        let ignores = cat_blobs(root, &ignore_blobs)?;
+        let ignores = cat_blobs(root, &ignore_blobs, &|b| {
+            shown(&ignore_paths, &ignore_blobs, b)
+        })?;
         let files = paths
             .into_iter()
             .zip(blobs)
@@ -599,7 +610,6 @@ impl FileTree {
                 let text = decoded(&p, bytes);
                 (p, text)
             }));
-        let short: String = oid.chars().take(12).collect();
         Ok(FileTree {
             commit: Some(short.clone()),
             ..tree_of(files, folders, short)
@@ -952,7 +962,7 @@ impl FileTree {
 }
 
 /// The contents of `blobs`, in order, from one `git cat-file --batch`.
-fn cat_blobs(root: &Path, blobs: &[String]) -> Result<Vec<Vec<u8>>> {
+fn cat_blobs(root: &Path, blobs: &[String], name: &dyn Fn(&str) -> String) -> Result<Vec<Vec<u8>>> {
     if blobs.is_empty() {
         return Ok(Vec::new());
     }
@@ -987,12 +997,8 @@ fn cat_blobs(root: &Path, blobs: &[String]) -> Result<Vec<Vec<u8>>> {
             .ok_or_else(|| broken(&format!("unexpected answer `{}`", header.trim())))?;
         if size as u64 > crate::fs::MAX_FILE_BYTES {
             let _ = child.kill();
-            return Err(Error::Usage(format!(
-                "blob {} of the revision is {} MiB; fluxwave reads files up to {} MiB",
-                header.split(' ').next().unwrap_or(""),
-                size.div_ceil(1024 * 1024),
-                crate::fs::MAX_FILE_BYTES / (1024 * 1024)
-            )));
+            let oid = header.split(' ').next().unwrap_or("");
+            return Err(crate::fs::too_big(&name(oid), size as u64));
         }
         let mut body = vec![0; size + 1];
         reader

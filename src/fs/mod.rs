@@ -38,7 +38,7 @@ fn refuse(shown: &str, message: String, help: &str) -> crate::error::Error {
         .into()
 }
 
-fn too_big(shown: &str, len: u64) -> crate::error::Error {
+pub(crate) fn too_big(shown: &str, len: u64) -> crate::error::Error {
     refuse(
         shown,
         format!(

@@ -438,3 +438,27 @@ fn a_sourceignore_with_a_latin1_comment_still_leaves_its_files_out() {
     assert_eq!(code, 1, "{doc:#}");
     assert_eq!(deleted, ["ConfigMap/default/notes"], "{doc:#}");
 }
+
+/// A file of a revision over the size bound is named as the working tree's is, by its path
+/// (in that revision), not by its blob id.
+#[test]
+fn a_revisions_file_over_the_bound_is_named_by_its_path() {
+    let repo = homelab();
+    let line = format!("# {}\n", "x".repeat(1021));
+    let big: String = line.repeat(65 * 1024);
+    repo.write("apps/big.yaml", &big);
+    let run = repo.run(&["cutover", "--from", "HEAD"]);
+    refused(
+        &run,
+        &["apps/big.yaml: is 65 MiB; fluxwave reads files up to 64 MiB"],
+    );
+    repo.commit_all("a big file");
+    let head = short(&repo, "HEAD");
+    let run = repo.run(&["cutover", "--from", "HEAD", "--to", "HEAD"]);
+    refused(
+        &run,
+        &[&format!(
+            "{head}:apps/big.yaml: is 65 MiB; fluxwave reads files up to 64 MiB"
+        )],
+    );
+}
