@@ -318,6 +318,10 @@ fn explained(err: &serde_saphyr::Error) -> (String, Option<&'static str>) {
             format!("expected {}", expected_in_yaml(expected)),
             None,
         ),
+        E::InvalidScalar { ty, .. } => (
+            format!("expected {}", scalar_in_yaml(ty)),
+            None,
+        ),
         E::InvalidUtf8Input => (
             "the file is not UTF-8 text".to_string(),
             Some("save the file as UTF-8"),
@@ -342,12 +346,34 @@ fn explained(err: &serde_saphyr::Error) -> (String, Option<&'static str>) {
     }
 }
 
+/// What a value of the Rust type `ty` is, as a manifest's author writes it.
+fn scalar_in_yaml(ty: &str) -> String {
+    let range = |min: i128, max: u128| format!("a whole number from {min} to {max}");
+    match ty {
+        "u8" => range(0, u8::MAX.into()),
+        "u16" => range(0, u16::MAX.into()),
+        "u32" => range(0, u32::MAX.into()),
+        "u64" | "usize" => range(0, u64::MAX.into()),
+        "i8" => range(i8::MIN.into(), i8::MAX as u128),
+        "i16" => range(i16::MIN.into(), i16::MAX as u128),
+        "i32" => range(i32::MIN.into(), i32::MAX as u128),
+        "i64" | "isize" => range(i64::MIN.into(), i64::MAX as u128),
+        "u128" => range(0, u128::MAX),
+        "i128" => range(i128::MIN, i128::MAX as u128),
+        "f32" | "f64" | "floating point" => "a number".to_string(),
+        "bool" | "boolean" => "`true` or `false`".to_string(),
+        "char" => "a single character".to_string(),
+        other if other.starts_with('u') || other.starts_with('i') => "a whole number".to_string(),
+        _ => "a value of another kind".to_string(),
+    }
+}
+
 /// serde-saphyr's name of the token it expected, as YAML calls it.
 fn expected_in_yaml(expected: &str) -> String {
     match expected {
         "mapping start" | "empty mapping start" => "a mapping (`key: value` lines)",
         "sequence start" => "a list (`- item` lines)",
-        "string scalar" => "a text value",
+        "string scalar" => "a single value (text or a number), not a list or mapping",
         "scalar" | "single YAML node" | "value" => "a single value",
         "binary scalar" => "a `!!binary` value",
         "mapping end" | "empty mapping end" => "the end of the mapping",
@@ -814,8 +840,22 @@ mod tests {
             ("name:\n", "the field is empty"),
             ("name: a\n---\nname: b\n", "more than one YAML document"),
             ("[a]\n", "expected a mapping"),
-            ("name: [a]\n", "expected a text value"),
+            ("name: [a]\n", "expected a single value"),
         ];
+        #[derive(serde::Deserialize, Debug)]
+        #[allow(dead_code)]
+        struct Port {
+            port: u16,
+            on: Option<bool>,
+        }
+        for (text, says) in [
+            ("port: 70000\n", "expected a whole number from 0 to 65535"),
+            ("port: 1\non: maybe\n", "expected `true` or `false`"),
+        ] {
+            let e = parse::<Port>("f.yaml", &Text::new(text.into())).unwrap_err();
+            assert!(e.message.contains(says), "{says:?}: {}", e.message);
+            assert!(!e.message.contains("u16"), "{}", e.message);
+        }
         for (text, says) in typed {
             let e = parse::<Named>("f.yaml", &Text::new(text.into())).unwrap_err();
             assert!(e.message.contains(says), "{says:?}: {}", e.message);
