@@ -269,12 +269,15 @@ pub fn load(
             Err(Error::Input(e)) => return Ok(Err(e)),
             Err(e) => return Err(e),
         };
-        let Ok(text) = String::from_utf8(bytes) else {
-            return Ok(Err(vec![SourceError::new(
-                shown.as_str(),
-                "the file is not UTF-8 text",
-            )
-            .help("catalog files are UTF-8 YAML; re-save it as UTF-8")]));
+        let text = match crate::fs::utf8(bytes) {
+            Ok(text) => text,
+            Err(why) => {
+                return Ok(Err(vec![SourceError::new(
+                    format!("{shown}:{}:{}", why.line, why.column),
+                    format!("the file is not UTF-8 text: {why}"),
+                )
+                .help("catalog files are UTF-8 YAML; re-save it as UTF-8")]))
+            }
         };
         Ok::<_, Error>(parse(shown, stem, Text::new(text)))
     });

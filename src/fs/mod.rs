@@ -312,6 +312,17 @@ fn utf8_problem(bad: &[u8]) -> &'static str {
     }
 }
 
+/// A file's bytes as UTF-8 text; `Err` names the first byte that is not.
+pub fn utf8(bytes: Vec<u8>) -> std::result::Result<String, Undecodable> {
+    String::from_utf8(bytes).map_err(|e| {
+        let bytes = e.as_bytes();
+        let at = e.utf8_error().valid_up_to();
+        // The bytes before `at` are valid UTF-8.
+        let before = std::str::from_utf8(&bytes[..at]).unwrap_or_default();
+        refused_at(utf8_problem(&bytes[at..]), at, before)
+    })
+}
+
 /// A file's bytes as the text kustomize reads from them. go-yaml's reader
 /// (`yaml_parser_determine_encoding`) takes a UTF-16 byte order mark, little or big endian,
 /// for UTF-16 and anything else for UTF-8 (a UTF-8 byte order mark stays: YAML readers skip
@@ -324,15 +335,7 @@ pub fn decode(bytes: Vec<u8>) -> std::result::Result<String, Undecodable> {
     let big_endian = match bytes.get(..2) {
         Some([0xFF, 0xFE]) => false,
         Some([0xFE, 0xFF]) => true,
-        _ => {
-            return String::from_utf8(bytes).map_err(|e| {
-                let bytes = e.as_bytes();
-                let at = e.utf8_error().valid_up_to();
-                // The bytes before `at` are valid UTF-8.
-                let before = std::str::from_utf8(&bytes[..at]).unwrap_or_default();
-                refused_at(utf8_problem(&bytes[at..]), at, before)
-            });
-        }
+        _ => return utf8(bytes),
     };
     let body = &bytes[2..];
     let unit = |p: &[u8]| {

@@ -525,6 +525,29 @@ fn catalog_file_that_is_not_utf8() {
     has(&run, "UTF-8");
 }
 
+/// A catalog file that is not UTF-8 is named with the line, column and byte of its first
+/// bad byte, by every command that reads the catalog.
+#[test]
+fn a_catalog_file_that_is_not_utf8_names_its_first_bad_byte() {
+    let repo = minimal();
+    let mut bytes = b"# caf\xe9\n".to_vec();
+    bytes.extend(repo.read("catalog/b.yaml").into_bytes());
+    std::fs::write(repo.path().join("catalog/b.yaml"), bytes).unwrap();
+    for args in [
+        &["waves"][..],
+        &["plan"],
+        &["apply"],
+        &["check"],
+        &["render", "catalog/a.yaml"],
+    ] {
+        let run = refused(&repo, args);
+        has(
+            &run,
+            "catalog/b.yaml:1:6: the file is not UTF-8 text: invalid trailing UTF-8 octet (byte 5)",
+        );
+    }
+}
+
 // -- the app tier ----------------------------------------------------------------------------
 
 #[test]
