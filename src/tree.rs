@@ -303,7 +303,8 @@ fn walk_files(
 /// own list of a repository's local variables (`local_repo_env` in git's `environment.c`,
 /// printed by `git rev-parse --local-env-vars`), which git itself clears when it moves into
 /// a submodule, and `GIT_NAMESPACE`. Configuration (`GIT_CONFIG_*`, where a CI sets
-/// `safe.directory`) is kept: it says how to read, not what.
+/// `safe.directory`) is kept: it says how to read, not what. `GIT_CEILING_DIRECTORIES` is
+/// kept too: it can only keep git from finding a repository, which is then said.
 const REDIRECTING_GIT_VARS: &[&str] = &[
     "GIT_DIR",
     "GIT_WORK_TREE",
@@ -315,7 +316,6 @@ const REDIRECTING_GIT_VARS: &[&str] = &[
     "GIT_GRAFT_FILE",
     "GIT_SHALLOW_FILE",
     "GIT_REPLACE_REF_BASE",
-    "GIT_NO_REPLACE_OBJECTS",
     "GIT_PREFIX",
     "GIT_NAMESPACE",
 ];
@@ -326,6 +326,9 @@ pub fn git_command(root: &Path) -> Command {
     for var in REDIRECTING_GIT_VARS {
         c.env_remove(var);
     }
+    // A revision is read as Flux's clone holds it: source-controller fetches branches and
+    // tags, never `refs/replace/`, so a local `git replace` changes nothing Flux applies.
+    c.env("GIT_NO_REPLACE_OBJECTS", "1");
     c.arg("-C").arg(root);
     c
 }

@@ -462,3 +462,30 @@ fn a_revisions_file_over_the_bound_is_named_by_its_path() {
         )],
     );
 }
+
+/// A local `git replace` (refs Flux's clone never fetches) does not change what a revision
+/// holds: fluxwave reads the objects the commit names, as source-controller does.
+#[test]
+fn a_local_replace_ref_does_not_change_a_revision() {
+    let repo = homelab();
+    let original = repo.git(&["rev-parse", "HEAD:apps/plex.yaml"]);
+    let extra = format!(
+        "{}---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: replaced\n  namespace: default\n",
+        repo.read("apps/plex.yaml")
+    );
+    std::fs::write(repo.path().join("replacement.txt"), extra).unwrap();
+    let replacement = repo.git(&["hash-object", "-w", "replacement.txt"]);
+    std::fs::remove_file(repo.path().join("replacement.txt")).unwrap();
+    repo.git(&["replace", original.trim(), replacement.trim()]);
+    let run = repo.run(&["cutover", "--from", "HEAD"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(!run.stdout.contains("replaced"), "{}", run.stdout);
+    // An inherited `GIT_NO_REPLACE_OBJECTS` that is false does not turn the replacement on.
+    let run = run_with(
+        &repo,
+        &["cutover", "--from", "HEAD"],
+        &[("GIT_NO_REPLACE_OBJECTS", "")],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+}
