@@ -326,8 +326,9 @@ pub fn git_command(root: &Path) -> Command {
     for var in REDIRECTING_GIT_VARS {
         c.env_remove(var);
     }
-    // A revision is read as Flux's clone holds it: source-controller fetches branches and
-    // tags, never `refs/replace/`, so a local `git replace` changes nothing Flux applies.
+    // A revision is read as Flux's clone holds it: source-controller clones the one branch,
+    // tag or commit its GitRepository names (fluxcd/pkg `git/gogit`), never `refs/replace/`,
+    // and go-git applies no replace refs; a local `git replace` changes nothing Flux applies.
     c.env("GIT_NO_REPLACE_OBJECTS", "1");
     c.arg("-C").arg(root);
     c
