@@ -491,6 +491,16 @@ impl FileTree {
         self
     }
 
+    /// This tree with a file at `path` whose bytes are no text (`unreadable`), as a copy of
+    /// such a file leaves it: a build that reads it fails.
+    pub fn with_unreadable(mut self, path: &str, why: Undecodable) -> FileTree {
+        self.written();
+        self.gone.remove(path);
+        Arc::make_mut(&mut self.files).insert(path.to_string(), Text::default());
+        Arc::make_mut(&mut self.unreadable).insert(path.to_string(), why);
+        self
+    }
+
     /// This tree without the file at `path`, as a removal would leave it.
     pub fn without_file(mut self, path: &str) -> FileTree {
         self.written();

@@ -489,3 +489,37 @@ fn a_local_replace_ref_does_not_change_a_revision() {
     );
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
 }
+
+/// An ArtifactGenerator copies a file's bytes into its ExternalArtifact whatever they are
+/// (source-controller's `copy` does not decode them), and the build of the artifact fails
+/// on one kustomize cannot read: Flux deletes nothing of it. fluxwave left such a file out
+/// of the artifact, and the objects it held were reported deleted.
+#[test]
+fn a_file_an_artifact_generator_copies_is_judged_as_in_the_repository() {
+    let repo = TestRepo::empty();
+    let sync = "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 1m0s\n  ref: {branch: main}\n  url: ssh://git@example.org/fleet\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./clusters/production\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n";
+    repo.write("clusters/production/flux-system/gotk-sync.yaml", sync)
+        .write("clusters/production/flux-system/kustomization.yaml", "resources: [gotk-sync.yaml]\n")
+        .write("clusters/production/artifacts.yaml", "apiVersion: source.extensions.fluxcd.io/v1beta1\nkind: ArtifactGenerator\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  sources:\n    - alias: monorepo\n      kind: GitRepository\n      name: flux-system\n  artifacts:\n    - name: apps\n      originRevision: \"@monorepo\"\n      copy:\n        - from: \"@monorepo/apps/**\"\n          to: \"@artifact/\"\n")
+        .write("clusters/production/apps.yaml", "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  interval: 1h\n  sourceRef:\n    kind: ExternalArtifact\n    name: apps\n  path: ./\n  prune: true\n")
+        .write("apps/a.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: web}\n")
+        .write("apps/b.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b, namespace: web}\n");
+    repo.commit_all("artifacts");
+    let (code, doc) = crate::common::cutover_json(&repo, &["--from", "HEAD", "--to", "HEAD"]);
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (0, Some("safe")),
+        "{doc:#}"
+    );
+    latin1_comment(&repo, "apps/b.yaml");
+    let (code, doc) = crate::common::cutover_json(&repo, &["--from", "HEAD"]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert!(crate::common::deletions(&doc).is_empty(), "{doc:#}");
+    assert_eq!(doc["verdict"], "incomplete", "{doc:#}");
+    assert!(
+        doc["incomplete"]
+            .to_string()
+            .contains("b.yaml:1:6: cannot be read as text"),
+        "{doc:#}"
+    );
+}
