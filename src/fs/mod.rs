@@ -313,7 +313,7 @@ fn utf8_problem(bad: &[u8]) -> &'static str {
 }
 
 /// A file's bytes as UTF-8 text; `Err` names the first byte that is not.
-pub fn utf8(bytes: Vec<u8>) -> std::result::Result<String, Undecodable> {
+fn utf8(bytes: Vec<u8>) -> std::result::Result<String, Undecodable> {
     String::from_utf8(bytes).map_err(|e| {
         let bytes = e.as_bytes();
         let at = e.utf8_error().valid_up_to();
