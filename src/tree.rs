@@ -1,7 +1,10 @@
 //! A revision as an in-memory file tree. A git revision is read with plumbing (`git ls-tree
 //! -r -z`, one `git cat-file --batch`), the working tree with `git ls-files` and the file
-//! system; both give the same `FileTree`, so the builder cannot tell them apart. git runs
-//! without a shell, with `-z` and `--end-of-options`, so no name or revision is interpreted.
+//! system; both give the same `FileTree`, so the builder cannot tell them apart, and a file
+//! is judged the same from either (decoded by `fs::decode`, or named unreadable at its first
+//! bad byte). git runs without a shell, with `-z` and `--end-of-options`, so no name or
+//! revision is interpreted, and for the repository given only: the variables that would
+//! point it elsewhere are cleared.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
