@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::error::{Result, SourceError};
+use crate::tree::FileTree;
 use crate::yaml::{self, Text};
 
 pub const FILE: &str = "fluxwave.yaml";
@@ -425,11 +426,43 @@ impl Parse<'_> {
 impl Config {
     /// Reads `fluxwave.yaml` under `root`; a missing file means every default.
     pub fn load(root: &Path) -> Result<Config> {
-        let text = match crate::fs::read_optional(root, FILE)? {
-            Some(t) => Text::new(t),
-            None => return Ok(Config::default()),
+        Ok(Config::load_optional(root)?.unwrap_or_default())
+    }
+
+    /// Reads `fluxwave.yaml` under `root`; `Ok(None)` when there is none.
+    pub fn load_optional(root: &Path) -> Result<Option<Config>> {
+        match crate::fs::read_optional(root, FILE)? {
+            Some(t) => Config::parse(&Text::new(t)).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The `fluxwave.yaml` of `tree` (a git revision, or the working tree); `Ok(None)` when
+    /// the tree has none. A file that is there is read as the working tree's is: one that
+    /// is no text or does not parse is an error naming the revision, the file and the
+    /// place, never a silent fall back to the defaults.
+    pub fn from_tree(tree: &FileTree) -> Result<Option<Config>> {
+        let shown = tree.shown(FILE);
+        if let Some(why) = tree.unreadable(FILE) {
+            return Err(crate::fs::undecodable(&shown, why).into());
+        }
+        let Some(text) = tree.read(FILE) else {
+            return Ok(None);
         };
-        Config::parse(&text)
+        Config::parse(&text).map(Some).map_err(|e| match e {
+            crate::error::Error::Input(errors) => crate::error::Error::Input(
+                errors
+                    .into_iter()
+                    .map(|mut e| {
+                        if e.path == FILE {
+                            e.path.clone_from(&shown);
+                        }
+                        e
+                    })
+                    .collect(),
+            ),
+            other => other,
+        })
     }
 
     pub fn parse(text: &Text) -> Result<Config> {

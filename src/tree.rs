@@ -1,7 +1,10 @@
 //! A revision as an in-memory file tree. A git revision is read with plumbing (`git ls-tree
 //! -r -z`, one `git cat-file --batch`), the working tree with `git ls-files` and the file
-//! system; both give the same `FileTree`, so the builder cannot tell them apart. git runs
-//! without a shell, with `-z` and `--end-of-options`, so no name or revision is interpreted.
+//! system; both give the same `FileTree`, so the builder cannot tell them apart, and a file
+//! is judged the same from either (decoded by `fs::decode`, or named unreadable at its first
+//! bad byte). git runs without a shell, with `-z` and `--end-of-options`, so no name or
+//! revision is interpreted, and for the repository given only: the variables that would
+//! point it elsewhere are cleared.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -10,6 +13,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
+use crate::fs::Undecodable;
 use crate::yaml::Text;
 
 mod ignore;
@@ -33,7 +37,7 @@ pub struct FileTree {
     ignores: Arc<BTreeMap<String, Text>>,
     /// Files kustomize cannot read as text (see `fs::decode`), with why. They are files of
     /// the tree (listed, `is_file`) that `read` does not give: a build that reads one fails.
-    unreadable: Arc<BTreeMap<String, &'static str>>,
+    unreadable: Arc<BTreeMap<String, Undecodable>>,
     /// The folder read on demand, for a tree `on_disk`.
     disk: Option<Arc<Disk>>,
     /// Files of the folder that this tree does not have (`without_file`).
@@ -43,6 +47,8 @@ pub struct FileTree {
     folders: BTreeSet<String>,
     /// What the tree is, for messages: a short commit id or "the working tree".
     pub label: String,
+    /// For a git revision, its short commit id: how its files are named in errors.
+    commit: Option<String>,
     /// What was asked of a tree made by `recording`: see `Footprint`.
     log: Option<Arc<Mutex<Footprint>>>,
     /// For an artifact view, what it leaves out.
@@ -92,7 +98,7 @@ impl Footprint {
 #[derive(Debug)]
 struct Disk {
     root: PathBuf,
-    read: Mutex<HashMap<String, Option<Text>>>,
+    read: Mutex<HashMap<String, Option<Decoded>>>,
 }
 
 impl Disk {
@@ -100,6 +106,12 @@ impl Disk {
     /// size bounded, in a folder that does not lead out of the root through a link, text as
     /// `fs::decode` reads it); `None` when it does not exist or cannot be read that way.
     fn read(&self, rel: &str) -> Option<Text> {
+        self.load(rel).and_then(Result::ok)
+    }
+
+    /// The file at `rel` as `read` reads it, or why its bytes are no text (`Some(Err)`: the
+    /// file is there, and a build that reads it fails).
+    fn load(&self, rel: &str) -> Option<Decoded> {
         let mut cache = self
             .read
             .lock()
@@ -107,12 +119,12 @@ impl Disk {
         if let Some(hit) = cache.get(rel) {
             return hit.clone();
         }
-        let text = crate::fs::read_optional(&self.root, rel)
+        let loaded = crate::fs::read_bytes(&self.root, rel)
             .ok()
             .flatten()
-            .map(Arc::new);
-        cache.insert(rel.to_string(), text.clone());
-        text
+            .map(|bytes| crate::fs::decode(bytes).map(Arc::new));
+        cache.insert(rel.to_string(), loaded.clone());
+        loaded
     }
 
     /// The `.sourceignore` files of the folder, found by a walk that skips `.git` and links
@@ -127,8 +139,10 @@ impl Disk {
         let _ = walk_files(&self.root, false, |path, _| {
             let name = path.rsplit('/').next().unwrap_or(&path);
             if name == IGNORE_FILE && !gone.contains(&path) {
-                if let Ok(Some(text)) = crate::fs::read_optional(&self.root, &path) {
-                    found.insert(ignore_dir(&path), Arc::new(text));
+                if let Ok(Some(bytes)) = crate::fs::read_bytes(&self.root, &path) {
+                    if let Ok(text) = decoded(&path, bytes) {
+                        found.insert(ignore_dir(&path), text);
+                    }
                 }
             }
             Ok(())
@@ -187,7 +201,22 @@ fn ignore_dir(path: &str) -> String {
 }
 
 /// A file as read: its text, or why kustomize cannot read it as text.
-type Decoded = std::result::Result<Text, &'static str>;
+type Decoded = std::result::Result<Text, Undecodable>;
+
+/// A file's bytes as the tree reads them: a `.sourceignore` as source-controller reads it,
+/// bytes split into lines (fluxcd/pkg `sourceignore.ReadPatterns`, a `bufio.Scanner`, no
+/// decoding: a comment that is not UTF-8 leaves the patterns in force, and a pattern with
+/// such bytes matches no name fluxwave reads); every other file as kustomize reads it
+/// (`fs::decode`).
+fn decoded(path: &str, bytes: Vec<u8>) -> Decoded {
+    if is_ignore_file(path) {
+        return Ok(Arc::new(match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        }));
+    }
+    crate::fs::decode(bytes).map(Arc::new)
+}
 
 /// A tree of `files`: its files, `.sourceignore` files and unreadable files.
 fn tree_of(
@@ -205,7 +234,7 @@ fn tree_of(
             Ok(text) => {
                 kept.insert(path, text);
             }
-            // source-controller reads the patterns as bytes; one it cannot read is left out.
+            // Never for a `.sourceignore` (see `decoded`).
             Err(_) if is_ignore_file(&path) => {}
             Err(why) => {
                 kept.insert(path.clone(), Text::default());
@@ -221,6 +250,14 @@ fn tree_of(
         label,
         ..FileTree::default()
     }
+}
+
+/// Whether `root` or a folder above it holds a `.git`: a repository, whatever git says.
+fn in_a_repository(root: &Path) -> bool {
+    let start = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    start
+        .ancestors()
+        .any(|dir| dir.join(".git").symlink_metadata().is_ok())
 }
 
 /// Every regular file under `root`, `.git` and links left out, handed to `visit` with its
@@ -264,10 +301,54 @@ fn walk_files(
     Ok(())
 }
 
-fn git(root: &Path) -> Command {
+/// The variables through which an inherited environment would point git at another
+/// repository, index, object store or ref namespace than the one fluxwave was given: git's
+/// own list of a repository's local variables (`local_repo_env` in git's `environment.c`,
+/// printed by `git rev-parse --local-env-vars`), which git itself clears when it moves into
+/// a submodule, and `GIT_NAMESPACE`. Configuration (`GIT_CONFIG_*`, where a CI sets
+/// `safe.directory`) is kept: it says how to read, not what. `GIT_CEILING_DIRECTORIES` is
+/// kept too: it can only keep git from finding a repository, which is then said.
+const REDIRECTING_GIT_VARS: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_COMMON_DIR",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_GRAFT_FILE",
+    "GIT_SHALLOW_FILE",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_PREFIX",
+    "GIT_NAMESPACE",
+];
+
+/// `git -C root`, for the repository at `root` and no other: whatever the environment says.
+pub fn git_command(root: &Path) -> Command {
     let mut c = Command::new("git");
+    for var in REDIRECTING_GIT_VARS {
+        c.env_remove(var);
+    }
+    // A revision is read as Flux's clone holds it: source-controller clones the one branch,
+    // tag or commit its GitRepository names (fluxcd/pkg `git/gogit`), never `refs/replace/`,
+    // and go-git applies no replace refs; a local `git replace` changes nothing Flux applies.
+    c.env("GIT_NO_REPLACE_OBJECTS", "1");
     c.arg("-C").arg(root);
     c
+}
+
+fn git(root: &Path) -> Command {
+    git_command(root)
+}
+
+/// Why git could not be run at all, in words that say what to do.
+fn cannot_run(e: &std::io::Error) -> String {
+    if e.kind() == std::io::ErrorKind::NotFound {
+        "git is not installed (no `git` on PATH); fluxwave reads revisions with git: install it"
+            .to_string()
+    } else {
+        format!("cannot run git: {e}")
+    }
 }
 
 fn run_git(root: &Path, args: &[&str]) -> Result<Vec<u8>> {
@@ -275,7 +356,7 @@ fn run_git(root: &Path, args: &[&str]) -> Result<Vec<u8>> {
         .args(args)
         .stderr(Stdio::piped())
         .output()
-        .map_err(|e| Error::git(args, format!("cannot run git: {e}")))?;
+        .map_err(|e| Error::git(args, cannot_run(&e)))?;
     if !out.status.success() {
         return Err(Error::git(
             args,
@@ -285,22 +366,81 @@ fn run_git(root: &Path, args: &[&str]) -> Result<Vec<u8>> {
     Ok(out.stdout)
 }
 
-/// Fails with a clear message unless `root` is inside a git working tree.
-pub fn require_git(root: &Path) -> Result<()> {
-    let ok = git(root)
+/// What git makes of the folder fluxwave was given.
+#[derive(Debug)]
+pub enum GitState {
+    /// Inside a git working tree.
+    WorkTree,
+    /// In no git repository (git runs, and finds none).
+    NotARepository,
+    /// Anything else that keeps fluxwave from reading the repository with git: git is not
+    /// installed, refuses a repository owned by someone else, or the folder is a repository's
+    /// `.git` folder. Said in full, with what to do.
+    Refused(String),
+}
+
+/// Asks git what `root` is.
+pub fn git_state(root: &Path) -> GitState {
+    let out = match git(root)
         .args(["rev-parse", "--is-inside-work-tree"])
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .output()
-        .map(|o| o.status.success() && o.stdout.starts_with(b"true"))
-        .unwrap_or(false);
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::Usage(format!(
+    {
+        Ok(out) => out,
+        Err(e) => return GitState::Refused(cannot_run(&e)),
+    };
+    if out.status.success() {
+        return if out.stdout.starts_with(b"true") {
+            GitState::WorkTree
+        } else {
+            GitState::Refused(format!(
+                "{} is inside a git folder, not a working tree: name the repository's root",
+                root.display()
+            ))
+        };
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // git's words (setup.c, `ensure_valid_ownership`): "detected dubious ownership in
+    // repository at '...'", then its advice, `git config --global --add safe.directory ...`.
+    if stderr.contains("dubious ownership") {
+        let advice = stderr
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with("git config"))
+            .map_or_else(
+                || {
+                    format!(
+                        "git config --global --add safe.directory {}",
+                        root.display()
+                    )
+                },
+                str::to_string,
+            );
+        return GitState::Refused(format!(
+            "git refuses to read {}: the repository is owned by another user (git: \"detected dubious ownership\"). If you trust it, mark it safe with `{advice}` and run fluxwave again",
+            root.display()
+        ));
+    }
+    if stderr.contains("not a git repository") {
+        return GitState::NotARepository;
+    }
+    GitState::Refused(format!(
+        "git cannot read {}: {}",
+        root.display(),
+        stderr.trim()
+    ))
+}
+
+/// Fails with a clear message unless `root` is inside a git working tree.
+pub fn require_git(root: &Path) -> Result<()> {
+    match git_state(root) {
+        GitState::WorkTree => Ok(()),
+        GitState::NotARepository => Err(Error::Usage(format!(
             "{} is not inside a git repository: cutover compares two git revisions",
             root.display()
-        )))
+        ))),
+        GitState::Refused(why) => Err(Error::Usage(why)),
     }
 }
 
@@ -354,6 +494,16 @@ impl FileTree {
         self
     }
 
+    /// This tree with a file at `path` whose bytes are no text (`unreadable`), as a copy of
+    /// such a file leaves it: a build that reads it fails.
+    pub fn with_unreadable(mut self, path: &str, why: Undecodable) -> FileTree {
+        self.written();
+        self.gone.remove(path);
+        Arc::make_mut(&mut self.files).insert(path.to_string(), Text::default());
+        Arc::make_mut(&mut self.unreadable).insert(path.to_string(), why);
+        self
+    }
+
     /// This tree without the file at `path`, as a removal would leave it.
     pub fn without_file(mut self, path: &str) -> FileTree {
         self.written();
@@ -388,7 +538,7 @@ impl FileTree {
             ])
             .stderr(Stdio::null())
             .output()
-            .map_err(|e| Error::git(&["rev-parse"], format!("cannot run git: {e}")))?;
+            .map_err(|e| Error::git(&["rev-parse"], cannot_run(&e)))?;
         if !oid.status.success() {
             return Err(Error::Usage(format!(
                 "revision `{rev}` does not exist in {} (try a branch, a tag or a commit id)",
@@ -399,6 +549,9 @@ impl FileTree {
         let listing = run_git(root, &["ls-tree", "-r", "-z", "--end-of-options", &oid])?;
         let mut paths = Vec::new();
         let mut blobs = Vec::new();
+        // `.sourceignore` files are read apart: not decoded as manifests are (`decoded`).
+        let mut ignore_paths = Vec::new();
+        let mut ignore_blobs = Vec::new();
         let mut folders = BTreeSet::new();
         for entry in listing.split(|b| *b == 0).filter(|e| !e.is_empty()) {
             let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
@@ -418,8 +571,13 @@ impl FileTree {
                 continue;
             }
             if let Some(hash) = hash {
-                paths.push(path.to_string());
-                blobs.push(hash.to_string());
+                if is_ignore_file(path) {
+                    ignore_paths.push(path.to_string());
+                    ignore_blobs.push(hash.to_string());
+                } else {
+                    paths.push(path.to_string());
+                    blobs.push(hash.to_string());
+                }
             }
         }
         let mut missing: Vec<String> = blobs
@@ -429,7 +587,16 @@ impl FileTree {
             .collect();
         missing.sort_unstable();
         missing.dedup();
-        let contents = cat_blobs(root, &missing)?;
+        let short: String = oid.chars().take(12).collect();
+        // A blob is named in errors by the first file of the revision that holds it.
+        let shown = |paths: &[String], blobs: &[String], blob: &str| {
+            let path = blobs
+                .iter()
+                .position(|b| b == blob)
+                .map_or("", |i| paths[i].as_str());
+            format!("{short}:{path}")
+        };
+        let contents = cat_blobs(root, &missing, &|b| shown(&paths, &blobs, b))?;
         // A blob that is not text as kustomize reads it is unreadable in this tree (and read
         // again by the next, which is rare).
         let mut bad = HashMap::new();
@@ -443,14 +610,27 @@ impl FileTree {
                 }
             }
         }
-        let files = paths.into_iter().zip(blobs).filter_map(|(p, oid)| {
-            let read = match blobs_read.get(&oid) {
-                Some(text) => Ok(text.clone()),
-                None => Err(*bad.get(&oid)?),
-            };
-            Some((p, read))
-        });
-        Ok(tree_of(files, folders, oid.chars().take(12).collect()))
+        let ignores = cat_blobs(root, &ignore_blobs, &|b| {
+            shown(&ignore_paths, &ignore_blobs, b)
+        })?;
+        let files = paths
+            .into_iter()
+            .zip(blobs)
+            .filter_map(|(p, oid)| {
+                let read = match blobs_read.get(&oid) {
+                    Some(text) => Ok(text.clone()),
+                    None => Err(*bad.get(&oid)?),
+                };
+                Some((p, read))
+            })
+            .chain(ignore_paths.into_iter().zip(ignores).map(|(p, bytes)| {
+                let text = decoded(&p, bytes);
+                (p, text)
+            }));
+        Ok(FileTree {
+            commit: Some(short.clone()),
+            ..tree_of(files, folders, short)
+        })
     }
 
     /// The working tree under `root`: the files git tracks or would track, as they are on
@@ -490,7 +670,7 @@ impl FileTree {
                 return Ok(None);
             }
             let bytes = crate::fs::read_regular(&full, path)?;
-            Ok(bytes.map(|b| crate::fs::decode(b).map(Arc::new)))
+            Ok(bytes.map(|b| decoded(path, b)))
         });
         let mut files = Vec::new();
         for (path, text) in paths.into_iter().zip(texts) {
@@ -505,8 +685,13 @@ impl FileTree {
     /// it is on disk (links and `.git` left out), so a folder that is not yet a repository
     /// is read the same way.
     pub fn from_worktree_or_dir(root: &Path) -> Result<FileTree> {
-        if require_git(root).is_ok() {
-            return FileTree::from_worktree(root);
+        match git_state(root) {
+            GitState::WorkTree => return FileTree::from_worktree(root),
+            GitState::NotARepository => {}
+            // A repository git cannot read is not read as a plain folder: that would take
+            // in what git ignores, and judge another tree than the one committed.
+            GitState::Refused(why) if in_a_repository(root) => return Err(Error::Usage(why)),
+            GitState::Refused(_) => {}
         }
         let mut files = Vec::new();
         let mut folders = BTreeSet::new();
@@ -520,7 +705,8 @@ impl FileTree {
             }
             // Through the same size and file-type rules as every other read.
             if let Some(bytes) = crate::fs::read_regular(&entry.path(), &path)? {
-                files.push((path, crate::fs::decode(bytes).map(Arc::new)));
+                let text = decoded(&path, bytes);
+                files.push((path, text));
             }
             Ok(())
         })?;
@@ -604,12 +790,31 @@ impl FileTree {
         }
     }
 
+    /// The file at `path` as an error names it: as git names a file of a revision
+    /// (`<commit>:<path>`, which `git show` takes), or its path in the working tree.
+    pub fn shown(&self, path: &str) -> String {
+        match &self.commit {
+            Some(commit) => format!("{commit}:{path}"),
+            None => path.to_string(),
+        }
+    }
+
     /// Why kustomize cannot read the file at `path` as text, when it cannot.
-    pub fn unreadable(&self, path: &str) -> Option<&'static str> {
+    pub fn unreadable(&self, path: &str) -> Option<Undecodable> {
         if self.hides(path, false) {
             return None;
         }
-        self.unreadable.get(path).copied()
+        if let Some(why) = self.unreadable.get(path) {
+            return Some(*why);
+        }
+        match &self.disk {
+            Some(disk)
+                if wanted(path) && !self.gone.contains(path) && !self.files.contains_key(path) =>
+            {
+                disk.load(path).and_then(Result::err)
+            }
+            _ => None,
+        }
     }
 
     /// The text of the file at `path` (shared, not copied); `None` for an `unreadable` one.
@@ -632,7 +837,13 @@ impl FileTree {
         if self.hides(path, false) {
             return false;
         }
-        self.files.contains_key(path) || (self.disk.is_some() && self.read(path).is_some())
+        self.files.contains_key(path)
+            || match &self.disk {
+                Some(disk) => {
+                    wanted(path) && !self.gone.contains(path) && disk.load(path).is_some()
+                }
+                None => false,
+            }
     }
 
     /// Whether some file lies under `dir` ("" is the root), or a file the tree does not
@@ -768,7 +979,7 @@ impl FileTree {
 }
 
 /// The contents of `blobs`, in order, from one `git cat-file --batch`.
-fn cat_blobs(root: &Path, blobs: &[String]) -> Result<Vec<Vec<u8>>> {
+fn cat_blobs(root: &Path, blobs: &[String], name: &dyn Fn(&str) -> String) -> Result<Vec<Vec<u8>>> {
     if blobs.is_empty() {
         return Ok(Vec::new());
     }
@@ -778,7 +989,7 @@ fn cat_blobs(root: &Path, blobs: &[String]) -> Result<Vec<Vec<u8>>> {
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| Error::git(&["cat-file", "--batch"], format!("cannot run git: {e}")))?;
+        .map_err(|e| Error::git(&["cat-file", "--batch"], cannot_run(&e)))?;
     let stdin = child.stdin.take();
     let input: String = blobs.iter().map(|b| format!("{b}\n")).collect();
     // Written from another thread: git answers while it reads, and a full pipe would block.
@@ -803,12 +1014,8 @@ fn cat_blobs(root: &Path, blobs: &[String]) -> Result<Vec<Vec<u8>>> {
             .ok_or_else(|| broken(&format!("unexpected answer `{}`", header.trim())))?;
         if size as u64 > crate::fs::MAX_FILE_BYTES {
             let _ = child.kill();
-            return Err(Error::Usage(format!(
-                "blob {} of the revision is {} MiB; fluxwave reads files up to {} MiB",
-                header.split(' ').next().unwrap_or(""),
-                size.div_ceil(1024 * 1024),
-                crate::fs::MAX_FILE_BYTES / (1024 * 1024)
-            )));
+            let oid = header.split(' ').next().unwrap_or("");
+            return Err(crate::fs::too_big(&name(oid), size as u64));
         }
         let mut body = vec![0; size + 1];
         reader
@@ -954,6 +1161,36 @@ mod tests {
         let b = a.clone().with_file("apps/.sourceignore", "a.yaml\n");
         assert_eq!(a.changed_paths(&b), ["apps/", "apps/a.yaml"]);
         assert!(b.changed_paths(&b.clone()).is_empty());
+    }
+
+    /// A `.sourceignore` is read as source-controller reads it, bytes line by line: a
+    /// comment that is not UTF-8 leaves its patterns in force, and a UTF-16 file is no list
+    /// of patterns (its lines hold NUL bytes), wherever the tree comes from.
+    #[test]
+    fn a_sourceignore_is_read_as_bytes_not_decoded() {
+        let dir =
+            std::env::temp_dir().join(format!("fluxwave-ignore-bytes-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("a")).unwrap();
+        std::fs::create_dir_all(dir.join("b")).unwrap();
+        for f in ["a/x.yaml", "a/y.yaml", "b/x.yaml"] {
+            std::fs::write(dir.join(f), "k: v\n").unwrap();
+        }
+        std::fs::write(dir.join("a/.sourceignore"), b"# d\xe9j\xe0 vu\nx.yaml\n").unwrap();
+        let utf16: Vec<u8> = [0xFF, 0xFE]
+            .into_iter()
+            .chain("x.yaml\n".encode_utf16().flat_map(u16::to_le_bytes))
+            .collect();
+        std::fs::write(dir.join("b/.sourceignore"), utf16).unwrap();
+        for tree in [
+            FileTree::from_worktree_or_dir(&dir).unwrap(),
+            FileTree::on_disk(&dir),
+        ] {
+            let v = tree.artifact(None);
+            assert!(v.read("a/x.yaml").is_none(), "the pattern is in force");
+            assert!(v.read("a/y.yaml").is_some() && v.read("b/x.yaml").is_some());
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// A tree on disk finds its `.sourceignore` files by a walk, under what was written.

@@ -269,12 +269,11 @@ pub fn load(
             Err(Error::Input(e)) => return Ok(Err(e)),
             Err(e) => return Err(e),
         };
-        let Ok(text) = String::from_utf8(bytes) else {
-            return Ok(Err(vec![SourceError::new(
-                shown.as_str(),
-                "the file is not UTF-8 text",
-            )
-            .help("catalog files are UTF-8 YAML; re-save it as UTF-8")]));
+        // Decoded as every file of the repository is (`fs::decode`): `check`, which takes
+        // the catalog from the tree it reads, and `waves` read the same file alike.
+        let text = match crate::fs::decode(bytes) {
+            Ok(text) => text,
+            Err(why) => return Ok(Err(vec![crate::fs::undecodable(shown, why)])),
         };
         Ok::<_, Error>(parse(shown, stem, Text::new(text)))
     });

@@ -6,7 +6,7 @@
 //! which is no business of this lint.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use super::{flux_name, Finding, FluxView};
 use crate::diag::Code;
@@ -20,9 +20,7 @@ fn is_folder(root: &Path, dir: &str) -> bool {
     if crate::tree::require_git(root).is_err() {
         return root.join(dir).symlink_metadata().is_ok_and(|m| m.is_dir());
     }
-    let listed = Command::new("git")
-        .arg("-C")
-        .arg(root)
+    let listed = crate::tree::git_command(root)
         .args([
             "ls-files",
             "-z",

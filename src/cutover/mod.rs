@@ -12,7 +12,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::config::{self, Config};
+use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::flux::discover;
 use crate::flux::inventory::{self, Inventory, Owner};
@@ -115,16 +115,15 @@ pub fn analyse(
     };
     drop(blobs);
     let change = format!("{from} -> {}", to.unwrap_or("the working tree"));
-    let config = [
-        new.read(config::FILE),
-        crate::fs::read_optional(root, config::FILE)?.map(std::sync::Arc::new),
-        old.read(config::FILE),
-    ]
-    .into_iter()
-    .flatten()
-    .next()
-    .map(|text| Config::parse(&text))
-    .transpose()?;
+    // The first that has the file is in force; one that has it and cannot read it is an
+    // error, as in the working tree, never a fall back to the next or to the defaults.
+    let config = match Config::from_tree(&new)? {
+        Some(config) => Some(config),
+        None => match Config::load_optional(root)? {
+            Some(config) => Some(config),
+            None => Config::from_tree(&old)?,
+        },
+    };
     let built = Builds::of(&old, &new, config.as_ref(), overrides)?;
     // The texts are not read again: at 100,000 services they are 270 MB.
     drop((old, new));

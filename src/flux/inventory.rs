@@ -312,11 +312,17 @@ pub fn build(tree: &FileTree, env: &Environment) -> Inventory {
     for ((namespace, name), files) in &made {
         let prefix = format!("{ARTIFACTS}/{namespace}/{name}");
         for (at, from) in files {
+            let path = format!("{prefix}/{at}");
+            // The generator copies bytes: a file kustomize cannot read is copied as it is,
+            // and fails the build that reads it.
             if let Some(text) = source.read(from) {
-                let path = format!("{prefix}/{at}");
                 combined = combined.with_text(&path, text);
-                copies.insert(path, from.clone());
+            } else if let Some(why) = source.unreadable(from) {
+                combined = combined.with_unreadable(&path, why);
+            } else {
+                continue;
             }
+            copies.insert(path, from.clone());
         }
         prefixes.insert((namespace.clone(), name.clone()), prefix);
     }

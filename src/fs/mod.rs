@@ -38,7 +38,7 @@ fn refuse(shown: &str, message: String, help: &str) -> crate::error::Error {
         .into()
 }
 
-fn too_big(shown: &str, len: u64) -> crate::error::Error {
+pub(crate) fn too_big(shown: &str, len: u64) -> crate::error::Error {
     refuse(
         shown,
         format!(
@@ -191,7 +191,27 @@ pub fn read_optional(root: &Path, rel: &str) -> Result<Option<String>> {
     read_text_with(root, rel, |path| read_regular(path, rel))
 }
 
+/// The error for the file `shown` whose bytes are not text (see `decode`): located at the
+/// first byte refused, which cannot be shown in a snippet.
+pub fn undecodable(shown: &str, why: Undecodable) -> crate::error::SourceError {
+    crate::error::SourceError::new(
+        format!("{shown}:{}:{}", why.line, why.column),
+        format!("cannot be read as text: {why}"),
+    )
+    .help(UNDECODABLE_HELP)
+}
+
 /// `read_optional`, with the bytes read by `read` (a cache of `read_regular`).
+/// The bytes of a file of the repository, as `read_optional` reads them, undecoded.
+pub fn read_bytes(root: &Path, rel: &str) -> Result<Option<Vec<u8>>> {
+    if let Some(parent) = Path::new(rel).parent().and_then(Path::to_str) {
+        if !parent.is_empty() {
+            check_inside(root, parent)?;
+        }
+    }
+    read_regular(&root.join(rel), rel)
+}
+
 pub fn read_text_with<B: Into<Vec<u8>>>(
     root: &Path,
     rel: &str,
@@ -203,13 +223,104 @@ pub fn read_text_with<B: Into<Vec<u8>>>(
         }
     }
     match read(&root.join(rel))? {
-        Some(bytes) => decode(bytes.into()).map(Some).map_err(|why| {
-            crate::error::SourceError::new(rel, format!("cannot be read as text: {why}"))
-                .help("kustomize reads UTF-8, and UTF-16 that starts with a byte order mark")
-                .into()
-        }),
+        Some(bytes) => decode(bytes.into())
+            .map(Some)
+            .map_err(|why| undecodable(rel, why).into()),
         None => Ok(None),
     }
+}
+
+/// Why a file's bytes are not text kustomize reads, and where the first byte it refuses is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Undecodable {
+    /// go-yaml's words for it (`yaml_parser_update_buffer` in its `readerc.go`).
+    pub why: &'static str,
+    /// Byte offset of the first byte refused, in the file.
+    pub offset: usize,
+    /// 1-based line and column (in characters) of that byte.
+    pub line: usize,
+    pub column: usize,
+}
+
+impl std::fmt::Display for Undecodable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (byte {})", self.why, self.offset)
+    }
+}
+
+impl Undecodable {
+    /// `path:line:col: cannot be read as text: why (byte n)`, for the file at `path`.
+    pub fn located(&self, path: &str) -> String {
+        format!(
+            "{path}:{}:{}: cannot be read as text: {self}",
+            self.line, self.column
+        )
+    }
+}
+
+/// What to do about a file that is not text kustomize reads.
+pub const UNDECODABLE_HELP: &str =
+    "kustomize reads UTF-8, and UTF-16 that starts with a byte order mark: save the file as UTF-8";
+
+/// `Undecodable` at byte `offset`, after the text `before` (what was read up to it).
+fn refused_at(why: &'static str, offset: usize, before: &str) -> Undecodable {
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    Undecodable {
+        why,
+        offset,
+        line,
+        column,
+    }
+}
+
+/// go-yaml's words for the invalid UTF-8 at the start of `bad` (`readerc.go`: a leading
+/// octet that starts no sequence, a sequence cut off by the end of the file, an octet inside
+/// a sequence that does not continue it, and an over-long or out-of-range character).
+fn utf8_problem(bad: &[u8]) -> &'static str {
+    let width = match bad.first() {
+        Some(0xC0..=0xDF) => 2,
+        Some(0xE0..=0xEF) => 3,
+        Some(0xF0..=0xF7) => 4,
+        _ => return "invalid leading UTF-8 octet",
+    };
+    if bad.len() < width {
+        return "incomplete UTF-8 octet sequence";
+    }
+    if bad[1..width].iter().any(|b| b & 0xC0 != 0x80) {
+        return "invalid trailing UTF-8 octet";
+    }
+    let value = match width {
+        2 => u32::from(bad[0] & 0x1F) << 6 | u32::from(bad[1] & 0x3F),
+        3 => {
+            u32::from(bad[0] & 0x0F) << 12
+                | u32::from(bad[1] & 0x3F) << 6
+                | u32::from(bad[2] & 0x3F)
+        }
+        _ => {
+            u32::from(bad[0] & 0x07) << 18
+                | u32::from(bad[1] & 0x3F) << 12
+                | u32::from(bad[2] & 0x3F) << 6
+                | u32::from(bad[3] & 0x3F)
+        }
+    };
+    let shortest = [0, 0, 0x80, 0x800, 0x10000][width];
+    if value < shortest {
+        "invalid length of a UTF-8 sequence"
+    } else {
+        "invalid Unicode character"
+    }
+}
+
+/// A file's bytes as UTF-8 text; `Err` names the first byte that is not.
+fn utf8(bytes: Vec<u8>) -> std::result::Result<String, Undecodable> {
+    String::from_utf8(bytes).map_err(|e| {
+        let bytes = e.as_bytes();
+        let at = e.utf8_error().valid_up_to();
+        // The bytes before `at` are valid UTF-8.
+        let before = std::str::from_utf8(&bytes[..at]).unwrap_or_default();
+        refused_at(utf8_problem(&bytes[at..]), at, before)
+    })
 }
 
 /// A file's bytes as the text kustomize reads from them. go-yaml's reader
@@ -219,20 +330,14 @@ pub fn read_text_with<B: Into<Vec<u8>>>(
 /// before decoding them, which a UTF-16 file never holds, and go-yaml decodes one document
 /// of each piece: of a UTF-16 file kustomize reads the first document only (`kubectl
 /// kustomize` v5.5 on a UTF-16 file of three ConfigMaps yields the first). `Err` holds
-/// go-yaml's words for bytes it refuses.
-pub fn decode(bytes: Vec<u8>) -> std::result::Result<String, &'static str> {
+/// go-yaml's words for the first bytes it refuses, and where they are.
+pub fn decode(bytes: Vec<u8>) -> std::result::Result<String, Undecodable> {
     let big_endian = match bytes.get(..2) {
         Some([0xFF, 0xFE]) => false,
         Some([0xFE, 0xFF]) => true,
-        _ => {
-            return String::from_utf8(bytes)
-                .map_err(|_| "invalid UTF-8 (kustomize: invalid leading UTF-8 octet)")
-        }
+        _ => return utf8(bytes),
     };
     let body = &bytes[2..];
-    if !body.len().is_multiple_of(2) {
-        return Err("incomplete UTF-16 character");
-    }
     let unit = |p: &[u8]| {
         let pair = [p[0], p[1]];
         if big_endian {
@@ -241,23 +346,43 @@ pub fn decode(bytes: Vec<u8>) -> std::result::Result<String, &'static str> {
             u16::from_le_bytes(pair)
         }
     };
-    if body
-        .rchunks_exact(2)
-        .next()
-        .is_some_and(|p| (0xD800..0xDC00).contains(&unit(p)))
-    {
-        return Err("incomplete UTF-16 surrogate pair");
-    }
-    let units = body.chunks_exact(2).map(unit);
     let mut text = String::with_capacity(body.len() / 2);
-    for c in char::decode_utf16(units) {
-        match c {
-            Ok(c) => text.push(c),
-            Err(e) if (0xDC00..0xE000).contains(&e.unpaired_surrogate()) => {
-                return Err("unexpected low surrogate area")
+    let mut units = body.chunks_exact(2).enumerate().peekable();
+    while let Some((i, pair)) = units.next() {
+        let offset = 2 + 2 * i;
+        let u = unit(pair);
+        let c = match u {
+            0xDC00..=0xDFFF => {
+                return Err(refused_at("unexpected low surrogate area", offset, &text))
             }
-            Err(_) => return Err("expected low surrogate area"),
-        }
+            0xD800..=0xDBFF => match units.peek() {
+                None if body.len().is_multiple_of(2) => {
+                    return Err(refused_at(
+                        "incomplete UTF-16 surrogate pair",
+                        offset,
+                        &text,
+                    ))
+                }
+                None => return Err(refused_at("incomplete UTF-16 character", offset, &text)),
+                Some((_, next)) if (0xDC00..0xE000).contains(&unit(next)) => {
+                    let low = unit(next);
+                    units.next();
+                    let value =
+                        0x10000 + ((u32::from(u) - 0xD800) << 10) + (u32::from(low) - 0xDC00);
+                    char::from_u32(value).unwrap_or(char::REPLACEMENT_CHARACTER)
+                }
+                Some(_) => return Err(refused_at("expected low surrogate area", offset, &text)),
+            },
+            u => char::from_u32(u32::from(u)).unwrap_or(char::REPLACEMENT_CHARACTER),
+        };
+        text.push(c);
+    }
+    if !body.len().is_multiple_of(2) {
+        return Err(refused_at(
+            "incomplete UTF-16 character",
+            bytes.len() - 1,
+            &text,
+        ));
     }
     let first = first_document(&text).len();
     text.truncate(first);
@@ -364,19 +489,61 @@ mod tests {
         assert_eq!(decode(bom.clone().into_bytes()), Ok(bom));
         let mut odd = utf16(&cm("a"), false);
         odd.push(b'x');
-        assert_eq!(decode(odd), Err("incomplete UTF-16 character"));
+        let why = |bytes: Vec<u8>| decode(bytes).map_err(|e| e.why);
+        assert_eq!(why(odd), Err("incomplete UTF-16 character"));
         let mut lone = utf16("a: b", false);
         lone.splice(4..4, [0x00, 0xD8]);
-        assert_eq!(decode(lone), Err("expected low surrogate area"));
+        assert_eq!(why(lone), Err("expected low surrogate area"));
         let mut low = utf16("a: b", false);
         low.splice(4..4, [0x00, 0xDC]);
-        assert_eq!(decode(low), Err("unexpected low surrogate area"));
+        assert_eq!(why(low), Err("unexpected low surrogate area"));
         let mut end = utf16("a: b", false);
         end.extend([0x00, 0xD8]);
-        assert_eq!(decode(end), Err("incomplete UTF-16 surrogate pair"));
+        assert_eq!(why(end), Err("incomplete UTF-16 surrogate pair"));
         assert!(decode(b"k: \xff\xfe\n".to_vec())
             .unwrap_err()
+            .why
             .contains("UTF-8"));
+    }
+
+    /// The first byte refused is named by its offset, line and column, in go-yaml's words
+    /// for it (`kubectl kustomize` on `# caf\xe9\n`: "invalid trailing UTF-8 octet").
+    #[test]
+    fn names_the_first_byte_it_refuses() {
+        use super::{decode, Undecodable};
+        let at = |why, offset, line, column| {
+            Err(Undecodable {
+                why,
+                offset,
+                line,
+                column,
+            })
+        };
+        let latin1 = b"a: 1\n# caf\xe9\nb: 2\n".to_vec();
+        assert_eq!(decode(latin1), at("invalid trailing UTF-8 octet", 10, 2, 6));
+        let mut lead = "k: é\n".as_bytes().to_vec();
+        lead.push(0x80);
+        assert_eq!(decode(lead), at("invalid leading UTF-8 octet", 6, 2, 1));
+        assert_eq!(
+            decode(b"x\xe2\x82".to_vec()),
+            at("incomplete UTF-8 octet sequence", 1, 1, 2)
+        );
+        assert_eq!(
+            decode(b"\xc0\xaf".to_vec()),
+            at("invalid length of a UTF-8 sequence", 0, 1, 1)
+        );
+        assert_eq!(
+            decode(b"\xed\xa0\x80".to_vec()),
+            at("invalid Unicode character", 0, 1, 1)
+        );
+        let mut lone = utf16("a:\nb", false);
+        lone.extend([0x00, 0xDC]);
+        assert_eq!(decode(lone), at("unexpected low surrogate area", 10, 2, 2));
+        let e = decode(b"a: \xff\n".to_vec()).unwrap_err();
+        assert_eq!(
+            e.located("apps/a.yaml"),
+            "apps/a.yaml:1:4: cannot be read as text: invalid leading UTF-8 octet (byte 3)"
+        );
     }
 
     /// Every size reads whole: within the first read (no fstat), exactly its buffer, beyond

@@ -336,7 +336,7 @@ impl<'a> Builder<'a> {
     /// (not UTF-8, broken UTF-16: its build fails, as kustomize's does).
     fn not_read(&self, path: &str) -> BuildError {
         match self.tree.unreadable(path) {
-            Some(why) => BuildError::Malformed(format!("{path}: cannot be read as text: {why}")),
+            Some(why) => BuildError::Malformed(why.located(&self.tree.shown(path))),
             None => BuildError::FileNotFound(path.to_string()),
         }
     }

@@ -91,13 +91,16 @@ pub(super) fn patch_text(
     }
     if let Some(p) = entry.get("path").and_then(Value::as_str) {
         let found = match resolve(dir, p) {
-            Ref::Local(path) => tree.read(&path),
-            Ref::Remote => None,
+            Ref::Local(path) => tree
+                .read(&path)
+                .ok_or_else(|| match tree.unreadable(&path) {
+                    Some(why) => format!("{what}: patch file {}", why.located(&tree.shown(&path))),
+                    None => format!("{what}: patch file `{p}` not found"),
+                }),
+            Ref::Remote => Err(format!("{what}: patch file `{p}` not found")),
             Ref::Escapes => return Err(format!("{what}: `{p}` leaves the repository")),
         };
-        return found
-            .map(|t| t.to_string())
-            .ok_or_else(|| format!("{what}: patch file `{p}` not found"));
+        return found.map(|t| t.to_string());
     }
     Err(format!("{what}: needs `patch` or `path`"))
 }

@@ -62,13 +62,21 @@ impl Builder<'_> {
             let text = match entry.as_str() {
                 Some(s) if !s.contains('\n') && !s.trim_start().starts_with('{') => {
                     let found = match resolve(dir, s) {
-                        Ref::Local(path) => self.tree.read(&path),
-                        Ref::Remote => None,
+                        Ref::Local(path) => {
+                            self.tree
+                                .read(&path)
+                                .ok_or_else(|| match self.tree.unreadable(&path) {
+                                    Some(why) => format!(
+                                        "{what}: patch file {}",
+                                        why.located(&self.tree.shown(&path))
+                                    ),
+                                    None => format!("{what}: patch file `{s}` not found"),
+                                })
+                        }
+                        Ref::Remote => Err(format!("{what}: patch file `{s}` not found")),
                         Ref::Escapes => return Err(format!("{what}: leaves the repository").into()),
                     };
-                    found
-                        .ok_or_else(|| format!("{what}: patch file `{s}` not found"))?
-                        .to_string()
+                    found?.to_string()
                 }
                 Some(s) => s.to_string(),
                 None => return Err(format!("{what}: must be a string").into()),

@@ -168,7 +168,7 @@ fn malformed_yaml_in_a_catalog_file() {
         (
             &unclosed,
             "catalog/b.yaml:5:7",
-            "expected mapping start",
+            "expected a mapping",
             "line 5 column 7",
         ),
     ] {
@@ -431,7 +431,7 @@ fn absurd_nesting_in_a_catalog_file() {
     let run = refused_quickly(&repo);
     // The line is too long to show: the location is printed without the snippet.
     has(&run, "catalog/c.yaml:1:");
-    has(&run, "recursion limit exceeded");
+    has(&run, "nested more than 64 levels deep");
     assert!(
         run.stderr.len() < 2_000,
         "{} bytes of stderr",
@@ -452,6 +452,70 @@ fn absurd_nesting_in_fluxwave_yaml() {
     );
 }
 
+/// The YAML reader's limits and complaints reach the user in the product's words, located
+/// and with what to do: never as Rust debug text (`Nodes { nodes: 250001 }`) nor as advice
+/// on the reader's API (`set DuplicateKeyPolicy in Options`, `use Option<String>`).
+#[test]
+fn reader_errors_name_the_place_and_what_to_do_in_the_products_words() {
+    let leaks = [
+        "budget breached",
+        "{ ",
+        "Options",
+        "Option<",
+        "from_str",
+        "u16",
+    ];
+    let cases = [
+        (
+            "fluxwave.yaml",
+            format!("waves:\n  spec:\n{}", alias_bomb("    ")),
+            "[fluxwave.yaml:",
+            "values (after aliases are expanded)",
+        ),
+        (
+            "fluxwave.yaml",
+            format!(
+                "waves:\n  spec:\n    x: {}1{}\n",
+                "[".repeat(100),
+                "]".repeat(100)
+            ),
+            "[fluxwave.yaml:3:",
+            "nested more than 64 levels deep",
+        ),
+        (
+            "catalog/a.yaml",
+            "apiVersion: fluxwave.dev/v1alpha1\nkind: ServiceDefinition\nmetadata:\n  name: a\n  name: a\nspec: {}\n".to_string(),
+            "[catalog/a.yaml:5:3]",
+            "key `name` appears twice in the same mapping",
+        ),
+        (
+            "catalog/a.yaml",
+            "apiVersion: fluxwave.dev/v1alpha1\nkind: ServiceDefinition\nmetadata:\n  name:\nspec: {}\n".to_string(),
+            "[catalog/a.yaml:4:",
+            "the field is empty",
+        ),
+        (
+            "catalog/a.yaml",
+            "apiVersion: fluxwave.dev/v1alpha1\nkind: ServiceDefinition\nmetadata:\n  name: a\nspec:\n  port: 70000\n".to_string(),
+            "[catalog/a.yaml:6:9]",
+            "expected a whole number from 0 to 65535",
+        ),
+    ];
+    for (file, text, at, says) in cases {
+        let repo = minimal();
+        repo.write(file, &text);
+        let run = refused_quickly(&repo);
+        has(&run, at);
+        has(&run, says);
+        if !says.starts_with("expected") {
+            has(&run, "help: ");
+        }
+        for leak in leaks {
+            lacks(&run, leak);
+        }
+    }
+}
+
 #[test]
 fn catalog_file_that_is_not_utf8() {
     let repo = minimal();
@@ -459,6 +523,47 @@ fn catalog_file_that_is_not_utf8() {
     let run = apply_refused(&repo);
     has(&run, "catalog/c.yaml");
     has(&run, "UTF-8");
+}
+
+/// A catalog file that is not UTF-8 is named with the line, column and byte of its first
+/// bad byte, by every command that reads the catalog; one in UTF-16 with a byte order mark
+/// (which kustomize reads, and `check` read from its tree) is read by every command alike.
+#[test]
+fn a_catalog_file_that_is_not_utf8_names_its_first_bad_byte() {
+    let commands = [
+        &["waves"][..],
+        &["plan"],
+        &["apply"],
+        &["check"],
+        &["render", "catalog/a.yaml"],
+    ];
+    let repo = minimal();
+    let mut bytes = b"# caf\xe9\n".to_vec();
+    bytes.extend(repo.read("catalog/b.yaml").into_bytes());
+    std::fs::write(repo.path().join("catalog/b.yaml"), bytes).unwrap();
+    for args in commands {
+        let run = refused(&repo, args);
+        has(
+            &run,
+            "catalog/b.yaml:1:6: cannot be read as text: invalid trailing UTF-8 octet (byte 5)",
+        );
+    }
+    let repo = minimal();
+    let utf16: Vec<u8> = [0xFF, 0xFE]
+        .into_iter()
+        .chain(
+            repo.read("catalog/b.yaml")
+                .encode_utf16()
+                .flat_map(u16::to_le_bytes),
+        )
+        .collect();
+    std::fs::write(repo.path().join("catalog/b.yaml"), utf16).unwrap();
+    for args in [&["waves"][..], &["check"]] {
+        let run = repo.run(args);
+        assert!(run.code == 0 || run.code == 1, "{args:?}: {}", run.stderr);
+    }
+    let run = repo.run(&["waves", "--format", "json"]);
+    assert!(run.stdout.contains("\"b\""), "{}", run.stdout);
 }
 
 // -- the app tier ----------------------------------------------------------------------------

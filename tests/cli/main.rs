@@ -14,6 +14,7 @@ mod check;
 mod crash;
 mod cutover;
 mod differential;
+mod encoding;
 mod fuzz;
 mod generate;
 mod homelab;
