@@ -234,14 +234,15 @@ fn a_fluxwave_yaml_a_revision_cannot_read_is_an_error_as_in_the_working_tree() {
 
 // -- a file that is there but is no text is called so, where it is --------------------------
 
-/// Adds to the dev environment a JSON 6902 patch read from `clusters/dev/timeout.yaml`,
-/// whose comment is Latin-1, and commits it.
+/// Adds to the dev environment a JSON 6902 patch of `platform` (a Kustomization apply keeps,
+/// so the patch stays: a patch of the retired `apps` goes with it) read from
+/// `clusters/dev/timeout.yaml`, whose comment is Latin-1, and commits it.
 fn latin1_patch_file(repo: &TestRepo) {
     let k = repo.read("clusters/dev/kustomization.yaml");
     repo.write(
         "clusters/dev/kustomization.yaml",
         &format!(
-            "{k}  - path: timeout.yaml\n    target:\n      kind: Kustomization\n      name: apps\n"
+            "{k}  - path: timeout.yaml\n    target:\n      kind: Kustomization\n      name: platform\n"
         ),
     );
     write_bytes(
