@@ -204,6 +204,7 @@ impl Plan {
     /// more than the app tier's files, or set fields, or leave files out.
     pub fn for_repo(repo: &Repo) -> Result<Plan> {
         let mut plan = Plan::new(&repo.graph, &repo.apps);
+        refuse_links(repo, &plan)?;
         plan.problems
             .extend(flat_kustomization_problems(repo, &plan)?);
         Ok(plan)
@@ -217,6 +218,39 @@ impl Plan {
     pub fn blocking(&self) -> impl Iterator<Item = &Problem> {
         self.problems.iter().filter(|p| p.blocks())
     }
+}
+
+/// Fails when the plan would move a file into or through a symbolic link: the app tier or a
+/// wave folder that is a link, or a link where a file moves to. The scan does not follow
+/// links (they are foreign entries); moving files through one would put them wherever it
+/// leads and overwrite what is there (`fs::write::link_refused` says why Flux ignores them).
+fn refuse_links(repo: &Repo, plan: &Plan) -> Result<()> {
+    let apps = &repo.apps;
+    if plan.waves == 0 {
+        return Ok(());
+    }
+    let mut checked = std::collections::HashSet::new();
+    let root = &repo.root;
+    crate::fs::write::refuse_links(root, &apps.dir, true, &mut checked)?;
+    for n in 0..plan.waves {
+        crate::fs::write::refuse_links(root, &apps.wave_dir(n), true, &mut checked)?;
+    }
+    let links: std::collections::HashSet<&str> = apps
+        .foreign
+        .iter()
+        .filter(|(_, what)| what.starts_with("symbolic link"))
+        .map(|(path, _)| path.as_str())
+        .collect();
+    if links.is_empty() {
+        return Ok(());
+    }
+    for p in plan.placements.iter().filter(|p| p.moves()) {
+        let to = apps.path_of(&p.file, Location::Wave(p.wave));
+        if links.contains(to.as_str()) {
+            return Err(crate::fs::write::link_refused(&to));
+        }
+    }
+    Ok(())
 }
 
 /// What removing the flat kustomization would change in what Flux builds.
