@@ -96,7 +96,9 @@ impl Problem {
     pub fn help(&self) -> &'static str {
         match self {
             Problem::Unowned { .. } => "name the file after its unit (`<unit>.yaml`, `<unit>-<anything>.yaml`), add a catalog/<unit>.yaml, or declare an extra unit in fluxwave.yaml",
-            Problem::Duplicate { .. } => "keep one copy of the file",
+            // Never "your last apply left it": apply only renames, and two runs never
+            // interleave (`fs::lock`), so a copy was made by someone or something else.
+            Problem::Duplicate { .. } => "keep one copy of the file and delete the others (compare them first: fluxwave only renames files, so the copy came from a merge, a checkout or another tool), then run `fluxwave apply` again",
             Problem::MissingDependency { .. } => "commit the dependency's manifest, or remove the dependency: Flux would start this unit without what it needs",
             Problem::Foreign { .. } => "the app tier holds only manifests and wave folders: move it out of the app tier",
             Problem::FlatListsUnplaced { .. } => "move what it lists into the app tier as a file a unit owns, or into a Flux Kustomization of its own, then run `fluxwave apply` again",

@@ -774,3 +774,26 @@ fn a_folder_shared_by_the_base_and_an_environment_is_refused() {
         }
     }
 }
+
+/// The same file in two places used to get "keep one copy of the file" alone, which read as
+/// if apply had made the copy (a run that lost a race with another): apply only renames and
+/// two runs never interleave, so the advice says where a copy comes from and what to do.
+#[test]
+fn a_duplicate_file_gets_advice_that_fits_how_the_copy_was_made() {
+    let repo = homelab();
+    std::fs::create_dir_all(repo.path().join("apps/wave-0")).unwrap();
+    std::fs::copy(
+        repo.path().join("apps/plex.yaml"),
+        repo.path().join("apps/wave-0/plex.yaml"),
+    )
+    .unwrap();
+    refused_unchanged(
+        &repo,
+        &["apply"],
+        &[
+            "`plex.yaml` is in more than one place: apps/plex.yaml, apps/wave-0/plex.yaml",
+            "keep one copy of the file and delete the others",
+            "fluxwave only renames files",
+        ],
+    );
+}
