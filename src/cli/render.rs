@@ -67,6 +67,13 @@ pub fn run(root: &Path, args: Args<'_>, out: &mut impl Write) -> Result<Outcome>
         };
         writes.push((target, &f.text));
     }
+    // In the repository, nothing is written through a link (see `write::link_refused`).
+    let mut checked = std::collections::HashSet::new();
+    for (target, _) in &writes {
+        if let Some(rel) = target.strip_prefix(&repo.root).ok().and_then(Path::to_str) {
+            write::refuse_links(&repo.root, rel, true, &mut checked)?;
+        }
+    }
     write::probe_writable(
         writes.iter().filter_map(|(t, _)| t.parent()),
         writes.iter().map(|(t, _)| t.as_path()),

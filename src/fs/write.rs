@@ -359,16 +359,16 @@ pub enum Expect<'a> {
     Any,
 }
 
-/// The refusal of a symbolic link on a path `apply` would write, move or remove through.
+/// The refusal of a symbolic link on a path fluxwave would write, move or remove through.
 /// Flux's source-controller leaves links out of the artifact it builds (`Storage.Archive`:
 /// "Ignore anything that is not a file or directories e.g. symlinks"), so what a link leads
 /// to is not what Flux deploys, and writing through it would change a file elsewhere.
 pub fn link_refused(rel: &str) -> Error {
     crate::error::SourceError::new(
         rel,
-        "is a symbolic link on a path `apply` writes; fluxwave never writes, moves or removes through a link (Flux leaves links out of what it deploys)",
+        "is a symbolic link on a path fluxwave would write; it never writes, moves or removes through a link (Flux leaves links out of what it deploys)",
     )
-    .help("replace the link with a folder (or file) of its own, or remove it, then run `fluxwave apply` again")
+    .help("replace the link with a folder (or file) of its own, or remove it, then run the command again")
     .into()
 }
 

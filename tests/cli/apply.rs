@@ -530,7 +530,7 @@ fn a_linked_wave_folder_is_refused_before_anything_is_written() {
 #[test]
 fn a_link_on_any_path_apply_writes_is_refused() {
     type Setup = fn(&TestRepo);
-    let cases: [(&str, Setup); 6] = [
+    let cases: [(&str, Setup); 8] = [
         ("apps", |r| {
             std::fs::rename(r.path().join("apps"), r.path().join("apps-real")).unwrap();
             link("apps-real", &r.path().join("apps"));
@@ -552,6 +552,19 @@ fn a_link_on_any_path_apply_writes_is_refused() {
             link(
                 "../../platform/cnpg.yaml",
                 &r.path().join("apps/wave-0/plex.yaml"),
+            );
+        }),
+        ("apps/wave-0/kustomization.yaml", |r| {
+            std::fs::create_dir_all(r.path().join("apps/wave-0")).unwrap();
+            link(
+                "../../platform/kustomization.yaml",
+                &r.path().join("apps/wave-0/kustomization.yaml"),
+            );
+        }),
+        ("clusters/base/apps-wave-0.yaml", |r| {
+            link(
+                "../../platform/cnpg.yaml",
+                &r.path().join("clusters/base/apps-wave-0.yaml"),
             );
         }),
         ("clusters/dev/kustomization.yaml", |r| {
@@ -795,5 +808,34 @@ fn a_duplicate_file_gets_advice_that_fits_how_the_copy_was_made() {
             "keep one copy of the file and delete the others",
             "fluxwave only renames files",
         ],
+    );
+}
+
+/// `render` writes into the app tier too: through a linked wave folder it used to put the
+/// manifests wherever the link led (here beside the hand-kept platform manifests), and over
+/// a manifest that is a link it replaced the link.
+#[test]
+fn render_never_writes_through_a_link_in_the_app_tier() {
+    let repo = homelab();
+    let plex = repo.path().join("catalog/plex.yaml");
+    let plex = plex.to_str().unwrap();
+    link("../platform", &repo.path().join("apps/wave-0"));
+    refused_unchanged(
+        &repo,
+        &["render", plex, "--wave-layout"],
+        &["apps/wave-0: is a symbolic link"],
+    );
+    assert!(!repo.exists("platform/plex.yaml"));
+    std::fs::remove_file(repo.path().join("apps/wave-0")).unwrap();
+    std::fs::rename(
+        repo.path().join("apps/plex.yaml"),
+        repo.path().join("plex-real.yaml"),
+    )
+    .unwrap();
+    link("../plex-real.yaml", &repo.path().join("apps/plex.yaml"));
+    refused_unchanged(
+        &repo,
+        &["render", plex],
+        &["apps/plex.yaml: is a symbolic link"],
     );
 }
