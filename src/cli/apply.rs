@@ -18,7 +18,7 @@ pub fn run(root: &Path, dry_run: bool, out: &mut impl Write) -> Result<Outcome> 
     let lock = if dry_run {
         None
     } else {
-        Some(crate::fs::lock::acquire(root)?)
+        Some(crate::fs::lock::acquire(root, "apply")?)
     };
     let (repo, plan) = super::plan::load(root)?;
     let set = changes::compute(&repo, &plan)?;

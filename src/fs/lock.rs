@@ -1,9 +1,10 @@
-//! One `apply` at a time in a repository. The lock is an exclusive `flock(2)` on a lock file:
+//! One writing run at a time in a repository (`apply`, and `render` into the repository).
+//! The lock is an exclusive `flock(2)` on a lock file:
 //! `.git/fluxwave.lock` where the repository has a `.git` folder (out of every tree Flux or
 //! git sees), else `.fluxwave.lock` at its root. The kernel drops a `flock` when its process
 //! ends, however it ends, so a run killed with SIGKILL leaves no lock that blocks the next
-//! one. A second `apply` does not wait: it stops at once, naming the lock and the process
-//! that holds it. The holder removes the file before it lets the lock go, and a run that
+//! one. A second run does not wait: it stops at once, naming the lock and the run (command
+//! and process) that holds it. The holder removes the file before it lets the lock go, and a run that
 //! locked a file since removed tries again, so two runs can never each hold a lock.
 
 use std::path::{Path, PathBuf};
@@ -34,23 +35,31 @@ pub fn path(root: &Path) -> PathBuf {
     }
 }
 
-/// The refusal a run gets while another holds the lock.
-fn held(path: &Path, holder: &str) -> Error {
-    let holder = holder.trim();
-    let who = if !holder.is_empty() && holder.bytes().all(|b| b.is_ascii_digit()) {
-        format!("another `fluxwave apply` (process {holder})")
-    } else {
-        "another `fluxwave apply`".to_string()
+/// The refusal `command` gets while another run holds the lock; `holder` is what the lock
+/// file says (`<process id> <command>`).
+fn held(path: &Path, holder: &str, command: &str) -> Error {
+    let mut words = holder.split_whitespace();
+    let pid = words
+        .next()
+        .filter(|p| p.bytes().all(|b| b.is_ascii_digit()));
+    let other = words
+        .next()
+        .filter(|c| matches!(*c, "apply" | "render"))
+        .unwrap_or("apply");
+    let who = match pid {
+        Some(pid) => format!("another `fluxwave {other}` (process {pid})"),
+        None => format!("another `fluxwave {other}`"),
     };
     Error::Usage(format!(
-        "{who} is changing this repository: it holds the lock {}. Nothing was written; wait for it to finish, then run `fluxwave apply` again (the lock goes when that process ends, even if it is killed)",
+        "{who} is changing this repository: it holds the lock {}. Nothing was written; wait for it to finish, then run `fluxwave {command}` again (the lock goes when that process ends, even if it is killed)",
         path.display()
     ))
 }
 
-/// Takes the lock of the repository at `root`, or fails at once when another run holds it.
+/// Takes the lock of the repository at `root` for `command` (`apply`, `render`), or fails at
+/// once when another run holds it.
 #[cfg(unix)]
-pub fn acquire(root: &Path) -> Result<Lock> {
+pub fn acquire(root: &Path, command: &str) -> Result<Lock> {
     use std::io::{Read, Seek, Write};
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let path = path(root);
@@ -74,7 +83,7 @@ pub fn acquire(root: &Path) -> Result<Lock> {
             Err(rustix::io::Errno::WOULDBLOCK) => {
                 let mut holder = String::new();
                 let _ = (&file).take(32).read_to_string(&mut holder);
-                return Err(held(&path, &holder));
+                return Err(held(&path, &holder, command));
             }
             Err(e) => return Err(Error::io(&path, e.into())),
         }
@@ -88,7 +97,7 @@ pub fn acquire(root: &Path) -> Result<Lock> {
         // Who holds it, for the message of a run that finds it held.
         let _ = file.set_len(0);
         let _ = file.seek(std::io::SeekFrom::Start(0));
-        let _ = writeln!(file, "{}", std::process::id());
+        let _ = writeln!(file, "{} {command}", std::process::id());
         return Ok(Lock {
             held: Some((path, file)),
         });
@@ -98,7 +107,7 @@ pub fn acquire(root: &Path) -> Result<Lock> {
 /// Takes the lock of the repository at `root` (without `flock`: a lock file made with
 /// `O_EXCL`, which a killed run leaves behind; the message names it for removal).
 #[cfg(not(unix))]
-pub fn acquire(root: &Path) -> Result<Lock> {
+pub fn acquire(root: &Path, command: &str) -> Result<Lock> {
     use std::io::Write;
     let path = path(root);
     match std::fs::OpenOptions::new()
@@ -107,7 +116,7 @@ pub fn acquire(root: &Path) -> Result<Lock> {
         .open(&path)
     {
         Ok(mut file) => {
-            let _ = writeln!(file, "{}", std::process::id());
+            let _ = writeln!(file, "{} {command}", std::process::id());
             Ok(Lock {
                 held: Some((path, file)),
             })
@@ -115,7 +124,7 @@ pub fn acquire(root: &Path) -> Result<Lock> {
         Err(e) if unwritable(&e) => Ok(Lock { held: None }),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
             let holder = std::fs::read_to_string(&path).unwrap_or_default();
-            Err(held(&path, &holder))
+            Err(held(&path, &holder, command))
         }
         Err(e) => Err(Error::io(&path, e)),
     }

@@ -839,3 +839,38 @@ fn render_never_writes_through_a_link_in_the_app_tier() {
         &["apps/plex.yaml: is a symbolic link"],
     );
 }
+
+/// `render` into the app tier while `apply` moves it used to write a manifest back to its
+/// old place beside the moved one (a duplicate that stopped the next apply); it now finds
+/// the lock held, says by whom, and writes nothing.
+#[test]
+fn a_render_into_the_repository_is_refused_while_apply_runs() {
+    let repo = homelab();
+    let sync = tempfile::tempdir().unwrap();
+    let child = paused_apply(&repo, sync.path());
+    let before = repo.snapshot();
+    let plex = repo.path().join("catalog/plex.yaml");
+    let render = repo.run(&["render", plex.to_str().unwrap()]);
+    assert_eq!(render.code, 2, "{}\n{}", render.stdout, render.stderr);
+    for text in [
+        &format!("another `fluxwave apply` (process {})", child.id()),
+        "run `fluxwave render` again",
+    ] {
+        assert!(render.stderr.contains(text), "{text:?}:\n{}", render.stderr);
+    }
+    assert_eq!(
+        repo.snapshot(),
+        before,
+        "the refused render wrote something"
+    );
+    std::fs::write(sync.path().join("resume"), "").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!repo.exists("apps/plex.yaml") && repo.exists("apps/wave-0/plex.yaml"));
+    assert_idempotent_git(&repo);
+}
