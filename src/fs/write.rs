@@ -384,8 +384,9 @@ pub fn changed_under(rel: &str, how: &str) -> Error {
 }
 
 /// Fails with `link_refused` when a component of `rel` below `root` (the folders, and the
-/// entry itself when `whole`) is a symbolic link. `checked` holds folders found clean, so
-/// that a change set of 100,000 moves looks at each folder once.
+/// entry itself when `whole`) is a symbolic link. `checked` holds folders found clean or
+/// missing, so that a change set of 100,000 moves looks at each folder once; it is valid
+/// while nothing is written.
 pub fn refuse_links(
     root: &Path,
     rel: &str,
@@ -409,8 +410,14 @@ pub fn refuse_links(
         match root.join(prefix).symlink_metadata() {
             Ok(m) if m.file_type().is_symlink() => return Err(link_refused(prefix)),
             Ok(_) => {}
-            // What does not exist yet is made by `apply` as a folder or file of its own.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            // What does not exist yet is made by `apply` as a folder or file of its own
+            // (and nothing below it exists either: remembered, so it is looked up once).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if is_dir {
+                    checked.insert(prefix.to_string());
+                }
+                return Ok(());
+            }
             Err(e) => return Err(Error::io(&root.join(prefix), e)),
         }
         if is_dir {
@@ -621,17 +628,13 @@ impl Dir {
         }
     }
 
-    /// Moves the regular file `name` into `to` as `to_name` by one rename: its bytes are
-    /// not touched (an edit made meanwhile moves with it). The target must not exist.
+    /// Moves the file `name` into `to` as `to_name` by one rename: its bytes are not
+    /// touched (an edit made meanwhile moves with it), and a rename follows a link at
+    /// neither end (one put in the file's place moves as a link). The target must not
+    /// exist. No look at the file first: a move of 100,000 files is 100,000 renames.
     pub fn move_to(&self, name: &str, to: &Dir, to_name: &str) -> Result<()> {
         let (from_path, to_path) = (self.path.join(name), to.path.join(to_name));
-        match self.kind(name) {
-            Ok(Some(at::FileType::RegularFile)) => {}
-            Ok(Some(at::FileType::Symlink)) => return Err(link_refused(&self.rel_of(name))),
-            Ok(Some(_)) => return Err(changed_under(&self.rel_of(name), "is no longer a file")),
-            Ok(None) => return Err(changed_under(&self.rel_of(name), "was removed")),
-            Err(e) => return Err(Error::io(&from_path, e)),
-        }
+        let gone = || changed_under(&self.rel_of(name), "was removed");
         let exists = || {
             Error::Usage(format!(
                 "{} already exists; fluxwave will not overwrite it with {}",
@@ -647,6 +650,7 @@ impl Dir {
             match renameat_with(&self.fd, name, &to.fd, to_name, RenameFlags::NOREPLACE) {
                 Ok(()) => return Ok(()),
                 Err(at::Errno::EXIST) => return Err(exists()),
+                Err(at::Errno::NOENT) => return Err(gone()),
                 Err(at::Errno::INVAL | at::Errno::NOSYS) => {}
                 Err(e) => return Err(Error::io(&from_path, e.into())),
             }
@@ -658,8 +662,11 @@ impl Dir {
         {
             return Err(exists());
         }
-        rustix::fs::renameat(&self.fd, name, &to.fd, to_name)
-            .map_err(|e| Error::io(&from_path, e.into()))
+        match rustix::fs::renameat(&self.fd, name, &to.fd, to_name) {
+            Ok(()) => Ok(()),
+            Err(at::Errno::NOENT) => Err(gone()),
+            Err(e) => Err(Error::io(&from_path, e.into())),
+        }
     }
 
     /// Removes the file `name` when it is as `expect` says (a link is refused, never
@@ -1063,7 +1070,6 @@ mod tests {
         for err in [
             root.replace("file.yaml", "x\n", Expect::Any).unwrap_err(),
             root.remove("file.yaml", Expect::Any).unwrap_err(),
-            root.move_to("file.yaml", &real, "moved.yaml").unwrap_err(),
         ] {
             assert!(
                 err.to_string().starts_with("file.yaml: is a symbolic link"),
@@ -1076,6 +1082,17 @@ mod tests {
             std::fs::read_to_string(dir.join("real/k.yaml")).unwrap(),
             "kept\n"
         );
+        // A link put where a moving file was moves as a link: nothing is read or written
+        // through it.
+        root.move_to("file.yaml", &real, "moved.yaml").unwrap();
+        let moved = dir.join("real/moved.yaml").symlink_metadata().unwrap();
+        assert!(moved.file_type().is_symlink());
+        let err = root.move_to("gone.yaml", &real, "x.yaml").unwrap_err();
+        assert!(
+            err.to_string().starts_with("gone.yaml: was removed while"),
+            "{err}"
+        );
+        std::fs::rename(dir.join("real/moved.yaml"), dir.join("file.yaml")).unwrap();
         let mut checked = std::collections::HashSet::new();
         let err = refuse_links(&dir, "link/k.yaml", true, &mut checked).unwrap_err();
         assert!(

@@ -43,13 +43,17 @@ pub fn execute(repo: &Repo, changes: &[Change]) -> Result<()> {
     distinct(changes)?;
     let mut dirs = Dirs::new(&repo.root)?;
     // Every folder the set uses that exists, opened: a link at any component stops here.
-    for c in changes {
-        for rel in op_paths(&c.op) {
-            dirs.get(parent(rel), false)?;
-        }
-        if let Op::RemoveDir { path } = &c.op {
-            dirs.get(parent(path), false)?;
-        }
+    let mut folders: Vec<&str> = changes
+        .iter()
+        .flat_map(|c| match &c.op {
+            Op::RemoveDir { path } => vec![parent(path)],
+            op => op_paths(op).into_iter().map(parent).collect(),
+        })
+        .collect();
+    folders.sort_unstable();
+    folders.dedup();
+    for rel in folders {
+        dirs.get(rel, false)?;
     }
     let wants = expectations(repo, changes, &mut dirs)?;
     for (c, want) in changes.iter().zip(&wants) {
