@@ -852,6 +852,21 @@ impl Dir {
         }
     }
 
+    pub fn read(&self, name: &str) -> std::io::Result<Option<Vec<u8>>> {
+        let path = self.path.join(name);
+        if path
+            .symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_symlink())
+        {
+            return Err(std::io::Error::other("a symbolic link"));
+        }
+        match std::fs::read(&path) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     fn open_dir(&self, name: &str, rel: &str, make: bool) -> Result<Option<(Dir, bool)>> {
         let path = self.path.join(name);
         match path.symlink_metadata() {
