@@ -23,3 +23,4 @@ mod render;
 mod secrets;
 mod substitution;
 mod verdicts;
+mod wiring;
