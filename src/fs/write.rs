@@ -1156,6 +1156,14 @@ mod tests {
         ] {
             std::fs::write(dir.join(name), "mine").unwrap();
         }
+        // A link with exactly the pattern's name is not a temporary of fluxwave's either
+        // (its temporaries are regular files): removing it would remove what it names.
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(
+            "apps-wave-0.yaml",
+            dir.join(".apps-wave-0.yaml.fluxwave-tmp-LinkLink12"),
+        )
+        .unwrap();
         let found = leftover_temporaries(&file);
         let expected: Vec<_> = names.iter().take(3).map(|n| dir.join(n)).collect();
         assert_eq!(found, expected);
