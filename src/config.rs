@@ -257,6 +257,9 @@ impl Default for Config {
     }
 }
 
+/// A byte span of fluxwave.yaml: (offset, length).
+type Span = (usize, usize);
+
 /// One reading of `fluxwave.yaml`: each section of the raw file into the config, every
 /// problem gathered with its place in the text.
 struct Parse<'t> {
@@ -305,20 +308,91 @@ impl Parse<'_> {
         clusters: Option<RawClusters>,
     ) {
         self.path(catalog, &mut config.catalog);
+        let apps_span = apps.as_ref().map(|a| yaml::spanned(self.text, a));
         self.path(apps, &mut config.apps);
-        let Some(clusters) = clusters else { return };
-        self.path(clusters.base, &mut config.base);
-        if let Some(envs) = clusters.environments {
+        let (base, environments) = clusters.map_or((None, None), |c| (c.base, c.environments));
+        let base_span = base.as_ref().map(|b| yaml::spanned(self.text, b));
+        self.path(base, &mut config.base);
+        let mut env_spans = Vec::new();
+        if let Some(envs) = environments {
             config.environments.clear();
             config.environments_configured = true;
             for env in envs {
                 let mut path = String::new();
+                env_spans.push(Some(yaml::spanned(self.text, &env.path)));
                 self.path(Some(env.path), &mut path);
                 config.environments.push(Environment {
                     name: env.name.value,
                     path,
                 });
             }
+        } else {
+            env_spans = vec![None; config.environments.len()];
+        }
+        if self.errors.is_empty() {
+            self.overlaps(config, apps_span, base_span, &env_spans);
+        }
+    }
+
+    /// Folders whose files fluxwave writes must not be one another's: `apply` edits the
+    /// base's kustomization.yaml and each environment's, and moves and writes the files of
+    /// the app tier; two of them in one folder (or a cluster folder inside the app tier)
+    /// would make two edits of one file, and one would be lost. Paths are compared
+    /// normalised (`./clusters/dev/` is `clusters/dev`); the error points at the later of
+    /// the two as written.
+    fn overlaps(
+        &mut self,
+        config: &Config,
+        apps_span: Option<(usize, usize)>,
+        base_span: Option<(usize, usize)>,
+        env_spans: &[Option<(usize, usize)>],
+    ) {
+        let inside = |dir: &str, tier: &str| dir == tier || dir.starts_with(&format!("{tier}/"));
+        // (what it is, its folder, where fluxwave.yaml sets it)
+        let mut folders: Vec<(String, &str, Option<Span>)> =
+            vec![("clusters.base".to_string(), config.base.as_str(), base_span)];
+        for (env, span) in config.environments.iter().zip(env_spans) {
+            folders.push((
+                format!("environment `{}`", env.name),
+                env.path.as_str(),
+                *span,
+            ));
+        }
+        let help = "give clusters.base, each environment and the app tier folders of their own: fluxwave edits the kustomization.yaml of each, and two edits of one file would lose one";
+        let mut found: Vec<((usize, usize), String)> = Vec::new();
+        for (i, (what, path, span)) in folders.iter().enumerate() {
+            for (other, other_path, other_span) in &folders[..i] {
+                if path == other_path {
+                    if let Some(at) = span.or(*other_span) {
+                        let (a, b) = if span.is_some() {
+                            (what, other)
+                        } else {
+                            (other, what)
+                        };
+                        let note = if span.is_none() || other_span.is_none() {
+                            " (the default, as fluxwave.yaml lists no environments)"
+                        } else {
+                            ""
+                        };
+                        found.push((at, format!("{a} is `{path}`, the folder of {b}{note}")));
+                    }
+                }
+            }
+            if inside(path, &config.apps) {
+                if let Some(at) = span.or(apps_span) {
+                    found.push((
+                        at,
+                        format!(
+                            "{what} is `{path}`, inside the app tier `{}`, whose files apply moves",
+                            config.apps
+                        ),
+                    ));
+                }
+            }
+        }
+        for (at, message) in found {
+            self.errors
+                .push(SourceError::new(FILE, message).at(self.text, at).help(help));
         }
     }
 
@@ -595,6 +669,51 @@ mod tests {
         assert_eq!(errs.len(), 2);
         assert_eq!(errs[0].line_col(), Some((1, 7)));
         assert_eq!(errs[1].line_col().unwrap().0, 3);
+    }
+
+    /// Two folders fluxwave writes that are one (however spelled), or a cluster folder in
+    /// the app tier, are refused where the later one is written.
+    #[test]
+    fn folders_fluxwave_writes_are_never_shared() {
+        let refused = |yaml: &str| -> Vec<((usize, usize), String)> {
+            let Err(crate::error::Error::Input(errs)) = Config::parse(&Text::new(yaml.into()))
+            else {
+                panic!("accepted: {yaml}")
+            };
+            errs.iter()
+                .map(|e| (e.line_col().unwrap(), e.message.clone()))
+                .collect()
+        };
+        assert_eq!(
+            refused("clusters: {base: clusters/dev}\n"),
+            [(
+                (1, 18),
+                "clusters.base is `clusters/dev`, the folder of environment `dev` (the default, as fluxwave.yaml lists no environments)".to_string()
+            )]
+        );
+        let both = "clusters:\n  base: ./clusters/dev/\n  environments:\n    - {name: dev, path: clusters/dev}\n";
+        assert_eq!(
+            refused(both),
+            [(
+                (4, 25),
+                "environment `dev` is `clusters/dev`, the folder of clusters.base".to_string()
+            )]
+        );
+        let twice = "clusters:\n  environments:\n    - {name: dev, path: clusters/dev}\n    - {name: prod, path: ./clusters//dev/}\n";
+        assert_eq!(refused(twice)[0].0, (4, 26));
+        assert!(refused(twice)[0]
+            .1
+            .contains("environment `prod` is `clusters/dev`, the folder of environment `dev`"));
+        let in_apps = "clusters:\n  environments:\n    - {name: dev, path: apps/dev}\n";
+        assert!(refused(in_apps)[0].1.contains("inside the app tier `apps`"));
+        assert_eq!(refused("clusters: {base: apps}\n")[0].0, (1, 18));
+        // The app tier moved over the default base is pointed at where the app tier is set.
+        assert_eq!(refused("apps: clusters\n")[0].0, (1, 7));
+        // Neighbours are fine.
+        Config::parse(&Text::new(
+            "apps: kubernetes/apps\nclusters:\n  base: clusters/base\n  environments:\n    - {name: dev, path: clusters/dev}\n    - {name: prod, path: clusters/dev-prod}\n".into(),
+        ))
+        .unwrap();
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! `fluxwave apply [--dry-run]`: computes the whole change set first (every edit verified in
-//! memory), then carries it out; with `--dry-run` prints it, with diffs of edited files.
+//! memory), then carries it out; with `--dry-run` prints it, with diffs of edited files. A
+//! run that writes holds the repository's lock (`fs::lock`) from before it reads the tree
+//! until its last write is durable, so two runs never interleave.
 
 use std::io::Write;
 use std::path::Path;
@@ -12,6 +14,12 @@ use crate::plan::execute;
 use crate::plural::count;
 
 pub fn run(root: &Path, dry_run: bool, out: &mut impl Write) -> Result<Outcome> {
+    // Taken before the tree is read: the plan is made from a tree no other run is changing.
+    let lock = if dry_run {
+        None
+    } else {
+        Some(crate::fs::lock::acquire(root, "apply")?)
+    };
     let (repo, plan) = super::plan::load(root)?;
     let set = changes::compute(&repo, &plan)?;
     for w in &set.warnings {
@@ -38,6 +46,7 @@ pub fn run(root: &Path, dry_run: bool, out: &mut impl Write) -> Result<Outcome> 
     // The process ends next: freeing every service, node, file name and change one by one
     // is work for nothing.
     std::mem::forget((repo, plan, changes));
+    drop(lock);
     Ok(Outcome::Clean)
 }
 

@@ -67,6 +67,19 @@ pub fn run(root: &Path, args: Args<'_>, out: &mut impl Write) -> Result<Outcome>
         };
         writes.push((target, &f.text));
     }
+    // In the repository, nothing is written through a link (see `write::link_refused`), and
+    // not while `apply` moves the app tier's files (a manifest written to its old place
+    // beside the moved one would be a duplicate).
+    let mut checked = std::collections::HashSet::new();
+    let mut lock = None;
+    for (target, _) in &writes {
+        if let Some(rel) = target.strip_prefix(&repo.root).ok().and_then(Path::to_str) {
+            write::refuse_links(&repo.root, rel, true, &mut checked)?;
+            if lock.is_none() {
+                lock = Some(crate::fs::lock::acquire(&repo.root, "render")?);
+            }
+        }
+    }
     write::probe_writable(
         writes.iter().filter_map(|(t, _)| t.parent()),
         writes.iter().map(|(t, _)| t.as_path()),
@@ -75,6 +88,7 @@ pub fn run(root: &Path, args: Args<'_>, out: &mut impl Write) -> Result<Outcome>
         write::write_atomic(target, text)?;
         writeln!(out, "wrote {}", target.display()).map_err(io)?;
     }
+    drop(lock);
     Ok(Outcome::Clean)
 }
 

@@ -3,6 +3,7 @@
 //! path arithmetic, and (`write`) atomic, checked writes. Every other module reads and writes
 //! files through here.
 
+pub mod lock;
 pub mod write;
 
 use std::path::{Path, PathBuf};

@@ -96,7 +96,9 @@ impl Problem {
     pub fn help(&self) -> &'static str {
         match self {
             Problem::Unowned { .. } => "name the file after its unit (`<unit>.yaml`, `<unit>-<anything>.yaml`), add a catalog/<unit>.yaml, or declare an extra unit in fluxwave.yaml",
-            Problem::Duplicate { .. } => "keep one copy of the file",
+            // Never "your last apply left it": apply only renames, and two runs never
+            // interleave (`fs::lock`), so a copy was made by someone or something else.
+            Problem::Duplicate { .. } => "keep one copy of the file and delete the others (compare them first: fluxwave only renames files, so the copy came from a merge, a checkout or another tool), then run `fluxwave apply` again",
             Problem::MissingDependency { .. } => "commit the dependency's manifest, or remove the dependency: Flux would start this unit without what it needs",
             Problem::Foreign { .. } => "the app tier holds only manifests and wave folders: move it out of the app tier",
             Problem::FlatListsUnplaced { .. } => "move what it lists into the app tier as a file a unit owns, or into a Flux Kustomization of its own, then run `fluxwave apply` again",
@@ -205,6 +207,7 @@ impl Plan {
     pub fn for_repo(repo: &Repo) -> Result<Plan> {
         refuse_many_kustomizations(&repo.apps.dir, &repo.apps.root_kustomizations)?;
         let mut plan = Plan::new(&repo.graph, &repo.apps);
+        refuse_links(repo, &plan)?;
         plan.problems
             .extend(flat_kustomization_problems(repo, &plan)?);
         Ok(plan)
@@ -218,6 +221,39 @@ impl Plan {
     pub fn blocking(&self) -> impl Iterator<Item = &Problem> {
         self.problems.iter().filter(|p| p.blocks())
     }
+}
+
+/// Fails when the plan would move a file into or through a symbolic link: the app tier or a
+/// wave folder that is a link, or a link where a file moves to. The scan does not follow
+/// links (they are foreign entries); moving files through one would put them wherever it
+/// leads and overwrite what is there (`fs::write::link_refused` says why Flux ignores them).
+fn refuse_links(repo: &Repo, plan: &Plan) -> Result<()> {
+    let apps = &repo.apps;
+    if plan.waves == 0 {
+        return Ok(());
+    }
+    let mut checked = std::collections::HashSet::new();
+    let root = &repo.root;
+    crate::fs::write::refuse_links(root, &apps.dir, true, &mut checked)?;
+    for n in 0..plan.waves {
+        crate::fs::write::refuse_links(root, &apps.wave_dir(n), true, &mut checked)?;
+    }
+    let links: std::collections::HashSet<&str> = apps
+        .foreign
+        .iter()
+        .filter(|(_, what)| what.starts_with("symbolic link"))
+        .map(|(path, _)| path.as_str())
+        .collect();
+    if links.is_empty() {
+        return Ok(());
+    }
+    for p in plan.placements.iter().filter(|p| p.moves()) {
+        let to = apps.path_of(&p.file, Location::Wave(p.wave));
+        if links.contains(to.as_str()) {
+            return Err(crate::fs::write::link_refused(&to));
+        }
+    }
+    Ok(())
 }
 
 /// A folder with more than one kustomization file is refused: kustomize fails to build it

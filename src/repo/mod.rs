@@ -48,6 +48,16 @@ impl Reads {
         cache.insert(path.to_path_buf(), read.clone());
         Ok(read)
     }
+
+    /// What this run read of the file, if it read it: `apply` replaces or removes a file
+    /// only while it still holds these bytes.
+    pub fn cached(&self, path: &Path) -> Option<Option<Arc<Vec<u8>>>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(path)
+            .cloned()
+    }
 }
 
 impl Repo {

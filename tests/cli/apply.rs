@@ -469,3 +469,408 @@ fn releasing_the_retired_kustomization_is_not_a_dropped_setting() {
         run.stderr
     );
 }
+
+// Reliability under attack: links, files named like temporaries, concurrent edits and runs,
+// folders shared by two settings.
+
+/// examples/homelab, flat, committed to a fresh git repository.
+fn homelab() -> TestRepo {
+    let repo = TestRepo::example("homelab");
+    repo.commit_all("flat");
+    repo
+}
+
+fn link(target: &str, at: &std::path::Path) {
+    std::os::unix::fs::symlink(target, at).unwrap();
+}
+
+#[track_caller]
+fn refused_unchanged(repo: &TestRepo, args: &[&str], shows: &[&str]) {
+    let before = repo.snapshot();
+    let run = repo.run(args);
+    assert_eq!(run.code, 2, "{args:?}: {}\n{}", run.stdout, run.stderr);
+    for text in shows {
+        assert!(
+            run.stderr.contains(text),
+            "{args:?}: stderr should say {text:?}:\n{}",
+            run.stderr
+        );
+    }
+    assert_eq!(repo.snapshot(), before, "{args:?} changed the tree");
+}
+
+/// A wave folder that is a link to a hand-kept folder: `apply` used to move the app tier's
+/// files into `platform/` and overwrite `platform/kustomization.yaml`, and exit 0.
+#[test]
+fn a_linked_wave_folder_is_refused_before_anything_is_written() {
+    let repo = homelab();
+    link("../platform", &repo.path().join("apps/wave-1"));
+    let platform = repo.read("platform/kustomization.yaml");
+    for args in [
+        &["apply"][..],
+        &["apply", "--dry-run"],
+        &["plan"],
+        &["check"],
+    ] {
+        refused_unchanged(
+            &repo,
+            args,
+            &[
+                "apps/wave-1: is a symbolic link",
+                "replace the link with a folder",
+            ],
+        );
+    }
+    assert_eq!(repo.read("platform/kustomization.yaml"), platform);
+}
+
+/// The same through every other component a change goes through: the app tier itself, the
+/// base and environment folders (links inside the repository, which the containment check
+/// lets through), a link where a file moves to, and a kustomization apply edits.
+#[test]
+fn a_link_on_any_path_apply_writes_is_refused() {
+    type Setup = fn(&TestRepo);
+    let cases: [(&str, Setup); 8] = [
+        ("apps", |r| {
+            std::fs::rename(r.path().join("apps"), r.path().join("apps-real")).unwrap();
+            link("apps-real", &r.path().join("apps"));
+        }),
+        ("clusters/dev", |r| {
+            std::fs::rename(r.path().join("clusters/dev"), r.path().join("dev-real")).unwrap();
+            link("../dev-real", &r.path().join("clusters/dev"));
+        }),
+        ("clusters/base", |r| {
+            std::fs::rename(r.path().join("clusters/base"), r.path().join("base-real")).unwrap();
+            link("../base-real", &r.path().join("clusters/base"));
+        }),
+        ("clusters", |r| {
+            std::fs::rename(r.path().join("clusters"), r.path().join("clusters-real")).unwrap();
+            link("clusters-real", &r.path().join("clusters"));
+        }),
+        ("apps/wave-0/plex.yaml", |r| {
+            std::fs::create_dir_all(r.path().join("apps/wave-0")).unwrap();
+            link(
+                "../../platform/cnpg.yaml",
+                &r.path().join("apps/wave-0/plex.yaml"),
+            );
+        }),
+        ("apps/wave-0/kustomization.yaml", |r| {
+            std::fs::create_dir_all(r.path().join("apps/wave-0")).unwrap();
+            link(
+                "../../platform/kustomization.yaml",
+                &r.path().join("apps/wave-0/kustomization.yaml"),
+            );
+        }),
+        ("clusters/base/apps-wave-0.yaml", |r| {
+            link(
+                "../../platform/cnpg.yaml",
+                &r.path().join("clusters/base/apps-wave-0.yaml"),
+            );
+        }),
+        ("clusters/dev/kustomization.yaml", |r| {
+            std::fs::rename(
+                r.path().join("clusters/dev/kustomization.yaml"),
+                r.path().join("dev-kustomization.yaml"),
+            )
+            .unwrap();
+            link(
+                "../../dev-kustomization.yaml",
+                &r.path().join("clusters/dev/kustomization.yaml"),
+            );
+        }),
+    ];
+    for (at, setup) in cases {
+        let repo = homelab();
+        setup(&repo);
+        for args in [&["apply"][..], &["apply", "--dry-run"]] {
+            refused_unchanged(&repo, args, &[&format!("{at}: is a symbolic link")]);
+        }
+    }
+}
+
+/// A user's file whose name looks like a temporary (`.kustomization.yaml.backup`: a dot,
+/// the name, six letters) used to be removed as "left by an interrupted write", tracked by
+/// git or not.
+#[test]
+fn a_users_file_named_like_a_temporary_is_never_removed() {
+    let repo = homelab();
+    let mine = [
+        "clusters/dev/.kustomization.yaml.backup",
+        "clusters/base/.kustomization.yaml.orig12",
+        "apps/wave-0/.kustomization.yaml.before",
+    ];
+    for f in mine {
+        repo.write(f, "# my own copy\n");
+    }
+    // Exactly fluxwave's pattern, but tracked by git: someone's file all the same.
+    let tracked = "clusters/dev/.kustomization.yaml.fluxwave-tmp-AbCdE12345";
+    repo.write(tracked, "# committed on purpose\n");
+    repo.commit_all("backups");
+    // Exactly fluxwave's pattern and untracked: what an interrupted write leaves.
+    let leftover = "clusters/base/.kustomization.yaml.fluxwave-tmp-Zz9Yy8Xx7W";
+    repo.write(
+        leftover,
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustom",
+    );
+    let run = repo.run(&["apply"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    for f in mine.iter().chain([&tracked]) {
+        assert!(repo.exists(f), "{f} was removed:\n{}", run.stdout);
+    }
+    assert!(!repo.exists(leftover), "{}", run.stdout);
+    assert!(
+        run.stdout.contains(&format!(
+            "remove  {leftover}  (left by an interrupted write"
+        )),
+        "{}",
+        run.stdout
+    );
+    assert_idempotent_git(&repo);
+}
+
+/// `assert_idempotent` for a repository whose environments are discovered from git.
+fn assert_idempotent_git(repo: &TestRepo) {
+    let before = repo.snapshot();
+    let run = repo.run(&["apply"]);
+    assert_eq!(run.stdout, "nothing to change\n", "{}", run.stderr);
+    assert_eq!(repo.snapshot(), before);
+}
+
+/// Starts `apply` paused between its moves and its writes (the test-only pause point), and
+/// waits until it is there.
+fn paused_apply(repo: &TestRepo, sync: &std::path::Path) -> std::process::Child {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fluxwave"))
+        .arg("--repo")
+        .arg(repo.path())
+        .arg("apply")
+        .env("FLUXWAVE_TEST_PAUSE_APPLY", sync)
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !sync.join("paused").exists() {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("apply ended ({status}) without pausing between its moves and its writes");
+        }
+        assert!(start.elapsed().as_secs() < 60, "apply never paused");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child
+}
+
+/// An edit saved to an environment's kustomization while `apply` runs used to be silently
+/// overwritten; a second `apply` started meanwhile ran alongside the first.
+#[test]
+fn a_concurrent_edit_is_kept_and_a_concurrent_apply_is_refused() {
+    let repo = homelab();
+    let sync = tempfile::tempdir().unwrap();
+    let child = paused_apply(&repo, sync.path());
+
+    // A second run while the first holds the lock: refused at once, nothing written.
+    let before = repo.snapshot();
+    let second = repo.run(&["apply"]);
+    assert_eq!(second.code, 2, "{}\n{}", second.stdout, second.stderr);
+    let pid = child.id().to_string();
+    for text in [
+        "another `fluxwave apply`",
+        &format!("(process {pid})"),
+        "fluxwave.lock",
+        "run `fluxwave apply` again",
+    ] {
+        assert!(second.stderr.contains(text), "{text:?}:\n{}", second.stderr);
+    }
+    assert_eq!(repo.snapshot(), before, "the refused run wrote something");
+
+    // An edit saved while the first run is between its moves and its writes.
+    let env = "clusters/dev/kustomization.yaml";
+    let edited = format!("{}# saved while apply ran\n", repo.read(env));
+    repo.write(env, &edited);
+    std::fs::write(sync.path().join("resume"), "").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    for text in [
+        &format!("{env}: was changed while `fluxwave apply` ran"),
+        "nothing is lost",
+        "run `fluxwave apply` again to complete",
+    ] {
+        assert!(stderr.contains(text), "{text:?}:\n{stderr}");
+    }
+    assert_eq!(repo.read(env), edited, "the edit was overwritten");
+    assert!(
+        !repo.path().join(".git/fluxwave.lock").exists(),
+        "the lock stayed"
+    );
+
+    // A rerun completes the work on top of the edit.
+    let run = repo.run(&["apply"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let now = repo.read(env);
+    assert!(now.contains("# saved while apply ran\n"), "{now}");
+    assert!(now.contains("apps-wave-2"), "{now}");
+    assert_idempotent_git(&repo);
+}
+
+/// A run killed while it holds the lock leaves no lock behind that blocks the next one.
+#[test]
+fn a_killed_apply_does_not_block_the_next() {
+    let repo = homelab();
+    let sync = tempfile::tempdir().unwrap();
+    let mut child = paused_apply(&repo, sync.path());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let run = repo.run(&["apply"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_idempotent_git(&repo);
+}
+
+/// A failure after the first change used to print the raw OS error alone; it now says
+/// that nothing is lost and that a rerun completes the work. Here a folder is put, while
+/// apply runs, where it writes a new wave Kustomization.
+#[test]
+fn an_apply_that_stops_part_way_says_a_rerun_completes_it() {
+    let repo = homelab();
+    let sync = tempfile::tempdir().unwrap();
+    let child = paused_apply(&repo, sync.path());
+    let blocker = "clusters/base/apps-wave-0.yaml";
+    std::fs::create_dir(repo.path().join(blocker)).unwrap();
+    std::fs::write(sync.path().join("resume"), "").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(blocker), "{stderr}");
+    assert!(
+        stderr.contains("nothing is lost")
+            && stderr.contains("run `fluxwave apply` again to complete it"),
+        "{stderr}"
+    );
+    std::fs::remove_dir(repo.path().join(blocker)).unwrap();
+    let run = repo.run(&["apply"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(repo.exists(blocker));
+    assert_idempotent_git(&repo);
+}
+
+/// `clusters.base` and an environment in one folder used to be accepted, and one of the
+/// two edits of its kustomization was lost.
+#[test]
+fn a_folder_shared_by_the_base_and_an_environment_is_refused() {
+    let cases = [
+        ("clusters: {base: clusters/dev}\n", "fluxwave.yaml:1:18"),
+        (
+            "clusters:\n  base: clusters/base\n  environments:\n    - {name: dev, path: clusters/dev}\n    - {name: again, path: ./clusters/dev/}\n",
+            "fluxwave.yaml:5:27",
+        ),
+        (
+            "clusters:\n  environments:\n    - {name: dev, path: apps}\n",
+            "fluxwave.yaml:3:25",
+        ),
+    ];
+    for (config, at) in cases {
+        let repo = homelab();
+        let kept = repo.read("fluxwave.yaml");
+        repo.write("fluxwave.yaml", &format!("{kept}{config}"));
+        let lines = kept.lines().count();
+        let (line, col) = at
+            .strip_prefix("fluxwave.yaml:")
+            .unwrap()
+            .split_once(':')
+            .unwrap();
+        let at = format!(
+            "fluxwave.yaml:{}:{col}",
+            line.parse::<usize>().unwrap() + lines
+        );
+        for args in [&["apply"][..], &["apply", "--dry-run"]] {
+            refused_unchanged(&repo, args, &[&at, "folders of their own"]);
+        }
+    }
+}
+
+/// The same file in two places used to get "keep one copy of the file" alone, which read as
+/// if apply had made the copy (a run that lost a race with another): apply only renames and
+/// two runs never interleave, so the advice says where a copy comes from and what to do.
+#[test]
+fn a_duplicate_file_gets_advice_that_fits_how_the_copy_was_made() {
+    let repo = homelab();
+    std::fs::create_dir_all(repo.path().join("apps/wave-0")).unwrap();
+    std::fs::copy(
+        repo.path().join("apps/plex.yaml"),
+        repo.path().join("apps/wave-0/plex.yaml"),
+    )
+    .unwrap();
+    refused_unchanged(
+        &repo,
+        &["apply"],
+        &[
+            "`plex.yaml` is in more than one place: apps/plex.yaml, apps/wave-0/plex.yaml",
+            "keep one copy of the file and delete the others",
+            "fluxwave only renames files",
+        ],
+    );
+}
+
+/// `render` writes into the app tier too: through a linked wave folder it used to put the
+/// manifests wherever the link led (here beside the hand-kept platform manifests), and over
+/// a manifest that is a link it replaced the link.
+#[test]
+fn render_never_writes_through_a_link_in_the_app_tier() {
+    let repo = homelab();
+    let plex = repo.path().join("catalog/plex.yaml");
+    let plex = plex.to_str().unwrap();
+    link("../platform", &repo.path().join("apps/wave-0"));
+    refused_unchanged(
+        &repo,
+        &["render", plex, "--wave-layout"],
+        &["apps/wave-0: is a symbolic link"],
+    );
+    assert!(!repo.exists("platform/plex.yaml"));
+    std::fs::remove_file(repo.path().join("apps/wave-0")).unwrap();
+    std::fs::rename(
+        repo.path().join("apps/plex.yaml"),
+        repo.path().join("plex-real.yaml"),
+    )
+    .unwrap();
+    link("../plex-real.yaml", &repo.path().join("apps/plex.yaml"));
+    refused_unchanged(
+        &repo,
+        &["render", plex],
+        &["apps/plex.yaml: is a symbolic link"],
+    );
+}
+
+/// `render` into the app tier while `apply` moves it used to write a manifest back to its
+/// old place beside the moved one (a duplicate that stopped the next apply); it now finds
+/// the lock held, says by whom, and writes nothing.
+#[test]
+fn a_render_into_the_repository_is_refused_while_apply_runs() {
+    let repo = homelab();
+    let sync = tempfile::tempdir().unwrap();
+    let child = paused_apply(&repo, sync.path());
+    let before = repo.snapshot();
+    let plex = repo.path().join("catalog/plex.yaml");
+    let render = repo.run(&["render", plex.to_str().unwrap()]);
+    assert_eq!(render.code, 2, "{}\n{}", render.stdout, render.stderr);
+    for text in [
+        &format!("another `fluxwave apply` (process {})", child.id()),
+        "run `fluxwave render` again",
+    ] {
+        assert!(render.stderr.contains(text), "{text:?}:\n{}", render.stderr);
+    }
+    assert_eq!(
+        repo.snapshot(),
+        before,
+        "the refused render wrote something"
+    );
+    std::fs::write(sync.path().join("resume"), "").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!repo.exists("apps/plex.yaml") && repo.exists("apps/wave-0/plex.yaml"));
+    assert_idempotent_git(&repo);
+}

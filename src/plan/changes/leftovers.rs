@@ -1,5 +1,7 @@
 //! What an interrupted run left: the temporary file of a write cut short, beside any file
-//! this run may write.
+//! this run may write. Only a regular file named exactly as fluxwave names its temporaries
+//! (`fs::write::leftover_temporaries`) is taken for one, and never a file git tracks: a
+//! user's file is never removed, whatever its name.
 
 use std::collections::BTreeSet;
 
@@ -36,17 +38,54 @@ pub(super) fn interrupted_writes(
         .collect::<BTreeSet<String>>()
         .into_iter()
         .collect();
+    let mut found: Vec<(String, String)> = Vec::new();
     for rel in written {
         for temp in write::leftover_temporaries(&repo.path(&rel)) {
-            if let Ok(temp_rel) = temp.strip_prefix(&repo.root) {
-                changes.push(Change {
-                    op: Op::Remove {
-                        path: temp_rel.to_string_lossy().into_owned(),
-                    },
-                    drift: Drift::InterruptedWrite,
-                    why: format!("left by an interrupted write of {rel}"),
-                });
+            if let Some(temp_rel) = temp.strip_prefix(&repo.root).ok().and_then(|p| p.to_str()) {
+                found.push((temp_rel.to_string(), rel.clone()));
             }
         }
+    }
+    if found.is_empty() {
+        return;
+    }
+    let tracked = tracked(&repo.root, found.iter().map(|(t, _)| t.as_str()));
+    for (temp, rel) in found {
+        if tracked.contains(&temp) {
+            continue;
+        }
+        changes.push(Change {
+            op: Op::Remove { path: temp },
+            drift: Drift::InterruptedWrite,
+            why: format!("left by an interrupted write of {rel}"),
+        });
+    }
+}
+
+/// Which of `paths` git tracks, when `root` is in a git working tree (none otherwise, and
+/// none when git cannot be asked: an untracked temporary then stays until it can be).
+fn tracked<'a>(root: &std::path::Path, paths: impl Iterator<Item = &'a str>) -> BTreeSet<String> {
+    let paths: Vec<&str> = paths.collect();
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["ls-files", "-z", "--"])
+        .args(paths.iter().map(|p| format!(":(literal){p}")))
+        .stdin(std::process::Stdio::null())
+        .output();
+    match out {
+        Ok(o) if o.status.success() => o
+            .stdout
+            .split(|b| *b == 0)
+            .filter_map(|p| std::str::from_utf8(p).ok())
+            .filter(|p| !p.is_empty())
+            .map(str::to_string)
+            .collect(),
+        // Not a git working tree: nothing is tracked. git missing or failing otherwise:
+        // every candidate counts as tracked, so nothing is removed on a guess.
+        Ok(o) if String::from_utf8_lossy(&o.stderr).contains("not a git repository") => {
+            BTreeSet::new()
+        }
+        _ => paths.iter().map(|p| p.to_string()).collect(),
     }
 }

@@ -152,7 +152,30 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
         .map(|n| repo.config.wave_name(n))
         .collect();
     leftovers::interrupted_writes(repo, plan, &base.rel, &mut set.changes);
+    refuse_links(repo, &set.changes)?;
     Ok(set)
+}
+
+/// Fails when a change would go through a symbolic link: a folder on its path (below the
+/// root), or the file it writes or removes. `apply --dry-run` and `check` say so as `apply`
+/// does, before anything is written; `plan::execute` checks again as it goes.
+fn refuse_links(repo: &Repo, changes: &[Change]) -> Result<()> {
+    let mut checked = std::collections::HashSet::new();
+    let root = &repo.root;
+    for c in changes {
+        match &c.op {
+            // A move's target is not looked at one by one (100,000 of them): a link in a
+            // wave folder is one of the app tier's foreign entries, refused by the plan.
+            Op::Move { from, to } => {
+                crate::fs::write::refuse_links(root, from, false, &mut checked)?;
+                crate::fs::write::refuse_links(root, to, false, &mut checked)?;
+            }
+            Op::Write { path, .. } | Op::Remove { path } | Op::RemoveDir { path } => {
+                crate::fs::write::refuse_links(root, path, true, &mut checked)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Settings of the retired Kustomization's spec that the waves, made from `waves.spec`, would
