@@ -7,10 +7,11 @@ mod cutover;
 mod plan;
 mod render;
 mod schema;
+pub mod terminal;
 mod waves;
 
 use std::ffi::OsString;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
@@ -181,7 +182,14 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
     // (set already when the command line runs twice in one process).
     let _ = miette::set_hook(Box::new(|_| Box::new(crate::diag::render::handler(None))));
     let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let colour = terminal::colour(stdout.is_terminal());
+    let out = terminal::Safe::new(stdout.lock(), colour);
+    // `check` reports diagnostics; the other commands' results name files and objects.
+    let mut out = if matches!(cli.command, Command::Check { .. }) {
+        out.diagnostics()
+    } else {
+        out
+    };
     // Every command but `schema` reads the repository: one that is not a folder is bad input,
     // not an empty repository.
     if !matches!(cli.command, Command::Schema { .. }) && !cli.repo.is_dir() {
@@ -262,7 +270,10 @@ fn report(e: &Error) {
 /// One line to stderr. A stderr that is closed or full loses the line, never the run:
 /// `eprintln!` would panic (exit 101) where the exit code must still say what happened.
 pub(crate) fn warn(line: std::fmt::Arguments) {
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
+    let stderr = std::io::stderr();
+    let colour = terminal::colour(stderr.is_terminal());
+    let line = terminal::diagnostic(&format!("{line}\n"), colour);
+    let _ = stderr.lock().write_all(line.as_bytes());
 }
 
 /// Writes to stdout, turning a write failure (a closed pipe) into an error.
