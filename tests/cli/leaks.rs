@@ -341,3 +341,40 @@ fn the_spoilt_shapes_print_errors() {
         );
     }
 }
+
+/// `apply --dry-run` prints diffs of the files it edits: a Secret written inline beside the
+/// edited lines (a patch on one line) is masked in them as in a snippet.
+#[test]
+fn dry_run_diffs_mask_a_secret_beside_the_edit() {
+    let marker = "ZQDIFFVALUEQZ";
+    let secret = format!("  - patch: '{{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"metadata\":{{\"name\":\"extra\"}},\"stringData\":{{\"token\":\"{marker}\"}}}}'\n    target: {{kind: Secret, name: extra}}\n");
+    let repo = TestRepo::empty();
+    repo.service("api", &[]).flux_wiring();
+    repo.manifest("apps/api.yaml").flat_kustomization();
+    repo.write(
+        "clusters/dev/extra.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: extra\nstringData:\n  token: placeholder\n",
+    );
+    let dev = repo.read("clusters/dev/kustomization.yaml");
+    let dev = dev.replace("  - ../base\n", "  - ../base\n  - extra.yaml\n");
+    // Right before the patch apply rewrites: within the diff's context.
+    let dev = dev.replace(
+        "patches:\n  # decryption for the app tier\n",
+        &format!("patches:\n{secret}"),
+    );
+    repo.write("clusters/dev/kustomization.yaml", &dev);
+    repo.commit_all("flat");
+    let run = repo.run(&["apply", "--dry-run"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("+++ b/clusters/dev/kustomization.yaml"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("  - patch: *****"),
+        "the Secret's line is in the diff's context:\n{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains(marker), "{}", run.stdout);
+}
