@@ -169,13 +169,29 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
-            let _ = e.print();
-            return match e.kind() {
-                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
-                    Ok(Outcome::Clean)
-                }
-                _ => Err(2),
+            use clap::error::ErrorKind;
+            let help = matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion);
+            // clap's message quotes the arguments (a value it refuses): through the same
+            // escaping as every other line.
+            let colour = terminal::colour(if help {
+                std::io::stdout().is_terminal()
+            } else {
+                std::io::stderr().is_terminal()
+            });
+            // (clap's plain form strips escape sequences and what follows an unterminated
+            // one: its coloured form keeps the argument whole, for `shown` to escape.)
+            let text = e.render().ansi().to_string();
+            let text = if colour {
+                terminal::shown(&text, true)
+            } else {
+                terminal::shown(&terminal::without_colour(&text), false)
             };
+            if help {
+                let _ = std::io::stdout().lock().write_all(text.as_bytes());
+                return Ok(Outcome::Clean);
+            }
+            let _ = std::io::stderr().lock().write_all(text.as_bytes());
+            return Err(2);
         }
     };
     // Once per run: every error report renders through the same handler as `check`'s text
@@ -185,10 +201,13 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
     let colour = terminal::colour(stdout.is_terminal());
     let out = terminal::Safe::new(stdout.lock(), colour);
     // `check` reports diagnostics; the other commands' results name files and objects.
-    let mut out = if matches!(cli.command, Command::Check { .. }) {
-        out.diagnostics()
-    } else {
-        out
+    let mut out = match cli.command {
+        Command::Check {
+            format: check::Format::Github,
+            ..
+        } => out.diagnostics().workflow_commands(),
+        Command::Check { .. } => out.diagnostics(),
+        _ => out,
     };
     // Every command but `schema` reads the repository: one that is not a folder is bad input,
     // not an empty repository.

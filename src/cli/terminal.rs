@@ -10,6 +10,9 @@
 //! - On a terminal with colour (no NO_COLOR), the colour sequences fluxwave's diagnostics are
 //!   drawn with pass (SGR: colours, bold, underline, reset); every other escape sequence is
 //!   written as text.
+//! - A line that starts with `::` (after blanks) has its first colon escaped, but in `check
+//!   --format github`, whose own lines are workflow commands: a file name with a line break
+//!   cannot forge a GitHub Actions command (`::add-mask::`, `::stop-commands::`) in a CI log.
 //! - In diagnostics (stderr, and `check`'s report), every plaintext Secret value fluxwave has
 //!   read in this run (`redact::remember`) is written as `***` wherever it appears: in a
 //!   message, a file name, an object name. The results of the other commands name files and
@@ -26,6 +29,8 @@ pub struct Safe<W: Write> {
     colour: bool,
     /// Whether remembered Secret values are masked (a diagnostic stream).
     mask: bool,
+    /// Whether lines may be GitHub workflow commands (`check --format github`).
+    commands: bool,
 }
 
 impl<W: Write> Safe<W> {
@@ -36,7 +41,15 @@ impl<W: Write> Safe<W> {
             pending: Vec::new(),
             colour,
             mask: false,
+            commands: false,
         }
+    }
+
+    /// The stream's lines may be GitHub workflow commands (they are fluxwave's own: every
+    /// name and message in them is escaped by the format).
+    pub fn workflow_commands(mut self) -> Safe<W> {
+        self.commands = true;
+        self
     }
 
     /// The stream carries diagnostics: remembered Secret values are masked too.
@@ -47,11 +60,12 @@ impl<W: Write> Safe<W> {
 
     fn emit(&mut self, upto: usize) -> io::Result<()> {
         let text = String::from_utf8_lossy(&self.pending[..upto]);
-        let shown = if self.mask {
-            shown(&crate::redact::mask_known(&text), self.colour)
+        let text = if self.mask {
+            crate::redact::mask_known(&text)
         } else {
-            shown(&text, self.colour)
+            text
         };
+        let shown = escape(&text, self.colour, self.commands);
         self.inner.write_all(shown.as_bytes())?;
         self.pending.drain(..upto);
         Ok(())
@@ -119,16 +133,42 @@ fn colour_sequence(s: &str) -> Option<usize> {
     Some(2 + end + 1)
 }
 
+/// `text` without its colour sequences (those `shown` would pass on a colour terminal).
+pub fn without_colour(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find('\u{1b}') {
+        out.push_str(&rest[..i]);
+        rest = &rest[i..];
+        let n = colour_sequence(rest).unwrap_or(1);
+        if n == 1 {
+            out.push('\u{1b}');
+        }
+        rest = &rest[n..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// A diagnostic as it may be shown: remembered Secret values masked, control characters
 /// escaped.
 pub fn diagnostic(text: &str, colour: bool) -> String {
     shown(&crate::redact::mask_known(text), colour)
 }
 
-/// `text` as it may be shown: control characters escaped.
+/// `text` as it may be shown: control characters escaped, no line a workflow command.
 pub fn shown(text: &str, colour: bool) -> String {
+    escape(text, colour, false)
+}
+
+fn escape(text: &str, colour: bool, commands: bool) -> String {
+    let text = if commands {
+        std::borrow::Cow::Borrowed(text)
+    } else {
+        no_workflow_commands(text)
+    };
     let mut out = String::with_capacity(text.len());
-    let mut rest: &str = text;
+    let mut rest: &str = &text;
     while let Some(i) = rest.find(is_unsafe) {
         out.push_str(&rest[..i]);
         rest = &rest[i..];
@@ -145,6 +185,25 @@ pub fn shown(text: &str, colour: bool) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// Every line that starts with `::` (after blanks), its first colon escaped.
+fn no_workflow_commands(text: &str) -> std::borrow::Cow<'_, str> {
+    let starts = |line: &str| line.trim_start_matches([' ', '\t']).starts_with("::");
+    if !text.split('\n').any(starts) {
+        return text.into();
+    }
+    let lines: Vec<String> = text
+        .split('\n')
+        .map(|line| {
+            if starts(line) {
+                line.replacen(':', "\\u003a", 1)
+            } else {
+                line.to_string()
+            }
+        })
+        .collect();
+    lines.join("\n").into()
 }
 
 #[cfg(test)]
@@ -182,6 +241,18 @@ mod tests {
         ] {
             assert!(!shown(hostile, true).contains('\u{1b}'), "{hostile:?}");
         }
+    }
+
+    #[test]
+    fn no_line_is_a_workflow_command_but_in_their_format() {
+        let text = "move apps/x\n::add-mask::hidden\n  ::error::forged\nok :: fine\n";
+        assert_eq!(
+            shown(text, false),
+            "move apps/x\n\\u003a:add-mask::hidden\n  \\u003a:error::forged\nok :: fine\n"
+        );
+        let mut github = Safe::new(Vec::new(), false).workflow_commands();
+        github.write_all(b"::error file=a::m\n").unwrap();
+        assert_eq!(github.inner, b"::error file=a::m\n");
     }
 
     #[test]

@@ -62,6 +62,7 @@ fn quoted(name: &str) -> String {
         .chars()
         .map(|c| match raw_control(&c.to_string()) {
             Some(c) => format!("\\u{:04X}", c as u32),
+            None if c == '\n' => "\\n".to_string(),
             None => c.to_string(),
         })
         .collect();
@@ -212,4 +213,72 @@ fn snippets_and_messages_of_bad_input_are_escaped() {
             assert!(r.stderr.contains("catalog/api.yaml"), "{}", r.stderr);
         }
     }
+}
+
+/// The command line's own errors quote the arguments they refuse: escaped as well.
+#[test]
+fn refused_arguments_are_escaped() {
+    let repo = TestRepo::empty();
+    for args in [
+        &["check", "--format", "\u{9b}2J\u{202e}x"][..],
+        &["check", "--env", "a\u{202e}\u{9b}=clusters/a"],
+        &[
+            "cutover",
+            "--from",
+            "HEAD",
+            "--env",
+            "\u{1b}]52;c;aGk=\u{7}=clusters/a",
+        ],
+    ] {
+        let r = run(&repo, args);
+        assert_eq!(r.code, 2, "{args:?}\n{}", r.stderr);
+        assert_escaped(&format!("fluxwave {args:?}"), &r);
+        assert!(r.stderr.contains("\\u"), "{}", r.stderr);
+    }
+}
+
+/// A file name with a line break cannot forge a GitHub Actions workflow command in a CI log
+/// (`check --format github` escapes line breaks in its own commands).
+#[test]
+fn a_file_name_cannot_forge_a_workflow_command() {
+    let repo = TestRepo::empty();
+    repo.service("api", &[]).flux_wiring();
+    repo.manifest("apps/api.yaml");
+    let forged = "api-x\n::add-mask::hidden\n::error file=a::forged\n.yaml";
+    repo.write(
+        &format!("apps/{forged}"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: forged\n  namespace: default\n",
+    );
+    repo.write(
+        "apps/kustomization.yaml",
+        &format!("resources:\n  - api.yaml\n  - {}\n", quoted(forged)),
+    );
+    repo.commit_all("forged");
+    for args in [
+        &["plan"][..],
+        &["waves", "--format", "markdown"],
+        &["check"],
+        &["check", "--format", "github"],
+        &["apply", "--dry-run"],
+        &["cutover", "--from", "HEAD"],
+    ] {
+        let r = run(&repo, args);
+        for line in r.stdout.lines().chain(r.stderr.lines()) {
+            let line = line.trim_start();
+            let ours = args == ["check", "--format", "github"]
+                && (line.starts_with("::error file=") || line.starts_with("::warning file="));
+            assert!(
+                !line.starts_with("::") || ours,
+                "fluxwave {args:?} prints a workflow command: {line}\n{}",
+                r.stdout
+            );
+        }
+    }
+    let plan = run(&repo, &["plan"]);
+    assert!(
+        plan.stdout.contains("\\u003a:add-mask::hidden"),
+        "{}\n{}",
+        plan.stdout,
+        plan.stderr
+    );
 }
