@@ -416,16 +416,22 @@ fn star<'a>(bytes: impl Iterator<Item = &'a mut u8>) {
 /// Shorter values are left to the masking of the files (they would mask common words).
 static KNOWN: std::sync::Mutex<Known> = std::sync::Mutex::new(Known {
     values: Vec::new(),
+    seen: None,
     matcher: None,
 });
+
+/// At most this many values are remembered (a repository with more plaintext Secret values
+/// than this has its files' masking alone beyond them).
+const MAX_KNOWN: usize = 100_000;
 
 /// A value shorter than this is not searched for in the output.
 pub const MIN_KNOWN_LEN: usize = 8;
 
 struct Known {
     values: Vec<String>,
-    /// The values as one alternation, longest first; `None` until first needed after a change.
-    matcher: Option<regex::Regex>,
+    seen: Option<std::collections::HashSet<String>>,
+    /// All the values at once; `None` until first needed after a change.
+    matcher: Option<aho_corasick::AhoCorasick>,
 }
 
 /// Remembers a Secret's value (`encoded`: a value of `data`, base64), so that no later output
@@ -440,7 +446,14 @@ pub fn remember(value: &str, encoded: bool) {
     for v in std::iter::once(value.trim().to_string()).chain(other) {
         let fits =
             v.len() >= MIN_KNOWN_LEN && !v.chars().any(|c| c.is_control() || c == '"' || c == '\\');
-        if fits && !known.values.contains(&v) {
+        if !fits || known.values.len() >= MAX_KNOWN {
+            continue;
+        }
+        if known
+            .seen
+            .get_or_insert_with(Default::default)
+            .insert(v.clone())
+        {
             known.values.push(v);
             known.matcher = None;
         }
@@ -478,33 +491,25 @@ pub fn remember_documents(docs: &[serde_json::Value]) {
     }
 }
 
-/// `text` with every remembered Secret value replaced by `***`.
+/// `text` with every remembered Secret value replaced by `***` (the longest where two
+/// overlap).
 pub fn mask_known(text: &str) -> std::borrow::Cow<'_, str> {
     let mut known = KNOWN.lock().unwrap_or_else(|p| p.into_inner());
     if known.values.is_empty() {
         return text.into();
     }
     if known.matcher.is_none() {
-        let mut values: Vec<&String> = known.values.iter().collect();
-        values.sort_by_key(|v| std::cmp::Reverse(v.len()));
-        let pattern: Vec<String> = values.iter().map(|v| regex::escape(v)).collect();
-        known.matcher = regex::RegexBuilder::new(&pattern.join("|"))
-            .size_limit(64 << 20)
-            .build()
+        known.matcher = aho_corasick::AhoCorasick::builder()
+            .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+            .build(&known.values)
             .ok();
     }
     match &known.matcher {
-        Some(m) => std::borrow::Cow::Owned(m.replace_all(text, "***").into_owned()),
-        // Too many values for one pattern: one at a time.
-        None => {
-            let mut out = text.to_string();
-            for v in &known.values {
-                if out.contains(v.as_str()) {
-                    out = out.replace(v.as_str(), "***");
-                }
-            }
-            out.into()
-        }
+        Some(m) if m.is_match(text) => m.replace_all(text, &vec!["***"; known.values.len()]).into(),
+        Some(_) => text.into(),
+        // A matcher that cannot be built (beyond its memory limits): nothing of the text is
+        // shown rather than a secret.
+        None => "***".into(),
     }
 }
 
@@ -561,7 +566,22 @@ pub fn masked(text: &str, ranges: &[(usize, usize)]) -> String {
 /// masked exactly as `masked(text, &ranges(text))` masks them, but reading only the documents
 /// that hold those lines: a snippet of one line of a large file costs that document, not the
 /// file. `None` if the masked lines are not UTF-8 (never, as in `masked`).
+#[cfg(test)]
 pub fn masked_lines(text: &str, from: usize, to: usize) -> Option<String> {
+    masked_lines_with(text, from, to, &mut Documents::new())
+}
+
+/// The secret ranges of documents already read, by where the text is in memory and the
+/// document's byte range: the findings of one large document read it once.
+pub type Documents = std::collections::HashMap<(usize, usize, usize), Vec<(usize, usize)>>;
+
+/// `masked_lines`, with the ranges of the documents it reads kept in `documents`.
+pub fn masked_lines_with(
+    text: &str,
+    from: usize,
+    to: usize,
+    documents: &mut Documents,
+) -> Option<String> {
     let bytes = text.as_bytes();
     let to = to.min(bytes.len());
     let from = from.min(to);
@@ -576,7 +596,11 @@ pub fn masked_lines(text: &str, from: usize, to: usize) -> Option<String> {
         end = memchr::memchr(b'\n', &bytes[end..]).map_or(bytes.len(), |i| end + i + 1);
     }
     let mut out = bytes[from..to].to_vec();
-    for (s, len) in ranges(text.get(start..end)?) {
+    let doc = text.get(start..end)?;
+    let found = documents
+        .entry((text.as_ptr() as usize, start, end))
+        .or_insert_with(|| ranges(doc));
+    for &(s, len) in found.iter() {
         let (s, e) = ((start + s).max(from), (start + s + len).min(to));
         if s >= e {
             continue;
@@ -635,6 +659,27 @@ mod tests {
         let out = shown(text);
         assert!(!out.contains("hunter2") && !out.contains("s3cret"), "{out}");
         assert!(out.contains("name: A") && out.contains("port: 80"));
+    }
+
+    /// A large file is read in time linear in its size.
+    #[test]
+    fn a_large_document_is_read_quickly() {
+        let mut text = String::from("kind: Secret\nstringData:\n");
+        for i in 0..40_000 {
+            text.push_str(&format!("  key-{i}: value-{i}\n"));
+        }
+        text.push_str("---\nkind: ConfigMap\n");
+        let start = std::time::Instant::now();
+        let r = ranges(&text);
+        assert_eq!(r.len(), 40_000);
+        // And every value is masked in output in time linear in the output.
+        let out = mask_known("value-39999 and value-5 stay apart from value-123456\n");
+        assert_eq!(out, "*** and value-5 stay apart from ***6\n");
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(30),
+            "{:?}",
+            start.elapsed()
+        );
     }
 
     /// Each shape a Secret can be written in: the value is masked, the keys are not.

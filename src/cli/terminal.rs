@@ -167,6 +167,13 @@ fn escape(text: &str, colour: bool, commands: bool) -> String {
     } else {
         no_workflow_commands(text)
     };
+    // Most output holds none of them: a pass over its bytes says so (each character
+    // `is_unsafe` takes is below 0x20, 0x7f, or starts with 0xc2, 0xd8 or 0xe2 in UTF-8).
+    let suspect =
+        |b: &u8| *b < 0x20 && *b != b'\n' && *b != b'\t' || matches!(*b, 0x7f | 0xc2 | 0xd8 | 0xe2);
+    if !text.as_bytes().iter().any(suspect) {
+        return text.into_owned();
+    }
     let mut out = String::with_capacity(text.len());
     let mut rest: &str = &text;
     while let Some(i) = rest.find(is_unsafe) {
