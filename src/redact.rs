@@ -65,19 +65,37 @@ fn document(doc: &str, offset: usize, out: &mut Vec<(usize, usize)>) {
     }
 }
 
-/// Whether a document that cannot be read may hold a secret: it names a Secret, SOPS or the
-/// last-applied annotation, has an `env` key, or has escapes that could spell any of them.
+/// Whether a document that cannot be read may hold a secret: the word `Secret` (a kind; not
+/// `secretRef` or `SecretStore`), a `sops` or `env` key, `ENC[`, the last-applied annotation,
+/// or escapes that could spell any of them.
 fn suspicious(doc: &str) -> bool {
-    let lower = doc.to_ascii_lowercase();
-    let env_key = lower.match_indices("env").any(|(i, _)| {
-        lower[i + 3..]
-            .trim_start_matches(['"', '\'', ' ', '\t'])
-            .starts_with(':')
-    });
-    env_key
-        || ["secret", "sops", "enc[", "last-applied", "\\x", "\\u"]
-            .iter()
-            .any(|w| lower.contains(w))
+    let word = |w: &str| {
+        doc.match_indices(w).any(|(i, _)| {
+            let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+            !alnum(doc[..i].chars().next_back()) && !alnum(doc[i + w.len()..].chars().next())
+        })
+    };
+    let key = |k: &str| {
+        doc.match_indices(k).any(|(i, _)| {
+            doc[i + k.len()..]
+                .trim_start_matches(['"', '\'', ' ', '\t'])
+                .starts_with(':')
+        })
+    };
+    word("Secret")
+        || key("sops")
+        || key("env")
+        || [
+            "ENC[",
+            "last-applied",
+            "\\x",
+            "\\u",
+            "\\U",
+            "\\\n",
+            "\\\r\n",
+        ]
+        .iter()
+        .any(|w| doc.contains(w))
 }
 
 /// A node of a parsed document, with the byte span of every scalar.
@@ -738,6 +756,20 @@ mod tests {
         );
         let text = "spec:\n  port: 8080\n  x: [\n";
         assert_eq!(shown(text), text);
+        // Nor does a broken kustomization whose patch names its decryption Secret.
+        let text = "resources:\n  - ../base\n  - [broken\npatches:\n  - patch: |-\n      spec:\n        decryption:\n          provider: sops\n          secretRef: {name: sops-age}\n";
+        assert_eq!(shown(text), text);
+        // But `kind: Secret`, however it is written, does.
+        for kind in [
+            "Secret",
+            "\"Secret\"",
+            "!!str Secret",
+            "\"\\x53ecret\"",
+            "\"Sec\\\n  ret\"",
+        ] {
+            let text = format!("kind: {kind}\nstringData:\n  pw: SECRETVALUE\n  x: [\n");
+            assert!(!shown(&text).contains("SECRETVALUE"), "{text}");
+        }
     }
 
     #[test]
