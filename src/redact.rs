@@ -1,40 +1,314 @@
 //! Secret values never reach fluxwave's output. An error may quote the file it points into
 //! (miette's snippet, serde-saphyr's message), so before any text of a file is shown, the
-//! places that hold secrets are masked byte for byte with `*` (offsets and spans stay valid):
-//! the values under `data:` / `stringData:` of a `kind: Secret` document, the whole `sops:`
-//! block, every SOPS `ENC[...]` value, and the `value:` of every environment variable (a
-//! catalog's `env`). Masking is textual, so it works on files that do not parse.
+//! places that hold secrets are masked byte for byte with `*` (offsets, spans and line breaks
+//! stay valid).
+//!
+//! Masking reads the structure where the text parses as YAML (JSON is YAML): every value
+//! under `data` / `stringData` of any mapping whose `kind` is `Secret` (a document, a `List`
+//! item, an object nested anywhere), the whole `sops:` block, every SOPS `ENC[...]` value, the
+//! `value` of every environment variable (an `env` list, in a catalog or a manifest), and
+//! every string that itself holds a Secret (the `kubectl.kubernetes.io/last-applied-
+//! configuration` annotation, an inline patch). Quoting, tags, a byte order mark, indentation
+//! and `kind : Secret` are the parser's business, so none of them hides a Secret.
+//!
+//! Where a document does not parse, or a Secret may be in it but cannot be located (an alias,
+//! a merge key, a `kind` that is not a plain string), masking is conservative: every value of
+//! the document is masked, keys and structure kept. Documents are read one at a time (split
+//! at `---` / `...` lines, as YAML splits them), so a broken document spoils only itself.
+
+use serde_saphyr::granit_parser::{Event, Parser};
 
 /// Byte ranges of `text` that hold secret values, sorted, on character boundaries.
 pub fn ranges(text: &str) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
-    let mut offset = 0;
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let mut start = 0;
-    // One document at a time: whether it is a Secret decides its data blocks.
-    while start < lines.len() {
-        let mut end = start;
-        while end < lines.len() {
-            if end > start && is_document_marker(lines[end]) {
-                break;
-            }
-            end += 1;
-        }
-        let doc = &lines[start..end];
-        let is_secret = doc.iter().any(|l| {
-            l.strip_prefix("kind:")
-                .is_some_and(|k| strip_comment(k).trim().trim_matches(['"', '\'']) == "Secret")
-        });
-        document(doc, offset, is_secret, &mut out);
-        offset += doc.iter().map(|l| l.len()).sum::<usize>();
-        start = end;
+    for (start, end) in documents(text) {
+        document(&text[start..end], start, &mut out);
     }
     out.sort_unstable();
     out
 }
 
+/// The byte ranges of the YAML documents of `text`: each starts at the top or at a marker
+/// line (`---` or `...` followed by a blank or the line end, as the YAML grammar has it: a
+/// marker at the start of a line ends any scalar, so no value spans two of these).
+fn documents(text: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        if at > start && is_document_marker(line) {
+            out.push((start, at));
+            start = at;
+        }
+        at += line.len();
+    }
+    if at > start || out.is_empty() {
+        out.push((start, at));
+    }
+    out
+}
+
 fn is_document_marker(line: &str) -> bool {
-    line.starts_with("---") || line.starts_with("...")
+    (line.starts_with("---") || line.starts_with("..."))
+        && line[3..]
+            .chars()
+            .next()
+            .is_none_or(|c| matches!(c, ' ' | '\t' | '\r' | '\n'))
+}
+
+/// The masked ranges of one document, `doc`, found at byte `offset` of its file.
+fn document(doc: &str, offset: usize, out: &mut Vec<(usize, usize)>) {
+    match structure(doc, 0) {
+        Some(found) => out.extend(found.into_iter().map(|(s, l)| (s + offset, l))),
+        None if suspicious(doc) => every_value(doc, offset, out),
+        None => textual(doc, offset, out),
+    }
+}
+
+/// Whether a document that cannot be read may hold a secret: the word `Secret` (a kind; not
+/// `secretRef` or `SecretStore`), a `sops` or `env` key, `ENC[`, the last-applied annotation,
+/// or escapes that could spell any of them.
+fn suspicious(doc: &str) -> bool {
+    let word = |w: &str| {
+        doc.match_indices(w).any(|(i, _)| {
+            let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+            !alnum(doc[..i].chars().next_back()) && !alnum(doc[i + w.len()..].chars().next())
+        })
+    };
+    let key = |k: &str| {
+        doc.match_indices(k).any(|(i, _)| {
+            doc[i + k.len()..]
+                .trim_start_matches(['"', '\'', ' ', '\t'])
+                .starts_with(':')
+        })
+    };
+    word("Secret")
+        || key("sops")
+        || key("env")
+        || [
+            "ENC[",
+            "last-applied",
+            "\\x",
+            "\\u",
+            "\\U",
+            "\\\n",
+            "\\\r\n",
+        ]
+        .iter()
+        .any(|w| doc.contains(w))
+}
+
+/// A node of a parsed document, with the byte span of every scalar.
+enum Node {
+    Scalar(String, (usize, usize)),
+    Seq(Vec<Node>),
+    Map(Vec<(Node, Node)>),
+    /// An alias (`*a`) or a merge key's target: what it stands for is elsewhere.
+    Alias((usize, usize)),
+}
+
+/// Strings nested in strings (an annotation that holds a Secret that holds...) are read this
+/// deep; deeper ones are masked whole.
+const MAX_NESTING: usize = 3;
+
+/// The secret ranges of a document read as YAML, relative to `doc`; `None` when it does not
+/// parse, or when a Secret may be in it but cannot be located.
+fn structure(doc: &str, depth: usize) -> Option<Vec<(usize, usize)>> {
+    let mut parser = Parser::new_from_str(doc);
+    // The collections being built, each with its pending mapping key.
+    let mut stack: Vec<(Node, Option<Node>)> = Vec::new();
+    let mut roots: Vec<Node> = Vec::new();
+    let mut anchors = false;
+    let span = |s: &serde_saphyr::granit_parser::Span| -> Option<(usize, usize)> {
+        let (a, b) = (s.start.byte_offset()?, s.end.byte_offset()?);
+        Some((a, b.saturating_sub(a)))
+    };
+    while let Some(event) = parser.next_event() {
+        let (event, at) = event.ok()?;
+        let node = match event {
+            Event::Scalar(value, _, anchor, _) => {
+                anchors |= anchor != 0;
+                Node::Scalar(value.into_owned(), span(&at)?)
+            }
+            Event::Alias(_) | Event::UnresolvedAlias(_) => {
+                anchors = true;
+                Node::Alias(span(&at)?)
+            }
+            Event::SequenceStart(_, anchor, _) => {
+                anchors |= anchor != 0;
+                stack.push((Node::Seq(Vec::new()), None));
+                continue;
+            }
+            Event::MappingStart(_, anchor, _) => {
+                anchors |= anchor != 0;
+                stack.push((Node::Map(Vec::new()), None));
+                continue;
+            }
+            Event::SequenceEnd | Event::MappingEnd => stack.pop()?.0,
+            _ => continue,
+        };
+        match stack.last_mut() {
+            Some((Node::Seq(items), _)) => items.push(node),
+            Some((Node::Map(entries), pending)) => match pending.take() {
+                Some(k) => entries.push((k, node)),
+                None => *pending = Some(node),
+            },
+            _ => roots.push(node),
+        }
+    }
+    let mut found = Found {
+        ranges: Vec::new(),
+        unsure: false,
+        depth,
+    };
+    for root in &roots {
+        found.walk(root);
+    }
+    // An anchor or alias in a document that names a Secret: the value may be written where
+    // it is anchored, outside the Secret's data.
+    if found.unsure || (anchors && doc.to_ascii_lowercase().contains("secret")) {
+        return None;
+    }
+    Some(found.ranges)
+}
+
+struct Found {
+    ranges: Vec<(usize, usize)>,
+    /// A Secret may be here but could not be located.
+    unsure: bool,
+    depth: usize,
+}
+
+impl Found {
+    fn walk(&mut self, node: &Node) {
+        match node {
+            Node::Scalar(value, span) => self.scalar(value, *span),
+            Node::Alias(_) => {}
+            Node::Seq(items) => items.iter().for_each(|n| self.walk(n)),
+            Node::Map(entries) => {
+                let mut secret = false;
+                for (k, v) in entries {
+                    if key(k) == Some("kind") {
+                        match v {
+                            Node::Scalar(kind, _) => secret |= kind.eq_ignore_ascii_case("secret"),
+                            _ => self.unsure = true,
+                        }
+                    }
+                    if key(k) == Some("<<") {
+                        self.unsure = true;
+                    }
+                }
+                for (k, v) in entries {
+                    self.walk(k);
+                    match key(k) {
+                        Some(field @ ("data" | "stringData")) if secret => {
+                            let encoded = field == "data";
+                            match v {
+                                Node::Map(values) => {
+                                    for (k, v) in values {
+                                        self.walk(k);
+                                        self.all(v);
+                                        if let Node::Scalar(value, _) = v {
+                                            remember(value, encoded);
+                                        }
+                                    }
+                                }
+                                other => self.all(other),
+                            }
+                        }
+                        Some("sops") => self.all(v),
+                        Some("env") => match v {
+                            Node::Seq(vars) => {
+                                for var in vars {
+                                    match var {
+                                        Node::Map(fields) => {
+                                            for (k, v) in fields {
+                                                if key(k) == Some("value") {
+                                                    self.all(v);
+                                                } else {
+                                                    self.walk(k);
+                                                    self.walk(v);
+                                                }
+                                            }
+                                        }
+                                        other => self.walk(other),
+                                    }
+                                }
+                            }
+                            other => self.walk(other),
+                        },
+                        _ => self.walk(v),
+                    }
+                }
+            }
+        }
+    }
+
+    /// A string outside any secret place: a SOPS value, or one that holds a Secret itself.
+    fn scalar(&mut self, value: &str, span: (usize, usize)) {
+        if value.contains("ENC[") {
+            self.ranges.push(span);
+            return;
+        }
+        if value.len() > 4 && value.to_ascii_lowercase().contains("secret") && value.contains(':') {
+            let nested = if self.depth < MAX_NESTING {
+                structure(value, self.depth + 1)
+            } else {
+                None
+            };
+            if nested.is_none_or(|r| !r.is_empty()) {
+                self.ranges.push(span);
+            }
+        }
+    }
+
+    /// Every scalar of a node: it is a secret value.
+    fn all(&mut self, node: &Node) {
+        match node {
+            Node::Scalar(_, span) | Node::Alias(span) => self.ranges.push(*span),
+            Node::Seq(items) => items.iter().for_each(|n| self.all(n)),
+            Node::Map(entries) => {
+                for (k, v) in entries {
+                    self.all(k);
+                    self.all(v);
+                }
+            }
+        }
+    }
+}
+
+fn key(node: &Node) -> Option<&str> {
+    match node {
+        Node::Scalar(k, _) => Some(k),
+        _ => None,
+    }
+}
+
+/// Every value of a document that does not parse, line by line: what follows a key's colon,
+/// a list item, a line that is neither (a block scalar's, a flow collection's).
+fn every_value(doc: &str, offset: usize, out: &mut Vec<(usize, usize)>) {
+    let mut at = offset;
+    for line in doc.split_inclusive('\n') {
+        let text = content(line);
+        let trimmed = text.trim_start_matches([' ', '\t', '-', '\u{feff}']);
+        let lead = text.len() - trimmed.len();
+        if !(trimmed.is_empty() || trimmed.starts_with('#') || is_document_marker(line)) {
+            let from = match key_colon(trimmed) {
+                Some(colon) => lead + colon + 1,
+                None => lead,
+            };
+            mask(at + from, at + text.len(), out);
+        }
+        at += line.len();
+    }
+}
+
+/// The colon that ends a key at the start of `s` (`key:` followed by a blank or the end).
+fn key_colon(s: &str) -> Option<usize> {
+    let bytes = s.as_bytes();
+    s.match_indices(':')
+        .map(|(i, _)| i)
+        .find(|&i| bytes.get(i + 1).is_none_or(|b| matches!(b, b' ' | b'\t')))
 }
 
 fn strip_comment(s: &str) -> &str {
@@ -52,23 +326,35 @@ fn content(line: &str) -> &str {
     line.trim_end_matches(['\n', '\r'])
 }
 
-/// The masked ranges of one document starting at byte `offset`.
-fn document(lines: &[&str], offset: usize, is_secret: bool, out: &mut Vec<(usize, usize)>) {
+/// The masked ranges of a document that does not parse and names no Secret, read as text:
+/// the `sops:` block, `ENC[...]` values, and the values of `env` lists (to the end of the
+/// line, and the lines of a block scalar).
+fn textual(doc: &str, offset: usize, out: &mut Vec<(usize, usize)>) {
     // The block being masked: the indentation of its key, and whether it is the env list.
     let mut block: Option<(usize, bool)> = None;
+    // A block scalar `value: |` of an env list: the indentation of its key.
+    let mut scalar: Option<usize> = None;
     let mut at = offset;
-    for line in lines {
+    for line in doc.split_inclusive('\n') {
         let text = content(line);
         let trimmed = text.trim_start();
         let ind = indent(text);
         let blank = trimmed.is_empty() || trimmed.starts_with('#');
+        if let Some(key_indent) = scalar {
+            if blank || text.len() - trimmed.len() > key_indent {
+                mask(at, at + text.len(), out);
+                at += line.len();
+                continue;
+            }
+            scalar = None;
+        }
         if let Some((key_indent, env)) = block {
             if blank || ind > key_indent || (env && ind == key_indent && trimmed.starts_with('-')) {
                 if !blank {
                     if env {
-                        env_values(text, at, out);
+                        scalar = scalar.or(env_values(text, at, out));
                     } else {
-                        value_of_line(text, at, out);
+                        mask(at + (text.len() - trimmed.len()), at + text.len(), out);
                     }
                 }
                 enc(text, at, out);
@@ -82,45 +368,33 @@ fn document(lines: &[&str], offset: usize, is_secret: bool, out: &mut Vec<(usize
             .split(':')
             .next()
             .unwrap_or("")
-            .trim();
+            .trim()
+            .trim_matches(['"', '\'']);
         let after_key = trimmed.contains(':');
-        if after_key
-            && ind == 0
-            && (key == "sops" || (is_secret && matches!(key, "data" | "stringData")))
-        {
-            block = Some((0, false));
-            // A flow mapping on the key's line (`data: {a: b}`): everything after the colon.
+        if after_key && key == "sops" {
+            block = Some((ind, false));
             if let Some(colon) = text.find(':') {
-                mask(at + colon + 1, at + text.len(), text, out);
+                mask(at + colon + 1, at + text.len(), out);
             }
         } else if after_key && key == "env" {
             block = Some((ind, true));
-            env_values(text, at, out);
+            scalar = env_values(text, at, out);
         }
         enc(text, at, out);
         at += line.len();
     }
 }
 
-fn mask(from: usize, to: usize, _line: &str, out: &mut Vec<(usize, usize)>) {
+fn mask(from: usize, to: usize, out: &mut Vec<(usize, usize)>) {
     if to > from {
         out.push((from, to - from));
     }
 }
 
-/// Everything of a line inside a secret block but its key: after the first `: ` or `:` at the
-/// end, or the whole content (a block scalar's line).
-fn value_of_line(text: &str, at: usize, out: &mut Vec<(usize, usize)>) {
-    let start = text.len() - text.trim_start().len();
-    match text.find(": ") {
-        Some(i) => mask(at + i + 1, at + text.len(), text, out),
-        None if text.trim_end().ends_with(':') => {}
-        None => mask(at + start, at + text.len(), text, out),
-    }
-}
-
-/// The text after every `value:` of an environment variable, to the end of its flow item.
-fn env_values(text: &str, at: usize, out: &mut Vec<(usize, usize)>) {
+/// The text after every `value:` of an environment variable, to the end of the line (a
+/// quoted value may hold a comma or a brace). `Some(indent)` when the value is a block
+/// scalar whose lines follow, the indentation of its line.
+fn env_values(text: &str, at: usize, out: &mut Vec<(usize, usize)>) -> Option<usize> {
     let mut from = 0;
     while let Some(i) = text[from..].find("value:") {
         let start = from + i + "value:".len();
@@ -129,22 +403,169 @@ fn env_values(text: &str, at: usize, out: &mut Vec<(usize, usize)>) {
             from = start;
             continue;
         }
-        let end = text[start..]
-            .find(['}', ','])
-            .map_or(text.len(), |j| start + j);
-        mask(at + start, at + end, text, out);
-        from = end.max(start);
-        if from >= text.len() {
-            break;
+        mask(at + start, at + text.len(), out);
+        let rest = strip_comment(&text[start..]).trim();
+        if rest.starts_with(['|', '>']) {
+            return Some(text.len() - text.trim_start().len());
         }
+        return None;
     }
+    None
 }
 
 /// A SOPS-encrypted value: from `ENC[` to the end of the line.
 fn enc(text: &str, at: usize, out: &mut Vec<(usize, usize)>) {
     if let Some(i) = text.find("ENC[") {
-        mask(at + i, at + text.len(), text, out);
+        mask(at + i, at + text.len(), out);
     }
+}
+
+/// Every byte but line breaks becomes `*` (a masked block scalar keeps its lines).
+fn star<'a>(bytes: impl Iterator<Item = &'a mut u8>) {
+    for b in bytes {
+        if !matches!(*b, b'\n' | b'\r') {
+            *b = b'*';
+        }
+    }
+}
+
+/// The plaintext Secret values this run has read, and their base64 forms (decoded, for the
+/// values of `data`): the last writer masks them wherever they appear (`cli::terminal`).
+/// Shorter values are left to the masking of the files (they would mask common words).
+static KNOWN: std::sync::Mutex<Known> = std::sync::Mutex::new(Known {
+    values: Vec::new(),
+    seen: None,
+    matcher: None,
+});
+
+/// At most this many values are remembered (a repository with more plaintext Secret values
+/// than this has its files' masking alone beyond them).
+const MAX_KNOWN: usize = 100_000;
+
+/// A value shorter than this is not searched for in the output.
+pub const MIN_KNOWN_LEN: usize = 8;
+
+struct Known {
+    values: Vec<String>,
+    seen: Option<std::collections::HashSet<String>>,
+    /// All the values at once; `None` until first needed after a change.
+    matcher: Option<aho_corasick::AhoCorasick>,
+}
+
+/// Remembers a Secret's value (`encoded`: a value of `data`, base64), so that no later output
+/// of this run shows it.
+pub fn remember(value: &str, encoded: bool) {
+    let other = if encoded {
+        base64_decode(value.trim())
+    } else {
+        Some(base64_encode(value))
+    };
+    let mut known = KNOWN.lock().unwrap_or_else(|p| p.into_inner());
+    for v in std::iter::once(value.trim().to_string()).chain(other) {
+        let fits =
+            v.len() >= MIN_KNOWN_LEN && !v.chars().any(|c| c.is_control() || c == '"' || c == '\\');
+        if !fits || known.values.len() >= MAX_KNOWN {
+            continue;
+        }
+        if known
+            .seen
+            .get_or_insert_with(Default::default)
+            .insert(v.clone())
+        {
+            known.values.push(v);
+            known.matcher = None;
+        }
+    }
+}
+
+/// Remembers the values of every Secret among `docs` (and among the items of a `List`).
+pub fn remember_documents(docs: &[serde_json::Value]) {
+    fn walk(doc: &serde_json::Value, depth: usize) {
+        let Some(kind) = doc.get("kind").and_then(|k| k.as_str()) else {
+            return;
+        };
+        if kind.eq_ignore_ascii_case("secret") {
+            for (field, encoded) in [("data", true), ("stringData", false)] {
+                let values = doc.get(field).and_then(|d| d.as_object());
+                for v in values.into_iter().flat_map(|m| m.values()) {
+                    if let Some(v) = v.as_str() {
+                        remember(v, encoded);
+                    }
+                }
+            }
+        } else if depth < 2 {
+            for item in doc
+                .get("items")
+                .and_then(|i| i.as_array())
+                .into_iter()
+                .flatten()
+            {
+                walk(item, depth + 1);
+            }
+        }
+    }
+    for doc in docs {
+        walk(doc, 0);
+    }
+}
+
+/// `text` with every remembered Secret value replaced by `***` (the longest where two
+/// overlap).
+pub fn mask_known(text: &str) -> std::borrow::Cow<'_, str> {
+    let mut known = KNOWN.lock().unwrap_or_else(|p| p.into_inner());
+    if known.values.is_empty() {
+        return text.into();
+    }
+    if known.matcher.is_none() {
+        known.matcher = aho_corasick::AhoCorasick::builder()
+            .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+            .build(&known.values)
+            .ok();
+    }
+    match &known.matcher {
+        Some(m) if m.is_match(text) => m.replace_all(text, &vec!["***"; known.values.len()]).into(),
+        Some(_) => text.into(),
+        // A matcher that cannot be built (beyond its memory limits): nothing of the text is
+        // shown rather than a secret.
+        None => "***".into(),
+    }
+}
+
+const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+fn base64_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len().div_ceil(3) * 4);
+    for chunk in s.as_bytes().chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &c)| n | u32::from(c) << (16 - 8 * i));
+        for i in 0..4 {
+            out.push(if i <= chunk.len() {
+                char::from(BASE64[(n >> (18 - 6 * i) & 63) as usize])
+            } else {
+                '='
+            });
+        }
+    }
+    out
+}
+
+/// Standard base64 (padding optional) to UTF-8 text; `None` when it is neither.
+fn base64_decode(s: &str) -> Option<String> {
+    let mut bits = 0u32;
+    let mut n = 0;
+    let mut out = Vec::with_capacity(s.len() / 4 * 3);
+    for c in s.trim_end_matches('=').bytes() {
+        let v = BASE64.iter().position(|&b| b == c)? as u32;
+        bits = bits << 6 | v;
+        n += 6;
+        if n >= 8 {
+            n -= 8;
+            out.push((bits >> n & 0xff) as u8);
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 /// `text` with every byte of `ranges` replaced by `*` (same length, same offsets).
@@ -152,12 +573,10 @@ pub fn masked(text: &str, ranges: &[(usize, usize)]) -> String {
     let mut bytes = text.as_bytes().to_vec();
     for &(start, len) in ranges {
         let end = (start + len).min(bytes.len());
-        for b in bytes.get_mut(start.min(end)..end).into_iter().flatten() {
-            *b = b'*';
-        }
+        star(bytes.get_mut(start.min(end)..end).into_iter().flatten());
     }
-    // Every range starts and ends at an ASCII byte or a line end, so this never fails; if it
-    // did, nothing of the text is shown rather than a secret.
+    // Every range starts and ends on a character boundary, so this never fails; if it did,
+    // nothing of the text is shown rather than a secret.
     String::from_utf8(bytes).unwrap_or_default()
 }
 
@@ -165,7 +584,22 @@ pub fn masked(text: &str, ranges: &[(usize, usize)]) -> String {
 /// masked exactly as `masked(text, &ranges(text))` masks them, but reading only the documents
 /// that hold those lines: a snippet of one line of a large file costs that document, not the
 /// file. `None` if the masked lines are not UTF-8 (never, as in `masked`).
+#[cfg(test)]
 pub fn masked_lines(text: &str, from: usize, to: usize) -> Option<String> {
+    masked_lines_with(text, from, to, &mut Documents::new())
+}
+
+/// The secret ranges of documents already read, by where the text is in memory and the
+/// document's byte range: the findings of one large document read it once.
+pub type Documents = std::collections::HashMap<(usize, usize, usize), Vec<(usize, usize)>>;
+
+/// `masked_lines`, with the ranges of the documents it reads kept in `documents`.
+pub fn masked_lines_with(
+    text: &str,
+    from: usize,
+    to: usize,
+    documents: &mut Documents,
+) -> Option<String> {
     let bytes = text.as_bytes();
     let to = to.min(bytes.len());
     let from = from.min(to);
@@ -180,14 +614,16 @@ pub fn masked_lines(text: &str, from: usize, to: usize) -> Option<String> {
         end = memchr::memchr(b'\n', &bytes[end..]).map_or(bytes.len(), |i| end + i + 1);
     }
     let mut out = bytes[from..to].to_vec();
-    for (s, len) in ranges(text.get(start..end)?) {
+    let doc = text.get(start..end)?;
+    let found = documents
+        .entry((text.as_ptr() as usize, start, end))
+        .or_insert_with(|| ranges(doc));
+    for &(s, len) in found.iter() {
         let (s, e) = ((start + s).max(from), (start + s + len).min(to));
         if s >= e {
             continue;
         }
-        for b in out.get_mut(s - from..e - from)? {
-            *b = b'*';
-        }
+        star(out.get_mut(s - from..e - from)?.iter_mut());
     }
     String::from_utf8(out).ok()
 }
@@ -241,6 +677,120 @@ mod tests {
         let out = shown(text);
         assert!(!out.contains("hunter2") && !out.contains("s3cret"), "{out}");
         assert!(out.contains("name: A") && out.contains("port: 80"));
+    }
+
+    /// A large file is read in time linear in its size.
+    #[test]
+    fn a_large_document_is_read_quickly() {
+        let mut text = String::from("kind: Secret\nstringData:\n");
+        for i in 0..40_000 {
+            text.push_str(&format!("  key-{i}: value-{i}\n"));
+        }
+        text.push_str("---\nkind: ConfigMap\n");
+        let start = std::time::Instant::now();
+        let r = ranges(&text);
+        assert_eq!(r.len(), 40_000);
+        // And every value is masked in output in time linear in the output.
+        let out = mask_known("value-39999 and value-5 stay apart from value-123456\n");
+        assert_eq!(out, "*** and value-5 stay apart from ***6\n");
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(30),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+
+    /// Each shape a Secret can be written in: the value is masked, the keys are not.
+    #[test]
+    fn masks_secrets_by_their_structure_whatever_their_shape() {
+        let shapes = [
+            "{\n  \"data\": {\n    \"pw\": \"SECRETVALUE\"\n  },\n  \"kind\": \"Secret\"\n}\n",
+            "kind: List\nitems:\n- kind: ConfigMap\n  data: {a: visible}\n- kind: Secret\n  data:\n    pw: SECRETVALUE\n",
+            "\"kind\": 'Secret'\n'stringData':\n  \"pw\": SECRETVALUE\n",
+            "\u{feff}kind: Secret\nstringData:\n  pw: SECRETVALUE\n",
+            "kind: !!str Secret\nstringData:\n  pw: !!str SECRETVALUE\n",
+            "  kind: Secret\n  stringData:\n    pw: SECRETVALUE\n",
+            "kind : Secret\nstringData :\n  pw : SECRETVALUE\n",
+            "kind: \"\\x53ecret\"\nstringData:\n  pw: SECRETVALUE\n",
+            "kind: Secret\nstringData:\n  pw: |\n    SECRETVALUE\n    more\n",
+            "kind: Secret\nmetadata:\n  annotations:\n    kubectl.kubernetes.io/last-applied-configuration: |\n      {\"kind\":\"Secret\",\"data\":{\"pw\":\"SECRETVALUE\"}}\n",
+            "kind: ConfigMap\n---\nkind: Secret\nstringData:\n  pw: SECRETVALUE\n---\nbroken: [\n",
+            "spec:\n  env:\n    - {name: A, value: \"a,SECRETVALUE\"}\n    - name: B\n      value: >-\n        SECRETVALUE\n",
+        ];
+        for text in shapes {
+            let out = shown(text);
+            assert_eq!(out.len(), text.len());
+            assert_eq!(out.matches('\n').count(), text.matches('\n').count());
+            assert!(!out.contains("SECRETVALUE"), "{text:?}\n{out}");
+            assert!(out.contains("kind") || out.contains("name: B"), "{out}");
+        }
+        // What is not secret stays readable.
+        let out = shown(shapes[1]);
+        assert!(out.contains("a: visible"), "{out}");
+    }
+
+    /// Where a Secret cannot be located, every value of its document is masked.
+    #[test]
+    fn masks_every_value_where_a_secret_cannot_be_located() {
+        for text in [
+            // Broken.
+            "kind: Secret\nstringData:\n  pw: SECRETVALUE\n  x: [\n",
+            "kind: Secret\ndata:\n\tpw: SECRETVALUE\n",
+            // The value anchored outside the data.
+            "kind: Secret\nmetadata:\n  labels: {a: &v SECRETVALUE}\nstringData:\n  pw: *v\n",
+            // A kind that is not a plain string; a merge key.
+            "kind: &k Secret\nother: *k\nnote: SECRETVALUE\n",
+            "kind: Secret\n<<: {stringData: {pw: SECRETVALUE}}\n",
+        ] {
+            let out = shown(text);
+            assert!(!out.contains("SECRETVALUE"), "{text:?}\n{out}");
+            assert!(out.contains("kind:"), "{out}");
+        }
+        // A broken document that names no Secret keeps its values but those of `env`.
+        let text = "spec:\n  port: 8080\n  env:\n    - name: A\n      value: |\n        SECRETVALUE\n  x: [\n";
+        let out = shown(text);
+        assert!(!out.contains("SECRETVALUE"), "{out}");
+        assert!(
+            !out.contains("8080"),
+            "an env list makes the document suspect: {out}"
+        );
+        let text = "spec:\n  port: 8080\n  x: [\n";
+        assert_eq!(shown(text), text);
+        // Nor does a broken kustomization whose patch names its decryption Secret.
+        let text = "resources:\n  - ../base\n  - [broken\npatches:\n  - patch: |-\n      spec:\n        decryption:\n          provider: sops\n          secretRef: {name: sops-age}\n";
+        assert_eq!(shown(text), text);
+        // But `kind: Secret`, however it is written, does.
+        for kind in [
+            "Secret",
+            "\"Secret\"",
+            "!!str Secret",
+            "\"\\x53ecret\"",
+            "\"Sec\\\n  ret\"",
+        ] {
+            let text = format!("kind: {kind}\nstringData:\n  pw: SECRETVALUE\n  x: [\n");
+            assert!(!shown(&text).contains("SECRETVALUE"), "{text}");
+        }
+    }
+
+    #[test]
+    fn remembered_values_and_their_base64_forms_are_masked() {
+        // "remembered-secret" and its base64.
+        remember("cmVtZW1iZXJlZC1zZWNyZXQ=", true);
+        remember("another-plain-secret", false);
+        remember("short", false);
+        let out = mask_known(
+            "a remembered-secret, YW5vdGhlci1wbGFpbi1zZWNyZXQ= and another-plain-secret; short",
+        );
+        assert_eq!(out, "a ***, *** and ***; short");
+        assert_eq!(
+            base64_encode("remembered-secret"),
+            "cmVtZW1iZXJlZC1zZWNyZXQ="
+        );
+        assert_eq!(
+            base64_decode("cmVtZW1iZXJlZC1zZWNyZXQ").as_deref(),
+            Some("remembered-secret")
+        );
+        assert_eq!(base64_decode("not base64!"), None);
     }
 
     #[test]

@@ -67,6 +67,10 @@ fn describe(c: &Change, dry_run: bool) -> String {
             new,
         } = &c.op
         {
+            // A diff shows lines of the file around each edit: their secrets are masked as
+            // in a snippet (line for line, so the diff is the same).
+            let old = crate::redact::masked(old, &crate::redact::ranges(old));
+            let new = crate::redact::masked(new, &crate::redact::ranges(new));
             let diff = similar::TextDiff::from_lines(old.as_str(), new.as_str());
             s.push_str(
                 &diff

@@ -56,8 +56,7 @@ pub fn run(
             render::json(&findings, more)
         }
         Format::Text => {
-            let colour = std::io::stdout().is_terminal()
-                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+            let colour = super::terminal::colour(std::io::stdout().is_terminal());
             before_counts(render::text(&findings, colour), &findings, &built)
         }
         Format::Github => before_counts(render::github(&findings), &findings, &built),

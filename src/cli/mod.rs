@@ -7,10 +7,11 @@ mod cutover;
 mod plan;
 mod render;
 mod schema;
+pub mod terminal;
 mod waves;
 
 use std::ffi::OsString;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
@@ -168,20 +169,46 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
-            let _ = e.print();
-            return match e.kind() {
-                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
-                    Ok(Outcome::Clean)
-                }
-                _ => Err(2),
+            use clap::error::ErrorKind;
+            let help = matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion);
+            // clap's message quotes the arguments (a value it refuses): through the same
+            // escaping as every other line.
+            let colour = terminal::colour(if help {
+                std::io::stdout().is_terminal()
+            } else {
+                std::io::stderr().is_terminal()
+            });
+            // (clap's plain form strips escape sequences and what follows an unterminated
+            // one: its coloured form keeps the argument whole, for `shown` to escape.)
+            let text = e.render().ansi().to_string();
+            let text = if colour {
+                terminal::shown(&text, true)
+            } else {
+                terminal::shown(&terminal::without_colour(&text), false)
             };
+            if help {
+                let _ = std::io::stdout().lock().write_all(text.as_bytes());
+                return Ok(Outcome::Clean);
+            }
+            let _ = std::io::stderr().lock().write_all(text.as_bytes());
+            return Err(2);
         }
     };
     // Once per run: every error report renders through the same handler as `check`'s text
     // (set already when the command line runs twice in one process).
     let _ = miette::set_hook(Box::new(|_| Box::new(crate::diag::render::handler(None))));
     let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let colour = terminal::colour(stdout.is_terminal());
+    let out = terminal::Safe::new(stdout.lock(), colour);
+    // `check` reports diagnostics; the other commands' results name files and objects.
+    let mut out = match cli.command {
+        Command::Check {
+            format: check::Format::Github,
+            ..
+        } => out.diagnostics().workflow_commands(),
+        Command::Check { .. } => out.diagnostics(),
+        _ => out,
+    };
     // Every command but `schema` reads the repository: one that is not a folder is bad input,
     // not an empty repository.
     if !matches!(cli.command, Command::Schema { .. }) && !cli.repo.is_dir() {
@@ -262,7 +289,10 @@ fn report(e: &Error) {
 /// One line to stderr. A stderr that is closed or full loses the line, never the run:
 /// `eprintln!` would panic (exit 101) where the exit code must still say what happened.
 pub(crate) fn warn(line: std::fmt::Arguments) {
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
+    let stderr = std::io::stderr();
+    let colour = terminal::colour(stderr.is_terminal());
+    let line = terminal::diagnostic(&format!("{line}\n"), colour);
+    let _ = stderr.lock().write_all(line.as_bytes());
 }
 
 /// Writes to stdout, turning a write failure (a closed pipe) into an error.

@@ -60,7 +60,12 @@ const WINDOW_MARGIN: usize = 2;
 
 /// Masked windows already made, by file text and line range: the findings on one line (an
 /// image marker is usually two) share one.
-type Windows = HashMap<(*const String, usize, usize), String>;
+#[derive(Default)]
+struct Windows {
+    made: HashMap<(*const String, usize, usize), String>,
+    /// The secret ranges of the documents the windows are in, read once each.
+    documents: crate::redact::Documents,
+}
 
 impl Window {
     fn of(
@@ -85,11 +90,11 @@ impl Window {
             to = next_line(to);
         }
         let key = (std::sync::Arc::as_ptr(text), from, to);
-        let masked = match made.get(&key) {
+        let masked = match made.made.get(&key) {
             Some(m) => m.clone(),
             None => {
-                let m = crate::redact::masked_lines(text, from, to)?;
-                made.insert(key, m.clone());
+                let m = crate::redact::masked_lines_with(text, from, to, &mut made.documents)?;
+                made.made.insert(key, m.clone());
                 m
             }
         };
@@ -195,7 +200,7 @@ impl Diagnostic for Shown<'_> {
 /// The text of `check`: every finding through miette, then the counts.
 pub fn text(findings: &[Finding], colour: bool) -> String {
     let handler = handler(Some(colour));
-    let mut made = Windows::new();
+    let mut made = Windows::default();
     let mut s = String::new();
     for f in findings {
         let source = f

@@ -456,13 +456,18 @@ pub(crate) fn manifest_options() -> serde_saphyr::Options {
 pub fn parse_all(path: &str, text: &Text) -> Result<Vec<Value>, SourceError> {
     // Manifests in plain block style (most of them) are read by the plain reader; it declines
     // everything else, and every file with a problem, to serde-saphyr.
-    if let Some(docs) = plain::parse_all(text) {
-        return Ok(docs);
-    }
-    let docs: Vec<Value> =
-        serde_saphyr::from_multiple_with_options::<Value>(text, manifest_options())
-            .map_err(|e| located(path, text, e))?;
-    Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
+    let docs = match plain::parse_all(text) {
+        Some(docs) => docs,
+        None => {
+            let docs: Vec<Value> =
+                serde_saphyr::from_multiple_with_options::<Value>(text, manifest_options())
+                    .map_err(|e| located(path, text, e))?;
+            docs.into_iter().filter(|d| !d.is_null()).collect()
+        }
+    };
+    // A Secret's values are masked wherever this run prints them (a file or object name).
+    crate::redact::remember_documents(&docs);
+    Ok(docs)
 }
 
 /// The documents of a patch as kustomize reads them, `null` documents included: a
