@@ -18,6 +18,7 @@ mod fuzz;
 mod generate;
 mod homelab;
 mod hostile;
+mod hostile_apply;
 mod props;
 mod render;
 mod secrets;
