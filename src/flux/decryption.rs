@@ -75,6 +75,36 @@ pub fn literal_target(
         let name = literal(t.get("name"))??;
         return Some((name, literal(t.get("namespace"))?));
     }
+    let header = smp_documents(tree, dir, e)?.into_iter().next()?;
+    // A header names its object exactly (no regular expression): any name is literal.
+    let meta = header.get("metadata")?;
+    let exact = |key: &str| {
+        meta.get(key)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
+    Some((
+        exact("name")?.to_string(),
+        exact("namespace").map(String::from),
+    ))
+}
+
+/// Whether entry `e` of the kustomization in `dir` can only patch Flux Kustomizations: its
+/// `target` names kind `Kustomization` (of Flux's group, or of no group), or, without one,
+/// its strategic-merge patch is one document, a Flux Kustomization.
+pub fn targets_flux_kustomization(tree: &FileTree, dir: &str, e: &PatchEntry) -> bool {
+    let target = e.entry.get("target").filter(|t| !t.is_null());
+    if let Some(t) = target.filter(|_| e.field != "patchesStrategicMerge") {
+        let group = t.get("group").and_then(Value::as_str).unwrap_or("");
+        return t.get("kind").and_then(Value::as_str) == Some("Kustomization")
+            && (group.is_empty() || group == KUSTOMIZE_GROUP);
+    }
+    smp_documents(tree, dir, e).is_some_and(|d| d.len() == 1 && super::Kustomization::is(&d[0]))
+}
+
+/// The documents of a strategic-merge patch entry without a target (read from its file for a
+/// `path`); each names the object it patches.
+fn smp_documents(tree: &FileTree, dir: &str, e: &PatchEntry) -> Option<Vec<Value>> {
     let read = |path: &str| tree.read(&resolve(dir, path).local()?);
     let text = match (e.field, e.entry) {
         ("patches", m) => match (m.get("patch").and_then(Value::as_str), m.get("path")) {
@@ -91,18 +121,7 @@ pub fn literal_target(
         _ => return None,
     };
     let docs: Vec<Value> = serde_saphyr::from_multiple(&text).ok()?;
-    let header = docs.iter().find(|d| d.is_object())?;
-    // A header names its object exactly (no regular expression): any name is literal.
-    let meta = header.get("metadata")?;
-    let exact = |key: &str| {
-        meta.get(key)
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-    };
-    Some((
-        exact("name")?.to_string(),
-        exact("namespace").map(String::from),
-    ))
+    Some(docs.into_iter().filter(Value::is_object).collect())
 }
 
 fn is_literal(s: &str) -> bool {

@@ -95,6 +95,11 @@ pub enum BuildError {
     FileNotFound(String),
     #[error("{0}: no kustomization.yaml in this folder")]
     NoKustomization(String),
+    /// kustomize reads one kustomization file a folder: more than one fails its build
+    /// (`api/internal/target.loadKustFile`: "Found multiple kustomization files under"), and
+    /// so Flux's, whose generator keeps the folder's own.
+    #[error("{dir}: holds {files}; kustomize fails: Found multiple kustomization files")]
+    ManyKustomizations { dir: String, files: String },
     #[error("path `./{0}` does not exist")]
     NoPath(String),
     #[error("{file}: kustomization cycle through `{dir}`")]
@@ -336,18 +341,33 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// The kustomization file of `dir`, if it has one.
-    pub fn kustomization_file(&self, dir: &str) -> Option<String> {
-        KUSTOMIZATION_FILES
+    /// The kustomization file of `dir`, if it has one; a folder of several is kustomize's
+    /// error.
+    pub fn kustomization_file(&self, dir: &str) -> Result<Option<String>, BuildError> {
+        let mut found = KUSTOMIZATION_FILES
             .iter()
             .map(|f| join(dir, f).unwrap_or_default())
-            .find(|p| self.tree.is_file(p))
+            .filter(|p| self.tree.is_file(p));
+        let first = found.next();
+        let rest: Vec<String> = found.collect();
+        match first {
+            Some(first) if !rest.is_empty() => Err(BuildError::ManyKustomizations {
+                dir: dir.to_string(),
+                files: [first]
+                    .iter()
+                    .chain(&rest)
+                    .map(|f| format!("`{f}`"))
+                    .collect::<Vec<_>>()
+                    .join(" and "),
+            }),
+            first => Ok(first),
+        }
     }
 
     /// `kustomize build DIR`: `dir` must hold a kustomization.
     pub fn build_dir(&mut self, dir: &str) -> Built {
         let file = self
-            .kustomization_file(dir)
+            .kustomization_file(dir)?
             .ok_or_else(|| BuildError::NoKustomization(dir.to_string()))?;
         let k = self.read_for_kustomize(&file)?;
         let mut out = Vec::new();
@@ -420,7 +440,7 @@ impl<'a> Builder<'a> {
     /// folder that is not there fails (`KustomizationReconciler.reconcile`: "kustomization
     /// path not found").
     fn flux_kustomization(&self, dir: &str) -> Result<(String, Map<String, Value>), BuildError> {
-        if let Some(file) = self.kustomization_file(dir) {
+        if let Some(file) = self.kustomization_file(dir)? {
             let k = self.read_kustomization(&file)?;
             return Ok((file, k));
         }
@@ -451,7 +471,8 @@ impl<'a> Builder<'a> {
                 .enumerate()
             {
                 sub = join(&sub, seg).unwrap_or_default();
-                if self.kustomization_file(&sub).is_some() {
+                // A sub-folder of several kustomization files is one too: its build fails.
+                if !matches!(self.kustomization_file(&sub), Ok(None)) {
                     kustomized = Some(segments[..=i].join("/"));
                     break;
                 }
@@ -592,7 +613,7 @@ impl<'a> Builder<'a> {
     /// `build_dir`, handing each object to `emit` in build order.
     fn stream_dir(&mut self, dir: &str, emit: &mut Emit) -> Result<(), BuildError> {
         let file = self
-            .kustomization_file(dir)
+            .kustomization_file(dir)?
             .ok_or_else(|| BuildError::NoKustomization(dir.to_string()))?;
         self.nested(dir, &file, |b| {
             let k = b.read_for_kustomize(&file)?;

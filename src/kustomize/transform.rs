@@ -42,7 +42,7 @@ impl Builder<'_> {
             else {
                 continue;
             };
-            let kfile = self.kustomization_file(&path).ok_or_else(|| {
+            let kfile = self.kustomization_file(&path)?.ok_or_else(|| {
                 let what = Appended::name(appended, file, "components", i);
                 if self.tree.is_dir(&path) {
                     format!("{what}: component `{entry}` has no kustomization.yaml")

@@ -203,6 +203,7 @@ impl Plan {
     /// The plan with what migrating the flat layout would lose: its kustomization may list
     /// more than the app tier's files, or set fields, or leave files out.
     pub fn for_repo(repo: &Repo) -> Result<Plan> {
+        refuse_many_kustomizations(&repo.apps.dir, &repo.apps.root_kustomizations)?;
         let mut plan = Plan::new(&repo.graph, &repo.apps);
         plan.problems
             .extend(flat_kustomization_problems(repo, &plan)?);
@@ -219,10 +220,29 @@ impl Plan {
     }
 }
 
+/// A folder with more than one kustomization file is refused: kustomize fails to build it
+/// ("Found multiple kustomization files", `api/internal/target.loadKustFile`), so Flux
+/// applies nothing of it, and which one was meant is the user's to say.
+pub(crate) fn refuse_many_kustomizations(dir: &str, names: &[String]) -> Result<()> {
+    if names.len() < 2 {
+        return Ok(());
+    }
+    let paths: Vec<String> = names.iter().map(|n| format!("{dir}/{n}")).collect();
+    Err(crate::error::SourceError::new(
+        &paths[0],
+        format!(
+            "{dir} holds more than one kustomization file ({}): kustomize refuses to build such a folder",
+            paths.join(", ")
+        ),
+    )
+    .help("keep the one you mean (merge the other into it), then run fluxwave again")
+    .into())
+}
+
 /// What removing the flat kustomization would change in what Flux builds.
 fn flat_kustomization_problems(repo: &Repo, plan: &Plan) -> Result<Vec<Problem>> {
     let apps = &repo.apps;
-    let Some(name) = &apps.root_kustomization else {
+    let Some(name) = apps.root_kustomizations.first() else {
         return Ok(vec![]);
     };
     if plan.waves == 0 {

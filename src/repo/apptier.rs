@@ -27,16 +27,32 @@ pub struct AppTier {
     pub dir: String,
     /// Every `*.yaml` / `*.yml` file but kustomizations, sorted by (name, location).
     pub files: Vec<AppFile>,
-    /// The flat layout's own kustomization file, when present (`kustomization.yaml`).
-    pub root_kustomization: Option<String>,
-    /// `wave-<N>` folders, sorted, with their kustomization file name when they have one.
-    pub wave_dirs: Vec<(usize, Option<String>)>,
+    /// The flat layout's own kustomization files, sorted (one, when the folder builds: see
+    /// `KUSTOMIZATION_NAMES`).
+    pub root_kustomizations: Vec<String>,
+    /// `wave-<N>` folders, sorted.
+    pub wave_dirs: Vec<WaveDir>,
     /// Entries fluxwave does not manage and will not touch: other folders, links, names that
     /// are not UTF-8 (repository-relative paths).
     pub foreign: Vec<(String, &'static str)>,
 }
 
-const KUSTOMIZATION_NAMES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
+/// A `wave-<N>` folder as it is on disk.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct WaveDir {
+    pub n: usize,
+    /// Its kustomization files, sorted.
+    pub kustomizations: Vec<String>,
+    /// Its regular files that are neither manifests nor kustomizations (a README, a
+    /// `.gitkeep`): not fluxwave's, so never removed, sorted.
+    pub others: Vec<String>,
+}
+
+/// The names kustomize reads a folder's kustomization from; a folder with more than one
+/// fails to build ("Found multiple kustomization files"). From kustomize's
+/// `api/konfig.RecognizedKustomizationFileNames` and `api/internal/target.loadKustFile`.
+pub const KUSTOMIZATION_NAMES: [&str; 3] =
+    ["kustomization.yaml", "kustomization.yml", "Kustomization"];
 
 impl AppTier {
     pub fn scan(root: &Path, dir: &str) -> Result<AppTier> {
@@ -68,15 +84,15 @@ impl AppTier {
             } else if ft.is_dir() {
                 match name.strip_prefix("wave-").and_then(wave_number) {
                     Some(n) => {
-                        let k = tier.scan_wave(&entry.path(), dir, &name, n)?;
-                        tier.wave_dirs.push((n, k));
+                        let wave = tier.scan_wave(&entry.path(), dir, &name, n)?;
+                        tier.wave_dirs.push(wave);
                     }
                     None => tier
                         .foreign
                         .push((format!("{dir}/{name}"), "folder that is not a wave")),
                 }
             } else if KUSTOMIZATION_NAMES.contains(&name.as_str()) {
-                tier.root_kustomization = Some(name);
+                tier.root_kustomizations.push(name);
             } else if is_manifest(&name) {
                 tier.files.push(AppFile {
                     name,
@@ -88,18 +104,16 @@ impl AppTier {
         tier.files
             .sort_unstable_by(|a, b| (&a.name, a.location).cmp(&(&b.name, b.location)));
         tier.wave_dirs.sort();
+        tier.root_kustomizations.sort();
         tier.foreign.sort();
         Ok(tier)
     }
 
-    fn scan_wave(
-        &mut self,
-        abs: &Path,
-        dir: &str,
-        wave_dir: &str,
-        n: usize,
-    ) -> Result<Option<String>> {
-        let mut kustomization = None;
+    fn scan_wave(&mut self, abs: &Path, dir: &str, wave_dir: &str, n: usize) -> Result<WaveDir> {
+        let mut wave = WaveDir {
+            n,
+            ..WaveDir::default()
+        };
         for entry in std::fs::read_dir(abs).map_err(|e| Error::io(abs, e))? {
             let entry = entry.map_err(|e| Error::io(abs, e))?;
             let ft = entry.file_type().map_err(|e| Error::io(&entry.path(), e))?;
@@ -119,15 +133,19 @@ impl AppTier {
                 self.foreign
                     .push((format!("{dir}/{wave_dir}/{name}"), "folder inside a wave"));
             } else if KUSTOMIZATION_NAMES.contains(&name.as_str()) {
-                kustomization = Some(name);
+                wave.kustomizations.push(name);
             } else if is_manifest(&name) {
                 self.files.push(AppFile {
                     name,
                     location: Location::Wave(n),
                 });
+            } else {
+                wave.others.push(name);
             }
         }
-        Ok(kustomization)
+        wave.kustomizations.sort();
+        wave.others.sort();
+        Ok(wave)
     }
 
     /// Repository-relative path of a file at a location.

@@ -285,6 +285,15 @@ fn edit_text(
                     out.extend(new_lines.iter().cloned());
                 }
                 out.extend(lines[pos..start].iter().map(|l| l.to_string()));
+                if is_removed {
+                    out.extend(removed_comments(
+                        &lines,
+                        trailing_nl,
+                        (start, end),
+                        map,
+                        indent,
+                    ));
+                }
                 if j == at && is_removed {
                     // In place of a removed item: below the comments that were above it.
                     out.extend(new_lines.iter().cloned());
@@ -301,6 +310,58 @@ fn edit_text(
         }
     }
     Ok(join_lines(&out, trailing_nl))
+}
+
+/// The comments of a removed item (lines `range` of `lines`), as full-line comments at the
+/// item's indentation: a comment at the end of one of its lines, or a comment line inside
+/// it. Whether a `#` starts a comment (and not a quoted value, or a line of a block scalar)
+/// is asked of the parser: the file without it must mean what it meant (`map`).
+fn removed_comments(
+    lines: &[&str],
+    trailing_nl: bool,
+    range: (usize, usize),
+    map: &Map<String, Value>,
+    indent: usize,
+) -> Vec<String> {
+    let original = Value::Object(map.clone());
+    let means_the_same = |i: usize, line: Option<&str>| {
+        let edited: Vec<String> = lines
+            .iter()
+            .enumerate()
+            .filter_map(|(j, l)| match (j == i, line) {
+                (false, _) => Some(l.to_string()),
+                (true, Some(l)) => Some(l.to_string()),
+                (true, None) => None,
+            })
+            .collect();
+        parse_single_doc(&join_lines(&edited, trailing_nl), "").is_ok_and(|v| v == original)
+    };
+    let pad = " ".repeat(indent);
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate().take(range.1).skip(range.0) {
+        let line: &str = line;
+        if !line.contains('#') {
+            continue;
+        }
+        let t = line.trim_start_matches([' ', '\t']);
+        if t.starts_with('#') {
+            if means_the_same(i, None) {
+                out.push(format!("{pad}{}", t.trim_end()));
+            }
+            continue;
+        }
+        let starts = line
+            .char_indices()
+            .filter(|&(p, c)| c == '#' && line[..p].ends_with([' ', '\t']))
+            .map(|(p, _)| p);
+        for p in starts {
+            if means_the_same(i, Some(line[..p].trim_end())) {
+                out.push(format!("{pad}{}", line[p..].trim_end()));
+                break;
+            }
+        }
+    }
+    out
 }
 
 /// Splits text into lines and whether it ends with a newline. Empty text counts as ending with
@@ -653,7 +714,27 @@ resources:
             edit_sequence(text, "resources", &[1], Some(1), &s(&["c.yaml", "d.yaml"])).unwrap();
         assert_eq!(
             out,
-            "resources:\n# first\n- a.yaml\n- c.yaml\n- d.yaml\nkind: Kustomization\n"
+            "resources:\n# first\n- a.yaml\n# trailing\n- c.yaml\n- d.yaml\nkind: Kustomization\n"
+        );
+    }
+
+    /// A removed item's comments (at the end of its lines, or on lines of their own inside
+    /// it) stay, as full-line comments where it was; a `#` that is part of a value (quoted,
+    /// or inside a block scalar) is no comment and goes with the item.
+    #[test]
+    fn a_removed_items_comments_are_kept_where_it_was() {
+        let text = "resources:\n  - a.yaml # keep me\n  - b.yaml\n";
+        let out = edit_sequence(text, "resources", &[0], None, &[]).unwrap();
+        assert_eq!(out, "resources:\n  # keep me\n  - b.yaml\n");
+        let out = edit_sequence(text, "resources", &[0, 1], None, &[]).unwrap();
+        assert_eq!(out, "resources: []\n  # keep me\n");
+        let out = edit_sequence(text, "resources", &[0], Some(0), &s(&["w0.yaml"])).unwrap();
+        assert_eq!(out, "resources:\n  # keep me\n  - w0.yaml\n  - b.yaml\n");
+        let text = "patches:\n  - target: # the retired one\n      # by name\n      name: apps\n    patch: |-\n      # not a comment\n      - op: add # nor this\n  - path: \"x #1.yaml\" # but this\nkind: K\n";
+        let out = edit_sequence(text, "patches", &[0, 1], None, &[]).unwrap();
+        assert_eq!(
+            out,
+            "patches: []\n  # the retired one\n  # by name\n  # but this\nkind: K\n"
         );
     }
 

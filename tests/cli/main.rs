@@ -24,3 +24,4 @@ mod render;
 mod secrets;
 mod substitution;
 mod verdicts;
+mod wiring;

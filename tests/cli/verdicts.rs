@@ -488,3 +488,34 @@ fn a_kustomization_kustomize_cannot_read_is_a_failed_build_not_a_missing_file() 
     let why = doc["incomplete"][0]["why"][0].as_str().unwrap();
     assert!(why.contains("UTF-8"), "{why}");
 }
+
+#[test]
+fn a_folder_of_two_kustomization_files_is_a_failed_build_not_one_of_them() {
+    // kustomize reads one kustomization file a folder and refuses a folder of several
+    // (`api/internal/target.loadKustFile`: "Found multiple kustomization files"); Flux's build
+    // fails with it and applies nothing, so nothing is deleted. Read as one of the two, the
+    // folder would be built without what the other lists.
+    let repo = TestRepo::empty();
+    repo.write(
+        "clusters/dev/kustomization.yaml",
+        "resources: [apps.yaml]\n",
+    )
+    .write("clusters/dev/apps.yaml", &ks("apps", "./apps", &[]))
+    .write("apps/kustomization.yaml", "resources: [a.yaml, b.yaml]\n")
+    .write("apps/a.yaml", &config_map("a", "x"))
+    .write("apps/b.yaml", &config_map("b", "x"));
+    repo.commit_all("init");
+    repo.write("apps/Kustomization", "resources: [a.yaml]\n");
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!((code, deleted(&doc)), (1, vec![]));
+    assert_eq!(doc["verdict"], "incomplete");
+    let why = doc["incomplete"][0]["why"][0].as_str().unwrap();
+    assert!(why.contains("multiple kustomization files"), "{why}");
+    // kustomize agrees that the folder does not build.
+    let out = std::process::Command::new("kubectl")
+        .arg("kustomize")
+        .arg(repo.path().join("apps"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+}

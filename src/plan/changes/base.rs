@@ -1,20 +1,26 @@
 //! `clusters.base`: one Flux Kustomization per wave, listed in its kustomization's
 //! `resources` in place of the retired single Kustomization, which goes (found by what it
-//! points at, listed or not); no Kustomization for a wave that no longer exists.
+//! points at, listed or not); no Kustomization for a wave that no longer exists. The retired
+//! one is the Kustomization that applies this repository's app tier: its `spec.path` is the
+//! app tier and its `sourceRef` is the repository's own source, the one an environment's root
+//! syncs from. A Kustomization at `./apps` of another source applies another repository's
+//! files and is left alone.
 
 use std::collections::BTreeSet;
 
 use serde_json::Value;
 
 use super::{
-    dropped_settings, edit_failed, list_files, parse_docs, require, write_if_changed, Change,
-    ChangeSet, Drift, Op,
+    dropped_settings, edit_failed, kustomization_in, list_files, lost_settings, parse_docs,
+    write_if_changed, Change, ChangeSet, Drift, Op, Patches,
 };
 use crate::error::{Result, SourceError};
-use crate::flux::{self, Kustomization};
+use crate::flux::decryption::{self, PatchEntry, PATCH_FIELDS};
+use crate::flux::{self, discover, Kustomization};
 use crate::kustomize::resolve_under;
 use crate::plan::Plan;
 use crate::repo::Repo;
+use crate::tree::FileTree;
 use crate::yaml::edit;
 use crate::yaml::{self, Text};
 
@@ -26,6 +32,49 @@ pub(super) struct Base {
     pub retired_names: BTreeSet<String>,
     /// The waves that no longer exist whose Kustomization this run removes.
     pub stale_waves: Vec<usize>,
+    /// The retired Kustomizations this run removes, as written.
+    pub retired: Vec<Kustomization>,
+}
+
+/// A source as (kind, namespace, name).
+type SourceId = (String, String, String);
+
+/// The sources the environments' roots sync from: the repository's own source, under every
+/// name an environment gives it (a root that is not written in the repository is assumed as
+/// `flux bootstrap` writes it, the `flux-system` GitRepository of `flux-system`).
+/// Each with the namespace of its root, which a Kustomization without one is applied in.
+fn own_sources(repo: &Repo) -> BTreeSet<(String, SourceId)> {
+    let tree = FileTree::on_disk(&repo.root);
+    repo.config
+        .environments
+        .iter()
+        .filter_map(|env| {
+            let env = discover::Environment::configured(&tree, &env.name, &env.path, "");
+            let root = Kustomization::from_value(&discover::root_in(&tree, &env))?;
+            let namespace = non_empty(&root.namespace)
+                .unwrap_or("flux-system")
+                .to_string();
+            let source = source_of(&root, &namespace);
+            Some((namespace, source))
+        })
+        .collect()
+}
+
+/// `spec.sourceRef` of `k` as (kind, namespace, name). Its namespace defaults to the
+/// Kustomization's (Flux's `CrossNamespaceSourceReference`), which defaults to `namespace`,
+/// the namespace of the root that applies it, as the inventory reads it.
+fn source_of(k: &Kustomization, namespace: &str) -> SourceId {
+    let s = &k.spec.source_ref;
+    let own = non_empty(&k.namespace).unwrap_or(namespace);
+    (
+        s.kind.clone(),
+        non_empty(&s.namespace).unwrap_or(own).to_string(),
+        s.name.clone(),
+    )
+}
+
+fn non_empty(s: &str) -> Option<&str> {
+    Some(s).filter(|s| !s.is_empty())
 }
 
 /// The base's changes, appended to `set` (with the warnings of settings the waves drop).
@@ -33,8 +82,8 @@ pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<B
     let config = &repo.config;
     let (changes, warnings) = (&mut set.changes, &mut set.warnings);
     let base = &config.base;
-    let base_rel = format!("{base}/kustomization.yaml");
-    let base_text = require(repo, &base_rel, "fluxwave keeps the wave entries of clusters.base's kustomization.yaml; create it, or set clusters.base in fluxwave.yaml")?;
+    let (base_name, base_text) = kustomization_in(repo, base, "fluxwave keeps the wave entries of clusters.base's kustomization.yaml; create it, or set clusters.base in fluxwave.yaml")?;
+    let base_rel = format!("{base}/{base_name}");
     let base_doc = yaml::parse_value(&base_rel, &Text::new(base_text.clone()))?;
     let entries: Vec<String> = base_doc
         .get("resources")
@@ -58,10 +107,19 @@ pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<B
     let base_files = list_files(&repo.path(base))?;
     let mut retired_names: BTreeSet<String> = BTreeSet::new();
     let mut retired_files: BTreeSet<String> = BTreeSet::new();
-    for file in base_files
-        .iter()
-        .filter(|f| wave_file(f).is_none() && f.as_str() != "kustomization.yaml")
-    {
+    let mut retired_objects: Vec<Kustomization> = Vec::new();
+    let own = own_sources(repo);
+    let is_own = |k: &Kustomization| {
+        own.iter()
+            .any(|(namespace, source)| source_of(k, namespace) == *source)
+    };
+    // An unlisted file is looked at only when it is a manifest: a name the entry of an
+    // interrupted run had, not a backup (`apps.yaml.bak`) Flux never reads.
+    for file in base_files.iter().filter(|f| {
+        wave_file(f).is_none()
+            && **f != base_name
+            && (listed.contains(f.as_str()) || crate::fs::is_manifest(f))
+    }) {
         let rel = format!("{base}/{file}");
         let Some(text) = repo.read_optional(&rel)? else {
             continue;
@@ -74,7 +132,7 @@ pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<B
         let retired: Vec<Kustomization> = docs
             .iter()
             .filter_map(Kustomization::from_value)
-            .filter(|k| k.spec.path == config.apps)
+            .filter(|k| k.spec.path == config.apps && is_own(k))
             .collect();
         let Some(first) = retired.first() else {
             continue;
@@ -93,6 +151,7 @@ pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<B
         warnings.extend(dropped_settings(config, &rel, first));
         retired_names.insert(first.name.clone());
         retired_files.insert(file.clone());
+        retired_objects.push(first.clone());
         changes.push(Change {
             op: Op::Remove { path: rel },
             drift: Drift::RetiredKustomization,
@@ -141,15 +200,59 @@ pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<B
         .map(|n| format!("{}.yaml", config.wave_name(n)))
         .collect();
     let current: Vec<&str> = managed.iter().map(|&i| entries[i].as_str()).collect();
+    let mut new = base_text.clone();
+    let mut why = Vec::new();
     if current != desired {
-        let new = edit::edit_sequence(
-            &base_text,
+        new = edit::edit_sequence(
+            &new,
             "resources",
             &managed,
             managed.first().copied(),
             &desired,
         )
         .map_err(|e| edit_failed(&base_rel, e))?;
+        why.push("one entry per wave, the retired entry removed");
+    }
+    // The base's own patches of the retired Kustomization go with it, as an environment's do
+    // (see `environments`): left behind, one breaks the build or is dead.
+    let tree = FileTree::on_disk(&repo.root);
+    let of_retired: Vec<(PatchEntry, &str)> = decryption::patch_entries(&base_doc)
+        .into_iter()
+        .filter(|at| decryption::targets_flux_kustomization(&tree, &base_dir, at))
+        .filter_map(|at| {
+            let (name, _) = decryption::literal_target(&tree, &base_dir, &at)?;
+            let name = retired_names.get(&name)?;
+            Some((at, name.as_str()))
+        })
+        .collect();
+    if !of_retired.is_empty() {
+        for field in PATCH_FIELDS {
+            let remove: Vec<usize> = of_retired
+                .iter()
+                .filter(|(at, _)| at.field == field)
+                .map(|(at, _)| at.index)
+                .collect();
+            new = edit::edit_sequence(&new, field, &remove, None, &[])
+                .map_err(|e| edit_failed(&base_rel, e))?;
+        }
+        why.push("the patches of the retired Kustomization removed");
+        // The waves get what `waves.spec` gives them, in every environment.
+        let carried = |key: &str, value: &Value| config.waves.spec.get(key) == Some(value);
+        warnings.extend(lost_settings(
+            repo,
+            &tree,
+            &retired_objects,
+            &Patches {
+                rel: &base_rel,
+                dir: &base_dir,
+                who: "the base".into(),
+                patches: of_retired,
+                kept: false,
+            },
+            &carried,
+        ));
+    }
+    if new != base_text {
         changes.push(Change {
             op: Op::Write {
                 path: base_rel.clone(),
@@ -157,12 +260,13 @@ pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<B
                 new,
             },
             drift: Drift::BaseEntries,
-            why: "one entry per wave, the retired entry removed".into(),
+            why: why.join("; "),
         });
     }
     Ok(Base {
         rel: base_rel,
         retired_names,
         stale_waves,
+        retired: retired_objects,
     })
 }

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::base::Base;
-use super::{edit_failed, require, Change, Drift, Op};
+use super::{edit_failed, kustomization_in, lost_settings, Change, Drift, Op, Patches, Warning};
 use crate::error::{Result, SourceError};
 use crate::flux::decryption::{self, PatchEntry, PATCH_FIELDS};
 use crate::flux::inventory::{self, Owners};
@@ -30,15 +30,20 @@ struct Entry<'a> {
     name: Option<String>,
     /// Whether it gives that Kustomization `spec.decryption`.
     decrypts: bool,
+    /// Whether it can only patch Flux Kustomizations (see
+    /// `decryption::targets_flux_kustomization`).
+    flux_only: bool,
 }
 
 /// The decryption patch edits of every environment, appended to `changes` (which holds the
-/// changes of the app tier and the base, already computed).
+/// changes of the app tier and the base, already computed), with a warning for each setting
+/// a removed patch gave a Kustomization that is gone and the waves will not carry.
 pub(super) fn decryption(
     repo: &Repo,
     plan: &Plan,
     base: &Base,
     changes: &mut Vec<Change>,
+    warnings: &mut Vec<Warning>,
 ) -> Result<()> {
     let config = &repo.config;
     let gone: BTreeSet<String> = base
@@ -51,25 +56,19 @@ pub(super) fn decryption(
     let after = tree_after(repo, changes);
     let namespace = &config.waves.namespace;
     for env in &config.environments {
-        let rel = format!("{}/kustomization.yaml", env.path);
-        let text = require(
+        let (name, text) = kustomization_in(
             repo,
-            &rel,
+            &env.path,
             "list your environments under clusters.environments in fluxwave.yaml",
         )?;
+        let rel = format!("{}/{name}", env.path);
         let doc = yaml::parse_value(&rel, &Text::new(text.clone()))?;
         let dir = normalize_path(&env.path);
         // The kustomization the builder reads for the environment (`rel`, normalised).
-        let file = crate::fs::join(&dir, "kustomization.yaml").unwrap_or_default();
+        let file = crate::fs::join(&dir, &name).unwrap_or_default();
         let build = |text: &str| -> Result<Owners> {
-            inventory::owners(&after.clone().with_file(&file, text), &dir).map_err(|e| {
-                SourceError::new(
-                    &rel,
-                    format!("environment `{}` cannot be built: {e}", env.name),
-                )
-                .help("Flux cannot build it either; fix the build, then run `fluxwave apply` again")
-                .into()
-            })
+            inventory::owners(&after.clone().with_file(&file, text), &dir)
+                .map_err(|e| unbuildable(repo, &rel, &dir, &env.name, &gone, &e))
         };
         let mut probe = Builder::owners_only(&after);
         let entries: Vec<Entry> = decryption::patch_entries(&doc)
@@ -81,17 +80,21 @@ pub(super) fn decryption(
                     decryption::gives_decryption(&mut probe, &dir, &at, name, ns)
                 });
                 Entry {
+                    flux_only: decryption::targets_flux_kustomization(&after, &dir, &at),
                     at,
                     name: target.map(|(name, _)| name),
                     decrypts,
                 }
             })
             .collect();
-        // A decryption patch for a Kustomization the environment no longer builds goes too.
-        // Which those are is known from this run (the retired one, stale waves) and, when the
-        // environment's build (without its own patches, which name them) saw everything,
-        // from what it builds: so a run interrupted after the base lost its retired entry
-        // still removes that entry's patch.
+        // A patch for a Kustomization this run removes (the retired one, stale waves) goes
+        // too: one that gives it decryption, and any other that can only patch a Flux
+        // Kustomization (left behind, one that names its target by its own header breaks
+        // the build, and one with a `target` is dead). A decryption patch also goes when the
+        // environment's build (without its own patches, which name them) saw everything and
+        // has no Kustomization of that name: so a run interrupted after the base lost its
+        // retired entry still removes that entry's decryption. (The retired file itself is
+        // removed last, so a rerun still finds it and its other patches.)
         let unpatched = build(&without_patches(&doc))?;
         let exists_after = |n: &str| {
             wave_names.iter().any(|w| w == n)
@@ -99,11 +102,12 @@ pub(super) fn decryption(
         };
         let removed: Vec<&Entry> = entries
             .iter()
-            .filter(|e| e.decrypts)
             .filter(|e| {
-                e.name
-                    .as_deref()
-                    .is_some_and(|n| gone.contains(n) || (unpatched.complete && !exists_after(n)))
+                e.name.as_deref().is_some_and(|n| {
+                    let gone_now = gone.contains(n);
+                    (e.flux_only && gone_now)
+                        || (e.decrypts && (gone_now || (unpatched.complete && !exists_after(n))))
+                })
             })
             .collect();
         // Which waves end without decryption once the stale entries are gone.
@@ -123,6 +127,54 @@ pub(super) fn decryption(
                 .find(|o| o.id.name == name)
                 .map(|o| decryption::ends_decrypted(&o.object))
         };
+        let patches: Vec<(PatchEntry, &str)> = removed
+            .iter()
+            .filter_map(|e| Some((e.at, e.name.as_deref()?)))
+            .collect();
+        // The entries that stay may still have given the retired Kustomization a setting (a
+        // regular expression or a selector that matched it): each is asked too.
+        let gone_at: std::collections::HashSet<(&str, usize)> =
+            removed.iter().map(|e| (e.at.field, e.at.index)).collect();
+        let staying: Vec<(PatchEntry, &str)> = entries
+            .iter()
+            .filter(|e| !gone_at.contains(&(e.at.field, e.at.index)))
+            .flat_map(|e| base.retired.iter().map(|k| (e.at, k.name.as_str())))
+            .collect();
+        // A setting is carried when every wave the environment builds ends with it.
+        let carried = |key: &str, value: &Value| {
+            wave_names.iter().all(|w| {
+                now.owners
+                    .iter()
+                    .find(|o| o.id.name == *w)
+                    .is_none_or(|o| o.object.pointer(&format!("/spec/{key}")) == Some(value))
+            })
+        };
+        warnings.extend(lost_settings(
+            repo,
+            &after,
+            &base.retired,
+            &Patches {
+                rel: &rel,
+                dir: &dir,
+                who: format!("environment `{}`", env.name),
+                patches,
+                kept: false,
+            },
+            &carried,
+        ));
+        warnings.extend(lost_settings(
+            repo,
+            &after,
+            &base.retired,
+            &Patches {
+                rel: &rel,
+                dir: &dir,
+                who: format!("environment `{}`", env.name),
+                patches: staying,
+                kept: true,
+            },
+            &carried,
+        ));
         let undecrypted: Vec<&String> = wave_names
             .iter()
             .filter(|name| built(&now, name) == Some(false))
@@ -221,19 +273,53 @@ fn why(undecrypted: &[&String], removed: &[&Entry]) -> String {
         let names: Vec<String> = undecrypted.iter().map(|n| format!("`{n}`")).collect();
         why.push(format!("no SOPS decryption for {}", names.join(", ")));
     }
-    let mut stale: Vec<String> = removed
-        .iter()
-        .filter_map(|e| e.name.as_deref())
-        .map(|n| format!("`{n}`"))
-        .collect();
-    stale.dedup();
-    if !stale.is_empty() {
-        why.push(format!(
-            "a decryption patch for {}, which no longer exists",
-            stale.join(", ")
-        ));
+    for (decrypts, what) in [(true, "a decryption patch"), (false, "a patch")] {
+        let mut stale: Vec<String> = removed
+            .iter()
+            .filter(|e| e.decrypts == decrypts)
+            .filter_map(|e| e.name.as_deref())
+            .map(|n| format!("`{n}`"))
+            .collect();
+        stale.dedup();
+        if !stale.is_empty() {
+            why.push(format!(
+                "{what} for {}, which no longer exists",
+                stale.join(", ")
+            ));
+        }
     }
     why.join("; ")
+}
+
+/// Why environment `name` cannot be built once the changes are made. When it builds today,
+/// it is the changes that break it: something apply does not edit (a component, a patch of
+/// another file) still names what apply removes.
+fn unbuildable(
+    repo: &Repo,
+    rel: &str,
+    dir: &str,
+    name: &str,
+    gone: &BTreeSet<String>,
+    e: &crate::kustomize::BuildError,
+) -> crate::error::Error {
+    let today = FileTree::on_disk(&repo.root);
+    if inventory::owners(&today, dir).is_err() {
+        return SourceError::new(rel, format!("environment `{name}` cannot be built: {e}"))
+            .help("Flux cannot build it either; fix the build, then run `fluxwave apply` again")
+            .into();
+    }
+    let removes = if gone.is_empty() {
+        "makes its changes".to_string()
+    } else {
+        let names: Vec<String> = gone.iter().map(|n| format!("`{n}`")).collect();
+        format!("removes {}", names.join(", "))
+    };
+    SourceError::new(
+        rel,
+        format!("environment `{name}` would no longer build once apply {removes}: {e}"),
+    )
+    .help("what the error names still refers to a Kustomization apply removes, in a place apply does not edit: remove it or point it at the waves, then run `fluxwave apply` again")
+    .into()
 }
 
 /// The working tree as `changes` leave it, read from disk on demand. Writes and removals

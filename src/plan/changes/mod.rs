@@ -10,13 +10,16 @@ mod environments;
 mod leftovers;
 mod waves;
 
-use serde_json::Value;
+use serde_json::{json, Map, Value};
 
 use crate::diag::Code;
 use crate::error::{Error, Result, SourceError};
+use crate::flux::decryption::PatchEntry;
 use crate::flux::Kustomization;
+use crate::kustomize::Builder;
 use crate::plan::Plan;
 use crate::repo::Repo;
+use crate::tree::FileTree;
 use crate::yaml::{self, Text};
 
 /// What kind of drift a change repairs (the `check` code it is reported under).
@@ -101,9 +104,26 @@ pub(super) fn parse_docs(rel: &str, text: &str) -> Result<Vec<Value>> {
     Ok(yaml::parse_all(rel, &Text::new(text.to_string()))?)
 }
 
-pub(super) fn require(repo: &Repo, rel: &str, help: &str) -> Result<String> {
-    repo.read_optional(rel)?
-        .ok_or_else(|| SourceError::new(rel, "not found").help(help).into())
+/// The kustomization of hand-kept folder `dir`, under whichever name kustomize reads it from
+/// (`repo::apptier::KUSTOMIZATION_NAMES`): its name and text. None is an error with `help`;
+/// more than one is refused, as kustomize refuses it.
+pub(super) fn kustomization_in(repo: &Repo, dir: &str, help: &str) -> Result<(String, String)> {
+    let mut found = Vec::new();
+    for name in crate::repo::apptier::KUSTOMIZATION_NAMES {
+        if let Some(text) = repo.read_optional(&format!("{dir}/{name}"))? {
+            found.push((name.to_string(), text));
+        }
+    }
+    let names: Vec<String> = found.iter().map(|(n, _)| n.clone()).collect();
+    crate::plan::refuse_many_kustomizations(dir, &names)?;
+    match found.pop() {
+        Some(k) => Ok(k),
+        None => Err(
+            SourceError::new(format!("{dir}/kustomization.yaml"), "not found")
+                .help(help)
+                .into(),
+        ),
+    }
 }
 
 pub(super) fn edit_failed(rel: &str, why: impl std::fmt::Display) -> Error {
@@ -124,9 +144,9 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
     }
     let mut set = ChangeSet::default();
     waves::moves(repo, plan, &mut set.changes);
-    waves::folders(repo, plan, &mut set.changes)?;
+    waves::folders(repo, plan, &mut set.changes, &mut set.warnings)?;
     let base = base::entries(repo, plan, &mut set)?;
-    environments::decryption(repo, plan, &base, &mut set.changes)?;
+    environments::decryption(repo, plan, &base, &mut set.changes, &mut set.warnings)?;
     set.decrypted = (0..plan.waves)
         .chain(base.stale_waves.iter().copied())
         .map(|n| repo.config.wave_name(n))
@@ -136,9 +156,7 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
 }
 
 /// Settings of the retired Kustomization's spec that the waves, made from `waves.spec`, would
-/// not carry or would change. (`path` and `dependsOn` are the waves' own; decryption comes from
-/// the environments' patches; `prune`, `suspend` and `deletionPolicy` on the retired object are
-/// how the cutover runbook releases it — `cutover` reasons about those.)
+/// not carry or would change (see `OWN_SETTINGS` for those that are not dropped).
 pub(super) fn dropped_settings(
     config: &crate::config::Config,
     rel: &str,
@@ -148,18 +166,10 @@ pub(super) fn dropped_settings(
         return vec![];
     };
     spec.iter()
-        .filter(|(k, _)| {
-            !matches!(
-                k.as_str(),
-                "path" | "dependsOn" | "decryption" | "prune" | "suspend" | "deletionPolicy"
-            )
-        })
+        .filter(|(k, _)| !OWN_SETTINGS.contains(&k.as_str()))
         .filter(|(k, v)| config.waves.spec.get(k.as_str()) != Some(v))
         .map(|(k, v)| {
-            let now = match config.waves.spec.get(k.as_str()) {
-                Some(w) => format!("`{}`", serde_json::to_string(w).unwrap_or_default()),
-                None => "nothing".to_string(),
-            };
+            let now = from_waves_spec(config, k);
             Warning {
                 code: Code::RetiredSettingDropped,
                 path: rel.to_string(),
@@ -173,6 +183,117 @@ pub(super) fn dropped_settings(
         })
         .collect()
 }
+
+/// Patches of Kustomizations that are gone, in kustomization `rel` of folder `dir`: each
+/// entry with the name of the Kustomization it patched. `who` names the kustomization in
+/// messages (`environment `dev``). `kept` is for entries that stay (they may patch other
+/// objects): one that does not apply to the gone Kustomization says nothing.
+pub(super) struct Patches<'a> {
+    pub rel: &'a str,
+    pub dir: &'a str,
+    pub who: String,
+    pub patches: Vec<(PatchEntry<'a>, &'a str)>,
+    pub kept: bool,
+}
+
+/// The settings removed patches gave a Kustomization that is gone and that the waves do not
+/// carry (`carried(key, value)` says whether they do): each is a warning. What a patch sets
+/// is asked of the builder's patch code, applied to the retired Kustomization as the base
+/// writes it (`retired`), or to a bare one when it is already gone.
+pub(super) fn lost_settings(
+    repo: &Repo,
+    tree: &FileTree,
+    retired: &[Kustomization],
+    removed: &Patches,
+    carried: &dyn Fn(&str, &Value) -> bool,
+) -> Vec<Warning> {
+    let config = &repo.config;
+    let (rel, who) = (removed.rel, &removed.who);
+    let mut builder = Builder::owners_only(tree);
+    let mut out = Vec::new();
+    for (at, name) in &removed.patches {
+        let known = retired.iter().find(|k| k.name == *name);
+        if removed.kept && known.is_none() {
+            continue;
+        }
+        let object = known.map(|k| k.object.clone()).unwrap_or_else(|| {
+            json!({
+                "apiVersion": format!("{}/v1", crate::flux::KUSTOMIZE_GROUP),
+                "kind": "Kustomization",
+                "metadata": {"name": name, "namespace": config.waves.namespace},
+                "spec": {},
+            })
+        });
+        let mut k = Map::new();
+        k.insert(at.field.into(), Value::Array(vec![at.entry.clone()]));
+        let what = format!("{rel}: {}[{}]", at.field, at.index);
+        let help = format!(
+            "to keep it, patch the waves in {rel} (target kind Kustomization, name `{}.*`), or set it in waves.spec of fluxwave.yaml",
+            config.waves.name_prefix
+        );
+        let before = object.get("spec").cloned().unwrap_or(Value::Null);
+        let patched = builder
+            .transform_objects(&what, removed.dir, &k, vec![object])
+            .ok()
+            .and_then(|o| o.into_iter().next());
+        let Some(after) = patched else {
+            if removed.kept {
+                continue;
+            }
+            out.push(Warning {
+                code: Code::RetiredSettingDropped,
+                path: rel.to_string(),
+                message: format!(
+                    "{who} patches `{name}` ({}[{}]), which goes with it; what it set could not be read",
+                    at.field, at.index
+                ),
+                help,
+            });
+            continue;
+        };
+        let after = after.get("spec").cloned().unwrap_or(Value::Null);
+        for (key, value) in after.as_object().into_iter().flatten() {
+            if before.get(key) == Some(value) || OWN_SETTINGS.contains(&key.as_str()) {
+                continue;
+            }
+            if carried(key, value) {
+                continue;
+            }
+            out.push(Warning {
+                code: Code::RetiredSettingDropped,
+                path: rel.to_string(),
+                message: format!(
+                    "{who} patches spec.{key}: {} into `{name}`; the waves get {} from waves.spec",
+                    serde_json::to_string(value).unwrap_or_default(),
+                    from_waves_spec(config, key)
+                ),
+                help: help.clone(),
+            });
+        }
+    }
+    out
+}
+
+/// What `waves.spec` gives the waves for `key`, for messages.
+fn from_waves_spec(config: &crate::config::Config, key: &str) -> String {
+    match config.waves.spec.get(key) {
+        Some(w) => format!("`{}`", serde_json::to_string(w).unwrap_or_default()),
+        None => "nothing".to_string(),
+    }
+}
+
+/// Settings of a retired Kustomization that are not dropped with it: `path` and `dependsOn`
+/// are the waves' own, decryption comes from the environments' patches, and `prune`,
+/// `suspend` and `deletionPolicy` are how the cutover runbook releases it (`cutover` reasons
+/// about those).
+const OWN_SETTINGS: [&str; 6] = [
+    "path",
+    "dependsOn",
+    "decryption",
+    "prune",
+    "suspend",
+    "deletionPolicy",
+];
 
 /// The names of the regular files in a folder, sorted (none when it does not exist).
 pub(super) fn list_files(dir: &std::path::Path) -> Result<Vec<String>> {

@@ -1,8 +1,11 @@
 //! The app tier: every file in its wave's folder, one kustomization per wave folder listing
 //! its files, no folder for a wave that no longer exists, no flat kustomization.
 
-use super::{write_if_changed, Change, Drift, Op};
-use crate::error::Result;
+use serde_json::Value;
+
+use super::{write_if_changed, Change, Drift, Op, Warning};
+use crate::diag::Code;
+use crate::error::{Result, SourceError};
 use crate::flux;
 use crate::plan::Plan;
 use crate::repo::{Location, Repo};
@@ -26,8 +29,16 @@ pub(super) fn moves(repo: &Repo, plan: &Plan, changes: &mut Vec<Change>) {
 }
 
 /// The kustomization of every wave folder; the folders of waves that no longer exist and the
-/// flat kustomization go.
-pub(super) fn folders(repo: &Repo, plan: &Plan, changes: &mut Vec<Change>) -> Result<()> {
+/// flat kustomization go. A wave folder is fluxwave's, but not every file in it: another
+/// kustomization file goes only when it does no more than list the app tier's files (else it
+/// is refused: kustomize would find two), and a stale wave's folder is kept, with a warning,
+/// while it holds files fluxwave did not write (a README, a `.gitkeep`).
+pub(super) fn folders(
+    repo: &Repo,
+    plan: &Plan,
+    changes: &mut Vec<Change>,
+    warnings: &mut Vec<Warning>,
+) -> Result<()> {
     let apps = &repo.apps;
     for n in 0..plan.waves {
         let rel = format!("{}/kustomization.yaml", apps.wave_dir(n));
@@ -42,24 +53,66 @@ pub(super) fn folders(repo: &Repo, plan: &Plan, changes: &mut Vec<Change>) -> Re
             format!("the files of wave {n}"),
         );
     }
-    for (n, k) in apps.wave_dirs.iter().filter(|(n, _)| *n >= plan.waves) {
-        let dir = apps.wave_dir(*n);
-        if let Some(k) = k {
+    for wave in &apps.wave_dirs {
+        let dir = apps.wave_dir(wave.n);
+        let stale = wave.n >= plan.waves;
+        for k in &wave.kustomizations {
+            let path = format!("{dir}/{k}");
+            if k != GENERATED {
+                let text = repo.read_optional(&path)?.unwrap_or_default();
+                if !only_lists_app_files(&text, plan) {
+                    return Err(SourceError::new(
+                        &path,
+                        format!("sits beside the generated {GENERATED} (or will), and kustomize refuses a folder with more than one kustomization file; it says more than which files the wave holds, so fluxwave will not delete it"),
+                    )
+                    .help("move what it sets into the manifests or a Flux Kustomization's spec, delete it, then run `fluxwave apply` again")
+                    .into());
+                }
+            } else if !stale {
+                continue;
+            }
             changes.push(Change {
-                op: Op::Remove {
-                    path: format!("{dir}/{k}"),
-                },
+                op: Op::Remove { path },
                 drift: Drift::WaveFolder,
-                why: format!("wave {n} no longer exists"),
+                why: if stale {
+                    format!("wave {} no longer exists", wave.n)
+                } else {
+                    format!("the files of wave {} are listed in {GENERATED}", wave.n)
+                },
             });
         }
-        changes.push(Change {
-            op: Op::RemoveDir { path: dir },
-            drift: Drift::WaveFolder,
-            why: format!("wave {n} no longer exists"),
-        });
+        if !stale {
+            continue;
+        }
+        // What fluxwave did not write stays, and so does the folder that holds it: removing
+        // the folder would fail on every run.
+        let inside = format!("{dir}/");
+        let mut kept: Vec<&str> = wave.others.iter().map(String::as_str).collect();
+        kept.extend(
+            apps.foreign
+                .iter()
+                .filter_map(|(p, _)| p.strip_prefix(&inside)),
+        );
+        if kept.is_empty() {
+            changes.push(Change {
+                op: Op::RemoveDir { path: dir },
+                drift: Drift::WaveFolder,
+                why: format!("wave {} no longer exists", wave.n),
+            });
+        } else {
+            kept.sort_unstable();
+            warnings.push(Warning {
+                code: Code::ForeignEntry,
+                path: dir,
+                message: format!(
+                    "is the folder of a wave that no longer exists, kept for what fluxwave did not write in it: {}",
+                    kept.join(", ")
+                ),
+                help: "delete the folder if you no longer need those files: no Flux Kustomization builds it".into(),
+            });
+        }
     }
-    if let Some(k) = &apps.root_kustomization {
+    if let Some(k) = apps.root_kustomizations.first() {
         changes.push(Change {
             op: Op::Remove {
                 path: format!("{}/{k}", apps.dir),
@@ -69,4 +122,35 @@ pub(super) fn folders(repo: &Repo, plan: &Plan, changes: &mut Vec<Change>) -> Re
         });
     }
     Ok(())
+}
+
+/// The kustomization file fluxwave writes in every wave folder.
+const GENERATED: &str = "kustomization.yaml";
+
+/// Whether a kustomization does no more than list files of the app tier that the plan
+/// places (a listing like the generated one, under another name): the generated
+/// kustomization.yaml says all it says.
+fn only_lists_app_files(text: &str, plan: &Plan) -> bool {
+    let Ok(doc) = serde_saphyr::from_str::<Value>(text) else {
+        return false;
+    };
+    let Some(map) = doc.as_object() else {
+        return false;
+    };
+    let files: std::collections::HashSet<&str> =
+        plan.placements.iter().map(|p| p.file.as_str()).collect();
+    let placed = |entry: &str| {
+        let name = entry.strip_prefix("./").unwrap_or(entry);
+        !name.contains('/') && files.contains(name)
+    };
+    map.iter().all(|(key, value)| match key.as_str() {
+        "apiVersion" => value
+            .as_str()
+            .is_some_and(|a| a.starts_with("kustomize.config.k8s.io/")),
+        "kind" => value == "Kustomization",
+        "resources" => value
+            .as_array()
+            .is_some_and(|items| items.iter().all(|i| i.as_str().is_some_and(placed))),
+        _ => false,
+    })
 }
