@@ -19,6 +19,7 @@ mod fuzz;
 mod generate;
 mod homelab;
 mod hostile;
+mod hostile_apply;
 mod leaks;
 mod props;
 mod render;
