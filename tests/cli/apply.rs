@@ -628,6 +628,28 @@ fn a_users_file_named_like_a_temporary_is_never_removed() {
     assert_idempotent_git(&repo);
 }
 
+#[test]
+fn a_temporary_beside_an_environment_kustomization_of_any_name_is_found() {
+    // kustomize reads `kustomization.yml` too, and apply edits it under that name: a write of
+    // it cut short leaves its temporary beside it, found on a later run that writes nothing.
+    let repo = TestRepo::example("homelab");
+    std::fs::rename(
+        repo.path().join("clusters/dev/kustomization.yaml"),
+        repo.path().join("clusters/dev/kustomization.yml"),
+    )
+    .unwrap();
+    repo.commit_all("flat");
+    let run = repo.run(&["apply"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    repo.commit_all("waved");
+    let leftover = "clusters/dev/.kustomization.yml.fluxwave-tmp-Qq1Ww2Ee3R";
+    repo.write(leftover, "# dev cluster: the shar");
+    let run = repo.run(&["apply"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!repo.exists(leftover), "{}", run.stdout);
+    assert_idempotent_git(&repo);
+}
+
 /// `assert_idempotent` for a repository whose environments are discovered from git.
 fn assert_idempotent_git(repo: &TestRepo) {
     let before = repo.snapshot();

@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use super::{Change, Drift, Op};
 use crate::fs::write;
 use crate::plan::Plan;
+use crate::repo::apptier::KUSTOMIZATION_NAMES;
 use crate::repo::Repo;
 
 /// A removal for every temporary an interrupted write of a file this run may write left.
@@ -29,12 +30,13 @@ pub(super) fn interrupted_writes(
         .chain((0..plan.waves).map(|n| format!("{}/kustomization.yaml", apps.wave_dir(n))))
         .chain((0..plan.waves).map(|n| format!("{base}/{}.yaml", config.wave_name(n))))
         .chain(std::iter::once(base_rel.to_string()))
-        .chain(
-            config
-                .environments
+        // An environment's kustomization under any name kustomize reads (apply edits it
+        // under its own).
+        .chain(config.environments.iter().flat_map(|e| {
+            KUSTOMIZATION_NAMES
                 .iter()
-                .map(|e| format!("{}/kustomization.yaml", e.path)),
-        )
+                .map(move |name| format!("{}/{name}", e.path))
+        }))
         .collect::<BTreeSet<String>>()
         .into_iter()
         .collect();
@@ -66,9 +68,8 @@ pub(super) fn interrupted_writes(
 /// none when git cannot be asked: an untracked temporary then stays until it can be).
 fn tracked<'a>(root: &std::path::Path, paths: impl Iterator<Item = &'a str>) -> BTreeSet<String> {
     let paths: Vec<&str> = paths.collect();
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(root)
+    // For this repository whatever the environment says (`GIT_DIR` and the like cleared).
+    let out = crate::tree::git_command(root)
         .args(["ls-files", "-z", "--"])
         .args(paths.iter().map(|p| format!(":(literal){p}")))
         .stdin(std::process::Stdio::null())
