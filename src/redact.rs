@@ -455,6 +455,11 @@ struct Known {
 /// Remembers a Secret's value (`encoded`: a value of `data`, base64), so that no later output
 /// of this run shows it.
 pub fn remember(value: &str, encoded: bool) {
+    // A SOPS-encrypted value is ciphertext, masked wherever a file is shown (`enc`): searching
+    // every output for each of them would cost a pattern per value of every encrypted Secret.
+    if value.trim_start().starts_with("ENC[") {
+        return;
+    }
     let other = if encoded {
         base64_decode(value.trim())
     } else {
@@ -791,6 +796,18 @@ mod tests {
             Some("remembered-secret")
         );
         assert_eq!(base64_decode("not base64!"), None);
+    }
+
+    #[test]
+    fn sops_ciphertext_is_not_remembered() {
+        // Masked where a file is shown; one pattern per encrypted value would make every
+        // output of a repository of encrypted Secrets search for each of them.
+        let enc = "ENC[AES256_GCM,data:c29wcy1jaXBoZXJ0ZXh0LXVuaXF1ZQ==,iv:aXY=,tag:dGFn,type:str]";
+        remember(enc, true);
+        assert_eq!(mask_known(&format!("seen {enc}")), format!("seen {enc}"));
+        let text = format!("kind: Secret\ndata:\n  k: {enc}\n");
+        let masked = masked(&text, &ranges(&text));
+        assert!(!masked.contains("c29wcy1jaXBoZXJ0ZXh0"), "{masked}");
     }
 
     #[test]
