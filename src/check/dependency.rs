@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::build::Failures;
 use super::{flux_name, Finding, FluxView};
 use crate::diag::Code;
 use crate::kustomize::object::ObjectId;
@@ -12,9 +13,10 @@ use crate::kustomize::object::ObjectId;
 pub const UNKNOWN: Code = Code::UnknownDependency;
 pub const CYCLE: Code = Code::DependencyCycle;
 
-pub fn unknown_dependency(flux: &FluxView) -> Vec<Finding> {
+pub fn unknown_dependency(flux: &FluxView, failures: &Failures) -> Vec<Finding> {
     let mut findings = Vec::new();
-    for inv in &flux.envs {
+    for (env, inv) in flux.envs.iter().enumerate() {
+        let hidden = failures.may_hide(env);
         for (id, owner) in &inv.owners {
             for dep in &owner.depends_on {
                 if inv.owners.contains_key(dep) {
@@ -34,7 +36,7 @@ pub fn unknown_dependency(flux: &FluxView) -> Vec<Finding> {
                         UNKNOWN,
                         path,
                         format!(
-                            "Flux Kustomization `{}` depends on `{}`, which environment `{}` does not have{closest}: it never becomes ready",
+                            "Flux Kustomization `{}` depends on `{}`, which environment `{}` does not have{closest}{hidden}: it never becomes ready",
                             flux_name(id),
                             flux_name(dep),
                             inv.env

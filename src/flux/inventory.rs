@@ -43,6 +43,9 @@ pub struct Owner {
     /// Why what it applies is not wholly known (its source is elsewhere, its build fails, a
     /// feature on the way is not modelled): empty when fluxwave saw all of it.
     pub unmodelled: Vec<String>,
+    /// Why Flux's build of it fails (kustomize's error, or a postBuild substitution that
+    /// cannot be parsed), when it does: `check` reports it (`build-failed`).
+    pub build_error: Option<String>,
     /// For one that reads an ExternalArtifact made from this repository: the repository
     /// files the artifact is made of and the file of its ArtifactGenerator, sorted.
     pub artifact_files: Vec<String>,
@@ -82,6 +85,7 @@ impl Owner {
             index,
             built: true,
             unmodelled: Vec::new(),
+            build_error: None,
             artifact_files: Vec::new(),
             object: k.object,
             variables: Vec::new(),
@@ -284,6 +288,7 @@ fn unreachable_owner(env_path: &str) -> Owner {
         index: 0,
         built: true,
         unmodelled: Vec::new(),
+        build_error: None,
         artifact_files: Vec::new(),
         object: Value::Null,
         variables: Vec::new(),
@@ -561,6 +566,7 @@ fn build_pass(
                 Err(e) => {
                     let w = build_failure(where_, &owner.id, &e);
                     mark_unbuilt(&mut inv, &owner_id, &[&w]);
+                    failed(&mut inv, &owner_id, e);
                     extra_warnings.push(w);
                     continue;
                 }
@@ -624,6 +630,7 @@ fn build_pass(
             }
             let w = build_failure(where_, &owner.id, &e);
             mark_unbuilt(&mut inv, &owner_id, &[&w]);
+            failed(&mut inv, &owner_id, e);
             extra_warnings.push(w);
         } else {
             // Flux fails these builds too; what they would apply is kept for the lints.
@@ -890,6 +897,12 @@ fn mark_unbuilt(inv: &mut Inventory, id: &ObjectId, why: &[&Warning]) {
     if let Some(o) = inv.owners.get_mut(id) {
         o.built = false;
         o.unmodelled = why.iter().map(|w| describe(w)).collect();
+    }
+}
+
+fn failed(inv: &mut Inventory, id: &ObjectId, why: String) {
+    if let Some(o) = inv.owners.get_mut(id) {
+        o.build_error = Some(why);
     }
 }
 
