@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 
 use super::{flux_name, Finding, FluxView, Place};
 use crate::diag::Code;
+use crate::flux::inventory::Owner;
 use crate::kustomize::object::ObjectId;
 use crate::tree::FileTree;
 
@@ -20,12 +21,9 @@ pub fn build_failed(flux: &FluxView) -> Vec<Finding> {
     let mut findings = Vec::new();
     for inv in &flux.envs {
         for (id, owner) in &inv.owners {
-            let Some(error) = &owner.build_error else {
+            let Some(error) = reported(flux, owner) else {
                 continue;
             };
-            if !flux.tree.is_dir(&owner.path) {
-                continue;
-            }
             let (cause, at) = cause(&flux.tree, error);
             let root = owner.parent.is_none();
             let (path, pos) = match (&at, owner.file.is_empty()) {
@@ -65,6 +63,14 @@ pub fn build_failed(flux: &FluxView) -> Vec<Finding> {
     findings
 }
 
+/// Why `owner`'s build fails, when this lint reports it: a `spec.path` that is not a folder
+/// is `missing-path`'s, and a folder an ExternalArtifact lacks is not judged (the artifact is
+/// modelled as the files its generator copies, not as a tree of folders).
+fn reported<'a>(flux: &FluxView, owner: &'a Owner) -> Option<&'a str> {
+    let error = owner.build_error.as_deref()?;
+    (flux.tree.is_dir(&owner.path) && !error.contains(crate::tree::GENERATED)).then_some(error)
+}
+
 /// The Flux Kustomizations whose builds fail, per environment: what the other lints read of
 /// an environment is incomplete where one does.
 pub struct Failures {
@@ -80,7 +86,7 @@ impl Failures {
                 .map(|inv| {
                     inv.owners
                         .values()
-                        .filter(|o| o.build_error.is_some())
+                        .filter(|o| reported(flux, o).is_some())
                         .map(|o| o.id.clone())
                         .collect()
                 })
