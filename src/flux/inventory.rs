@@ -263,6 +263,48 @@ impl Inventory {
     }
 }
 
+impl Inventory {
+    /// Every Flux Kustomization that reconciles after `earlier` (see `reconciles_after`), and
+    /// every one `earlier` reconciles after: one walk of the edges each way, so that the
+    /// moves of many objects out of one owner ask two set lookups each, not a walk of a
+    /// `dependsOn` chain each (100,000 objects moving out of one owner into a chain of
+    /// 100,000 waves would walk it 100,000 times).
+    pub fn order_around(&self, earlier: &ObjectId) -> (BTreeSet<ObjectId>, BTreeSet<ObjectId>) {
+        let mut dependants: BTreeMap<&ObjectId, Vec<&ObjectId>> = BTreeMap::new();
+        for (id, o) in &self.owners {
+            for next in o.depends_on.iter().chain(o.parent.iter()) {
+                dependants.entry(next).or_default().push(id);
+            }
+        }
+        let walk = |next: &dyn Fn(&ObjectId) -> Vec<ObjectId>| {
+            let mut seen = BTreeSet::new();
+            let mut stack = next(earlier);
+            while let Some(cur) = stack.pop() {
+                if seen.insert(cur.clone()) {
+                    stack.extend(next(&cur));
+                }
+            }
+            seen
+        };
+        let after = walk(&|id| {
+            dependants
+                .get(id)
+                .into_iter()
+                .flatten()
+                .map(|d| (*d).clone())
+                .collect()
+        });
+        let before = walk(&|id| {
+            self.owners
+                .get(id)
+                .into_iter()
+                .flat_map(|o| o.depends_on.iter().chain(o.parent.iter()).cloned())
+                .collect()
+        });
+        (after, before)
+    }
+}
+
 /// The root Kustomization of environment `env` in `tree` (see `discover::root_in`).
 fn root_of(tree: &FileTree, env: &Environment) -> Owner {
     let object = discover::root_in(tree, env);
@@ -927,6 +969,46 @@ pub fn footprint(tree: &FileTree, env_path: &str, owner: &Owner) -> Footprint {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_order_around_an_owner_is_what_reconciles_after_says() {
+        // a <- b <- c (dependsOn), d a child of c, e depends on a missing x, f on nothing;
+        // g <-> h a cycle.
+        let mut inv = Inventory::default();
+        let mut add = |name: &str, deps: &[&str], parent: Option<&str>| {
+            let mut o = unreachable_owner("x");
+            o.id = flux_id("flux-system", name);
+            o.depends_on = deps.iter().map(|d| flux_id("flux-system", d)).collect();
+            o.parent = parent.map(|p| flux_id("flux-system", p));
+            inv.owners.insert(o.id.clone(), o);
+        };
+        add("a", &[], None);
+        add("b", &["a"], None);
+        add("c", &["b"], None);
+        add("d", &[], Some("c"));
+        add("e", &["x"], None);
+        add("f", &[], None);
+        add("g", &["h"], None);
+        add("h", &["g"], None);
+        let names = ["a", "b", "c", "d", "e", "f", "g", "h", "x"];
+        for earlier in names {
+            let earlier = flux_id("flux-system", earlier);
+            let (after, before) = inv.order_around(&earlier);
+            for other in names {
+                let other = flux_id("flux-system", other);
+                assert_eq!(
+                    after.contains(&other),
+                    inv.reconciles_after(&other, &earlier),
+                    "{other} after {earlier}"
+                );
+                assert_eq!(
+                    before.contains(&other),
+                    inv.reconciles_after(&earlier, &other),
+                    "{earlier} after {other}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn a_build_that_fails_records_nothing() {
