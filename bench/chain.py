@@ -43,7 +43,17 @@ def flux_chain(n, out, cycle=False):
         (out / "clusters" / "dev" / f"ks{k}.yaml").write_text("---\n".join(docs[k:k + 500]))
         files.append(f"  - ks{k}.yaml\n")
     (out / "clusters" / "dev" / "kustomization.yaml").write_text("resources:\n" + "".join(files))
+    commit(out)
     return out
+
+
+def commit(out):
+    """A repository of its own: under target/ it would otherwise be read as an ignored folder
+    of the checkout."""
+    git = ["git", "-C", str(out), "-c", "user.name=bench", "-c", "user.email=bench@fluxwave.dev"]
+    subprocess.run(["git", "init", "-q", str(out)], check=True)
+    subprocess.run(git + ["add", "-A"], check=True)
+    subprocess.run(git + ["commit", "-q", "--no-verify", "-m", "flat"], check=True)
 
 
 def wave_chain(n, out):
@@ -68,14 +78,11 @@ def wave_chain(n, out):
     (out / "apps" / "kustomization.yaml").write_text(
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n"
         + "".join(entries))
-    git = ["git", "-C", str(out), "-c", "user.name=bench", "-c", "user.email=bench@fluxwave.dev"]
-    subprocess.run(["git", "init", "-q", str(out)], check=True)
-    subprocess.run(git + ["add", "-A"], check=True)
-    subprocess.run(git + ["commit", "-q", "--no-verify", "-m", "flat"], check=True)
+    commit(out)
     return out
 
 
-def timed(cmd, ok=(0, 1)):
+def timed(cmd, ok=(0,)):
     start = time.perf_counter()
     code = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
     if code not in ok:
@@ -102,7 +109,7 @@ def main():
         shutil.copytree(waves, scratch, symlinks=True)
         row = [
             timed([a.binary, "--repo", chain, "check"]),
-            timed([a.binary, "--repo", cycle, "check"]),
+            timed([a.binary, "--repo", cycle, "check"], ok=(1,)),
             timed([a.binary, "--repo", waves, "plan"]),
             timed([a.binary, "--repo", scratch, "apply"]),
         ]
