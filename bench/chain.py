@@ -50,7 +50,7 @@ def flux_chain(n, out, cycle=False):
 def commit(out):
     """A repository of its own: under target/ it would otherwise be read as an ignored folder
     of the checkout."""
-    git = ["git", "-C", str(out), "-c", "user.name=bench", "-c", "user.email=bench@fluxwave.dev"]
+    git = ["git", "-C", str(out), "-c", "gc.auto=0", "-c", "user.name=bench", "-c", "user.email=bench@fluxwave.dev"]
     subprocess.run(["git", "init", "-q", str(out)], check=True)
     subprocess.run(git + ["add", "-A"], check=True)
     subprocess.run(git + ["commit", "-q", "--no-verify", "-m", "flat"], check=True)
