@@ -5,6 +5,7 @@
 //! units declared in fluxwave.yaml). Every other lint reads the environments as Flux builds them (the cutover
 //! builder on the working tree), so it sees what Flux sees, whatever the layout.
 
+mod build;
 mod decryption;
 mod dependency;
 mod ignore;
@@ -168,17 +169,22 @@ pub fn run(root: &Path, base: Option<&str>, overrides: &[(String, String)]) -> R
             "name the folder each cluster's root Flux Kustomization builds in fluxwave.yaml (`clusters: {environments: [{name: main, path: kubernetes/flux/cluster}]}`), or pass `--env main=kubernetes/flux/cluster`",
         ));
     }
+    let failures = build::Failures::of(&flux);
+    findings.extend(build::build_failed(&flux));
     findings.extend(decryption::sops_without_decryption(&flux, &decrypted));
     findings.extend(plaintext::plaintext_secret(&flux));
     findings.extend(substitution::variables(&flux));
-    findings.extend(dependency::unknown_dependency(&flux));
+    findings.extend(dependency::unknown_dependency(&flux, &failures));
     findings.extend(dependency::dependency_cycle(&flux));
     findings.extend(path::missing_path(&flux, root));
-    findings.extend(source::unknown_source(&flux));
+    findings.extend(source::unknown_source(&flux, &failures));
     findings.extend(timeout::missing_timeout(&flux, managed));
     findings.extend(ownership::double_owner(&flux));
     findings.extend(stateful::unprotected_stateful(&flux));
-    findings.extend(images::image_policies(&flux));
+    // A marker's policy or automation may be in a build that fails: build-failed says it.
+    if !failures.any() {
+        findings.extend(images::image_policies(&flux));
+    }
     // By byte offset within a file: the order of line and column.
     findings.sort_by(|a, b| {
         let offset = |f: &Finding| f.place.as_ref().map(|p| p.span.0);

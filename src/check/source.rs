@@ -11,6 +11,7 @@
 
 use serde_json::Value;
 
+use super::build::Failures;
 use super::{flux_name, Finding, FluxView};
 use crate::diag::Code;
 use crate::flux::inventory::Inventory;
@@ -29,9 +30,10 @@ const EXTERNAL_ARTIFACT: &str = "ExternalArtifact";
 const GENERATOR_GROUP: &str = "source.extensions.fluxcd.io";
 const GENERATOR: &str = "ArtifactGenerator";
 
-pub fn unknown_source(flux: &FluxView) -> Vec<Finding> {
+pub fn unknown_source(flux: &FluxView, failures: &Failures) -> Vec<Finding> {
     let mut findings = Vec::new();
-    for inv in &flux.envs {
+    for (env, inv) in flux.envs.iter().enumerate() {
+        let hidden = failures.may_hide(env);
         let bootstrap = inv
             .owners
             .values()
@@ -61,12 +63,12 @@ pub fn unknown_source(flux: &FluxView) -> Vec<Finding> {
             let (path, pos) = flux.owner_at(inv, owner, "sourceRef");
             let what = if kind == EXTERNAL_ARTIFACT {
                 format!(
-                    "`{kind}/{namespace}/{name}`, which no ArtifactGenerator of environment `{}` makes (in spec.artifacts of a generator in `{namespace}`)",
+                    "`{kind}/{namespace}/{name}`, which no ArtifactGenerator of environment `{}` makes (in spec.artifacts of a generator in `{namespace}`){hidden}",
                     inv.env
                 )
             } else if known {
                 format!(
-                    "`{kind}/{namespace}/{name}`, which environment `{}` does not build",
+                    "`{kind}/{namespace}/{name}`, which environment `{}` does not build{hidden}",
                     inv.env
                 )
             } else {

@@ -243,6 +243,10 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
     let mut now_built = new.objects.iter().peekable();
     // The owner of the previous object, as the objects of one owner mostly come together.
     let mut last: Option<OwnerView> = None;
+    // What reconciles after and before each old owner, made once per owner (see
+    // `Inventory::order_around`).
+    let mut order: HashMap<Arc<ObjectId>, (BTreeSet<ObjectId>, BTreeSet<ObjectId>)> =
+        HashMap::default();
 
     for (i, (id, e)) in objects.iter().copied().enumerate() {
         if e.facts.opt_out.is_some() {
@@ -304,7 +308,10 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
         match moved_to {
             Some(to) if *to == e.owner => {}
             Some(to) => {
-                if new.reconciles_after(to, &e.owner) {
+                let (after, before) = order
+                    .entry(e.owner.clone())
+                    .or_insert_with(|| new.order_around(&e.owner));
+                if after.contains(to) {
                     let because = Because::Owners(Rule::MovedLater, address(&e.owner), address(to));
                     let text = shared(&mut reasons, because, || {
                         format!(
@@ -313,7 +320,7 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
                     )
                     });
                     out[i] = Some(deletion(env, id, e, Rule::MovedLater, text, Some(to)));
-                } else if !new.reconciles_after(&e.owner, to) {
+                } else if !before.contains(to) {
                     let because =
                         Because::Owners(Rule::MovedUnordered, address(&e.owner), address(to));
                     let text = shared(&mut reasons, because, || {

@@ -83,6 +83,8 @@ codes! {
         "a dependsOn entry names a Flux Kustomization the environment does not have";
     DependencyCycle = "dependency-cycle", Error,
         "Flux Kustomizations whose dependsOn form a cycle";
+    BuildFailed = "build-failed", Error,
+        "a Flux Kustomization whose kustomize build fails";
     MissingPath = "missing-path", Error,
         "a Flux Kustomization's spec.path is not a folder of the repository";
     UnknownSource = "unknown-source", Error,

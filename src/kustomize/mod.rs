@@ -84,6 +84,8 @@ pub struct Builder<'a> {
     /// Kinds of cluster-scoped custom resources seen in CRDs of this tree.
     cluster_kinds: BTreeSet<String>,
     stack: Vec<String>,
+    /// How many times a patch asked whether it selects an object (see `patch::Names`).
+    pub(crate) patch_checks: usize,
 }
 
 type Built = Result<Vec<Resource>, BuildError>;
@@ -282,6 +284,7 @@ impl<'a> Builder<'a> {
             owner_start: 0,
             cluster_kinds: BTreeSet::new(),
             stack: Vec::new(),
+            patch_checks: 0,
         }
     }
 

@@ -9,13 +9,47 @@ use super::{resolve, Builder, Built, Ref, Resource};
 use crate::tree::FileTree;
 use crate::yaml;
 
+/// Where every name of a build's objects is (the name it has, and those it had before a
+/// prefix, a suffix or a namespace changed it): the objects a strategic-merge patch without
+/// a `target` may select, since it selects by its own header's name. One patch per wave
+/// over one Kustomization per wave would otherwise ask every object of every patch: a
+/// quadratic build for the environment of 100,000 waves. A merge leaves names as they are
+/// (it drops the header's name and namespace), so the index holds until a `$patch: delete`
+/// or a JSON 6902 patch, after which it is made again.
+#[derive(Debug, Default)]
+pub(super) struct Names {
+    at: std::collections::HashMap<String, Vec<usize>>,
+}
+
+impl Names {
+    fn of(acc: &[Resource]) -> Names {
+        let mut at: std::collections::HashMap<String, Vec<usize>> =
+            std::collections::HashMap::new();
+        for (i, r) in acc.iter().enumerate() {
+            let mut names: Vec<&str> = std::iter::once(r.meta_str("name"))
+                .chain(r.previous.iter().map(|(n, _)| n.as_str()))
+                .collect();
+            names.sort_unstable();
+            names.dedup();
+            for n in names {
+                at.entry(n.to_string()).or_default().push(i);
+            }
+        }
+        Names { at }
+    }
+}
+
 impl Builder<'_> {
+    /// `text` applied to `acc`: every document to the objects `target` selects, or, without
+    /// one, to those its header names. `names` indexes `acc` for the latter (made on first
+    /// use, dropped when a patch may have renamed or removed an object).
     pub(super) fn apply_patch(
         &mut self,
         what: &str,
         text: &str,
         target: Option<PatchTarget>,
         mut acc: Vec<Resource>,
+        names: &mut Option<Names>,
     ) -> Built {
         let docs: Vec<Value> = yaml::patch_documents(text).map_err(|e| {
             format!(
@@ -26,21 +60,45 @@ impl Builder<'_> {
         for doc in docs.into_iter().filter(|d| !d.is_null()) {
             match (&doc, &target) {
                 (Value::Array(ops), Some(t)) => {
-                    for r in acc.iter_mut().filter(|r| r.selected_by(t)) {
-                        r.make_whole(self.tree)?;
-                        json6902(&mut r.value, ops).map_err(|e| format!("{what}: {e}"))?;
+                    *names = None;
+                    for r in acc.iter_mut() {
+                        self.patch_checks += 1;
+                        if r.selected_by(t) {
+                            r.make_whole(self.tree)?;
+                            json6902(&mut r.value, ops).map_err(|e| format!("{what}: {e}"))?;
+                        }
                     }
                 }
                 (Value::Array(_), None) => {
                     return Err(format!("{what}: a JSON 6902 patch needs a `target`").into())
                 }
                 (Value::Object(_), _) => {
-                    let selects = |r: &Resource| match &target {
-                        Some(t) => r.selected_by(t),
-                        None => own_match(&doc, r),
+                    // The objects that may be selected: all with a target, else those of the
+                    // header's name.
+                    let candidates: Vec<usize> = match (&target, doc.pointer("/metadata/name")) {
+                        (None, Some(Value::String(name))) => names
+                            .get_or_insert_with(|| Names::of(&acc))
+                            .at
+                            .get(name)
+                            .cloned()
+                            .unwrap_or_default(),
+                        (None, _) => Vec::new(),
+                        (Some(_), _) => (0..acc.len()).collect(),
                     };
+                    let mut selected = Vec::new();
+                    for i in candidates {
+                        self.patch_checks += 1;
+                        let r = &acc[i];
+                        let selects = match &target {
+                            Some(t) => r.selected_by(t),
+                            None => own_match(&doc, r),
+                        };
+                        if selects {
+                            selected.push(i);
+                        }
+                    }
                     let delete = doc.get("$patch").and_then(Value::as_str) == Some("delete");
-                    if target.is_none() && !acc.iter().any(selects) {
+                    if target.is_none() && selected.is_empty() {
                         return Err(format!(
                             "{what}: the patch's target {}/{} is not in the build",
                             doc.get("kind").and_then(Value::as_str).unwrap_or("?"),
@@ -51,7 +109,12 @@ impl Builder<'_> {
                         .into());
                     }
                     if delete {
-                        acc.retain(|r| !selects(r));
+                        *names = None;
+                        let mut i = 0;
+                        acc.retain(|_| {
+                            i += 1;
+                            selected.binary_search(&(i - 1)).is_err()
+                        });
                         continue;
                     }
                     let mut patch = doc.clone();
@@ -63,7 +126,8 @@ impl Builder<'_> {
                         p.remove("apiVersion");
                         p.remove("kind");
                     }
-                    for r in acc.iter_mut().filter(|r| selects(r)) {
+                    for i in selected {
+                        let r = &mut acc[i];
                         r.make_whole(self.tree)?;
                         merge(&mut r.value, &patch);
                     }
@@ -282,6 +346,52 @@ pub fn json6902(doc: &mut Value, ops: &[Value]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A Kustomization per wave, a decryption patch per wave (what `apply` writes into an
+    /// environment of 10,000 waves): each patch asks only the objects of its name, in one
+    /// build, and each object ends patched (a delete and a renaming JSON 6902 patch on the
+    /// way).
+    #[test]
+    fn a_patch_per_object_asks_each_object_once() {
+        let n = 10_000;
+        let ks = |i: usize| {
+            serde_json::json!({
+                "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+                "kind": "Kustomization",
+                "metadata": {"name": format!("apps-wave-{i}"), "namespace": "flux-system"},
+                "spec": {"path": format!("./apps/wave-{i}")},
+            })
+        };
+        let patch = |i: usize| serde_json::json!({"patch": format!("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {{name: apps-wave-{i}, namespace: flux-system}}\nspec: {{decryption: {{provider: sops}}}}\n")});
+        let mut patches: Vec<Value> = (0..n).map(patch).collect();
+        // The last object goes, the first is renamed, and the renamed one is still patched
+        // by its new name.
+        patches.push(serde_json::json!({"patch": format!("$patch: delete\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {{name: apps-wave-{}, namespace: flux-system}}\n", n - 1)}));
+        patches.push(serde_json::json!({
+            "patch": "[{op: replace, path: /metadata/name, value: renamed}]",
+            "target": {"kind": "Kustomization", "name": "apps-wave-0"},
+        }));
+        patches.push(serde_json::json!({"patch": "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: renamed, namespace: flux-system}\nspec: {suspend: true}\n"}));
+        let mut k = Map::new();
+        k.insert("patches".into(), Value::Array(patches));
+        let tree = FileTree::from_files([("x/kustomization.yaml", "")]);
+        let mut builder = Builder::owners_only(&tree);
+        let out = builder
+            .transform_objects("x/kustomization.yaml", "x", &k, (0..n).map(ks).collect())
+            .unwrap();
+        assert_eq!(out.len(), n - 1);
+        assert!(out
+            .iter()
+            .all(|o| o.pointer("/spec/decryption/provider") == Some(&"sops".into())));
+        assert_eq!(out[0].pointer("/metadata/name"), Some(&"renamed".into()));
+        assert_eq!(out[0].pointer("/spec/suspend"), Some(&true.into()));
+        // One question per patch of its own name, and the targeted patch asks every object.
+        assert!(
+            builder.patch_checks <= 3 * n,
+            "{} questions for {n} objects and patches",
+            builder.patch_checks
+        );
+    }
 
     #[test]
     fn json6902_operations() {

@@ -57,6 +57,7 @@ impl Builder<'_> {
         // id it holds already (`resWrangler.Append`, `appendReplaceOrMerge`).
         Ids::check(self, file, &acc)?;
         let mut patched = false;
+        let mut names = None;
         for (i, entry) in list(k, "patchesStrategicMerge", file)?.iter().enumerate() {
             let what = format!("{file}: patchesStrategicMerge[{i}]");
             let text = match entry.as_str() {
@@ -81,16 +82,17 @@ impl Builder<'_> {
                 Some(s) => s.to_string(),
                 None => return Err(format!("{what}: must be a string").into()),
             };
-            acc = self.apply_patch(&what, &text, None, acc)?;
+            acc = self.apply_patch(&what, &text, None, acc, &mut names)?;
             patched = true;
         }
         for (i, entry) in list(k, "patches", file)?.iter().enumerate() {
             let what = Appended::name(appended, file, "patches", i);
             let text = patch_text(self.tree, dir, entry, &what)?;
             let target = target_of(entry, &what)?;
-            acc = self.apply_patch(&what, &text, target, acc)?;
+            acc = self.apply_patch(&what, &text, target, acc, &mut names)?;
             patched = true;
         }
+        drop(names);
         if let Some(ns) = str_field(k, "namespace").filter(|s| !s.is_empty()) {
             // `NamespaceTransformerPlugin.Transform`: two objects moved onto one id (two
             // Namespace objects renamed to `ns`, one name in two namespaces) fail the build.
@@ -140,7 +142,7 @@ impl Builder<'_> {
             let text = patch_text(self.tree, dir, entry, &what)?;
             let target = target_of(entry, &what)?
                 .ok_or_else(|| format!("{what}: a JSON 6902 patch needs a `target`"))?;
-            acc = self.apply_patch(&what, &text, Some(target), acc)?;
+            acc = self.apply_patch(&what, &text, Some(target), acc, &mut None)?;
             patched = true;
         }
         if patched {

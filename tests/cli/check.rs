@@ -48,6 +48,7 @@ lint_fixtures! {
     unknowable_variable: "unknowable-variable",
     unknown_dependency: "unknown-dependency",
     dependency_cycle: "dependency-cycle",
+    build_failed: "build-failed",
     missing_path: "missing-path",
     unknown_source: "unknown-source",
     missing_timeout: "missing-timeout",

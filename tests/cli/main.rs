@@ -11,6 +11,7 @@ mod artifact;
 mod bad_input;
 mod build;
 mod check;
+mod check_build;
 mod crash;
 mod cutover;
 mod differential;

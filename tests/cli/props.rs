@@ -132,7 +132,7 @@ proptest! {
         }
         for (k, e) in extra.iter().enumerate() {
             let owner = name(e % deps.len());
-            repo.write(&format!("apps/{owner}-extra{k}.sops.yaml"), &format!("kind: Secret\nk: {k}\n"));
+            repo.write(&format!("apps/{owner}-extra{k}.sops.yaml"), &format!("apiVersion: v1\nkind: Secret\nmetadata: {{name: {owner}-extra{k}, namespace: default}}\nsops: {{version: 3.8.1}}\nk: {k}\n"));
         }
         repo.flat_kustomization().flux_wiring();
         let before = app_tier(&repo);

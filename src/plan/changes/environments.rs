@@ -53,6 +53,9 @@ pub(super) fn decryption(
         .chain(base.stale_waves.iter().map(|&n| config.wave_name(n)))
         .collect();
     let wave_names: Vec<String> = (0..plan.waves).map(|n| config.wave_name(n)).collect();
+    // Looked up by name, once per patch entry and per wave: a list searched each time made
+    // an environment of n waves cost n * n.
+    let is_wave: BTreeSet<&str> = wave_names.iter().map(String::as_str).collect();
     let after = tree_after(repo, changes);
     let namespace = &config.waves.namespace;
     for env in &config.environments {
@@ -96,10 +99,13 @@ pub(super) fn decryption(
         // retired entry still removes that entry's decryption. (The retired file itself is
         // removed last, so a rerun still finds it and its other patches.)
         let unpatched = build(&without_patches(&doc))?;
-        let exists_after = |n: &str| {
-            wave_names.iter().any(|w| w == n)
-                || (unpatched.owners.iter().any(|o| o.id.name == n) && !gone.contains(n))
-        };
+        let unpatched_names: BTreeSet<&str> = unpatched
+            .owners
+            .iter()
+            .map(|o| o.id.name.as_str())
+            .collect();
+        let exists_after =
+            |n: &str| is_wave.contains(n) || (unpatched_names.contains(n) && !gone.contains(n));
         let removed: Vec<&Entry> = entries
             .iter()
             .filter(|e| {
@@ -120,13 +126,6 @@ pub(super) fn decryption(
             }
         }
         let now = build(&kept)?;
-        let built = |owners: &Owners, name: &str| {
-            owners
-                .owners
-                .iter()
-                .find(|o| o.id.name == name)
-                .map(|o| decryption::ends_decrypted(&o.object))
-        };
         let patches: Vec<(PatchEntry, &str)> = removed
             .iter()
             .filter_map(|e| Some((e.at, e.name.as_deref()?)))
@@ -175,23 +174,25 @@ pub(super) fn decryption(
             },
             &carried,
         ));
+        let now = decrypted_by_name(&now);
         let undecrypted: Vec<&String> = wave_names
             .iter()
-            .filter(|name| built(&now, name) == Some(false))
+            .filter(|name| now.get(name.as_str()) == Some(&false))
             .collect();
         let items: Vec<String> = undecrypted
             .iter()
             .map(|name| emit::decryption_patch_item(name, namespace, &config.waves.decryption))
             .collect();
-        let new = edited(&rel, &text, &entries, &removed, &items, &wave_names)?;
+        let new = edited(&rel, &text, &entries, &removed, &items, &is_wave)?;
         if new == text {
             continue;
         }
         // The edit is built again: every wave the environment builds now ends decrypted.
         let verified = build(&new)?;
+        let verified = decrypted_by_name(&verified);
         let still: Vec<String> = wave_names
             .iter()
-            .filter(|name| built(&verified, name).is_some_and(|d| !d))
+            .filter(|name| verified.get(name.as_str()) == Some(&false))
             .map(|n| format!("`{n}`"))
             .collect();
         if !still.is_empty() {
@@ -220,6 +221,18 @@ pub(super) fn decryption(
     Ok(())
 }
 
+/// Whether each Kustomization of a build ends with `spec.decryption`, by name (the first of
+/// a name, in build order).
+fn decrypted_by_name(owners: &Owners) -> std::collections::HashMap<&str, bool> {
+    let mut by_name = std::collections::HashMap::new();
+    for o in &owners.owners {
+        by_name
+            .entry(o.id.name.as_str())
+            .or_insert_with(|| decryption::ends_decrypted(&o.object));
+    }
+    by_name
+}
+
 /// `text` with the `removed` entries taken out of their lists and `items` inserted in
 /// `patches`: where the first removed one was, else after the last wave's patch, else at the
 /// end.
@@ -229,7 +242,7 @@ fn edited(
     entries: &[Entry],
     removed: &[&Entry],
     items: &[String],
-    wave_names: &[String],
+    is_wave: &BTreeSet<&str>,
 ) -> Result<String> {
     let mut new = text.to_string();
     for field in PATCH_FIELDS {
@@ -244,9 +257,7 @@ fn edited(
                 .filter(|e| {
                     e.decrypts
                         && e.at.field == "patches"
-                        && e.name
-                            .as_deref()
-                            .is_some_and(|n| wave_names.iter().any(|w| w == n))
+                        && e.name.as_deref().is_some_and(|n| is_wave.contains(n))
                 })
                 .map(|e| e.at.index + 1)
                 .max()
