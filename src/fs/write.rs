@@ -359,6 +359,21 @@ pub enum Expect<'a> {
     Any,
 }
 
+impl Expect<'_> {
+    /// Fails with `changed_under` unless the file at `rel` (`now`: its bytes, `None` when it
+    /// is not there) is as expected.
+    fn holds(&self, rel: &str, now: Option<&[u8]>) -> Result<()> {
+        match (self, now) {
+            (Expect::Absent, Some(_)) => Err(changed_under(rel, "was created")),
+            (Expect::Bytes(_), None) => Err(changed_under(rel, "was removed")),
+            (Expect::Bytes(old), Some(now)) if now != *old => {
+                Err(changed_under(rel, "was changed"))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 /// The refusal of a symbolic link on a path fluxwave would write, move or remove through.
 /// Flux's source-controller leaves links out of the artifact it builds (`Storage.Archive`:
 /// "Ignore anything that is not a file or directories e.g. symlinks"), so what a link leads
@@ -618,14 +633,7 @@ impl Dir {
             }
             Err(e) => return Err(Error::io(&self.path.join(name), e)),
         };
-        match (expect, now) {
-            (Expect::Absent, Some(_)) => Err(changed_under(&rel, "was created")),
-            (Expect::Bytes(_), None) => Err(changed_under(&rel, "was removed")),
-            (Expect::Bytes(old), Some(now)) if now != old => {
-                Err(changed_under(&rel, "was changed"))
-            }
-            _ => Ok(()),
-        }
+        expect.holds(&rel, now.as_deref())
     }
 
     /// Moves the file `name` into `to` as `to_name` by one rename: its bytes are not
@@ -908,14 +916,7 @@ impl Dir {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(Error::io(&path, e)),
         };
-        match (expect, now) {
-            (Expect::Absent, Some(_)) => Err(changed_under(&rel, "was created")),
-            (Expect::Bytes(_), None) => Err(changed_under(&rel, "was removed")),
-            (Expect::Bytes(old), Some(now)) if now != old => {
-                Err(changed_under(&rel, "was changed"))
-            }
-            _ => Ok(()),
-        }
+        expect.holds(&rel, now.as_deref())
     }
 
     pub fn move_to(&self, name: &str, to: &Dir, to_name: &str) -> Result<()> {

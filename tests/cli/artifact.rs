@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::common::{cutover_json, deletion_id, deletions, flux_ks, TestRepo};
+use crate::common::{cutover_json, deletion_id, deletions, flux_ks, utf16, TestRepo};
 
 fn ks(name: &str, path: &str) -> String {
     flux_ks(name, path, &[])
@@ -153,22 +153,6 @@ fn yaml_1_1_words_read_as_kustomize_reads_them() {
         "{}",
         warnings(&doc)
     );
-}
-
-fn utf16(text: &str, big_endian: bool) -> Vec<u8> {
-    let mut out = if big_endian {
-        vec![0xFE, 0xFF]
-    } else {
-        vec![0xFF, 0xFE]
-    };
-    for u in text.encode_utf16() {
-        out.extend(if big_endian {
-            u.to_be_bytes()
-        } else {
-            u.to_le_bytes()
-        });
-    }
-    out
 }
 
 /// kustomize reads UTF-16 with a byte order mark and UTF-8 with one (`kubectl kustomize`

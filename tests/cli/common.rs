@@ -317,3 +317,20 @@ pub fn deletion_id(d: &serde_json::Value) -> String {
 pub fn deletions(doc: &serde_json::Value) -> &[serde_json::Value] {
     doc["deletions"].as_array().unwrap()
 }
+
+/// `text` in UTF-16 with its byte order mark, in either order.
+pub fn utf16(text: &str, big_endian: bool) -> Vec<u8> {
+    let mut out = if big_endian {
+        vec![0xFE, 0xFF]
+    } else {
+        vec![0xFF, 0xFE]
+    };
+    for u in text.encode_utf16() {
+        out.extend(if big_endian {
+            u.to_be_bytes()
+        } else {
+            u.to_le_bytes()
+        });
+    }
+    out
+}

@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use crate::common::{Run, TestRepo};
+use crate::common::{utf16, Run, TestRepo};
 
 /// `fluxwave --repo REPO ARGS` with `env` set (and `unset` removed) on top of the test's
 /// environment; temporary paths of `repo` in the output become `[REPO]`.
@@ -341,22 +341,6 @@ fn a_latin1_environment_kustomization_in_the_working_tree_deletes_nothing() {
         why.contains(&format!("{bad}:clusters/dev/kustomization.yaml:1:6")),
         "{why}"
     );
-}
-
-fn utf16(text: &str, big_endian: bool) -> Vec<u8> {
-    let mut out = if big_endian {
-        vec![0xFE, 0xFF]
-    } else {
-        vec![0xFF, 0xFE]
-    };
-    for u in text.encode_utf16() {
-        out.extend(if big_endian {
-            u.to_be_bytes()
-        } else {
-            u.to_le_bytes()
-        });
-    }
-    out
 }
 
 /// A fluxwave.yaml with a UTF-8 byte order mark, or in UTF-16 with one, is read alike from

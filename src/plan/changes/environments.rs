@@ -148,32 +148,21 @@ pub(super) fn decryption(
                     .is_none_or(|o| o.object.pointer(&format!("/spec/{key}")) == Some(value))
             })
         };
-        warnings.extend(lost_settings(
-            repo,
-            &after,
-            &base.retired,
-            &Patches {
-                rel: &rel,
-                dir: &dir,
-                who: format!("environment `{}`", env.name),
-                patches,
-                kept: false,
-            },
-            &carried,
-        ));
-        warnings.extend(lost_settings(
-            repo,
-            &after,
-            &base.retired,
-            &Patches {
-                rel: &rel,
-                dir: &dir,
-                who: format!("environment `{}`", env.name),
-                patches: staying,
-                kept: true,
-            },
-            &carried,
-        ));
+        for (patches, kept) in [(patches, false), (staying, true)] {
+            warnings.extend(lost_settings(
+                repo,
+                &after,
+                &base.retired,
+                &Patches {
+                    rel: &rel,
+                    dir: &dir,
+                    who: format!("environment `{}`", env.name),
+                    patches,
+                    kept,
+                },
+                &carried,
+            ));
+        }
         let now = decrypted_by_name(&now);
         let undecrypted: Vec<&String> = wave_names
             .iter()
