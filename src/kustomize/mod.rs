@@ -523,13 +523,15 @@ impl<'a> Builder<'a> {
                 k.insert(key.into(), Value::String(v.clone()));
             }
         }
-        let mut appended = Appended {
+        // The kustomization's own entries come first and are named as its own, whether or
+        // not the spec appends any.
+        let appended = Appended {
             what: spec.what.clone(),
-            ..Appended::default()
+            patches: list(k, "patches", file)?.len(),
+            components: list(k, "components", file)?.len(),
         };
         if !spec.patches.is_empty() {
             let mut patches = list(k, "patches", file)?.to_vec();
-            appended.patches = patches.len();
             // Flux's `kustomize.Patch`: the patch and its target, nothing else.
             patches.extend(spec.patches.iter().map(|p| {
                 let mut m = Map::new();
@@ -544,7 +546,6 @@ impl<'a> Builder<'a> {
         }
         if !spec.components.is_empty() {
             let mut components = list(k, "components", file)?.to_vec();
-            appended.components = components.len();
             for (i, c) in spec.components.iter().enumerate() {
                 let Some(path) = c.as_str() else {
                     return Err(

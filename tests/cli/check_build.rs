@@ -299,3 +299,33 @@ fn a_long_dependency_chain_has_no_cycle() {
         &message[..200]
     );
 }
+
+#[test]
+fn a_kustomizations_own_entries_are_named_as_its_own_not_the_specs() {
+    // Flux appends `spec.components` and `spec.patches` after the kustomization's own
+    // (fluxcd/pkg `Generator.WriteFile`): an own entry that fails is named in its file, and
+    // one the spec appended is named in the Flux Kustomization.
+    let repo = TestRepo::empty();
+    repo.write("clusters/dev/kustomization.yaml", "resources: [app.yaml]\n")
+        .write("clusters/dev/app.yaml", &flux_ks("app", "./app", &[]))
+        .write(
+            "app/kustomization.yaml",
+            "resources: [cm.yaml]\ncomponents: [../nothere]\n",
+        )
+        .write(
+            "app/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: default\n",
+        );
+    let (code, found) = findings(&repo);
+    assert_eq!(
+        (code, codes(&found)),
+        (1, vec!["build-failed"]),
+        "{found:?}"
+    );
+    let message = &found[0].3;
+    assert!(
+        message.contains("app/kustomization.yaml:2: components[0]: component `../nothere`"),
+        "{message}"
+    );
+    assert!(!message.contains("spec.components"), "{message}");
+}
