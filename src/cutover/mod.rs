@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::flux::discover;
 use crate::flux::inventory::{self, Inventory, Owner};
 pub use crate::kustomize::object::ObjectId;
-use crate::tree::{Blobs, FileTree};
+use crate::tree::{Blobs, FileTree, Footprint};
 pub use rules::Deletion;
 
 #[derive(Debug, Clone, Serialize)]
@@ -317,23 +317,14 @@ impl Builds {
 }
 
 /// Whether `o`'s build of this repository fails on its way through Flux Kustomizations
-/// (a file it reads, other than its own object's, declares one), so that the Kustomizations it applies, and so where the
-/// rest of the repository is reconciled from, are not known. When that holds in both
-/// revisions, the Kustomizations an earlier build of it applied are still in the cluster and
-/// reconcile the newer revision (kustomize-controller applies nothing of a failing build and
-/// prunes nothing, `KustomizationReconciler.reconcile`): any change of the repository may
-/// reach them. `recording` is `tree` recording what a build reads.
-fn hides_what_it_applies(
-    o: &Owner,
-    inv: &Inventory,
-    tree: &FileTree,
-    recording: &FileTree,
-) -> bool {
-    let root = inv.owners.values().find(|r| r.parent.is_none());
-    if o.built || !o.artifact_files.is_empty() || root.is_none_or(|r| r.source() != o.source()) {
-        return false;
-    }
-    let seen = inventory::footprint(recording, &inv.env_path, o);
+/// (a file it reads, `seen`, other than its own object's, declares one), so that the
+/// Kustomizations it applies, and so where the rest of the repository is reconciled from, are
+/// not known. When that holds in both revisions, the Kustomizations an earlier build of it
+/// applied are still in the cluster and reconcile the newer revision (kustomize-controller
+/// applies nothing of a failing build and prunes nothing, `KustomizationReconciler.reconcile`):
+/// any change of the repository may reach them. Asked of an owner of this repository's
+/// source that no ArtifactGenerator makes.
+fn hides_what_it_applies(o: &Owner, tree: &FileTree, seen: &Footprint) -> bool {
     // Its own object's file declares itself.
     let declares = |file: &str| {
         file != o.file
@@ -341,11 +332,12 @@ fn hides_what_it_applies(
                 .read(file)
                 .is_some_and(|t| t.contains(crate::flux::KUSTOMIZE_GROUP))
     };
-    seen.files.iter().any(|f| declares(f))
-        || seen
-            .folders
-            .iter()
-            .any(|d| tree.files_under(d).any(declares))
+    !o.built
+        && (seen.files.iter().any(|f| declares(f))
+            || seen
+                .folders
+                .iter()
+                .any(|d| tree.files_under(d).any(declares)))
 }
 
 /// The owners of one environment whose objects fluxwave cannot wholly see in either
@@ -381,12 +373,15 @@ fn unseen<'a>(
     let changed = changed();
     let recording = [old_tree.recording(), new_tree.recording()];
     // Both sides of an owner are read: a file the older build read may be gone in the newer.
-    let touches = |o: &Owner, inv: &Inventory, tree: &FileTree| -> bool {
+    // Whether the change touches `o` of `inv` (`tree`, recording what a build reads, as
+    // `recording`), and whether `o` hides what it applies (`hides_what_it_applies`).
+    let touches = |o: &Owner, inv: &Inventory, tree: &FileTree, recording: &FileTree| {
         if !o.artifact_files.is_empty() {
             // Made by an ArtifactGenerator from these files of this repository.
-            return changed
+            let touched = changed
                 .iter()
                 .any(|c| o.artifact_files.binary_search(c).is_ok());
+            return (touched, false);
         }
         let root_source = inv
             .owners
@@ -395,7 +390,7 @@ fn unseen<'a>(
             .map(Owner::source);
         if o.parent.is_some() && root_source != Some(o.source()) {
             let (kind, namespace, name) = o.source();
-            return inv
+            let touched = inv
                 .objects
                 .iter()
                 .filter(|(id, _)| id.kind == kind && id.namespace == namespace && id.name == name)
@@ -404,9 +399,13 @@ fn unseen<'a>(
                         .binary_search_by(|c| c.as_str().cmp(&e.file))
                         .is_ok()
                 });
+            return (touched, false);
         }
-        let seen = inventory::footprint(tree, &inv.env_path, o);
-        changed.iter().any(|c| seen.covers(c))
+        let seen = inventory::footprint(recording, &inv.env_path, o);
+        (
+            changed.iter().any(|c| seen.covers(c)),
+            root_source.is_some() && hides_what_it_applies(o, tree, &seen),
+        )
     };
     // The root's own file holds the source's `spec.ignore`, which decides what every build
     // of the artifact sees.
@@ -421,13 +420,13 @@ fn unseen<'a>(
         let sides = [old.owners.get(id), new.owners.get(id)];
         let touched = match sides {
             [Some(a), Some(b)] => {
-                root_changed
-                    || a.object != b.object
-                    || touches(a, old, &recording[0])
-                    || touches(b, new, &recording[1])
-                    || (!changed.is_empty()
-                        && hides_what_it_applies(a, old, old_tree, &recording[0])
-                        && hides_what_it_applies(b, new, new_tree, &recording[1]))
+                root_changed || a.object != b.object || {
+                    let (touched, hides) = touches(a, old, old_tree, &recording[0]);
+                    touched || {
+                        let (touched, hides_too) = touches(b, new, new_tree, &recording[1]);
+                        touched || (hides && hides_too && !changed.is_empty())
+                    }
+                }
             }
             // Added or removed by the change.
             _ => true,
