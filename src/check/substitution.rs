@@ -176,23 +176,21 @@ fn outside_builds(flux: &FluxView, id: &ObjectId) -> Option<Outside> {
         };
         let folder_namespace = || {
             let dir = file.rsplit_once('/').map_or("", |(d, _)| d);
-            ["kustomization.yaml", "kustomization.yml", "Kustomization"]
-                .iter()
-                .find_map(|k| {
-                    let path = if dir.is_empty() {
-                        k.to_string()
-                    } else {
-                        format!("{dir}/{k}")
-                    };
-                    let text = flux.tree.read(&path)?;
-                    let doc: Value = crate::yaml::parse_all(&path, &text)
-                        .ok()?
-                        .into_iter()
-                        .next()?;
-                    doc.get("namespace")
-                        .and_then(Value::as_str)
-                        .map(str::to_string)
-                })
+            crate::kustomize::KUSTOMIZATION_FILES.iter().find_map(|k| {
+                let path = if dir.is_empty() {
+                    k.to_string()
+                } else {
+                    format!("{dir}/{k}")
+                };
+                let text = flux.tree.read(&path)?;
+                let doc: Value = crate::yaml::parse_all(&path, &text)
+                    .ok()?
+                    .into_iter()
+                    .next()?;
+                doc.get("namespace")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
         };
         for (index, doc) in docs.iter().enumerate() {
             let s = |p: &str| doc.pointer(p).and_then(Value::as_str);

@@ -239,7 +239,7 @@ fn discover(tree: &FileTree) -> Vec<Environment> {
         if env == "base" || folders.last() == Some(&env) {
             continue;
         }
-        let marks = ["kustomization.yaml", "kustomization.yml", "Kustomization"].contains(&below)
+        let marks = crate::kustomize::KUSTOMIZATION_FILES.contains(&below)
             || (is_manifest(file) && memmem::find(text.as_bytes(), b"toolkit.fluxcd.io").is_some());
         if marks {
             folders.push(env);

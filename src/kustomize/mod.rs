@@ -70,7 +70,11 @@ const MODELLED: &[&str] = &[
     "configurations",
 ];
 
-const KUSTOMIZATION_FILES: &[&str] = &["kustomization.yaml", "kustomization.yml", "Kustomization"];
+/// The names kustomize reads a folder's kustomization from; a folder with more than one
+/// fails to build ("Found multiple kustomization files"). From kustomize's
+/// `api/konfig.RecognizedKustomizationFileNames` and `api/internal/target.loadKustFile`.
+pub const KUSTOMIZATION_FILES: [&str; 3] =
+    ["kustomization.yaml", "kustomization.yml", "Kustomization"];
 
 const MAX_DEPTH: usize = 64;
 

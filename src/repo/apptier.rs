@@ -8,6 +8,7 @@ use std::path::Path;
 use crate::config::wave_number;
 use crate::error::{Error, Result};
 use crate::fs::is_manifest;
+use crate::kustomize::KUSTOMIZATION_FILES;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Location {
@@ -28,7 +29,7 @@ pub struct AppTier {
     /// Every `*.yaml` / `*.yml` file but kustomizations, sorted by (name, location).
     pub files: Vec<AppFile>,
     /// The flat layout's own kustomization files, sorted (one, when the folder builds: see
-    /// `KUSTOMIZATION_NAMES`).
+    /// `kustomize::KUSTOMIZATION_FILES`).
     pub root_kustomizations: Vec<String>,
     /// `wave-<N>` folders, sorted.
     pub wave_dirs: Vec<WaveDir>,
@@ -47,12 +48,6 @@ pub struct WaveDir {
     /// `.gitkeep`): not fluxwave's, so never removed, sorted.
     pub others: Vec<String>,
 }
-
-/// The names kustomize reads a folder's kustomization from; a folder with more than one
-/// fails to build ("Found multiple kustomization files"). From kustomize's
-/// `api/konfig.RecognizedKustomizationFileNames` and `api/internal/target.loadKustFile`.
-pub const KUSTOMIZATION_NAMES: [&str; 3] =
-    ["kustomization.yaml", "kustomization.yml", "Kustomization"];
 
 impl AppTier {
     pub fn scan(root: &Path, dir: &str) -> Result<AppTier> {
@@ -91,7 +86,7 @@ impl AppTier {
                         .foreign
                         .push((format!("{dir}/{name}"), "folder that is not a wave")),
                 }
-            } else if KUSTOMIZATION_NAMES.contains(&name.as_str()) {
+            } else if KUSTOMIZATION_FILES.contains(&name.as_str()) {
                 tier.root_kustomizations.push(name);
             } else if is_manifest(&name) {
                 tier.files.push(AppFile {
@@ -132,7 +127,7 @@ impl AppTier {
             } else if ft.is_dir() {
                 self.foreign
                     .push((format!("{dir}/{wave_dir}/{name}"), "folder inside a wave"));
-            } else if KUSTOMIZATION_NAMES.contains(&name.as_str()) {
+            } else if KUSTOMIZATION_FILES.contains(&name.as_str()) {
                 wave.kustomizations.push(name);
             } else if is_manifest(&name) {
                 self.files.push(AppFile {

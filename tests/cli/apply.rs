@@ -2,7 +2,7 @@
 //! other forms an environment's decryption can take. Every result is built with the real
 //! kustomize, and every second apply changes nothing.
 
-use crate::common::{kustomize, shows_finding, TestRepo};
+use crate::common::{assert_second_apply_changes_nothing, kustomize, shows_finding, TestRepo};
 
 /// a <- b, both with manifests, flat, with Flux wiring; then applied.
 fn waved() -> TestRepo {
@@ -19,10 +19,7 @@ fn waved() -> TestRepo {
 }
 
 fn assert_idempotent(repo: &TestRepo) {
-    let before = repo.snapshot();
-    let run = repo.run(&["apply"]);
-    assert_eq!(run.stdout, "nothing to change\n", "{}", run.stderr);
-    assert_eq!(repo.snapshot(), before);
+    assert_second_apply_changes_nothing(repo);
     let check = repo.run(&["check"]);
     assert_eq!(check.code, 0, "{}", check.stdout);
 }
@@ -625,7 +622,7 @@ fn a_users_file_named_like_a_temporary_is_never_removed() {
         "{}",
         run.stdout
     );
-    assert_idempotent_git(&repo);
+    assert_second_apply_changes_nothing(&repo);
 }
 
 #[test]
@@ -647,15 +644,7 @@ fn a_temporary_beside_an_environment_kustomization_of_any_name_is_found() {
     let run = repo.run(&["apply"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(!repo.exists(leftover), "{}", run.stdout);
-    assert_idempotent_git(&repo);
-}
-
-/// `assert_idempotent` for a repository whose environments are discovered from git.
-fn assert_idempotent_git(repo: &TestRepo) {
-    let before = repo.snapshot();
-    let run = repo.run(&["apply"]);
-    assert_eq!(run.stdout, "nothing to change\n", "{}", run.stderr);
-    assert_eq!(repo.snapshot(), before);
+    assert_second_apply_changes_nothing(&repo);
 }
 
 /// Starts `apply` paused between its moves and its writes (the test-only pause point), and
@@ -732,7 +721,7 @@ fn a_concurrent_edit_is_kept_and_a_concurrent_apply_is_refused() {
     let now = repo.read(env);
     assert!(now.contains("# saved while apply ran\n"), "{now}");
     assert!(now.contains("apps-wave-2"), "{now}");
-    assert_idempotent_git(&repo);
+    assert_second_apply_changes_nothing(&repo);
 }
 
 /// A run killed while it holds the lock leaves no lock behind that blocks the next one.
@@ -745,7 +734,7 @@ fn a_killed_apply_does_not_block_the_next() {
     child.wait().unwrap();
     let run = repo.run(&["apply"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert_idempotent_git(&repo);
+    assert_second_apply_changes_nothing(&repo);
 }
 
 /// A failure after the first change used to print the raw OS error alone; it now says
@@ -772,7 +761,7 @@ fn an_apply_that_stops_part_way_says_a_rerun_completes_it() {
     let run = repo.run(&["apply"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(repo.exists(blocker));
-    assert_idempotent_git(&repo);
+    assert_second_apply_changes_nothing(&repo);
 }
 
 /// `clusters.base` and an environment in one folder used to be accepted, and one of the
@@ -894,5 +883,5 @@ fn a_render_into_the_repository_is_refused_while_apply_runs() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(!repo.exists("apps/plex.yaml") && repo.exists("apps/wave-0/plex.yaml"));
-    assert_idempotent_git(&repo);
+    assert_second_apply_changes_nothing(&repo);
 }

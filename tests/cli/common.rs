@@ -223,6 +223,15 @@ impl TestRepo {
     }
 }
 
+/// A second `apply` changes nothing: it says so and leaves every byte as it was.
+pub fn assert_second_apply_changes_nothing(repo: &TestRepo) {
+    let before = repo.snapshot();
+    let run = repo.run(&["apply"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stdout, "nothing to change\n", "{}", run.stderr);
+    assert_eq!(repo.snapshot(), before);
+}
+
 /// `kubectl kustomize DIR`: the real kustomize. Panics with its stderr on failure.
 pub fn kustomize(dir: &Path) -> String {
     let out = Command::new("kubectl")

@@ -4,7 +4,7 @@
 //! folders holding the user's files, comments on removed entries. Every result is built with
 //! the real kustomize, and every second apply changes nothing.
 
-use crate::common::{kustomize, TestRepo};
+use crate::common::{assert_second_apply_changes_nothing, kustomize, TestRepo};
 
 /// a <- b, both with manifests, flat, with Flux wiring (not applied).
 fn flat() -> TestRepo {
@@ -20,11 +20,7 @@ fn flat() -> TestRepo {
 
 /// A second apply changes nothing, and `check` finds no error.
 fn assert_converged(repo: &TestRepo) {
-    let before = repo.snapshot();
-    let run = repo.run(&["apply"]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    assert_eq!(run.stdout, "nothing to change\n", "{}", run.stderr);
-    assert_eq!(repo.snapshot(), before);
+    assert_second_apply_changes_nothing(repo);
     let check = repo.run(&["check"]);
     assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
 }
@@ -551,10 +547,7 @@ fn a_stale_wave_folder_with_a_folder_of_the_users_is_kept_and_converges() {
     );
     assert_eq!(repo.read("apps/wave-1/notes/todo.md"), "- later\n");
     assert!(std::fs::symlink_metadata(repo.path().join("apps/wave-1/link")).is_ok());
-    let before = repo.snapshot();
-    let run = repo.run(&["apply"]);
-    assert_eq!(run.stdout, "nothing to change\n", "{}", run.stderr);
-    assert_eq!(repo.snapshot(), before);
+    assert_second_apply_changes_nothing(&repo);
     // `check` warns (foreign-entry), it does not fail.
     assert_eq!(repo.run(&["check"]).code, 0);
 }

@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 
 use super::{Change, Drift, Op};
 use crate::fs::write;
+use crate::kustomize::KUSTOMIZATION_FILES;
 use crate::plan::Plan;
-use crate::repo::apptier::KUSTOMIZATION_NAMES;
 use crate::repo::Repo;
 
 /// A removal for every temporary an interrupted write of a file this run may write left.
@@ -33,7 +33,7 @@ pub(super) fn interrupted_writes(
         // An environment's kustomization under any name kustomize reads (apply edits it
         // under its own).
         .chain(config.environments.iter().flat_map(|e| {
-            KUSTOMIZATION_NAMES
+            KUSTOMIZATION_FILES
                 .iter()
                 .map(move |name| format!("{}/{name}", e.path))
         }))

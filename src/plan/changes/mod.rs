@@ -109,7 +109,7 @@ pub(super) fn parse_docs(rel: &str, text: &str) -> Result<Vec<Value>> {
 /// more than one is refused, as kustomize refuses it.
 pub(super) fn kustomization_in(repo: &Repo, dir: &str, help: &str) -> Result<(String, String)> {
     let mut found = Vec::new();
-    for name in crate::repo::apptier::KUSTOMIZATION_NAMES {
+    for name in crate::kustomize::KUSTOMIZATION_FILES {
         if let Some(text) = repo.read_optional(&format!("{dir}/{name}"))? {
             found.push((name.to_string(), text));
         }
