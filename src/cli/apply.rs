@@ -63,7 +63,7 @@ fn ownership_note(repo: &crate::repo::Repo, changes: &[Change]) -> Result<String
     let mut s = String::from("\n");
     match report.verdict() {
         crate::cutover::Verdict::Safe => {
-            s.push_str("cutover: safe: objects change owner, and Flux deletes nothing on the way\n");
+            s.push_str("cutover: safe: from the working tree as it is to the tree this apply leaves, Flux deletes nothing on the way\n");
             return Ok(s);
         }
         crate::cutover::Verdict::Deletes => s.push_str(&format!(

@@ -434,3 +434,20 @@ fn a_units_kustomization_without_a_timeout_is_reported_as_a_waves_is() {
         check.stdout
     );
 }
+
+/// A move that hands nothing from one owner to another (a new manifest placed in its wave)
+/// is judged too, and said to be safe.
+#[test]
+fn a_move_that_deletes_nothing_is_said_to_be_safe() {
+    let repo = TestRepo::example("homelab");
+    assert_eq!(repo.run(&["apply"]).code, 0);
+    repo.manifest("apps/vm-demo.yaml");
+    let dry = repo.run(&["apply", "--dry-run"]);
+    assert!(
+        dry.stdout
+            .contains("move    apps/vm-demo.yaml -> apps/wave-0/vm-demo.yaml"),
+        "{}",
+        dry.stdout
+    );
+    assert!(dry.stdout.contains("cutover: safe: from the working tree as it is to the tree this apply leaves, Flux deletes nothing on the way\n"), "{}", dry.stdout);
+}
