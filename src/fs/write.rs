@@ -470,12 +470,22 @@ pub struct Dir {
     fd: rustix::fd::OwnedFd,
 }
 
-/// The folders of one repository that `apply` has opened, by repository-relative path.
+/// The folders of one repository that `apply` has opened, by repository-relative path. At
+/// most `OPEN_AT_ONCE` stay open: a move between topologies touches a folder per unit
+/// (100,000 of them), more than a process may hold open. A folder opened again is opened as
+/// the first time, one component at a time and never through a link, so a folder swapped for
+/// a link meanwhile is refused then.
 pub struct Dirs {
     open: HashMap<String, Arc<Dir>>,
     /// Folders whose entries changed: each is synced once at the end (`sync`).
     touched: BTreeSet<String>,
 }
+
+/// How many folders `Dirs` keeps open (each holds a file descriptor).
+const OPEN_AT_ONCE: usize = 256;
+
+/// How many writes `apply` makes side by side at most, each holding its folder open.
+pub const WRITES_AT_ONCE: usize = 128;
 
 impl Dirs {
     /// The repository root, followed as the user named it (`--repo`); below it, nothing is.
@@ -518,6 +528,10 @@ impl Dirs {
         }
         let dir = Arc::new(dir.0);
         debug_assert_eq!(dir.path, path);
+        if self.open.len() >= OPEN_AT_ONCE {
+            // The root stays: every other folder is opened from it.
+            self.open.retain(|rel, _| rel.is_empty());
+        }
         self.open.insert(rel.to_string(), dir.clone());
         Ok(Some(dir))
     }
@@ -1148,6 +1162,34 @@ mod tests {
         let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o640);
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "new\n");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A move between topologies opens a folder per unit: more than a process may hold, so
+    /// only `OPEN_AT_ONCE` stay open, and a folder opened again is checked again.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn folders_opened_by_the_thousand_stay_within_a_bound() {
+        let dir = scratch("many");
+        let fds = || std::fs::read_dir("/proc/self/fd").unwrap().count();
+        let before = fds();
+        let mut dirs = Dirs::new(&dir).unwrap();
+        for i in 0..2000 {
+            let d = dirs.get(&format!("apps/u{i}"), true).unwrap().unwrap();
+            d.replace("kustomization.yaml", "x\n", Expect::Absent)
+                .unwrap();
+        }
+        // Other tests' files come and go meanwhile: the bound, with room for them.
+        assert!(
+            fds() < before + OPEN_AT_ONCE + 64,
+            "{} open",
+            fds() - before
+        );
+        dirs.sync().unwrap();
+        // A folder swapped for a link after it was closed is refused when opened again.
+        std::fs::remove_dir_all(dir.join("apps/u0")).unwrap();
+        std::os::unix::fs::symlink("/tmp", dir.join("apps/u0")).unwrap();
+        assert!(dirs.get("apps/u0", false).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

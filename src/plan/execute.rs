@@ -88,20 +88,24 @@ fn carry_out(repo: &Repo, changes: &[Change], wants: &[Want], dirs: &mut Dirs) -
     }
     test_pause();
     // The writes (each a temporary file, fsync and rename: waiting on the disk, not the CPU)
-    // run side by side, after every move and before any removal.
-    let mut writes: Vec<(Arc<Dir>, &str, &str, Expect)> = Vec::new();
-    for (c, want) in changes.iter().zip(wants) {
-        if let Op::Write { path, new, .. } = &c.op {
-            writes.push((
-                folder(dirs, parent(path), true)?,
-                name(path),
-                new,
-                want.expect(),
-            ));
+    // run side by side, after every move and before any removal; a batch at a time, each
+    // write holding its folder open.
+    let all: Vec<(&str, &str, Expect)> = changes
+        .iter()
+        .zip(wants)
+        .filter_map(|(c, want)| match &c.op {
+            Op::Write { path, new, .. } => Some((path.as_str(), new.as_str(), want.expect())),
+            _ => None,
+        })
+        .collect();
+    for batch in all.chunks(write::WRITES_AT_ONCE) {
+        let mut writes: Vec<(Arc<Dir>, &str, &str, Expect)> = Vec::with_capacity(batch.len());
+        for &(path, new, expect) in batch {
+            writes.push((folder(dirs, parent(path), true)?, name(path), new, expect));
             dirs.touch(parent(path));
         }
+        write::replace_all_in(&writes)?;
     }
-    write::replace_all_in(&writes)?;
     for (c, want) in changes.iter().zip(wants) {
         if let Op::Remove { path } = &c.op {
             if let Some(dir) = dirs.get(parent(path), false)? {

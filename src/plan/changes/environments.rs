@@ -172,7 +172,21 @@ pub(super) fn decryption(
             .iter()
             .map(|name| emit::decryption_patch_item(name, namespace, &config.waves.decryption))
             .collect();
-        let new = edited(&rel, &text, &entries, &removed, &items, &is_wave)?;
+        let new = edited(&rel, &text, &entries, &removed, &items, &is_wave).map_err(|e| {
+            // Past fluxwave's reading budget, a patch per Kustomization is the wrong form.
+            match e {
+                crate::error::Error::Input(mut errors) if items.len() > 1000 => {
+                    for err in &mut errors {
+                        err.help = Some(format!(
+                            "{} patches, one per generated Kustomization, are more than this file can hold: set `decryption` in waves.spec of fluxwave.yaml instead, so that every generated Kustomization carries it and needs no patch",
+                            items.len()
+                        ));
+                    }
+                    crate::error::Error::Input(errors)
+                }
+                other => other,
+            }
+        })?;
         if new == text {
             continue;
         }
