@@ -175,7 +175,11 @@ pub(super) fn decryption(
         let new = edited(&rel, &text, &entries, &removed, &items, &is_wave).map_err(|e| {
             // Past fluxwave's reading budget, a patch per Kustomization is the wrong form.
             match e {
-                crate::error::Error::Input(mut errors) if items.len() > 1000 => {
+                crate::error::Error::Input(mut errors)
+                    if errors
+                        .iter()
+                        .any(|e| e.message.contains("beyond what fluxwave reads")) =>
+                {
                     for err in &mut errors {
                         err.help = Some(format!(
                             "{} patches, one per generated Kustomization, are more than this file can hold: set `decryption` in waves.spec of fluxwave.yaml instead, so that every generated Kustomization carries it and needs no patch",
