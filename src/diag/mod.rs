@@ -111,15 +111,15 @@ codes! {
 
     // Drift: a change `apply` would make (plan::changes::Drift).
     MisplacedFile = "misplaced-file", Error,
-        "an app-tier file is not in its unit's wave folder";
+        "an app-tier file is not in its unit's folder (its wave's, or its own)";
     WaveFolderDrift = "wave-folder-drift", Error,
-        "a wave folder's kustomization.yaml is missing or differs from the catalog's";
+        "a wave's or a unit's folder has a kustomization.yaml missing or unlike the catalog's";
     WaveKustomizationDrift = "wave-kustomization-drift", Error,
-        "a wave's Flux Kustomization is missing or differs from the catalog's";
+        "a wave's or a unit's Flux Kustomization is missing or differs from the catalog's";
     BaseEntriesDrift = "base-entries-drift", Error,
-        "clusters/base/kustomization.yaml does not list exactly the waves";
+        "clusters/base/kustomization.yaml does not list exactly the generated Kustomizations";
     MissingDecryption = "missing-decryption", Error,
-        "an environment lacks the SOPS decryption patch for a wave";
+        "an environment lacks the SOPS decryption patch of a wave or a unit's Kustomization";
     FlatKustomization = "flat-kustomization", Error,
         "the flat apps/kustomization.yaml is still there after the migration";
     RetiredKustomization = "retired-kustomization", Error,
@@ -135,7 +135,7 @@ codes! {
     UnplacedDependency = "unplaced-dependency", Error,
         "a placed unit depends on a unit with no manifest";
     ForeignEntry = "foreign-entry", Warning,
-        "an app-tier entry that is neither a manifest nor a wave folder";
+        "an app-tier entry that is neither a manifest nor a wave's or a unit's folder";
     FlatKustomizationLoss = "flat-kustomization-loss", Error,
         "the flat kustomization lists or sets something no wave would carry";
     NotDeployedYet = "not-deployed-yet", Warning,
