@@ -99,14 +99,7 @@ pub fn run(
     for env in &envs {
         let inv = inventory::build(&tree, env);
         let gates = match &repo {
-            Some(repo) => {
-                let apps = format!("{}/", repo.config.apps.trim_end_matches('/'));
-                Gates::of(&inv, &|file: &str| {
-                    let rest = file.strip_prefix(&apps)?;
-                    let name = rest.rsplit('/').next().unwrap_or(rest);
-                    crate::repo::apptier::owner_of(name, &repo.graph.index).copied()
-                })
-            }
+            Some(repo) => Gates::of(&inv, &|file: &str| repo.unit_of_file(file)),
             None => Gates::of(&inv, &|_| None),
         };
         let names = repo
