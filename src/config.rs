@@ -24,6 +24,8 @@ pub struct Config {
     /// Whether fluxwave.yaml lists `clusters.environments` (else they are discovered; see
     /// `flux::discover`).
     pub environments_configured: bool,
+    /// How the app tier is split into Flux Kustomizations.
+    pub topology: Topology,
     pub waves: Waves,
     pub units: Vec<Unit>,
     pub check: CheckSettings,
@@ -37,9 +39,35 @@ pub struct Environment {
     pub path: String,
 }
 
+/// How the app tier is split into Flux Kustomizations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Topology {
+    /// One Kustomization per wave, each depending on the wave below: a failure holds its
+    /// wave and every wave above it.
+    #[default]
+    Waves,
+    /// One Kustomization per unit, depending on exactly its dependencies' Kustomizations: a
+    /// failure holds only what depends on it.
+    Units,
+}
+
+impl Topology {
+    pub const ALL: [Topology; 2] = [Topology::Waves, Topology::Units];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Topology::Waves => "waves",
+            Topology::Units => "units",
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Waves {
     pub name_prefix: String,
+    /// Name of a unit's own Kustomization is `<unit_name_prefix><unit>`.
+    pub unit_name_prefix: String,
     pub upstream: Vec<String>,
     pub namespace: String,
     /// Copied into the spec of every wave Kustomization, in this key order.
@@ -81,6 +109,8 @@ pub struct Unit {
     pub name: String,
     pub anchor: String,
     pub above: bool,
+    /// Whether a failure of this unit holds what reconciles after it (see `Graph`).
+    pub gating: bool,
     pub name_span: (usize, usize),
     pub anchor_span: (usize, usize),
 }
@@ -106,6 +136,11 @@ struct RawConfig {
     #[schemars(with = "Option<String>")]
     apps: Option<Spanned<String>>,
     clusters: Option<RawClusters>,
+    /// `waves` (the default): one Flux Kustomization per wave, each depending on the wave
+    /// below. `units`: one per unit (`<waves.unitNamePrefix><unit>` at `./<apps>/<unit>`),
+    /// depending on exactly the Kustomizations of the unit's own dependencies, so a failure
+    /// holds only what depends on it. `fluxwave blast` compares the two.
+    topology: Option<Topology>,
     waves: Option<RawWaves>,
     /// App-tier units with no ServiceDefinition, placed relative to an anchor.
     units: Option<Vec<RawUnit>>,
@@ -181,6 +216,10 @@ struct RawWaves {
     /// Name of wave N's Flux Kustomization is `<namePrefix><N>`. Default `apps-wave-`.
     #[schemars(with = "Option<String>")]
     name_prefix: Option<Spanned<String>>,
+    /// Name of a unit's own Flux Kustomization (every unit under `topology: units`, a unit
+    /// with `gating: false` under `waves`) is `<unitNamePrefix><unit>`. Default `apps-`.
+    #[schemars(with = "Option<String>")]
+    unit_name_prefix: Option<Spanned<String>>,
     /// What wave 0 dependsOn. Default `[platform-config]`.
     upstream: Option<Vec<String>>,
     /// Namespace of the wave Kustomizations. Default `flux-system`.
@@ -209,6 +248,10 @@ struct RawUnit {
     /// One wave above the anchor instead of in its wave. Default false.
     #[serde(default)]
     above: bool,
+    /// `false`: nothing waits for this unit, so its failure holds nothing else (a flaky CI
+    /// runner). It gets a Flux Kustomization of its own that depends on what the unit
+    /// depends on; a dependency or an anchor on it is an error. Default true.
+    gating: Option<bool>,
 }
 
 /// The draft-07 JSON Schema of `fluxwave.yaml`.
@@ -243,8 +286,10 @@ impl Default for Config {
                 path: "clusters/dev".into(),
             }],
             environments_configured: false,
+            topology: Topology::Waves,
             waves: Waves {
                 name_prefix: "apps-wave-".into(),
+                unit_name_prefix: "apps-".into(),
                 upstream: vec!["platform-config".into()],
                 namespace: "flux-system".into(),
                 spec: default_spec(),
@@ -409,6 +454,20 @@ impl Parse<'_> {
                 );
             }
         }
+        if let Some(prefix) = waves.unit_name_prefix {
+            if is_dns_label(&format!("{}a", prefix.value)) {
+                into.unit_name_prefix = prefix.value;
+            } else {
+                self.err(
+                    &prefix,
+                    format!(
+                        "unitNamePrefix `{}` does not make DNS-1123 names",
+                        prefix.value
+                    ),
+                    "use lower-case letters, digits and `-`, such as `apps-`",
+                );
+            }
+        }
         if let Some(up) = waves.upstream {
             into.upstream = up;
         }
@@ -479,6 +538,7 @@ impl Parse<'_> {
                 name: u.name.value,
                 anchor: u.anchor.value,
                 above: u.above,
+                gating: u.gating.unwrap_or(true),
             });
         }
         let mut seen = std::collections::HashMap::new();
@@ -552,6 +612,7 @@ impl Config {
         };
         p.kind(raw.kind.as_ref());
         p.paths(&mut config, raw.catalog, raw.apps, raw.clusters);
+        config.topology = raw.topology.unwrap_or_default();
         if let Some(waves) = raw.waves {
             p.waves(&mut config.waves, waves);
         }
@@ -575,6 +636,11 @@ impl Config {
     /// The Flux Kustomization name of wave `n`.
     pub fn wave_name(&self, n: usize) -> String {
         format!("{}{}", self.waves.name_prefix, n)
+    }
+
+    /// The Flux Kustomization name of a unit's own Kustomization.
+    pub fn unit_kustomization_name(&self, unit: &str) -> String {
+        format!("{}{unit}", self.waves.unit_name_prefix)
     }
 
     /// The wave number of a Flux Kustomization name made by `wave_name`.

@@ -95,12 +95,15 @@ pub fn config(data: &[u8]) {
         }
         Ok(config) => {
             for n in 0..3 {
-                let emitted = fluxwave::testing::flux::emit::wave_kustomization_text(&config, n);
+                let wave = fluxwave::testing::plan::Group::wave(&config, n);
+                let graph = fluxwave::testing::graph::Graph::default();
+                let emitted =
+                    fluxwave::testing::flux::emit::group_kustomization_text(&config, &graph, &wave);
                 let back: Value =
                     serde_saphyr::from_str(&emitted).expect("wave Kustomization parses");
                 assert_eq!(
                     back,
-                    fluxwave::testing::flux::emit::wave_kustomization(&config, n),
+                    fluxwave::testing::flux::emit::group_kustomization(&config, &wave),
                     "{emitted}"
                 );
                 assert_eq!(config.wave_of_name(&config.wave_name(n)), Some(n));
@@ -198,7 +201,7 @@ pub fn cutover(data: &[u8]) {
         return;
     }
     let tree = FileTree::from_files(files.iter().copied());
-    if let Ok(report) = fluxwave::testing::cutover::compare(&tree, &tree, "fuzz") {
+    if let Ok(report) = fluxwave::testing::cutover::compare(&tree, &tree, None, "fuzz") {
         assert!(
             report.deletions.is_empty(),
             "a revision compared with itself deletes {:?}",
@@ -208,8 +211,8 @@ pub fn cutover(data: &[u8]) {
     if let Some((first, rest)) = files.split_first() {
         let _ = first;
         let smaller = FileTree::from_files(rest.iter().copied());
-        let _ = fluxwave::testing::cutover::compare(&tree, &smaller, "fuzz");
-        let _ = fluxwave::testing::cutover::compare(&smaller, &tree, "fuzz");
+        let _ = fluxwave::testing::cutover::compare(&tree, &smaller, None, "fuzz");
+        let _ = fluxwave::testing::cutover::compare(&smaller, &tree, None, "fuzz");
     }
 }
 

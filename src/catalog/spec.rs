@@ -23,6 +23,10 @@ pub struct Spec {
     /// What must be healthy before this service starts: catalog services, extra units of
     /// fluxwave.yaml, or `<svc>-db` databases. Sets the service's wave.
     pub dependencies: Option<Vec<DependencyRef>>,
+    /// `false`: nothing waits for this service, so its failure holds nothing else. It gets
+    /// a Flux Kustomization of its own that depends on what the service depends on; a
+    /// dependency on it is an error. Default true.
+    pub gating: Option<bool>,
     /// The container image. `repository` and `tag` make the image reference.
     pub image: Image,
     /// The main container port, named `http`: the Service, the Ingress and the probes point

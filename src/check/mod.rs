@@ -241,7 +241,7 @@ fn catalog_lints(root: &Path, tree: &FileTree) -> Result<(Vec<Finding>, BTreeSet
                 .into_iter()
                 .map(|w| Finding::new(w.code, w.path, w.message, w.help)),
         );
-        if !repo.apps.is_waved() && plan.waves > 0 {
+        if !repo.apps.is_grouped() && !plan.groups().is_empty() {
             // Before the first apply every file is out of place: one finding says it all.
             findings.push(Finding::new(
                 Code::NotWaved,
@@ -254,7 +254,7 @@ fn catalog_lints(root: &Path, tree: &FileTree) -> Result<(Vec<Finding>, BTreeSet
                     } else {
                         "wait"
                     },
-                    count(plan.waves, "wave")
+                    plan.describe_groups()
                 ),
                 "run `fluxwave plan` to see the placement and `fluxwave apply` to carry it out",
             ));

@@ -31,6 +31,9 @@ pub fn run(root: &Path, dry_run: bool, out: &mut impl Write) -> Result<Outcome> 
     for c in &changes {
         s.push_str(&describe(c, dry_run));
     }
+    if dry_run && changes::transfers_ownership(&changes) {
+        s.push_str(&ownership_note(&repo, &changes)?);
+    }
     if !dry_run {
         execute::execute(&repo, &changes)?;
     }
@@ -48,6 +51,41 @@ pub fn run(root: &Path, dry_run: bool, out: &mut impl Write) -> Result<Outcome> 
     std::mem::forget((repo, plan, changes));
     drop(lock);
     Ok(Outcome::Clean)
+}
+
+/// What Flux would delete on the way from the tree as it is to the tree as `changes` leave
+/// it, as `cutover` judges it: a change that moves objects between Flux Kustomizations not
+/// ordered by `dependsOn` needs its runbook (release first, then move).
+fn ownership_note(repo: &crate::repo::Repo, changes: &[Change]) -> Result<String> {
+    let before = crate::tree::FileTree::from_worktree_or_dir(&repo.root)?;
+    let after = changes::tree_after(before.clone(), changes);
+    let report = crate::cutover::compare(&before, &after, Some(&repo.config), "this apply")?;
+    let mut s = String::from("\n");
+    match report.verdict() {
+        crate::cutover::Verdict::Safe => {
+            s.push_str("cutover: safe: objects change owner, and Flux deletes nothing on the way\n");
+            return Ok(s);
+        }
+        crate::cutover::Verdict::Deletes => s.push_str(&format!(
+            "cutover: this change moves objects between Flux Kustomizations, and Flux would delete {} ({} holding data) on the way unless the old owners release them first\n",
+            count(report.deletions.len(), "object"),
+            report.deletions.iter().filter(|d| d.data.holds()).count()
+        )),
+        crate::cutover::Verdict::Incomplete => s.push_str(&format!(
+            "cutover: incomplete: this change moves objects between Flux Kustomizations, and it touches {} fluxwave cannot see whole; Flux may delete more than the {} found\n",
+            count(report.incomplete.len(), "Kustomization"),
+            count(report.deletions.len(), "object")
+        )),
+    }
+    s.push_str("commit the repository as it is, then after `fluxwave apply` run `fluxwave cutover --from <that commit>` for the objects and the runbook; in short:\n");
+    for section in &report.runbook {
+        s.push_str(&format!("  {}\n", section.title));
+        for line in &section.lines {
+            s.push_str(&format!("    {line}\n"));
+        }
+    }
+    s.push('\n');
+    Ok(s)
 }
 
 fn describe(c: &Change, dry_run: bool) -> String {

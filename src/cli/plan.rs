@@ -1,4 +1,5 @@
-//! `fluxwave plan`: which file goes to which wave and which files must move. Read-only.
+//! `fluxwave plan`: which file goes to which group (a wave, or a unit's own Kustomization)
+//! and which files must move. Read-only.
 
 use std::io::Write;
 use std::path::Path;
@@ -8,9 +9,9 @@ use serde_json::json;
 use super::{io, Outcome, ReportFormat};
 use crate::diag::{render, Finding};
 use crate::error::{Error, Result, SourceError};
-use crate::plan::{Plan, Problem};
+use crate::plan::{Group, GroupKind, Plan, Problem};
 use crate::plural::count;
-use crate::repo::{Location, Repo};
+use crate::repo::Repo;
 
 /// The plan of a repository, or every problem that stops it as an input error.
 pub(crate) fn load(root: &Path) -> Result<(Repo, Plan)> {
@@ -59,45 +60,80 @@ pub fn run(root: &Path, format: ReportFormat, out: &mut impl Write) -> Result<Ou
     let apps = &repo.apps;
     let g = &repo.graph;
     let unplaced: Vec<_> = (0..g.nodes.len()).filter(|&i| !plan.placed[i]).collect();
-    let moves = plan.placements.iter().filter(|p| p.moves()).count();
+    let moves = plan.placements.iter().filter(|p| p.moves).count();
     let text = match format {
         ReportFormat::Json => {
-            let waves: Vec<_> = (0..plan.waves)
-                .map(|n| {
-                    let files: Vec<_> = plan
-                        .files_in(n)
-                        .map(|p| {
-                            json!({
-                                "file": p.file,
-                                "owner": g.nodes[p.owner].name,
-                                "from": apps.path_of(&p.file, p.from),
-                                "to": apps.path_of(&p.file, Location::Wave(p.wave)),
-                                "move": p.moves(),
-                            })
+            let group = |i: usize, group: &Group| {
+                let files: Vec<_> = plan
+                    .files_in(i)
+                    .map(|p| {
+                        json!({
+                            "file": p.file,
+                            "owner": g.nodes[p.owner].name,
+                            "from": apps.path_of(&p.file, p.from),
+                            "to": apps.path_in(&group.folder, &p.file),
+                            "move": p.moves,
                         })
-                        .collect();
-                    json!({"wave": n, "name": repo.config.wave_name(n), "path": apps.wave_dir(n), "files": files})
-                })
+                    })
+                    .collect();
+                let mut doc = json!({
+                    "name": group.name,
+                    "path": apps.dir_of(&group.folder),
+                    "dependsOn": group.depends_on,
+                    "files": files,
+                });
+                match group.kind {
+                    GroupKind::Wave(n) => doc["wave"] = json!(n),
+                    GroupKind::Unit(u) => doc["unit"] = json!(g.nodes[u].name),
+                }
+                doc
+            };
+            let groups: Vec<_> = plan
+                .groups()
+                .iter()
+                .enumerate()
+                .map(|(i, gr)| group(i, gr))
                 .collect();
+            let waves: Vec<_> = groups[..plan.waves].to_vec();
             let not_placed: Vec<_> = unplaced
                 .iter()
                 .map(|&i| json!({"name": g.nodes[i].name, "wave": g.nodes[i].wave}))
                 .collect();
-            let doc = json!({"waves": waves, "notPlaced": not_placed, "files": plan.placements.len(), "moves": moves});
+            let doc = json!({
+                "topology": repo.config.topology.as_str(),
+                "waves": waves,
+                "kustomizations": groups,
+                "notPlaced": not_placed,
+                "files": plan.placements.len(),
+                "moves": moves,
+            });
             serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
         }
         ReportFormat::Text => {
             let mut s = String::new();
-            for n in 0..plan.waves {
-                s.push_str(&format!(
-                    "wave {n}: {} -> ./{}\n",
-                    repo.config.wave_name(n),
-                    apps.wave_dir(n)
-                ));
-                for p in plan.files_in(n) {
+            for (i, group) in plan.groups().iter().enumerate() {
+                match group.kind {
+                    GroupKind::Wave(n) => s.push_str(&format!(
+                        "wave {n}: {} -> ./{}\n",
+                        group.name,
+                        apps.dir_of(&group.folder)
+                    )),
+                    GroupKind::Unit(u) => s.push_str(&format!(
+                        "unit {}: {} -> ./{}  (dependsOn {})\n",
+                        g.nodes[u].name,
+                        group.name,
+                        apps.dir_of(&group.folder),
+                        if group.depends_on.is_empty() {
+                            "nothing".to_string()
+                        } else {
+                            group.depends_on.join(", ")
+                        }
+                    )),
+                }
+                for p in plan.files_in(i) {
                     let from = apps.path_of(&p.file, p.from);
-                    if p.moves() {
-                        let to = apps.path_of(&p.file, Location::Wave(p.wave));
+                    if p.moves {
+                        let to = apps.path_in(&group.folder, &p.file);
                         s.push_str(&format!(
                             "  move  {from} -> {to}  ({})\n",
                             g.nodes[p.owner].name
@@ -115,10 +151,11 @@ pub fn run(root: &Path, format: ReportFormat, out: &mut impl Write) -> Result<Ou
                 s.push_str(&format!("not placed (no manifest): {}\n", names.join(", ")));
             }
             s.push_str(&format!(
-                "{} in {}, {} to move\n",
+                "{} in {}, {} to move (topology: {})\n",
                 count(plan.placements.len(), "file"),
-                count(plan.waves, "wave"),
-                moves
+                plan.describe_groups(),
+                moves,
+                repo.config.topology.as_str()
             ));
             s
         }

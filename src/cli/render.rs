@@ -54,14 +54,14 @@ pub fn run(root: &Path, args: Args<'_>, out: &mut impl Write) -> Result<Outcome>
     for f in &rendered {
         let target = if args.wave_layout {
             // Every rendered unit is a node: the service itself, or the `<svc>-db` its
-            // database adds to the dependencies.
-            let wave = repo
+            // database adds to the dependencies. It goes to its group's folder under the
+            // repository's topology: its wave's, or its own.
+            let folder = repo
                 .graph
-                .index
                 .get(&f.unit)
-                .map(|&n| repo.graph.nodes[n].wave)
+                .map(|n| crate::plan::topology::folder_of(repo.config.topology, n))
                 .ok_or_else(|| Error::Usage(format!("`{}` is not in the graph", f.unit)))?;
-            dir.join(format!("wave-{wave}")).join(&f.name)
+            dir.join(folder).join(&f.name)
         } else {
             dir.join(&f.name)
         };

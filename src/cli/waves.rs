@@ -7,6 +7,7 @@ use std::path::Path;
 use serde_json::json;
 
 use super::{io, Format, Outcome};
+use crate::config::Topology;
 use crate::error::Result;
 use crate::graph::NodeKind;
 use crate::plan::Plan;
@@ -15,7 +16,7 @@ use crate::repo::Repo;
 
 pub fn run(root: &Path, format: Format, out: &mut impl Write) -> Result<Outcome> {
     let repo = Repo::load(root)?;
-    let plan = Plan::new(&repo.graph, &repo.apps);
+    let plan = Plan::new(&repo.graph, &repo.apps, &repo.config)?;
     let text = match format {
         Format::Text => text(&repo, &plan),
         Format::Json => json(&repo, &plan),
@@ -91,6 +92,41 @@ fn text(repo: &Repo, plan: &Plan) -> String {
         g.nodes.len() - unplaced,
         unplaced
     ));
+    s.push_str(&topology_line(repo, plan));
+    s
+}
+
+/// The topology in one line, and the units nothing waits for.
+fn topology_line(repo: &Repo, plan: &Plan) -> String {
+    let config = &repo.config;
+    let mut s = match config.topology {
+        Topology::Waves => format!(
+            "topology: waves (one Flux Kustomization per wave, {}<N>)\n",
+            config.waves.name_prefix
+        ),
+        Topology::Units => format!(
+            "topology: units (one Flux Kustomization per unit, {}<unit>, {})\n",
+            config.waves.unit_name_prefix,
+            plan.describe_groups()
+        ),
+    };
+    let not_gating: Vec<String> = repo
+        .graph
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| !n.gating)
+        .map(|(i, n)| match plan.layout.group_of[i] {
+            Some(gr) => format!("{} ({})", n.name, plan.groups()[gr].name),
+            None => n.name.clone(),
+        })
+        .collect();
+    if !not_gating.is_empty() {
+        s.push_str(&format!(
+            "not gating (a Kustomization of its own that nothing waits for): {}\n",
+            not_gating.join(", ")
+        ));
+    }
     s
 }
 
@@ -110,10 +146,13 @@ fn json(repo: &Repo, plan: &Plan) -> String {
                 "dependsOn": n.edges.iter().map(|e| g.nodes[e.to].name.as_str()).collect::<Vec<_>>(),
                 "path": g.path(i).iter().map(|&j| g.nodes[j].name.as_str()).collect::<Vec<_>>(),
                 "reason": g.reason(i, above(repo)),
+                "gating": n.gating,
+                "kustomization": plan.layout.group_of[i].map(|gr| plan.groups()[gr].name.as_str()),
             })
         })
         .collect();
-    let doc = json!({"waves": plan.waves, "nodes": nodes});
+    let doc =
+        json!({"topology": repo.config.topology.as_str(), "waves": plan.waves, "nodes": nodes});
     serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
 }
 
@@ -167,6 +206,14 @@ fn markdown(repo: &Repo, plan: &Plan) -> String {
             unplaced.join(", ")
         ));
     }
+    s.push('\n');
+    s.push_str(
+        &topology_line(repo, plan)
+            .replace('\n', "\n\n")
+            .trim_end()
+            .replace("topology: ", "Topology: "),
+    );
+    s.push('\n');
     s
 }
 

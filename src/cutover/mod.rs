@@ -134,9 +134,14 @@ pub fn analyse(
 }
 
 /// The comparison of two trees (what `analyse` does once both are read), in the
-/// environments discovered in them.
-pub fn compare(old: &FileTree, new: &FileTree, change: &str) -> Result<Report> {
-    Ok(Builds::of(old, new, None, &[])?.judge(change))
+/// environments of `config` or else those discovered in them.
+pub fn compare(
+    old: &FileTree,
+    new: &FileTree,
+    config: Option<&Config>,
+    change: &str,
+) -> Result<Report> {
+    Ok(Builds::of(old, new, config, &[])?.judge(change))
 }
 
 /// Sorts deletions by data loss first, then by environment, owner and object. Each

@@ -472,6 +472,7 @@ mod tests {
         compare(
             &FileTree::from_files(old.iter().copied()),
             &FileTree::from_files(new.iter().copied()),
+            None,
             "old -> new",
         )
         .unwrap()
@@ -572,7 +573,7 @@ mod tests {
             FileTree::from_files(v.iter().map(|(p, t)| (p.as_str(), t.as_str())))
         };
         let judge = |b: &str, from: &str, to: &str| {
-            listed(&compare(&tree(&files(b, from)), &tree(&files(b, to)), "").unwrap())
+            listed(&compare(&tree(&files(b, from)), &tree(&files(b, to)), None, "").unwrap())
         };
         assert_eq!(
             judge(&b, "a/cm.yaml", "b/cm.yaml"),

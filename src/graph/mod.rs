@@ -45,6 +45,9 @@ pub struct Node {
     pub via: Option<usize>,
     /// Nodes with an edge to this one, sorted.
     pub dependants: Vec<usize>,
+    /// False for a unit nothing waits for (`gating: false`): it gets a Flux Kustomization of
+    /// its own whatever the topology, and no edge may lead to it.
+    pub gating: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -91,6 +94,11 @@ impl Graph {
             .iter()
             .map(|s| (s.name.clone(), NodeKind::Service))
             .collect();
+        let mut not_gating: HashMap<&str, ()> = services
+            .iter()
+            .filter(|s| s.spec.gating == Some(false))
+            .map(|s| (s.name.as_str(), ()))
+            .collect();
         let mut unit_names: HashMap<&str, usize> = HashMap::new();
         for (i, u) in config.units.iter().enumerate() {
             if service_names.contains_key(u.name.as_str()) {
@@ -108,6 +116,9 @@ impl Graph {
                 continue;
             }
             unit_names.insert(&u.name, i);
+            if !u.gating {
+                not_gating.insert(&u.name, ());
+            }
             names.push((u.name.clone(), NodeKind::Unit));
         }
         let known = |n: &str| service_names.contains_key(n) || unit_names.contains_key(n);
@@ -148,12 +159,26 @@ impl Graph {
                 wave: 0,
                 via: None,
                 dependants: vec![],
+                gating: !not_gating.contains_key(name.as_str()),
             })
             .collect();
+        // Nothing waits for a unit that is not gating: an edge to one would order a unit
+        // after something its Kustomization is never told to wait for.
+        let not_gating_help = |to: &str| {
+            format!("`{to}` has `gating: false`, so nothing waits for it: remove this dependency, or make `{to}` gating again")
+        };
         for s in services {
             let from = index[&s.name];
             for d in &s.dependencies {
                 match index.get(&d.to) {
+                    Some(&to) if !nodes[to].gating => errors.push(
+                        SourceError::new(
+                            &s.path,
+                            format!("`{}` depends on `{}`, which is not gating", s.name, d.to),
+                        )
+                        .at(&s.text, d.span)
+                        .help(not_gating_help(&d.to)),
+                    ),
                     Some(&to) => nodes[from].edges.push(Edge { to, weight: 1 }),
                     None => errors.push(
                         SourceError::new(&s.path, format!("unknown dependency `{}`", d.to))
@@ -171,6 +196,17 @@ impl Graph {
                 continue;
             };
             match index.get(&u.anchor) {
+                Some(&to) if !nodes[to].gating => errors.push(
+                    SourceError::new(
+                        config::FILE,
+                        format!(
+                            "unit `{}` anchors on `{}`, which is not gating",
+                            u.name, u.anchor
+                        ),
+                    )
+                    .at(&config_text, u.anchor_span)
+                    .help(not_gating_help(&u.anchor)),
+                ),
                 Some(&to) => {
                     nodes[from].edges.push(Edge {
                         to,

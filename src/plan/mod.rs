@@ -1,10 +1,12 @@
-//! Placement: which wave every app-tier file belongs to. A file belongs to the unit that owns
-//! it by name (longest prefix); it goes to that unit's wave. Only files that exist are
-//! placed, so the waves that get a Flux Kustomization are exactly 0..=the deepest placed one,
-//! and the rules checked here guarantee each of them holds at least one file.
+//! Placement: which group (a wave, or a unit's own: see `topology`) every app-tier file
+//! belongs to. A file belongs to the unit that owns it by name (longest prefix); it goes to
+//! that unit's group. Only files that exist are placed, so the waves that get a Flux
+//! Kustomization are exactly 0..=the deepest placed one, and the rules checked here
+//! guarantee each of them holds at least one file.
 
 pub mod changes;
 pub mod execute;
+pub mod topology;
 
 use std::collections::HashMap;
 
@@ -15,19 +17,17 @@ use crate::error::Result;
 use crate::graph::Graph;
 use crate::repo::apptier::owner_of;
 use crate::repo::{AppTier, Location, Repo};
+pub use topology::{Group, GroupKind, Layout};
 
 #[derive(Debug, Clone)]
 pub struct Placement {
     pub file: String,
     pub owner: usize,
     pub from: Location,
-    pub wave: usize,
-}
-
-impl Placement {
-    pub fn moves(&self) -> bool {
-        self.from != Location::Wave(self.wave)
-    }
+    /// The index of the owner's group in `Plan::layout`.
+    pub group: usize,
+    /// Whether the file is somewhere else than its group's folder.
+    pub moves: bool,
 }
 
 /// Something that stops the plan from being carried out.
@@ -100,7 +100,7 @@ impl Problem {
             // interleave (`fs::lock`), so a copy was made by someone or something else.
             Problem::Duplicate { .. } => "keep one copy of the file and delete the others (compare them first: fluxwave only renames files, so the copy came from a merge, a checkout or another tool), then run `fluxwave apply` again",
             Problem::MissingDependency { .. } => "commit the dependency's manifest, or remove the dependency: Flux would start this unit without what it needs",
-            Problem::Foreign { .. } => "the app tier holds only manifests and wave folders: move it out of the app tier",
+            Problem::Foreign { .. } => "the app tier holds only manifests and the folders of its waves and units: move it out of the app tier",
             Problem::FlatListsUnplaced { .. } => "move what it lists into the app tier as a file a unit owns, or into a Flux Kustomization of its own, then run `fluxwave apply` again",
             Problem::FlatSetsField { .. } => "move the setting into the manifests (or a Flux Kustomization's spec), then run `fluxwave apply` again",
             Problem::NotDeployedYet { .. } => "delete the file if it is not meant to run, or list it to confirm it is",
@@ -128,17 +128,20 @@ impl Problem {
 
 #[derive(Debug, Clone, Default)]
 pub struct Plan {
-    /// Sorted by (wave, file).
+    /// Sorted by (group, file).
     pub placements: Vec<Placement>,
     /// Per graph node: whether it has at least one file.
     pub placed: Vec<bool>,
-    /// Number of waves that get a Flux Kustomization (the deepest placed wave + 1).
+    /// The groups of the configured topology.
+    pub layout: Layout,
+    /// Number of waves that get a Flux Kustomization (the deepest placed wave of a gating
+    /// unit + 1, under `waves`).
     pub waves: usize,
     pub problems: Vec<Problem>,
 }
 
 impl Plan {
-    pub fn new(graph: &Graph, apps: &AppTier) -> Plan {
+    pub fn new(graph: &Graph, apps: &AppTier, config: &crate::config::Config) -> Result<Plan> {
         let mut placed = vec![false; graph.nodes.len()];
         let mut placements = Vec::new();
         let mut problems = Vec::new();
@@ -166,7 +169,8 @@ impl Plan {
                         file: file.to_string(),
                         owner,
                         from: locations[0],
-                        wave: graph.nodes[owner].wave,
+                        group: 0,
+                        moves: true,
                     });
                 }
                 None => problems.push(Problem::Unowned {
@@ -191,34 +195,78 @@ impl Plan {
             path: path.clone(),
             what,
         }));
-        // Placements were made in file order: a stable sort by wave keeps it within a wave.
-        placements.sort_by_key(|p| p.wave);
-        let waves = placements.iter().map(|p| p.wave + 1).max().unwrap_or(0);
-        Plan {
+        let layout = Layout::of(graph, &placed, config, config.topology)?;
+        // Each group's folder as the app tier's `Location`, when it exists.
+        let folders: std::collections::HashMap<&str, Location> = apps
+            .dirs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                (
+                    d.name.as_str(),
+                    Location::Dir(u32::try_from(i).unwrap_or(u32::MAX)),
+                )
+            })
+            .collect();
+        let at: Vec<Option<Location>> = layout
+            .groups
+            .iter()
+            .map(|g| folders.get(g.folder.as_str()).copied())
+            .collect();
+        for p in &mut placements {
+            if let Some(g) = layout.group_of[p.owner] {
+                p.group = g;
+                p.moves = at[g] != Some(p.from);
+            }
+        }
+        // Placements were made in file order: a stable sort by group keeps it within one.
+        placements.sort_by_key(|p| p.group);
+        Ok(Plan {
             placements,
             placed,
-            waves,
+            waves: layout.waves(),
+            layout,
             problems,
+        })
+    }
+
+    /// The groups in words: `3 waves`, `8 unit Kustomizations`, `3 waves and 1 unit
+    /// Kustomization`.
+    pub fn describe_groups(&self) -> String {
+        let units = self.groups().len() - self.waves;
+        match (self.waves, units) {
+            (_, 0) => crate::plural::count(self.waves, "wave"),
+            (0, u) => crate::plural::count(u, "unit Kustomization"),
+            (w, u) => format!(
+                "{} and {}",
+                crate::plural::count(w, "wave"),
+                crate::plural::count(u, "unit Kustomization")
+            ),
         }
+    }
+
+    /// The groups of the configured topology, in order.
+    pub fn groups(&self) -> &[Group] {
+        &self.layout.groups
     }
 
     /// The plan with what migrating the flat layout would lose: its kustomization may list
     /// more than the app tier's files, or set fields, or leave files out.
     pub fn for_repo(repo: &Repo) -> Result<Plan> {
         refuse_many_kustomizations(&repo.apps.dir, &repo.apps.root_kustomizations)?;
-        let mut plan = Plan::new(&repo.graph, &repo.apps);
+        let mut plan = Plan::new(&repo.graph, &repo.apps, &repo.config)?;
         refuse_links(repo, &plan)?;
         plan.problems
             .extend(flat_kustomization_problems(repo, &plan)?);
         Ok(plan)
     }
 
-    /// The files of wave `n`, sorted. The placements are sorted by wave, so a wave's files
-    /// are one run, found by binary search: a pass over every placement for each wave made
-    /// `plan` and `apply` quadratic in the number of waves.
-    pub fn files_in(&self, n: usize) -> impl Iterator<Item = &Placement> {
-        let start = self.placements.partition_point(|p| p.wave < n);
-        let len = self.placements[start..].partition_point(|p| p.wave == n);
+    /// The files of group `g`, sorted. The placements are sorted by group, so a group's
+    /// files are one run, found by binary search: a pass over every placement for each group
+    /// made `plan` and `apply` quadratic in the number of groups.
+    pub fn files_in(&self, g: usize) -> impl Iterator<Item = &Placement> {
+        let start = self.placements.partition_point(|p| p.group < g);
+        let len = self.placements[start..].partition_point(|p| p.group == g);
         self.placements[start..start + len].iter()
     }
 
@@ -233,14 +281,14 @@ impl Plan {
 /// leads and overwrite what is there (`fs::write::link_refused` says why Flux ignores them).
 fn refuse_links(repo: &Repo, plan: &Plan) -> Result<()> {
     let apps = &repo.apps;
-    if plan.waves == 0 {
+    if plan.groups().is_empty() {
         return Ok(());
     }
     let mut checked = std::collections::HashSet::new();
     let root = &repo.root;
     crate::fs::write::refuse_links(root, &apps.dir, true, &mut checked)?;
-    for n in 0..plan.waves {
-        crate::fs::write::refuse_links(root, &apps.wave_dir(n), true, &mut checked)?;
+    for g in plan.groups() {
+        crate::fs::write::refuse_links(root, &apps.dir_of(&g.folder), true, &mut checked)?;
     }
     let links: std::collections::HashSet<&str> = apps
         .foreign
@@ -251,8 +299,8 @@ fn refuse_links(repo: &Repo, plan: &Plan) -> Result<()> {
     if links.is_empty() {
         return Ok(());
     }
-    for p in plan.placements.iter().filter(|p| p.moves()) {
-        let to = apps.path_of(&p.file, Location::Wave(p.wave));
+    for p in plan.placements.iter().filter(|p| p.moves) {
+        let to = apps.path_in(&plan.groups()[p.group].folder, &p.file);
         if links.contains(to.as_str()) {
             return Err(crate::fs::write::link_refused(&to));
         }
@@ -285,7 +333,7 @@ fn flat_kustomization_problems(repo: &Repo, plan: &Plan) -> Result<Vec<Problem>>
     let Some(name) = apps.root_kustomizations.first() else {
         return Ok(vec![]);
     };
-    if plan.waves == 0 {
+    if plan.groups().is_empty() {
         return Ok(vec![]);
     }
     let rel = format!("{}/{name}", apps.dir);

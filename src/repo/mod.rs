@@ -1,5 +1,5 @@
 //! Reading a GitOps tree: `fluxwave.yaml`, the catalog, and the app tier's files, flat
-//! (`apps/<file>`) or waved (`apps/wave-<N>/<file>`). Reading never writes; links are
+//! (`apps/<file>`) or grouped (`apps/wave-<N>/<file>`, `apps/<unit>/<file>`). Reading never writes; links are
 //! never followed (a link in the app tier is reported, not read through).
 
 pub mod apptier;
@@ -81,7 +81,8 @@ impl Repo {
         });
         let services = services?;
         let graph = Graph::build(&services, &config)?;
-        let apps = apps?;
+        let mut apps = apps?;
+        apps.settle(root, |name| graph.index.contains_key(name));
         Ok(Repo {
             root: root.to_path_buf(),
             config,

@@ -373,7 +373,7 @@ fn a_flat_kustomization_that_lists_more_than_the_files_stops_apply() {
     assert!(
         shows_finding(
             &check.stdout,
-            "warning[foreign-entry]: apps/extra: folder that is not a wave\n"
+            "warning[foreign-entry]: apps/extra: folder that is not a wave's or a unit's\n"
         ),
         "{}",
         check.stdout

@@ -27,5 +27,6 @@ mod render;
 mod secrets;
 mod substitution;
 mod terminal;
+mod topology;
 mod verdicts;
 mod wiring;

@@ -137,7 +137,7 @@ proptest! {
         repo.flat_kustomization().flux_wiring();
         let before = app_tier(&repo);
         let tree = tree_of(&repo);
-        let same = fluxwave::testing::cutover::compare(&tree, &tree, "same").unwrap();
+        let same = fluxwave::testing::cutover::compare(&tree, &tree, None, "same").unwrap();
         prop_assert!(same.deletions.is_empty(), "{:?}", same.deletions);
 
         let first = repo.run(&["apply"]);
@@ -152,7 +152,7 @@ proptest! {
         prop_assert_eq!(check.code, 0, "{}", check.stdout);
 
         let tree = tree_of(&repo);
-        let same = fluxwave::testing::cutover::compare(&tree, &tree, "same").unwrap();
+        let same = fluxwave::testing::cutover::compare(&tree, &tree, None, "same").unwrap();
         prop_assert!(same.deletions.is_empty(), "{:?}", same.deletions);
         // And on git revisions through the CLI.
         repo.commit_all("waved");

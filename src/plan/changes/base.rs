@@ -1,6 +1,7 @@
-//! `clusters.base`: one Flux Kustomization per wave, listed in its kustomization's
-//! `resources` in place of the retired single Kustomization, which goes (found by what it
-//! points at, listed or not); no Kustomization for a wave that no longer exists. The retired
+//! `clusters.base`: one Flux Kustomization per group (a wave, or a unit's own), listed in its
+//! kustomization's `resources` in place of the retired single Kustomization, which goes
+//! (found by what it points at, listed or not); no Kustomization for a group that no longer
+//! exists (a wave's by its name, a unit's by the group folder it points at). The retired
 //! one is the Kustomization that applies this repository's app tier: its `spec.path` is the
 //! app tier and its `sourceRef` is the repository's own source, the one an environment's root
 //! syncs from. A Kustomization at `./apps` of another source applies another repository's
@@ -30,8 +31,8 @@ pub(super) struct Base {
     pub rel: String,
     /// The names of the retired Kustomizations this run removes.
     pub retired_names: BTreeSet<String>,
-    /// The waves that no longer exist whose Kustomization this run removes.
-    pub stale_waves: Vec<usize>,
+    /// The groups that no longer exist whose Kustomization this run removes, by name.
+    pub stale: Vec<String>,
     /// The retired Kustomizations this run removes, as written.
     pub retired: Vec<Kustomization>,
 }
@@ -101,6 +102,25 @@ pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<B
     let wave_file = |entry: &str| -> Option<usize> {
         config.wave_of_name(in_base(entry)?.strip_suffix(".yaml")?)
     };
+    let desired: Vec<String> = plan
+        .groups()
+        .iter()
+        .map(|g| format!("{}.yaml", g.name))
+        .collect();
+    let desired_files: BTreeSet<&str> = desired.iter().map(String::as_str).collect();
+    // A group file fluxwave writes: a group's of this plan, or a wave's by its name.
+    let group_file = |entry: &str| -> bool {
+        in_base(entry)
+            .is_some_and(|f| desired_files.contains(f.as_str()) || wave_file(&f).is_some())
+    };
+    // The folders a unit's own Kustomization may have built: a folder named after a unit, or
+    // one of the app tier's group folders (a unit that has left the catalog).
+    let group_folder = |path: &str| -> Option<String> {
+        let folder = path.strip_prefix(&config.apps)?.strip_prefix('/')?;
+        let known = repo.graph.index.contains_key(folder)
+            || repo.apps.dirs.iter().any(|d| d.name == folder);
+        (known && !folder.contains('/')).then(|| folder.to_string())
+    };
     let listed: BTreeSet<String> = entries.iter().filter_map(|e| in_base(e)).collect();
     // The retired Kustomization is found by what it points at, listed or not: a run that was
     // interrupted after the entry was removed still finds and removes the file.
@@ -108,6 +128,8 @@ pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<B
     let mut retired_names: BTreeSet<String> = BTreeSet::new();
     let mut retired_files: BTreeSet<String> = BTreeSet::new();
     let mut retired_objects: Vec<Kustomization> = Vec::new();
+    let mut stale: Vec<String> = Vec::new();
+    let mut stale_files: BTreeSet<String> = BTreeSet::new();
     let own = own_sources(repo);
     let is_own = |k: &Kustomization| {
         own.iter()
@@ -116,7 +138,7 @@ pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<B
     // An unlisted file is looked at only when it is a manifest: a name the entry of an
     // interrupted run had, not a backup (`apps.yaml.bak`) Flux never reads.
     for file in base_files.iter().filter(|f| {
-        wave_file(f).is_none()
+        !group_file(f)
             && **f != base_name
             && (listed.contains(f.as_str()) || crate::fs::is_manifest(f))
     }) {
@@ -129,12 +151,35 @@ pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<B
             Err(e) if listed.contains(file) => return Err(e),
             Err(_) => continue,
         };
-        let retired: Vec<Kustomization> = docs
+        let ours: Vec<Kustomization> = docs
             .iter()
             .filter_map(Kustomization::from_value)
-            .filter(|k| k.spec.path == config.apps && is_own(k))
+            .filter(|k| is_own(k))
             .collect();
-        let Some(first) = retired.first() else {
+        // A unit's own Kustomization that no longer is (the topology changed, or the unit
+        // left the catalog): one fluxwave wrote, alone in its file, named as it names them.
+        if let [k] = ours.as_slice() {
+            let folder = group_folder(&k.spec.path);
+            if docs.len() == 1
+                && folder.is_some_and(|f| k.name == config.unit_kustomization_name(&f))
+                && !desired_files.contains(file.as_str())
+            {
+                stale.push(k.name.clone());
+                stale_files.insert(file.clone());
+                changes.push(Change {
+                    op: Op::Remove { path: rel },
+                    drift: Drift::WaveKustomization,
+                    why: format!(
+                        "`{}` is no longer one of the app tier's Kustomizations",
+                        k.name
+                    ),
+                });
+                continue;
+            }
+        }
+        let retired: Vec<&Kustomization> =
+            ours.iter().filter(|k| k.spec.path == config.apps).collect();
+        let Some(&first) = retired.first() else {
             continue;
         };
         if docs.len() > 1 {
@@ -156,8 +201,12 @@ pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<B
             op: Op::Remove { path: rel },
             drift: Drift::RetiredKustomization,
             why: format!(
-                "the single `{}` Kustomization is replaced by the waves",
-                first.name
+                "the single `{}` Kustomization is replaced by {}",
+                first.name,
+                match config.topology {
+                    crate::config::Topology::Waves => "the waves",
+                    crate::config::Topology::Units => "one Kustomization per unit",
+                }
             ),
         });
     }
@@ -165,26 +214,28 @@ pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<B
         .iter()
         .enumerate()
         .filter(|(_, e)| {
-            wave_file(e).is_some() || in_base(e).is_some_and(|f| retired_files.contains(&f))
+            group_file(e)
+                || in_base(e)
+                    .is_some_and(|f| retired_files.contains(&f) || stale_files.contains(&f))
         })
         .map(|(i, _)| i)
         .collect();
-    for n in 0..plan.waves {
-        let rel = format!("{base}/{}.yaml", config.wave_name(n));
-        let new = flux::emit::wave_kustomization_text(config, n);
+    for (group, file) in plan.groups().iter().zip(&desired) {
+        let rel = format!("{base}/{file}");
+        let new = flux::emit::group_kustomization_text(config, &repo.graph, group);
         write_if_changed(
             changes,
             repo.read_optional(&rel)?,
             rel,
             new,
             Drift::WaveKustomization,
-            format!("Flux Kustomization of wave {n}"),
+            format!("Flux Kustomization of {}", group.describe(&repo.graph)),
         );
     }
     let mut stale_waves: Vec<usize> = base_files
         .iter()
+        .filter(|f| !desired_files.contains(f.as_str()))
         .filter_map(|f| wave_file(f))
-        .filter(|&n| n >= plan.waves)
         .collect();
     stale_waves.sort_unstable();
     for n in &stale_waves {
@@ -196,9 +247,7 @@ pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<B
             why: format!("wave {n} no longer exists"),
         });
     }
-    let desired: Vec<String> = (0..plan.waves)
-        .map(|n| format!("{}.yaml", config.wave_name(n)))
-        .collect();
+    stale.extend(stale_waves.iter().map(|&n| config.wave_name(n)));
     let current: Vec<&str> = managed.iter().map(|&i| entries[i].as_str()).collect();
     let mut new = base_text.clone();
     let mut why = Vec::new();
@@ -211,7 +260,10 @@ pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<B
             &desired,
         )
         .map_err(|e| edit_failed(&base_rel, e))?;
-        why.push("one entry per wave, the retired entry removed");
+        why.push(match config.topology {
+            crate::config::Topology::Waves => "one entry per wave, the retired entry removed",
+            crate::config::Topology::Units => "one entry per unit, the retired entries removed",
+        });
     }
     // The base's own patches of the retired Kustomization go with it, as an environment's do
     // (see `environments`): left behind, one breaks the build or is dead.
@@ -266,7 +318,7 @@ pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<B
     Ok(Base {
         rel: base_rel,
         retired_names,
-        stale_waves,
+        stale,
         retired: retired_objects,
     })
 }

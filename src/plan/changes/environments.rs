@@ -50,9 +50,9 @@ pub(super) fn decryption(
         .retired_names
         .iter()
         .cloned()
-        .chain(base.stale_waves.iter().map(|&n| config.wave_name(n)))
+        .chain(base.stale.iter().cloned())
         .collect();
-    let wave_names: Vec<String> = (0..plan.waves).map(|n| config.wave_name(n)).collect();
+    let wave_names: Vec<String> = plan.groups().iter().map(|g| g.name.clone()).collect();
     // Looked up by name, once per patch entry and per wave: a list searched each time made
     // an environment of n waves cost n * n.
     let is_wave: BTreeSet<&str> = wave_names.iter().map(String::as_str).collect();

@@ -27,8 +27,16 @@ pub(super) fn interrupted_writes(
             Op::Write { path, .. } => Some(path.clone()),
             _ => None,
         })
-        .chain((0..plan.waves).map(|n| format!("{}/kustomization.yaml", apps.wave_dir(n))))
-        .chain((0..plan.waves).map(|n| format!("{base}/{}.yaml", config.wave_name(n))))
+        .chain(
+            plan.groups()
+                .iter()
+                .map(|g| format!("{}/kustomization.yaml", apps.dir_of(&g.folder))),
+        )
+        .chain(
+            plan.groups()
+                .iter()
+                .map(|g| format!("{base}/{}.yaml", g.name)),
+        )
         .chain(std::iter::once(base_rel.to_string()))
         // An environment's kustomization under any name kustomize reads (apply edits it
         // under its own).

@@ -139,7 +139,7 @@ pub(super) fn edit_failed(rel: &str, why: impl std::fmt::Display) -> Error {
 /// decryption patches (read from the tree as the earlier changes leave it), and what an
 /// interrupted run left.
 pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
-    if plan.waves == 0 {
+    if plan.groups().is_empty() {
         return Ok(ChangeSet::default());
     }
     let mut set = ChangeSet::default();
@@ -147,13 +147,47 @@ pub fn compute(repo: &Repo, plan: &Plan) -> Result<ChangeSet> {
     waves::folders(repo, plan, &mut set.changes, &mut set.warnings)?;
     let base = base::entries(repo, plan, &mut set)?;
     environments::decryption(repo, plan, &base, &mut set.changes, &mut set.warnings)?;
-    set.decrypted = (0..plan.waves)
-        .chain(base.stale_waves.iter().copied())
-        .map(|n| repo.config.wave_name(n))
+    set.decrypted = plan
+        .groups()
+        .iter()
+        .map(|g| g.name.clone())
+        .chain(base.stale.iter().cloned())
         .collect();
     leftovers::interrupted_writes(repo, plan, &base.rel, &mut set.changes);
     refuse_links(repo, &set.changes)?;
     Ok(set)
+}
+
+/// `tree` as `changes` leave it: each move carries the file's text to its new place, each
+/// write and removal is made (folders need nothing: a tree holds files).
+pub fn tree_after(mut tree: FileTree, changes: &[Change]) -> FileTree {
+    for c in changes {
+        tree = match &c.op {
+            Op::Move { from, to } => match (tree.read(from), tree.unreadable(from)) {
+                (_, Some(why)) => tree.with_unreadable(to, why).without_file(from),
+                (Some(text), None) => tree.with_text(to, text).without_file(from),
+                (None, None) => tree,
+            },
+            Op::Write { path, new, .. } => tree.with_file(path, new),
+            Op::Remove { path } => tree.without_file(path),
+            Op::RemoveDir { .. } => tree,
+        };
+    }
+    tree
+}
+
+/// Whether carrying `changes` out moves objects from one Flux Kustomization to another: a
+/// file moves to another group's folder, or a generated or retired Kustomization goes. Such
+/// a change is an ownership transfer, which `cutover` judges.
+pub fn transfers_ownership(changes: &[Change]) -> bool {
+    changes.iter().any(|c| {
+        matches!(c.op, Op::Move { .. })
+            || (matches!(c.op, Op::Remove { .. })
+                && matches!(
+                    c.drift,
+                    Drift::WaveKustomization | Drift::RetiredKustomization
+                ))
+    })
 }
 
 /// Fails when a change would go through a symbolic link: a folder on its path (below the
