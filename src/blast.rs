@@ -9,7 +9,13 @@
 //! bounded (Kustomizations × 4,096 bits) however many units there are, and a unit's count
 //! is a popcount, not a walk of its dependants.
 
-use crate::flux::gates::Gates;
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
+
+use crate::flux::gates::{self, Gates};
+use crate::plan::topology::Layout;
+use crate::repo::Repo;
 
 /// Kustomizations holding units, as one topology lays them out.
 #[derive(Debug, Clone, Default)]
@@ -55,6 +61,81 @@ impl Model {
             unit_names: unit_names.unwrap_or_else(|| names.clone()),
             names,
         }
+    }
+}
+
+impl Model {
+    /// The Kustomizations `apply` would write for `layout`: each group's `dependsOn`, and the
+    /// spec template of `waves.spec` for all (whether they wait, their timeout). `built`, an
+    /// environment as built, gives the Kustomizations that apply no unit (the platform, the
+    /// root), kept as they are, so that a chain through `waves.upstream` counts them as the
+    /// current topology does; without it, names that are no group are left out.
+    pub fn from_layout(repo: &Repo, layout: &Layout, built: Option<&Model>) -> Model {
+        let config = &repo.config;
+        let template = json!({ "spec": Value::Object(config.waves.spec.clone()) });
+        let spec = &template["spec"];
+        let waits = spec.get("wait").and_then(Value::as_bool) == Some(true)
+            || spec
+                .get("healthChecks")
+                .and_then(Value::as_array)
+                .is_some_and(|h| !h.is_empty());
+        let timeout = gates::timeout_ms(&template);
+        let mut m = Model {
+            unit_names: repo.graph.nodes.iter().map(|n| n.name.clone()).collect(),
+            ..Model::default()
+        };
+        // The Kustomizations of the build that hold no unit, by their index there.
+        let mut kept: HashMap<usize, usize> = HashMap::new();
+        if let Some(b) = built {
+            for k in (0..b.names.len()).filter(|&k| b.holds[k].is_empty()) {
+                kept.insert(k, m.names.len());
+                m.names.push(b.names[k].clone());
+                m.timeout_ms.push(b.timeout_ms[k]);
+                m.holds.push(Vec::new());
+            }
+            let mut order: Vec<(&usize, &usize)> = kept.iter().collect();
+            order.sort_unstable_by_key(|(_, to)| **to);
+            for (from, _) in order {
+                m.deps.push(
+                    b.deps[*from]
+                        .iter()
+                        .filter_map(|d| kept.get(d).copied())
+                        .collect(),
+                );
+                m.gated_parent
+                    .push(b.gated_parent[*from].and_then(|p| kept.get(&p).copied()));
+            }
+        }
+        let mut at: HashMap<String, usize> = m
+            .names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.clone(), i))
+            .collect();
+        let first = m.names.len();
+        for (i, g) in layout.groups.iter().enumerate() {
+            let name = format!("{}/{}", config.waves.namespace, g.name);
+            at.insert(name.clone(), first + i);
+            m.names.push(name);
+        }
+        for g in &layout.groups {
+            let mut d: Vec<usize> = g
+                .depends_on
+                .iter()
+                .filter_map(|name| {
+                    at.get(&format!("{}/{name}", config.waves.namespace))
+                        .copied()
+                })
+                .collect();
+            d.sort_unstable();
+            d.dedup();
+            m.deps.push(d);
+            m.gated_parent.push(None);
+            m.timeout_ms.push(timeout);
+            m.holds
+                .push(g.members.iter().map(|&u| (u, waits)).collect());
+        }
+        m
     }
 }
 

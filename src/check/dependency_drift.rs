@@ -22,6 +22,7 @@ use crate::diag::Code;
 use crate::flux::gates::Gates;
 use crate::graph::Graph;
 use crate::kustomize::object::ObjectId;
+use crate::plan::topology::own_dependencies;
 use crate::repo::Repo;
 
 pub const CODE: Code = Code::DependencyDrift;
@@ -181,10 +182,13 @@ pub fn disagreements(gates: &Gates, graph: &Graph) -> Vec<Disagreement> {
     let none = Vec::new();
     let mut units: Vec<(&usize, &Vec<usize>)> = holders.iter().collect();
     units.sort_unstable();
+    // What each unit must start after: its dependencies and `above` anchors, and for a plain
+    // anchor (`above: false`, started beside it) what the anchor must start after.
+    let own = own_dependencies(graph);
     for (&unit, ks) in units {
         for &k in ks {
-            for e in &graph.nodes[unit].edges {
-                let theirs = holders.get(&e.to).unwrap_or(&none);
+            for &dependency in &own[unit] {
+                let theirs = holders.get(&dependency).unwrap_or(&none);
                 // A dependency no Kustomization applies is `unplaced-dependency`'s business.
                 let Some(&first) = theirs.first() else {
                     continue;
@@ -195,7 +199,7 @@ pub fn disagreements(gates: &Gates, graph: &Graph) -> Vec<Disagreement> {
                         unit,
                         missing: true,
                         other: first,
-                        dependency: e.to,
+                        dependency,
                     });
                 }
             }
@@ -206,6 +210,8 @@ pub fn disagreements(gates: &Gates, graph: &Graph) -> Vec<Disagreement> {
         let [(unit, _)] = g.units.as_slice() else {
             continue;
         };
+        // Every edge counts here, a plain anchor too: waiting for the anchor is stricter
+        // than the catalog asks, not unrelated to it.
         let declared: Vec<usize> = graph.nodes[*unit].edges.iter().map(|e| e.to).collect();
         let mut transitive: Option<BTreeSet<usize>> = None;
         for &listed in &g.depends_on {
@@ -271,6 +277,7 @@ mod tests {
                     wave: 0,
                     via: None,
                     dependants: Vec::new(),
+                    gating: true,
                 })
                 .collect(),
             index: Default::default(),

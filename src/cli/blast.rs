@@ -11,11 +11,13 @@ use serde_json::{json, Value};
 
 use super::{io, Outcome};
 use crate::blast::{self, Blast, Detail, Model};
-use crate::config::Config;
+use crate::config::{Config, Topology};
 use crate::error::{Error, Result};
 use crate::flux::discover;
 use crate::flux::gates::{go_duration, Gates};
 use crate::flux::inventory;
+use crate::plan::topology::Layout;
+use crate::plan::Plan;
 use crate::repo::Repo;
 use crate::tree::FileTree;
 
@@ -120,7 +122,9 @@ pub fn run(
     }
     let mut layouts = Vec::new();
     if let Some(repo) = &repo {
-        for (topology, model) in layouts_of(repo)? {
+        // Beside the first environment's Kustomizations that apply no unit.
+        let built = current.first().map(|s: &Section| &s.model);
+        for (topology, model) in layouts_of(repo, built)? {
             let d = if topology == which {
                 detail
             } else {
@@ -139,12 +143,6 @@ pub fn run(
         .into_iter()
         .chain(layouts)
         .partition(|s| s.topology == which);
-    if main.is_empty() {
-        return Err(Error::Usage(format!(
-            "--topology {}: this version of fluxwave cannot lay the catalog out that way yet",
-            which.as_str()
-        )));
-    }
     let text = match format {
         Format::Json => {
             let doc = to_json(which, &main, &others);
@@ -157,9 +155,19 @@ pub fn run(
     Ok(Outcome::Clean)
 }
 
-/// The hypothetical layouts of the catalog, each as a model.
-fn layouts_of(_repo: &Repo) -> Result<Vec<(Which, Model)>> {
-    Ok(Vec::new())
+/// The layouts of the catalog `apply` would write under each topology, as models.
+fn layouts_of(repo: &Repo, built: Option<&Model>) -> Result<Vec<(Which, Model)>> {
+    let plan = Plan::new(&repo.graph, &repo.apps, &repo.config)?;
+    let mut models = Vec::new();
+    for topology in Topology::ALL {
+        let layout = Layout::new(repo, &plan, topology)?;
+        let which = match topology {
+            Topology::Waves => Which::Waves,
+            Topology::Units => Which::Units,
+        };
+        models.push((which, Model::from_layout(repo, &layout, built)));
+    }
+    Ok(models)
 }
 
 fn unit_list<'a>(model: &'a Model, units: &blast::Units) -> Vec<&'a str> {
