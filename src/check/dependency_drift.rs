@@ -20,6 +20,7 @@ use std::collections::{BTreeSet, HashMap};
 use super::{flux_name, Finding, FluxView};
 use crate::diag::Code;
 use crate::flux::gates::Gates;
+use crate::flux::inventory::flux_id;
 use crate::graph::Graph;
 use crate::kustomize::object::ObjectId;
 use crate::plan::topology::own_dependencies;
@@ -48,25 +49,56 @@ pub fn dependency_drift(flux: &FluxView, repo: &Repo) -> Vec<Finding> {
             let entry = depends_on_entry(&k.id, other);
             let mut files: Vec<String> = run.iter().map(|d| declared_in(repo, d.unit)).collect();
             files.dedup();
+            // Where the file writes the entry otherwise than the build has it, a patch on
+            // the way (the environment's, a parent's) made the difference: say so.
+            let written = written_depends_on(flux, &owner.file, owner.index, &k.id.namespace);
+            let patched = written
+                .as_ref()
+                .is_some_and(|w| w.contains(other) == d.missing);
+            let by_patch = match (patched, d.missing) {
+                (false, _) => String::new(),
+                (true, true) => {
+                    " (its file lists it: a patch applied on the way removes it)".into()
+                }
+                (true, false) => " (its file does not: a patch applied on the way adds it)".into(),
+            };
+            let fix = match (patched, d.missing) {
+                (false, true) => format!("add `{entry}` to the dependsOn of `{}`", flux_name(&k.id)),
+                (false, false) => format!("remove `{entry}` from the dependsOn of `{}`", flux_name(&k.id)),
+                (true, true) => format!("drop the patch (of environment `{}`, or of a parent Kustomization's spec.patches) that removes `{entry}` from the dependsOn of `{}`", inv.env, flux_name(&k.id)),
+                (true, false) => format!("drop the patch (of environment `{}`, or of a parent Kustomization's spec.patches) that adds `{entry}` to the dependsOn of `{}`", inv.env, flux_name(&k.id)),
+            };
             let finding = if d.missing {
-                let pairs: Vec<String> = run
-                    .iter()
-                    .map(|d| format!("`{}` on `{}`", node(d.unit), node(d.dependency)))
-                    .collect();
+                let needs = match run {
+                    [one] => format!(
+                        "it applies `{}`, which depends on `{}`",
+                        node(one.unit),
+                        node(one.dependency)
+                    ),
+                    _ => {
+                        let pairs: Vec<String> = run
+                            .iter()
+                            .map(|d| format!("`{}` on `{}`", node(d.unit), node(d.dependency)))
+                            .collect();
+                        format!(
+                            "the units it applies depend on what that one applies: {}",
+                            names(&pairs)
+                        )
+                    }
+                };
                 Finding::new(
                     CODE,
                     path,
                     format!(
-                        "Flux Kustomization `{}` does not wait for `{}`, directly or through dependsOn, yet the catalog makes what it applies depend on what `{}` applies: {} (environment `{}`); Flux may start them before what they need is ready",
+                        "Flux Kustomization `{}`, as environment `{}` builds it, does not wait for `{}`, directly or through dependsOn{by_patch}, yet {needs}: Flux may start {} before what {} needs is ready",
                         flux_name(&k.id),
+                        inv.env,
                         flux_name(other),
-                        flux_name(other),
-                        names(&pairs),
-                        inv.env
+                        if run.len() == 1 { format!("`{}`", node(d.unit)) } else { "them".into() },
+                        if run.len() == 1 { "it" } else { "each" },
                     ),
                     format!(
-                        "add `{entry}` to the dependsOn of `{}`, or remove the dependency from {} if it is not needed",
-                        flux_name(&k.id),
+                        "{fix}, or remove the dependency from {} if it is not needed",
                         names(&files)
                     ),
                 )
@@ -81,15 +113,15 @@ pub fn dependency_drift(flux: &FluxView, repo: &Repo) -> Vec<Finding> {
                     CODE,
                     path,
                     format!(
-                        "Flux Kustomization `{}` applies only `{unit}` and depends on `{}`, which applies {}, none of which `{unit}` depends on (environment `{}`): their failure blocks `{unit}` for nothing",
+                        "Flux Kustomization `{}`, as environment `{}` builds it, applies only `{unit}` and depends on `{}`{by_patch}, which applies {}: `{unit}` depends on none of {}, so a failure there blocks `{unit}` for nothing",
                         flux_name(&k.id),
+                        inv.env,
                         flux_name(other),
                         names(&held),
-                        inv.env
+                        if held.len() == 1 { "it" } else { "them" },
                     ),
                     format!(
-                        "remove `{entry}` from the dependsOn of `{}`, or declare the dependency in {} if `{unit}` needs it",
-                        flux_name(&k.id),
+                        "{fix}, or declare the dependency in {} if `{unit}` needs it",
                         files[0]
                     ),
                 )
@@ -98,6 +130,26 @@ pub fn dependency_drift(flux: &FluxView, repo: &Repo) -> Vec<Finding> {
         }
     }
     findings
+}
+
+/// The `dependsOn` of document `index` of `file` as written (before any patch), as ids; None
+/// when it cannot be read (an assumed root, an artifact's copy).
+fn written_depends_on(
+    flux: &FluxView,
+    file: &str,
+    index: usize,
+    namespace: &str,
+) -> Option<Vec<ObjectId>> {
+    let text = flux.tree.read(file)?;
+    let docs = crate::yaml::parse_all(file, &text).ok()?;
+    let k = crate::flux::Kustomization::from_value(docs.get(index)?)?;
+    Some(
+        k.spec
+            .depends_on
+            .iter()
+            .map(|d| flux_id(d.namespace.as_deref().unwrap_or(namespace), &d.name))
+            .collect(),
+    )
 }
 
 /// Where a unit's dependencies are declared.
@@ -263,7 +315,6 @@ fn dependencies_of(graph: &Graph, node: usize) -> BTreeSet<usize> {
 mod tests {
     use super::*;
     use crate::flux::gates::{Gate, Waits};
-    use crate::flux::inventory::flux_id;
     use crate::graph::{Edge, Node, NodeKind};
 
     fn graph(nodes: &[(&str, &[usize])]) -> Graph {
