@@ -286,36 +286,61 @@ pub fn analyse(model: &Model, detail: Detail) -> Blast {
             }
             bits[c * CHUNK_WORDS..c * CHUNK_WORDS + words].copy_from_slice(&acc[..words]);
         }
-        for ub in &mut units {
-            acc[..words].iter_mut().for_each(|w| *w = 0);
-            for &(k, gated) in &of_unit[ub.unit] {
-                if !gated {
-                    continue;
-                }
-                let c = component[k];
-                let row = &bits[c * CHUNK_WORDS..c * CHUNK_WORDS + words];
-                for (a, r) in acc[..words].iter_mut().zip(row) {
-                    *a |= r;
-                }
-            }
-            // A unit never blocks itself (its files in two Kustomizations, one after the other).
-            if (start..end).contains(&ub.unit) {
-                let b = ub.unit - start;
-                acc[b / 64] &= !(1 << (b % 64));
-            }
-            if detail == Detail::Count {
-                ub.blocks.count += acc[..words]
+        // Most units have one gating Kustomization: its row, counted once per component.
+        let pop: Vec<usize> = (0..order.len())
+            .map(|c| {
+                bits[c * CHUNK_WORDS..c * CHUNK_WORDS + words]
                     .iter()
                     .map(|w| w.count_ones() as usize)
-                    .sum::<usize>();
-                continue;
-            }
-            for (w, &word) in acc[..words].iter().enumerate() {
+                    .sum()
+            })
+            .collect();
+        let limit = match detail {
+            Detail::Count => 0,
+            Detail::First(n) => n,
+            Detail::All => usize::MAX,
+        };
+        for ub in &mut units {
+            let mut gating = of_unit[ub.unit].iter().filter(|(_, g)| *g).map(|(k, _)| *k);
+            let (first, second) = (gating.next(), gating.next());
+            let Some(first) = first else { continue };
+            let row: &[u64] = if second.is_none() {
+                let c = component[first];
+                &bits[c * CHUNK_WORDS..c * CHUNK_WORDS + words]
+            } else {
+                acc[..words].iter_mut().for_each(|w| *w = 0);
+                for k in [first].into_iter().chain(second).chain(gating) {
+                    let c = component[k];
+                    let row = &bits[c * CHUNK_WORDS..c * CHUNK_WORDS + words];
+                    for (a, r) in acc[..words].iter_mut().zip(row) {
+                        *a |= r;
+                    }
+                }
+                &acc[..words]
+            };
+            // A unit never blocks itself (its files in two Kustomizations, one after the
+            // other, or a cycle).
+            let own = (start..end).contains(&ub.unit).then(|| ub.unit - start);
+            let has_own = own.is_some_and(|b| row[b / 64] & (1 << (b % 64)) != 0);
+            let count: usize = if second.is_none() {
+                pop[component[first]]
+            } else {
+                row.iter().map(|w| w.count_ones() as usize).sum()
+            };
+            ub.blocks.count += count - usize::from(has_own);
+            // Names only as far as `detail` keeps them (a unit of wave 0 blocks nearly every
+            // unit: walking each bit would be units squared).
+            'words: for (w, &word) in row.iter().enumerate() {
                 let mut word = word;
                 while word != 0 {
+                    if ub.blocks.kept.len() >= limit {
+                        break 'words;
+                    }
                     let b = word.trailing_zeros() as usize;
                     word &= word - 1;
-                    ub.blocks.keep(start + w * 64 + b, detail);
+                    if Some(w * 64 + b) != own {
+                        ub.blocks.kept.push(start + w * 64 + b);
+                    }
                 }
             }
         }
