@@ -145,8 +145,13 @@ pub fn run(
         .partition(|s| s.topology == which);
     let text = match format {
         Format::Json => {
-            let doc = to_json(which, &main, &others);
-            serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+            // Written as it is serialised, through the same writer as every output.
+            let mut w = std::io::BufWriter::with_capacity(1 << 16, &mut *out);
+            serde_json::to_writer_pretty(&mut w, &to_json(which, &main, &others))
+                .map_err(|e| io(e.into()))?;
+            w.write_all(b"\n").map_err(io)?;
+            w.flush().map_err(io)?;
+            return Ok(Outcome::Clean);
         }
         Format::Text => text(&main, &others, false),
         Format::Markdown => text(&main, &others, true),
@@ -202,28 +207,69 @@ fn totals_json(s: &Section) -> Value {
     })
 }
 
-fn units_json(s: &Section) -> Value {
-    let units: Vec<Value> = s
-        .blast
-        .units
-        .iter()
-        .map(|u| {
-            let ks: Vec<&str> = u
+/// A section's units, serialised as they are written (at 100,000 units under `units` the
+/// lists hold millions of names: a JSON tree of them first would hold them twice over).
+struct UnitsJson<'a>(&'a Section);
+
+/// Unit names by index.
+struct NamesJson<'a>(&'a Model, &'a [usize]);
+
+impl serde::Serialize for NamesJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> std::result::Result<S::Ok, S::Error> {
+        ser.collect_seq(self.1.iter().map(|&u| self.0.unit_names[u].as_str()))
+    }
+}
+
+#[derive(serde::Serialize)]
+struct UnitJson<'a> {
+    name: &'a str,
+    kustomization: Option<&'a str>,
+    kustomizations: Vec<&'a str>,
+    gated: bool,
+    blocks: NamesJson<'a>,
+    shares: NamesJson<'a>,
+}
+
+impl serde::Serialize for UnitsJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> std::result::Result<S::Ok, S::Error> {
+        let s = self.0;
+        ser.collect_seq(s.blast.units.iter().map(|u| {
+            let kustomizations: Vec<&str> = u
                 .kustomizations
                 .iter()
                 .map(|&k| s.model.names[k].as_str())
                 .collect();
-            json!({
-                "name": s.model.unit_names[u.unit],
-                "kustomization": ks.first(),
-                "kustomizations": ks,
-                "gated": u.gated,
-                "blocks": unit_list(&s.model, &u.blocks),
-                "shares": unit_list(&s.model, &u.shares),
-            })
-        })
-        .collect();
-    Value::Array(units)
+            UnitJson {
+                name: &s.model.unit_names[u.unit],
+                kustomization: kustomizations.first().copied(),
+                kustomizations,
+                gated: u.gated,
+                blocks: NamesJson(&s.model, &u.blocks.kept),
+                shares: NamesJson(&s.model, &u.shares.kept),
+            }
+        }))
+    }
+}
+
+#[derive(serde::Serialize)]
+struct EnvironmentJson<'a> {
+    name: &'a str,
+    path: &'a str,
+    units: UnitsJson<'a>,
+    totals: Value,
+    chain: Value,
+}
+
+/// The document of `--format json` (see docs/blast.md).
+#[derive(serde::Serialize)]
+struct Json<'a> {
+    topology: &'static str,
+    environment: Value,
+    units: UnitsJson<'a>,
+    totals: Value,
+    chain: Value,
+    alternatives: Vec<Value>,
+    environments: Vec<EnvironmentJson<'a>>,
 }
 
 fn environment_json(s: &Section) -> Value {
@@ -232,7 +278,7 @@ fn environment_json(s: &Section) -> Value {
         .map_or(Value::Null, |(name, _)| json!(name))
 }
 
-fn to_json(which: Which, main: &[Section], others: &[Section]) -> Value {
+fn to_json<'a>(which: Which, main: &'a [Section], others: &[Section]) -> Json<'a> {
     let first = &main[0];
     let alternatives: Vec<Value> = others
         .iter()
@@ -245,31 +291,31 @@ fn to_json(which: Which, main: &[Section], others: &[Section]) -> Value {
             })
         })
         .collect();
-    let environments: Vec<Value> = if which == Which::Current {
+    let environments = if which == Which::Current {
         main.iter()
-            .map(|s| {
-                let (name, path) = s.environment.clone().unwrap_or_default();
-                json!({
-                    "name": name,
-                    "path": path,
-                    "units": units_json(s),
-                    "totals": totals_json(s),
-                    "chain": chain_json(s),
+            .filter_map(|s| {
+                let (name, path) = s.environment.as_ref()?;
+                Some(EnvironmentJson {
+                    name,
+                    path,
+                    units: UnitsJson(s),
+                    totals: totals_json(s),
+                    chain: chain_json(s),
                 })
             })
             .collect()
     } else {
         Vec::new()
     };
-    json!({
-        "topology": which.as_str(),
-        "environment": environment_json(first),
-        "units": units_json(first),
-        "totals": totals_json(first),
-        "chain": chain_json(first),
-        "alternatives": alternatives,
-        "environments": environments,
-    })
+    Json {
+        topology: which.as_str(),
+        environment: environment_json(first),
+        units: UnitsJson(first),
+        totals: totals_json(first),
+        chain: chain_json(first),
+        alternatives,
+        environments,
+    }
 }
 
 /// `a, b, c +4`, or `-` for none.
