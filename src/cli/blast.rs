@@ -91,8 +91,13 @@ pub fn run(
     };
     let envs = discover::environments(&[&tree], Some(&config), overrides);
     if which == Which::Current && envs.is_empty() {
+        let layouts = if repo.is_some() {
+            ", or ask for a layout of the catalog with `--topology waves` or `--topology units`"
+        } else {
+            ""
+        };
         return Err(Error::Usage(format!(
-            "no Flux environment found in {}; looked for {}. Name one with `--env NAME=PATH`, or ask for a layout of the catalog with `--topology waves`",
+            "no Flux environment found in {}; looked for {}. Name one with `--env NAME=PATH`{layouts}",
             root.display(),
             discover::WHERE_LOOKED
         )));
