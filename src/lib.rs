@@ -66,14 +66,12 @@ pub mod testing {
         pub mod emit {
             pub use crate::flux::emit::{
                 decryption_patch_item, group_kustomization, group_kustomization_text,
+                GroupKustomization,
             };
         }
     }
     pub mod graph {
         pub use crate::graph::Graph;
-    }
-    pub mod plan {
-        pub use crate::plan::Group;
     }
     pub mod kustomize {
         pub use crate::kustomize::{resolve, Builder};

@@ -95,10 +95,20 @@ pub fn config(data: &[u8]) {
         }
         Ok(config) => {
             for n in 0..3 {
-                let wave = fluxwave::testing::plan::Group::wave(&config, n);
-                let graph = fluxwave::testing::graph::Graph::default();
+                let (name, folder, what) = (
+                    config.wave_name(n),
+                    format!("wave-{n}"),
+                    format!("wave {n}"),
+                );
+                let depends_on = config.waves.upstream.clone();
+                let wave = fluxwave::testing::flux::emit::GroupKustomization {
+                    name: &name,
+                    folder: &folder,
+                    depends_on: &depends_on,
+                    what: &what,
+                };
                 let emitted =
-                    fluxwave::testing::flux::emit::group_kustomization_text(&config, &graph, &wave);
+                    fluxwave::testing::flux::emit::group_kustomization_text(&config, &wave);
                 let back: Value =
                     serde_saphyr::from_str(&emitted).expect("wave Kustomization parses");
                 assert_eq!(

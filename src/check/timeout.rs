@@ -1,5 +1,5 @@
 //! `missing-timeout`: a Flux Kustomization that waits (`wait: true`, `healthChecks`, or a
-//! wave, which the next wave waits for) without an explicit `timeout` waits as long as its
+//! wave or a unit's own Kustomization, which what depends on them waits for) without an explicit `timeout` waits as long as its
 //! `interval` (minus 30 s in some Flux versions): a stuck workload holds it, and everything
 //! that dependsOn it, for most of an interval before Flux reports the failure and retries.
 
@@ -18,17 +18,28 @@ pub fn missing_timeout(flux: &FluxView, waves: bool) -> Vec<Finding> {
             if spec.get("timeout").is_some() {
                 continue;
             }
-            let wave = waves && flux.config.wave_of_name(&id.name).is_some();
+            let config = &flux.config;
+            let wave = waves && config.wave_of_name(&id.name).is_some();
+            // A unit's own Kustomization is generated from the same `waves.spec`.
+            let unit = waves
+                && !wave
+                && id.name.starts_with(&config.waves.unit_name_prefix)
+                && owner
+                    .path
+                    .strip_prefix(&config.apps)
+                    .is_some_and(|p| p.starts_with('/'));
             let waits = spec.get("wait").and_then(Value::as_bool) == Some(true);
             let checks = spec
                 .get("healthChecks")
                 .and_then(Value::as_array)
                 .is_some_and(|c| !c.is_empty());
-            if !(wave || waits || checks) {
+            if !(wave || unit || waits || checks) {
                 continue;
             }
             let why = if wave {
                 "is a wave"
+            } else if unit {
+                "is a unit's own Kustomization"
             } else if waits {
                 "has wait: true"
             } else {

@@ -73,6 +73,8 @@ pub struct Deletion {
     pub rule: Rule,
     /// Shared by the deletions with the same reason (most of an owner's).
     pub reason: Arc<str>,
+    /// Whether its file is SOPS-encrypted: the runbook says how to edit it.
+    pub sops: bool,
     pub file: Arc<str>,
 }
 
@@ -179,6 +181,7 @@ fn deletion(
         new_owner: new_owner.cloned(),
         rule,
         reason,
+        sops: e.facts.sops,
         file: e.file.clone(),
     }
 }

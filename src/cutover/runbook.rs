@@ -175,8 +175,15 @@ pub fn write(
             .get(id)
             .map_or(String::new(), |d| d.file.to_string());
         annotated += 1;
+        // A SOPS file's MAC covers its unencrypted values too (unless `mac_only_encrypted`):
+        // an annotation added by hand makes Flux's decryption of it fail.
+        let how = if first_of.get(id).is_some_and(|d| d.sops) {
+            format!(" (a SOPS file: edit it with `sops edit {file}`, which keeps its MAC in step; an edit by hand makes Flux's decryption fail)")
+        } else {
+            String::new()
+        };
         first.push(format!(
-            "{file}: add the annotation `{PRUNE}: disabled` to {id}"
+            "{file}: add the annotation `{PRUNE}: disabled` to {id}{how}"
         ));
         first.push(format!(
             "after it merges: {} -o jsonpath='{{.metadata.annotations.kustomize\\.toolkit\\.fluxcd\\.io/prune}}'    # must print disabled",

@@ -318,30 +318,45 @@ fn folder(dir: &Path) -> &Path {
     }
 }
 
-/// Temporary files an interrupted atomic write of `path` may have left beside it, sorted:
-/// regular files named exactly `.<name>.fluxwave-tmp-` and ten letters and digits (see
-/// `temporary_name`). Nothing else is taken for one, whatever its name looks like.
-pub fn leftover_temporaries(path: &Path) -> Vec<std::path::PathBuf> {
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
-        return vec![];
-    };
-    let prefix = format!(".{name}{TEMPORARY_MARK}");
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return vec![];
-    };
-    let mut found: Vec<std::path::PathBuf> = entries
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .filter(|e| {
-            e.file_name().to_str().is_some_and(|n| {
-                n.strip_prefix(&prefix).is_some_and(|tail| {
-                    tail.len() == TEMPORARY_SUFFIX
-                        && tail.bytes().all(|b| b.is_ascii_alphanumeric())
-                })
-            })
-        })
-        .map(|e| e.path())
-        .collect();
+/// Temporary files interrupted atomic writes of `paths` may have left beside them, each with
+/// the index of its path, sorted: regular files named exactly `.<name>.fluxwave-tmp-` and ten
+/// letters and digits (see `temporary_name`). Nothing else is taken for one, whatever its
+/// name looks like. Each folder is listed once, however many of `paths` it holds: one
+/// listing per path made 10,000 files in one folder cost 10,000 listings of it.
+pub fn leftover_temporaries(paths: &[std::path::PathBuf]) -> Vec<(std::path::PathBuf, usize)> {
+    let mut by_dir: std::collections::BTreeMap<&Path, std::collections::HashMap<&str, usize>> =
+        std::collections::BTreeMap::new();
+    for (i, path) in paths.iter().enumerate() {
+        if let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str()))
+        {
+            by_dir.entry(dir).or_default().insert(name, i);
+        }
+    }
+    let mut found = Vec::new();
+    for (dir, names) in by_dir {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let Some(n) = e.file_name().to_str().map(str::to_string) else {
+                continue;
+            };
+            let Some((name, tail)) = n
+                .strip_prefix('.')
+                .and_then(|rest| rest.rsplit_once(TEMPORARY_MARK))
+            else {
+                continue;
+            };
+            let wanted = names.get(name);
+            let shaped =
+                tail.len() == TEMPORARY_SUFFIX && tail.bytes().all(|b| b.is_ascii_alphanumeric());
+            if let (Some(&i), true) = (wanted, shaped) {
+                if e.file_type().is_ok_and(|t| t.is_file()) {
+                    found.push((e.path(), i));
+                }
+            }
+        }
+    }
     found.sort();
     found
 }
@@ -1165,8 +1180,8 @@ mod tests {
             dir.join(".apps-wave-0.yaml.fluxwave-tmp-LinkLink12"),
         )
         .unwrap();
-        let found = leftover_temporaries(&file);
-        let expected: Vec<_> = names.iter().take(3).map(|n| dir.join(n)).collect();
+        let found = leftover_temporaries(&[file]);
+        let expected: Vec<_> = names.iter().take(3).map(|n| (dir.join(n), 0)).collect();
         assert_eq!(found, expected);
         std::fs::remove_dir_all(&dir).unwrap();
     }

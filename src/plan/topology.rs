@@ -36,6 +36,23 @@ pub struct Group {
 }
 
 impl Group {
+    /// The Flux Kustomization fluxwave writes for it.
+    pub fn kustomization<'a>(&'a self, what: &'a str) -> crate::flux::emit::GroupKustomization<'a> {
+        crate::flux::emit::GroupKustomization {
+            name: &self.name,
+            folder: &self.folder,
+            depends_on: &self.depends_on,
+            what,
+        }
+    }
+
+    /// What it is in the first line of the files fluxwave writes for it: `wave 1`, `unit gitea`.
+    pub fn what(&self, graph: &Graph) -> String {
+        match self.kind {
+            GroupKind::Wave(n) => format!("wave {n}"),
+            GroupKind::Unit(u) => format!("unit {}", graph.nodes[u].name),
+        }
+    }
     /// Wave `n`, empty: it depends on the wave below, wave 0 on `waves.upstream`.
     pub fn wave(config: &Config, n: usize) -> Group {
         Group {

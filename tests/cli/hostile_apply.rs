@@ -1,4 +1,4 @@
-//! `apply` on generated repositories that carry random hostile shapes: links, stray files
+//! `apply` on generated repositories, in either topology, that carry random hostile shapes: links, stray files
 //! beside the ones apply writes, odd encodings and extra kustomization files. Whatever the
 //! shapes, apply either refuses (exit 2) and changes nothing, or succeeds and then: no file
 //! outside the app tier and the wiring apply owns has changed, every app-tier file is still
@@ -38,9 +38,13 @@ enum Shape {
     ForeignAppsKustomization,
     /// A patch of the single `apps` Kustomization that is not its decryption.
     TimeoutPatchOfApps,
+    /// A unit's folder that is a link to a hand-kept folder outside the app tier.
+    UnitLinkedOutside,
+    /// A folder of the app tier named after no unit, with manifests and a kustomization.
+    ForeignFolderInApps,
 }
 
-const SHAPES: [Shape; 12] = [
+const SHAPES: [Shape; 14] = [
     Shape::WaveLinkedOutside,
     Shape::LinkedManifestInApps,
     Shape::LinkInEnvironment,
@@ -53,6 +57,8 @@ const SHAPES: [Shape; 12] = [
     Shape::NotesInApps,
     Shape::ForeignAppsKustomization,
     Shape::TimeoutPatchOfApps,
+    Shape::UnitLinkedOutside,
+    Shape::ForeignFolderInApps,
 ];
 
 fn name(i: usize) -> String {
@@ -120,6 +126,14 @@ fn add(repo: &TestRepo, shape: Shape) {
                 &format!("{base}  - vendor-apps.yaml\n"),
             );
         }
+        Shape::UnitLinkedOutside => link(repo, "../platform-config", "apps/svc1"),
+        Shape::ForeignFolderInApps => {
+            repo.write(
+                "apps/legacy/kustomization.yaml",
+                "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - legacy.yaml\n",
+            )
+            .manifest("apps/legacy/legacy.yaml");
+        }
         Shape::TimeoutPatchOfApps => {
             let dev = repo.read("clusters/dev/kustomization.yaml");
             repo.write(
@@ -130,9 +144,13 @@ fn add(repo: &TestRepo, shape: Shape) {
     }
 }
 
-/// A repository of `deps.len()` services in the flat layout, with the shapes added.
-fn repository(deps: &[Vec<usize>], shapes: &[Shape]) -> TestRepo {
+/// A repository of `deps.len()` services in the flat layout, with the shapes added, split
+/// into one Kustomization per unit when `units`, else into waves.
+fn repository(deps: &[Vec<usize>], shapes: &[Shape], units: bool) -> TestRepo {
     let repo = TestRepo::empty();
+    if units {
+        repo.write("fluxwave.yaml", "topology: units\n");
+    }
     for (i, d) in deps.iter().enumerate() {
         let names: Vec<String> = d.iter().map(|&j| name(j)).collect();
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -152,7 +170,7 @@ fn owned(rel: &str) -> bool {
     rel.starts_with("apps/")
         || rel == "clusters/base/kustomization.yaml"
         || rel == "clusters/base/apps.yaml"
-        || (rel.starts_with("clusters/base/apps-wave-") && rel.ends_with(".yaml"))
+        || (rel.starts_with("clusters/base/apps-") && rel.ends_with(".yaml"))
         || rel == "clusters/dev/kustomization.yaml"
 }
 
@@ -204,8 +222,8 @@ fn shapes() -> impl Strategy<Value = Vec<Shape>> {
 }
 
 /// Applies twice and says what went wrong, if anything; else whether apply refused (exit 2).
-fn judge(deps: &[Vec<usize>], shapes: &[Shape]) -> Result<bool, String> {
-    let repo = repository(deps, shapes);
+fn judge(deps: &[Vec<usize>], shapes: &[Shape], units: bool) -> Result<bool, String> {
+    let repo = repository(deps, shapes, units);
     let before = repo.snapshot();
     let links_before = links(&before, repo.path());
 
@@ -287,26 +305,30 @@ fn judge(deps: &[Vec<usize>], shapes: &[Shape]) -> Result<bool, String> {
     Ok(false)
 }
 
-/// The shapes apply refuses on their own: a wave folder that is a link (apply never writes
-/// through one), and a folder of two kustomization files (kustomize refuses it). Every other
-/// shape is applied around.
-fn refused_alone(shape: Shape) -> bool {
-    matches!(
-        shape,
-        Shape::WaveLinkedOutside | Shape::SecondAppsKustomization
-    )
+/// The shapes apply refuses on their own: a folder of the topology's groups that is a link
+/// (apply never writes through one: a wave's under waves, a unit's under units; the other is a
+/// foreign entry, left alone), and a folder of two kustomization files (kustomize refuses
+/// it). Every other shape is applied around.
+fn refused_alone(shape: Shape, units: bool) -> bool {
+    match shape {
+        Shape::WaveLinkedOutside => !units,
+        Shape::UnitLinkedOutside => units,
+        Shape::SecondAppsKustomization => true,
+        _ => false,
+    }
 }
 
 #[test]
 fn every_hostile_shape_alone_is_refused_or_kept_and_converges() {
     let deps = vec![vec![], vec![0], vec![1], vec![0]];
-    let failures: Vec<String> = SHAPES
-        .iter()
-        .filter_map(|&s| match judge(&deps, &[s]) {
-            Err(e) => Some(format!("{s:?}: {e}")),
-            Ok(refused) if refused != refused_alone(s) => Some(format!(
-                "{s:?}: refused {refused}, expected {}",
-                refused_alone(s)
+    let failures: Vec<String> = [false, true]
+        .into_iter()
+        .flat_map(|units| SHAPES.iter().map(move |&s| (s, units)))
+        .filter_map(|(s, units)| match judge(&deps, &[s], units) {
+            Err(e) => Some(format!("{s:?} (units: {units}): {e}")),
+            Ok(refused) if refused != refused_alone(s, units) => Some(format!(
+                "{s:?} (units: {units}): refused {refused}, expected {}",
+                refused_alone(s, units)
             )),
             Ok(_) => None,
         })
@@ -322,8 +344,9 @@ proptest! {
     fn apply_on_hostile_shapes_refuses_or_keeps_every_file_and_converges(
         deps in acyclic(),
         shapes in shapes(),
+        units in proptest::bool::ANY,
     ) {
-        let verdict = judge(&deps, &shapes);
+        let verdict = judge(&deps, &shapes, units);
         prop_assert!(verdict.is_ok(), "on {:?}: {}", shapes, verdict.unwrap_err());
     }
 }

@@ -362,3 +362,92 @@ fn a_unit_that_leaves_the_catalog_takes_its_kustomization_and_folder_with_it() {
         run.stderr
     );
 }
+
+/// Making a unit non-gating moves its objects from a wave that stays to a Kustomization no
+/// wave orders: Flux's old owner prunes them while the new one may not have applied them.
+/// The runbook protects each object instead of releasing the whole wave, and says how to
+/// edit a SOPS file without breaking its MAC.
+#[test]
+fn a_unit_made_non_gating_is_an_unordered_move_with_its_runbook() {
+    let repo = TestRepo::example("homelab");
+    assert_eq!(repo.run(&["apply"]).code, 0);
+    repo.commit_all("waves");
+    let config = repo
+        .read("fluxwave.yaml")
+        .replace("    above: true\n", "    above: true\n    gating: false\n");
+    repo.write("fluxwave.yaml", &config);
+    let dry = repo.run(&["apply", "--dry-run"]);
+    assert!(dry.stdout.contains("Flux would delete 2 objects (0 holding data) on the way unless the old owners release them first"), "{}", dry.stdout);
+    assert!(dry.stdout.contains("apps/wave-1/gitea-actions-runner-secret.sops.yaml: add the annotation `kustomize.toolkit.fluxcd.io/prune: disabled` to Secret/gitea/gitea-actions-runner-secret (a SOPS file: edit it with `sops edit apps/wave-1/gitea-actions-runner-secret.sops.yaml`, which keeps its MAC in step; an edit by hand makes Flux's decryption fail)"), "{}", dry.stdout);
+    assert!(
+        !dry.stdout.contains("set `prune: false`"),
+        "the waves stay: releasing one would release all its units\n{}",
+        dry.stdout
+    );
+    assert_eq!(repo.run(&["apply"]).code, 0);
+    let (code, doc) = cutover_json(&repo, &["--from", "HEAD"]);
+    assert_eq!(code, 1);
+    let moved: Vec<(String, String)> = deletions(&doc)
+        .iter()
+        .map(|d| {
+            (
+                format!(
+                    "{}/{}",
+                    d["kind"].as_str().unwrap(),
+                    d["name"].as_str().unwrap()
+                ),
+                d["rule"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        moved,
+        [
+            (
+                "Deployment/gitea-actions-runner".to_string(),
+                "moved-unordered".to_string()
+            ),
+            (
+                "Secret/gitea-actions-runner-secret".to_string(),
+                "moved-unordered".to_string()
+            ),
+        ]
+    );
+}
+
+/// A unit's own Kustomization is waited for by what depends on it, as a wave is: without a
+/// timeout, a stuck rollout holds its dependants for most of an interval.
+#[test]
+fn a_units_kustomization_without_a_timeout_is_reported_as_a_waves_is() {
+    let repo = TestRepo::example("homelab");
+    set(&repo, "topology: units");
+    assert_eq!(repo.run(&["apply"]).code, 0);
+    let sonarr = repo
+        .read("clusters/base/apps-sonarr.yaml")
+        .replace("  timeout: 5m\n", "")
+        .replace("  wait: true\n", "");
+    repo.write("clusters/base/apps-sonarr.yaml", &sonarr);
+    let check = repo.run(&["check"]);
+    assert!(
+        check.stdout.contains("Flux Kustomization `flux-system/apps-sonarr` is a unit's own Kustomization but sets no timeout"),
+        "{}",
+        check.stdout
+    );
+}
+
+/// A move that hands nothing from one owner to another (a new manifest placed in its wave)
+/// is judged too, and said to be safe.
+#[test]
+fn a_move_that_deletes_nothing_is_said_to_be_safe() {
+    let repo = TestRepo::example("homelab");
+    assert_eq!(repo.run(&["apply"]).code, 0);
+    repo.manifest("apps/vm-demo.yaml");
+    let dry = repo.run(&["apply", "--dry-run"]);
+    assert!(
+        dry.stdout
+            .contains("move    apps/vm-demo.yaml -> apps/wave-0/vm-demo.yaml"),
+        "{}",
+        dry.stdout
+    );
+    assert!(dry.stdout.contains("cutover: safe: from the working tree as it is to the tree this apply leaves, Flux deletes nothing on the way\n"), "{}", dry.stdout);
+}

@@ -222,7 +222,8 @@ pub(super) fn entries(repo: &Repo, plan: &Plan, set: &mut ChangeSet) -> Result<B
         .collect();
     for (group, file) in plan.groups().iter().zip(&desired) {
         let rel = format!("{base}/{file}");
-        let new = flux::emit::group_kustomization_text(config, &repo.graph, group);
+        let what = group.what(&repo.graph);
+        let new = flux::emit::group_kustomization_text(config, &group.kustomization(&what));
         write_if_changed(
             changes,
             repo.read_optional(&rel)?,

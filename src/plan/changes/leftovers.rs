@@ -48,12 +48,11 @@ pub(super) fn interrupted_writes(
         .collect::<BTreeSet<String>>()
         .into_iter()
         .collect();
+    let paths: Vec<std::path::PathBuf> = written.iter().map(|rel| repo.path(rel)).collect();
     let mut found: Vec<(String, String)> = Vec::new();
-    for rel in written {
-        for temp in write::leftover_temporaries(&repo.path(&rel)) {
-            if let Some(temp_rel) = temp.strip_prefix(&repo.root).ok().and_then(|p| p.to_str()) {
-                found.push((temp_rel.to_string(), rel.clone()));
-            }
+    for (temp, i) in write::leftover_temporaries(&paths) {
+        if let Some(temp_rel) = temp.strip_prefix(&repo.root).ok().and_then(|p| p.to_str()) {
+            found.push((temp_rel.to_string(), written[i].clone()));
         }
     }
     if found.is_empty() {

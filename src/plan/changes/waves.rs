@@ -45,8 +45,7 @@ pub(super) fn folders(
     for (g, group) in plan.groups().iter().enumerate() {
         let rel = format!("{}/kustomization.yaml", apps.dir_of(&group.folder));
         let new = flux::emit::group_dir_kustomization_text(
-            &repo.graph,
-            group,
+            &group.what(&repo.graph),
             plan.files_in(g).map(|p| p.file.as_str()),
         );
         write_if_changed(
