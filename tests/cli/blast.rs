@@ -275,3 +275,54 @@ fn a_layout_needs_a_catalog_and_current_an_environment() {
         run.stderr
     );
 }
+
+/// Two environments: each is reported in full (the first, by name, at the top level too),
+/// and the totals of each stand beside the layouts.
+#[test]
+fn every_environment_is_reported() {
+    let repo = TestRepo::example("homelab");
+    repo.write(
+        "clusters/prod/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../base\n",
+    );
+    let doc = json(&repo, &[]);
+    let envs: Vec<&str> = doc["environments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(envs, ["dev", "prod"]);
+    assert_eq!(doc["environment"], "dev");
+    assert_eq!(doc["units"], doc["environments"][0]["units"]);
+    assert_eq!(doc["environments"][1]["path"], "clusters/prod");
+    let text = repo.run(&["blast"]);
+    assert!(
+        text.stdout.contains(
+            "What a failing unit blocks: environment dev (clusters/dev), topology current"
+        ) && text.stdout.contains(
+            "What a failing unit blocks: environment prod (clusters/prod), topology current"
+        ) && text
+            .stdout
+            .contains("current (dev)  current (prod)  waves      units"),
+        "{}",
+        text.stdout
+    );
+    // A layout beside every environment's totals.
+    let doc = json(&repo, &["--topology", "units"]);
+    let beside: Vec<(&str, &Value)> = doc["alternatives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["topology"].as_str().unwrap(), &a["environment"]))
+        .collect();
+    assert_eq!(
+        beside,
+        [
+            ("current", &Value::from("dev")),
+            ("current", &Value::from("prod")),
+            ("waves", &Value::Null)
+        ]
+    );
+    assert!(doc["environments"].as_array().unwrap().is_empty());
+}
