@@ -7,7 +7,8 @@
 //! does and records which Kustomization applies each object; `config`, `catalog` and `graph`
 //! read the repository's intent and compute each unit's wave, `repo` assembles them, `render`
 //! turns a ServiceDefinition into manifests, `plan` places every file and derives the change
-//! set `apply` carries out, `diag` holds the finding codes and renders findings, `cutover`
+//! set `apply` carries out, `diag` holds the finding codes and renders findings, `blast` computes what a failing unit
+//! blocks, `cutover`
 //! judges what Flux deletes between two revisions, `check` lints, and `cli`, the only module
 //! that prints, runs the commands.
 //!
@@ -15,6 +16,7 @@
 //! targets the parts they drive directly. Everything else is `pub(crate)`, so the compiler
 //! reports what nothing uses.
 
+pub(crate) mod blast;
 pub(crate) mod catalog;
 pub(crate) mod check;
 pub mod cli;

@@ -8,6 +8,7 @@
 mod build;
 mod decryption;
 mod dependency;
+mod dependency_drift;
 mod ignore;
 mod images;
 pub mod locate;
@@ -153,8 +154,9 @@ pub fn run(root: &Path, base: Option<&str>, overrides: &[(String, String)]) -> R
     let managed = root.join(&config.catalog).is_dir() || !config.units.is_empty();
     // The tree is read first and once: the catalog lints take their files from it.
     let tree = FileTree::from_worktree_or_dir(root)?;
-    let (mut findings, decrypted) = if managed {
-        catalog_lints(root, &tree)?
+    let (mut findings, decrypted, repo) = if managed {
+        let (findings, decrypted, repo) = catalog_lints(root, &tree)?;
+        (findings, decrypted, Some(repo))
     } else {
         Default::default()
     };
@@ -176,6 +178,9 @@ pub fn run(root: &Path, base: Option<&str>, overrides: &[(String, String)]) -> R
     findings.extend(substitution::variables(&flux));
     findings.extend(dependency::unknown_dependency(&flux, &failures));
     findings.extend(dependency::dependency_cycle(&flux));
+    if let Some(repo) = &repo {
+        findings.extend(dependency_drift::dependency_drift(&flux, repo));
+    }
     findings.extend(path::missing_path(&flux, root));
     findings.extend(source::unknown_source(&flux, &failures));
     findings.extend(timeout::missing_timeout(&flux, managed));
@@ -218,7 +223,8 @@ pub fn run(root: &Path, base: Option<&str>, overrides: &[(String, String)]) -> R
 
 /// The lints of a catalog-managed repository: plan problems and drift from `apply`; with
 /// the Flux Kustomizations whose decryption `apply` answers for (see `ChangeSet::decrypted`).
-fn catalog_lints(root: &Path, tree: &FileTree) -> Result<(Vec<Finding>, BTreeSet<String>)> {
+/// The repository read is given back for the lints that compare the catalog with the builds.
+fn catalog_lints(root: &Path, tree: &FileTree) -> Result<(Vec<Finding>, BTreeSet<String>, Repo)> {
     let repo = Repo::load_with(root, &|path| tree.read(path))?;
     let plan = Plan::for_repo(&repo)?;
     let mut findings: Vec<Finding> = plan
@@ -256,7 +262,7 @@ fn catalog_lints(root: &Path, tree: &FileTree) -> Result<(Vec<Finding>, BTreeSet
             findings.extend(set.changes.iter().map(drift_finding));
         }
     }
-    Ok((findings, decrypted))
+    Ok((findings, decrypted, repo))
 }
 
 /// A change `apply` would make, as the drift it repairs.

@@ -2,6 +2,7 @@
 //! as located diagnostics; results go to stdout; the exit code is decided here once.
 
 mod apply;
+mod blast;
 mod check;
 mod cutover;
 mod plan;
@@ -111,6 +112,20 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: ReportFormat,
         /// Compare this environment (entry folder PATH) instead of those found; repeatable
+        #[arg(long = "env", value_name = "NAME=PATH", value_parser = env_pair)]
+        envs: Vec<(String, String)>,
+    },
+    /// What a failing unit blocks under each topology, and the longest dependsOn chain
+    #[command(
+        after_help = "Examples:\n  fluxwave --repo examples/homelab blast\n  fluxwave blast --topology units --format json\n\nA unit's failure blocks the units of every Kustomization that waits, through dependsOn, for\nthe readiness of a Kustomization whose health checks cover it (wait: true or healthChecks).\n\nExit status: 0 reported, 2 bad input (no environment, no catalog for waves or units)."
+    )]
+    Blast {
+        /// The Flux Kustomizations as built (current), or a layout of the catalog
+        #[arg(long, value_enum, default_value = "current")]
+        topology: blast::Which,
+        #[arg(long, value_enum, default_value = "text")]
+        format: blast::Format,
+        /// Build this environment (entry folder PATH) instead of those found; repeatable
         #[arg(long = "env", value_name = "NAME=PATH", value_parser = env_pair)]
         envs: Vec<(String, String)>,
     },
@@ -239,6 +254,11 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
             format,
             envs,
         } => cutover::run(&cli.repo, &from, to.as_deref(), format, &envs, &mut out),
+        Command::Blast {
+            topology,
+            format,
+            envs,
+        } => blast::run(&cli.repo, topology, format, &envs, &mut out),
         Command::Render {
             files,
             output,

@@ -109,6 +109,10 @@ codes! {
     NotWaved = "not-waved", Error,
         "the app tier is still one flat folder while the catalog has waves";
 
+    // The Flux dependsOn graph against the catalog (src/check/dependency_drift.rs).
+    DependencyDrift = "dependency-drift", Error,
+        "a unit's Flux Kustomization lacks a dependsOn the catalog declares, or has one it does not";
+
     // Drift: a change `apply` would make (plan::changes::Drift).
     MisplacedFile = "misplaced-file", Error,
         "an app-tier file is not in its unit's folder (its wave's, or its own)";

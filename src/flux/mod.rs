@@ -2,13 +2,15 @@
 //! fluxwave emits (`emit`), an environment built as Flux builds it with the inventory of
 //! which Kustomization applies each object (`inventory`) from the artifact of its source
 //! (`source`), `postBuild` variable substitution (`substitute`), SOPS decryption patches
-//! (`decryption`), and whether deleting an object loses data (`data`).
+//! (`decryption`), whether deleting an object loses data (`data`), and the health gates
+//! the Kustomizations of a build form (`gates`).
 
 pub mod artifact;
 pub mod data;
 pub mod decryption;
 pub mod discover;
 pub mod emit;
+pub mod gates;
 pub mod inventory;
 pub mod source;
 pub mod substitute;

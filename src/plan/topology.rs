@@ -206,7 +206,7 @@ pub fn folder_of(topology: Topology, node: &crate::graph::Node) -> String {
 /// Per node, the nodes whose groups it depends on under `units`: the target of each edge
 /// that costs a wave, and for a plain anchor the anchor's own (iteratively: a chain of plain
 /// anchors may be as long as the graph).
-fn own_dependencies(graph: &Graph) -> Vec<Vec<usize>> {
+pub fn own_dependencies(graph: &Graph) -> Vec<Vec<usize>> {
     let n = graph.nodes.len();
     let mut deps: Vec<Option<Vec<usize>>> = vec![None; n];
     for root in 0..n {

@@ -100,6 +100,17 @@ impl Repo {
         })
     }
 
+    /// The graph node of the unit a repository file belongs to, when it is an app-tier file
+    /// (at any depth under the app tier, so in a flat, wave or unit folder alike) that a
+    /// unit owns by its name. `blast` and `check` assign files to units through here.
+    pub fn unit_of_file(&self, file: &str) -> Option<usize> {
+        let rest = file
+            .strip_prefix(self.config.apps.trim_end_matches('/'))?
+            .strip_prefix('/')?;
+        let name = rest.rsplit('/').next().unwrap_or(rest);
+        apptier::owner_of(name, &self.graph.index).copied()
+    }
+
     pub fn path(&self, rel: &str) -> PathBuf {
         self.root.join(rel)
     }

@@ -88,6 +88,9 @@ shape_fixtures! {
     // reported (a misspelt code too).
     ignore: "ignore" => ["missing-timeout", "unused-ignore", "unused-ignore", "unused-ignore"],
     unknowable_variable_bootstrap: "unknowable-variable-bootstrap" => ["unknowable-variable", "unknowable-variable"],
+    // A catalog under `topology: units`, applied, whose environment patches one unit's
+    // dependsOn to lack a dependency and another's to wait for a unit it does not need.
+    dependency_drift: "dependency-drift" => ["dependency-drift", "dependency-drift"],
 }
 
 fn shape_fixture(name: &str, expected: &[&str]) {
@@ -587,4 +590,44 @@ fn unprotected_stateful_reads_a_helmreleases_values() {
         "{}",
         run.stdout
     );
+}
+
+/// `dependency-drift` gives no false alarm on the homelab, flat, waved and per unit; a wave
+/// that stops waiting for the wave below is reported beside the drift of its generated file.
+#[test]
+fn dependency_drift_agrees_with_every_topology_of_the_homelab() {
+    let repo = TestRepo::example("homelab");
+    let (_, found, doc) = codes(&repo);
+    assert_eq!(found, ["not-waved"], "{doc}");
+    assert_eq!(repo.run(&["apply"]).code, 0);
+    let (code, found, doc) = codes(&repo);
+    assert_eq!((code, found.len()), (0, 0), "{doc}");
+    let wave = repo.read("clusters/base/apps-wave-1.yaml");
+    repo.write(
+        "clusters/base/apps-wave-1.yaml",
+        &wave.replace("name: apps-wave-0", "name: platform-config"),
+    );
+    let (_, found, doc) = codes(&repo);
+    assert_eq!(
+        found,
+        ["wave-kustomization-drift", "dependency-drift"],
+        "{doc}"
+    );
+    let message = doc["findings"][1]["message"].as_str().unwrap();
+    assert!(
+        message.contains("`flux-system/apps-wave-1`, as environment `dev` builds it, does not wait for `flux-system/apps-wave-0`")
+            && message.contains("`gitea-actions` on `gitea`")
+            && !message.contains("seerr"),
+        "{message}"
+    );
+    assert_eq!(
+        doc["findings"][1]["help"],
+        "add `- name: apps-wave-0` to the dependsOn of `flux-system/apps-wave-1`, or remove the dependency from the units of fluxwave.yaml, catalog/nextcloud.yaml, catalog/radarr.yaml, catalog/semaphore.yaml and catalog/sonarr.yaml if it is not needed"
+    );
+    repo.write("clusters/base/apps-wave-1.yaml", &wave);
+    let config = repo.read("fluxwave.yaml");
+    repo.write("fluxwave.yaml", &format!("{config}topology: units\n"));
+    assert_eq!(repo.run(&["apply"]).code, 0);
+    let (code, found, doc) = codes(&repo);
+    assert_eq!((code, found.len()), (0, 0), "{doc}");
 }

@@ -9,6 +9,7 @@ mod common;
 mod apply;
 mod artifact;
 mod bad_input;
+mod blast;
 mod build;
 mod check;
 mod check_build;

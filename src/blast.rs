@@ -1,0 +1,632 @@
+//! Blast radius: for each unit, what a failure of its health check blocks (the units of every
+//! Kustomization that waits for its Kustomization's readiness, directly or transitively) and
+//! who shares its Kustomization's health gate; their totals; and the longest `dependsOn`
+//! chain with the sum of its timeouts. The same computation runs on the Kustomizations as
+//! built (`flux::gates`) and on a hypothetical layout, so topologies compare like for like.
+//!
+//! Blocked sets are computed once per strongly connected component of the Kustomization
+//! graph, successors first, as bitsets over one chunk of units at a time: memory stays
+//! bounded (Kustomizations × 4,096 bits) however many units there are, and a unit's count
+//! is a popcount, not a walk of its dependants.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
+
+use crate::flux::gates::{self, Gates};
+use crate::plan::topology::Layout;
+use crate::repo::Repo;
+
+/// Kustomizations holding units, as one topology lays them out.
+#[derive(Debug, Clone, Default)]
+pub struct Model {
+    /// Kustomization names as shown (`namespace/name`), one per Kustomization.
+    pub names: Vec<String>,
+    /// `dependsOn` of each, as indices.
+    pub deps: Vec<Vec<usize>>,
+    /// The parent whose readiness waits for it, if one does.
+    pub gated_parent: Vec<Option<usize>>,
+    pub timeout_ms: Vec<u64>,
+    /// The units each applies, sorted, with whether its readiness covers the unit.
+    pub holds: Vec<Vec<(usize, bool)>>,
+    /// Every unit name, by unit index (indices sorted by name).
+    pub unit_names: Vec<String>,
+}
+
+impl Model {
+    /// The Kustomizations of an environment as built. `unit_names` names the catalog's units
+    /// when there is a catalog; without one (`None`) each Kustomization is its own unit.
+    pub fn from_gates(gates: &Gates, unit_names: Option<Vec<String>>) -> Model {
+        let names: Vec<String> = gates
+            .nodes
+            .iter()
+            .map(|g| format!("{}/{}", g.id.namespace, g.id.name))
+            .collect();
+        let holds = match &unit_names {
+            Some(_) => gates.nodes.iter().map(|g| g.units.clone()).collect(),
+            None => gates
+                .nodes
+                .iter()
+                .enumerate()
+                .map(|(i, g)| vec![(i, g.waits.gates_anything())])
+                .collect(),
+        };
+        Model {
+            deps: gates.nodes.iter().map(|g| g.depends_on.clone()).collect(),
+            gated_parent: (0..gates.nodes.len())
+                .map(|i| gates.gates_parent(i))
+                .collect(),
+            timeout_ms: gates.nodes.iter().map(|g| g.timeout_ms).collect(),
+            holds,
+            unit_names: unit_names.unwrap_or_else(|| names.clone()),
+            names,
+        }
+    }
+}
+
+impl Model {
+    /// The Kustomizations `apply` would write for `layout`: each group's `dependsOn`, and the
+    /// spec template of `waves.spec` for all (whether they wait, their timeout). `built`, an
+    /// environment as built, gives the Kustomizations that apply no unit (the platform, the
+    /// root), kept as they are, so that a chain through `waves.upstream` counts them as the
+    /// current topology does; without it, names that are no group are left out.
+    pub fn from_layout(repo: &Repo, layout: &Layout, built: Option<&Model>) -> Model {
+        let config = &repo.config;
+        let template = json!({ "spec": Value::Object(config.waves.spec.clone()) });
+        let spec = &template["spec"];
+        let waits = spec.get("wait").and_then(Value::as_bool) == Some(true)
+            || spec
+                .get("healthChecks")
+                .and_then(Value::as_array)
+                .is_some_and(|h| !h.is_empty());
+        let timeout = gates::timeout_ms(&template);
+        let mut m = Model {
+            unit_names: repo.graph.nodes.iter().map(|n| n.name.clone()).collect(),
+            ..Model::default()
+        };
+        // The Kustomizations of the build that hold no unit, by their index there.
+        let mut kept: HashMap<usize, usize> = HashMap::new();
+        if let Some(b) = built {
+            for k in (0..b.names.len()).filter(|&k| b.holds[k].is_empty()) {
+                kept.insert(k, m.names.len());
+                m.names.push(b.names[k].clone());
+                m.timeout_ms.push(b.timeout_ms[k]);
+                m.holds.push(Vec::new());
+            }
+            let mut order: Vec<(&usize, &usize)> = kept.iter().collect();
+            order.sort_unstable_by_key(|(_, to)| **to);
+            for (from, _) in order {
+                m.deps.push(
+                    b.deps[*from]
+                        .iter()
+                        .filter_map(|d| kept.get(d).copied())
+                        .collect(),
+                );
+                m.gated_parent
+                    .push(b.gated_parent[*from].and_then(|p| kept.get(&p).copied()));
+            }
+        }
+        let mut at: HashMap<String, usize> = m
+            .names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.clone(), i))
+            .collect();
+        let first = m.names.len();
+        for (i, g) in layout.groups.iter().enumerate() {
+            let name = format!("{}/{}", config.waves.namespace, g.name);
+            at.insert(name.clone(), first + i);
+            m.names.push(name);
+        }
+        for g in &layout.groups {
+            let mut d: Vec<usize> = g
+                .depends_on
+                .iter()
+                .filter_map(|name| {
+                    at.get(&format!("{}/{name}", config.waves.namespace))
+                        .copied()
+                })
+                .collect();
+            d.sort_unstable();
+            d.dedup();
+            m.deps.push(d);
+            m.gated_parent.push(None);
+            m.timeout_ms.push(timeout);
+            m.holds
+                .push(g.members.iter().map(|&u| (u, waits)).collect());
+        }
+        m
+    }
+}
+
+/// How much of each unit's lists to keep: every name is n × blocks for the whole report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// Counts only.
+    Count,
+    /// The first `n` names (by name) beside the counts.
+    First(usize),
+    /// Every name.
+    All,
+}
+
+/// A set of units: its size and the names kept (see `Detail`), as unit indices, sorted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Units {
+    pub count: usize,
+    pub kept: Vec<usize>,
+}
+
+impl Units {
+    fn keep(&mut self, unit: usize, detail: Detail) {
+        self.count += 1;
+        match detail {
+            Detail::All => self.kept.push(unit),
+            Detail::First(n) if self.kept.len() < n => self.kept.push(unit),
+            _ => {}
+        }
+    }
+}
+
+/// One unit's blast radius.
+#[derive(Debug, Clone)]
+pub struct UnitBlast {
+    pub unit: usize,
+    /// The Kustomizations that apply it, sorted.
+    pub kustomizations: Vec<usize>,
+    /// Whether any of them waits for its health.
+    pub gated: bool,
+    pub blocks: Units,
+    pub shares: Units,
+}
+
+/// The longest `dependsOn` chain by its timeouts: Kustomization indices, dependency first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Chain {
+    pub kustomizations: Vec<usize>,
+    pub timeout_ms: u64,
+}
+
+/// Sums over every unit.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Totals {
+    /// The sum over units of the units each blocks.
+    pub blocked: u64,
+    /// The sum over units of the units each shares a gate with.
+    pub shared: u64,
+    /// The unit that blocks most (the first by name among equals), and how many; None when
+    /// no unit blocks any.
+    pub worst: Option<(usize, usize)>,
+    /// Units applied by some Kustomization.
+    pub units: usize,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Blast {
+    /// Units applied by some Kustomization, by unit index.
+    pub units: Vec<UnitBlast>,
+    pub totals: Totals,
+    pub chain: Chain,
+}
+
+/// Bits of one chunk of units.
+const CHUNK_WORDS: usize = 64;
+
+pub fn analyse(model: &Model, detail: Detail) -> Blast {
+    let n = model.names.len();
+    // Readiness flows from a Kustomization to its dependants and to a parent that waits
+    // for it: `next` holds both, `blocking` marks the dependsOn edges (a parent that is not
+    // Ready has still applied its own objects: only what depends on it is blocked).
+    let mut next: Vec<Vec<(usize, bool)>> = vec![Vec::new(); n];
+    for (k, deps) in model.deps.iter().enumerate() {
+        for &d in deps {
+            next[d].push((k, true));
+        }
+    }
+    for (k, p) in model.gated_parent.iter().enumerate() {
+        if let Some(p) = *p {
+            next[k].push((p, false));
+        }
+    }
+    let (component, order) = components(&next);
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); order.len()];
+    for (k, &c) in component.iter().enumerate() {
+        members[c].push(k);
+    }
+
+    // Each unit's Kustomizations, and those of them that gate it.
+    let units_len = model.unit_names.len();
+    let mut of_unit: Vec<Vec<(usize, bool)>> = vec![Vec::new(); units_len];
+    for (k, held) in model.holds.iter().enumerate() {
+        for &(u, gated) in held {
+            of_unit[u].push((k, gated));
+        }
+    }
+    let mut units: Vec<UnitBlast> = of_unit
+        .iter()
+        .enumerate()
+        .filter(|(_, ks)| !ks.is_empty())
+        .map(|(u, ks)| UnitBlast {
+            unit: u,
+            kustomizations: ks.iter().map(|(k, _)| *k).collect(),
+            gated: ks.iter().any(|(_, g)| *g),
+            blocks: Units::default(),
+            shares: Units::default(),
+        })
+        .collect();
+
+    // Blocked units, chunk by chunk of unit indices, each component after its successors.
+    let chunk_bits = CHUNK_WORDS * 64;
+    let mut bits = vec![0u64; order.len() * CHUNK_WORDS];
+    let mut acc = [0u64; CHUNK_WORDS];
+    for start in (0..units_len).step_by(chunk_bits) {
+        let end = (start + chunk_bits).min(units_len);
+        let words = (end - start).div_ceil(64);
+        bits.iter_mut().for_each(|w| *w = 0);
+        for &c in &order {
+            acc[..words].iter_mut().for_each(|w| *w = 0);
+            for &k in &members[c] {
+                for &(to, blocking) in &next[k] {
+                    if blocking {
+                        let held = &model.holds[to];
+                        let from = held.partition_point(|(u, _)| *u < start);
+                        for &(u, _) in held[from..].iter().take_while(|(u, _)| *u < end) {
+                            let b = u - start;
+                            acc[b / 64] |= 1 << (b % 64);
+                        }
+                    }
+                    let tc = component[to];
+                    if tc != c {
+                        let row = &bits[tc * CHUNK_WORDS..tc * CHUNK_WORDS + words];
+                        for (a, r) in acc[..words].iter_mut().zip(row) {
+                            *a |= r;
+                        }
+                    }
+                }
+            }
+            bits[c * CHUNK_WORDS..c * CHUNK_WORDS + words].copy_from_slice(&acc[..words]);
+        }
+        // Most units have one gating Kustomization: its row, counted once per component.
+        let pop: Vec<usize> = (0..order.len())
+            .map(|c| {
+                bits[c * CHUNK_WORDS..c * CHUNK_WORDS + words]
+                    .iter()
+                    .map(|w| w.count_ones() as usize)
+                    .sum()
+            })
+            .collect();
+        let limit = match detail {
+            Detail::Count => 0,
+            Detail::First(n) => n,
+            Detail::All => usize::MAX,
+        };
+        for ub in &mut units {
+            let mut gating = of_unit[ub.unit].iter().filter(|(_, g)| *g).map(|(k, _)| *k);
+            let (first, second) = (gating.next(), gating.next());
+            let Some(first) = first else { continue };
+            let row: &[u64] = if second.is_none() {
+                let c = component[first];
+                &bits[c * CHUNK_WORDS..c * CHUNK_WORDS + words]
+            } else {
+                acc[..words].iter_mut().for_each(|w| *w = 0);
+                for k in [first].into_iter().chain(second).chain(gating) {
+                    let c = component[k];
+                    let row = &bits[c * CHUNK_WORDS..c * CHUNK_WORDS + words];
+                    for (a, r) in acc[..words].iter_mut().zip(row) {
+                        *a |= r;
+                    }
+                }
+                &acc[..words]
+            };
+            // A unit never blocks itself (its files in two Kustomizations, one after the
+            // other, or a cycle).
+            let own = (start..end).contains(&ub.unit).then(|| ub.unit - start);
+            let has_own = own.is_some_and(|b| row[b / 64] & (1 << (b % 64)) != 0);
+            let count: usize = if second.is_none() {
+                pop[component[first]]
+            } else {
+                row.iter().map(|w| w.count_ones() as usize).sum()
+            };
+            ub.blocks.count += count - usize::from(has_own);
+            // Names only as far as `detail` keeps them (a unit of wave 0 blocks nearly every
+            // unit: walking each bit would be units squared).
+            'words: for (w, &word) in row.iter().enumerate() {
+                let mut word = word;
+                while word != 0 {
+                    if ub.blocks.kept.len() >= limit {
+                        break 'words;
+                    }
+                    let b = word.trailing_zeros() as usize;
+                    word &= word - 1;
+                    if Some(w * 64 + b) != own {
+                        ub.blocks.kept.push(start + w * 64 + b);
+                    }
+                }
+            }
+        }
+    }
+
+    // Shares: the other units of the Kustomizations that gate it.
+    for ub in &mut units {
+        let gates: Vec<usize> = of_unit[ub.unit]
+            .iter()
+            .filter(|(_, g)| *g)
+            .map(|(k, _)| *k)
+            .collect();
+        match gates.as_slice() {
+            [] => {}
+            [k] => {
+                let held = &model.holds[*k];
+                ub.shares.count = held.len() - 1;
+                if detail != Detail::Count {
+                    let limit = match detail {
+                        Detail::First(n) => n,
+                        _ => usize::MAX,
+                    };
+                    ub.shares.kept = held
+                        .iter()
+                        .map(|(u, _)| *u)
+                        .filter(|u| *u != ub.unit)
+                        .take(limit)
+                        .collect();
+                }
+            }
+            many => {
+                let mut all: Vec<usize> = many
+                    .iter()
+                    .flat_map(|k| model.holds[*k].iter().map(|(u, _)| *u))
+                    .filter(|u| *u != ub.unit)
+                    .collect();
+                all.sort_unstable();
+                all.dedup();
+                for u in all {
+                    ub.shares.keep(u, detail);
+                }
+            }
+        }
+    }
+
+    let mut totals = Totals {
+        units: units.len(),
+        ..Totals::default()
+    };
+    for ub in &units {
+        totals.blocked += ub.blocks.count as u64;
+        totals.shared += ub.shares.count as u64;
+        if ub.blocks.count > 0 && totals.worst.is_none_or(|(_, most)| ub.blocks.count > most) {
+            totals.worst = Some((ub.unit, ub.blocks.count));
+        }
+    }
+    Blast {
+        units,
+        totals,
+        chain: chain(model, &component, &order),
+    }
+}
+
+/// The `dependsOn` chain with the largest sum of timeouts (then the most Kustomizations):
+/// dependencies come before dependants in the reverse of `order`. Edges inside a cycle are
+/// left out (`dependency-cycle` reports the cycle; none of it ever becomes ready).
+fn chain(model: &Model, component: &[usize], order: &[usize]) -> Chain {
+    let n = model.names.len();
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); order.len()];
+    for (k, &c) in component.iter().enumerate() {
+        members[c].push(k);
+    }
+    // (sum, length, previous) of the best chain ending at each Kustomization.
+    let mut best: Vec<(u64, usize, Option<usize>)> = vec![(0, 0, None); n];
+    for &c in order.iter().rev() {
+        for &k in &members[c] {
+            let mut here = (model.timeout_ms[k], 1, None);
+            for &d in &model.deps[k] {
+                if component[d] == c {
+                    continue;
+                }
+                let (sum, len, _) = best[d];
+                let candidate = (sum + model.timeout_ms[k], len + 1, Some(d));
+                if (candidate.0, candidate.1) > (here.0, here.1) {
+                    here = candidate;
+                }
+            }
+            best[k] = here;
+        }
+    }
+    let Some(last) = (0..n).max_by(|&a, &b| {
+        (best[a].0, best[a].1)
+            .cmp(&(best[b].0, best[b].1))
+            .then(b.cmp(&a))
+    }) else {
+        return Chain::default();
+    };
+    let mut kustomizations = vec![last];
+    let mut at = last;
+    while let Some(prev) = best[at].2 {
+        kustomizations.push(prev);
+        at = prev;
+    }
+    kustomizations.reverse();
+    Chain {
+        kustomizations,
+        timeout_ms: best[last].0,
+    }
+}
+
+/// Strongly connected components of `next` (Tarjan's algorithm, iterative so that a long
+/// chain cannot overflow the stack): each node's component, and the components in the order
+/// found, every component after all those it reaches.
+fn components(next: &[Vec<(usize, bool)>]) -> (Vec<usize>, Vec<usize>) {
+    let n = next.len();
+    let (mut index, mut low) = (vec![usize::MAX; n], vec![0; n]);
+    let mut on_stack = vec![false; n];
+    let mut component = vec![usize::MAX; n];
+    let mut counter = 0;
+    let mut order = Vec::new();
+    let mut stack = Vec::new();
+    for root in 0..n {
+        if index[root] != usize::MAX {
+            continue;
+        }
+        let mut call = vec![(root, 0)];
+        index[root] = counter;
+        low[root] = counter;
+        counter += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        while let Some(&mut (v, ref mut i)) = call.last_mut() {
+            if let Some(&(w, _)) = next[v].get(*i) {
+                *i += 1;
+                if index[w] == usize::MAX {
+                    index[w] = counter;
+                    low[w] = counter;
+                    counter += 1;
+                    stack.push(w);
+                    on_stack[w] = true;
+                    call.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            call.pop();
+            if let Some(&(parent, _)) = call.last() {
+                low[parent] = low[parent].min(low[v]);
+            }
+            if low[v] == index[v] {
+                let c = order.len();
+                while let Some(w) = stack.pop() {
+                    on_stack[w] = false;
+                    component[w] = c;
+                    if w == v {
+                        break;
+                    }
+                }
+                order.push(c);
+            }
+        }
+    }
+    (component, order)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Kustomizations named by one letter, each holding the unit of the same name, every one
+    /// waiting for its units; `deps` as (dependant, dependency).
+    fn model(names: &[&str], deps: &[(usize, usize)]) -> Model {
+        let mut m = Model {
+            names: names.iter().map(|n| n.to_string()).collect(),
+            deps: vec![Vec::new(); names.len()],
+            gated_parent: vec![None; names.len()],
+            timeout_ms: vec![60_000; names.len()],
+            holds: (0..names.len()).map(|i| vec![(i, true)]).collect(),
+            unit_names: names.iter().map(|n| n.to_string()).collect(),
+        };
+        for &(k, d) in deps {
+            m.deps[k].push(d);
+        }
+        m
+    }
+
+    fn blocks(b: &Blast, m: &Model) -> Vec<(String, Vec<String>)> {
+        b.units
+            .iter()
+            .map(|u| {
+                let names = u
+                    .blocks
+                    .kept
+                    .iter()
+                    .map(|&i| m.unit_names[i].clone())
+                    .collect();
+                (m.unit_names[u.unit].clone(), names)
+            })
+            .collect()
+    }
+
+    fn owned(pairs: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
+        pairs
+            .iter()
+            .map(|(n, b)| (n.to_string(), b.iter().map(|s| s.to_string()).collect()))
+            .collect()
+    }
+
+    #[test]
+    fn a_diamond_blocks_each_unit_once() {
+        // b and c depend on a, d on both: a's failure blocks b, c and d (d once).
+        let m = model(&["a", "b", "c", "d"], &[(1, 0), (2, 0), (3, 1), (3, 2)]);
+        let b = analyse(&m, Detail::All);
+        assert_eq!(
+            blocks(&b, &m),
+            owned(&[
+                ("a", &["b", "c", "d"]),
+                ("b", &["d"]),
+                ("c", &["d"]),
+                ("d", &[])
+            ])
+        );
+        assert_eq!(b.totals.blocked, 5);
+        assert_eq!(b.totals.worst, Some((0, 3)));
+        assert_eq!(analyse(&m, Detail::Count).totals, b.totals);
+        // The longest chain: a -> b -> d (b before c among equals).
+        assert_eq!(b.chain.kustomizations, [0, 1, 3]);
+        assert_eq!(b.chain.timeout_ms, 180_000);
+    }
+
+    #[test]
+    fn a_chain_blocks_everything_after_it() {
+        let n = 10_000;
+        let names: Vec<String> = (0..n).map(|i| format!("k{i:05}")).collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let deps: Vec<(usize, usize)> = (1..n).map(|i| (i, i - 1)).collect();
+        let m = model(&refs, &deps);
+        let b = analyse(&m, Detail::First(2));
+        assert_eq!(b.units[0].blocks.count, n - 1);
+        assert_eq!(b.units[0].blocks.kept, [1, 2]);
+        assert_eq!(b.units[n - 2].blocks.kept, [n - 1]);
+        assert_eq!(b.totals.blocked, (n as u64 - 1) * n as u64 / 2);
+        assert_eq!(b.chain.kustomizations.len(), n);
+        assert_eq!(b.chain.timeout_ms, n as u64 * 60_000);
+    }
+
+    #[test]
+    fn gates_decide_what_is_blocked_and_shared() {
+        // a holds units x and y (x gated, y not); b depends on a and holds z; c is the parent
+        // of a that waits for it, d depends on c.
+        let mut m = model(&["a", "b", "c", "d"], &[(1, 0), (3, 2)]);
+        m.unit_names = ["x", "y", "z", "w", "v"].map(String::from).to_vec();
+        m.holds = vec![
+            vec![(0, true), (1, false)],
+            vec![(2, true)],
+            vec![(3, true)],
+            vec![(4, true)],
+        ];
+        m.gated_parent[0] = Some(2);
+        let b = analyse(&m, Detail::All);
+        // x blocks z (b depends on a) and v (d depends on a's parent c, not Ready while a is
+        // not); w, c's own unit, is applied all the same. y's failure blocks nothing.
+        assert_eq!(
+            blocks(&b, &m),
+            owned(&[
+                ("x", &["z", "v"]),
+                ("y", &[]),
+                ("z", &[]),
+                ("w", &["v"]),
+                ("v", &[])
+            ])
+        );
+        let shares: Vec<Vec<usize>> = b.units.iter().map(|u| u.shares.kept.clone()).collect();
+        assert_eq!(shares, [vec![1], vec![], vec![], vec![], vec![]]);
+        assert!(!b.units[1].gated);
+    }
+
+    #[test]
+    fn a_cycle_blocks_its_members_and_ends_no_chain() {
+        let m = model(&["a", "b", "c"], &[(0, 1), (1, 0), (2, 1)]);
+        let b = analyse(&m, Detail::All);
+        assert_eq!(
+            blocks(&b, &m),
+            owned(&[("a", &["b", "c"]), ("b", &["a", "c"]), ("c", &[])])
+        );
+        assert_eq!(b.chain.kustomizations.len(), 2);
+    }
+}
