@@ -237,14 +237,22 @@ pub fn write(
         &format!("{PRUNE}=disabled"),
     ));
     if !single.is_empty() {
-        single.push(format!(
-            "merge this change ({change}) and verify (below); then remove the opt-outs:"
-        ));
-        single.extend(commands(
-            protected.iter().copied(),
-            "annotate",
-            &format!("{PRUNE}-"),
-        ));
+        // The suspended owners are the removed ones: the change deletes them, and with them
+        // their opt-outs. Only annotations on objects stay behind to undo.
+        if protected.is_empty() {
+            single.push(format!(
+                "merge this change ({change}) and verify (below); it removes the suspended Kustomizations, so nothing is left to undo"
+            ));
+        } else {
+            single.push(format!(
+                "merge this change ({change}) and verify (below); then remove the opt-outs:"
+            ));
+            single.extend(commands(
+                protected.iter().copied(),
+                "annotate",
+                &format!("{PRUNE}-"),
+            ));
+        }
         out.push(Section {
             title: "Single-commit variant (a live pre-step instead of commit 1)".into(),
             lines: single,

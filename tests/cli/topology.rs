@@ -177,6 +177,12 @@ fn the_homelab_moves_from_waves_to_units_and_back() {
             "{runbook}"
         );
     }
+    // The suspended waves go with the change: the single-commit variant leaves nothing to undo.
+    assert!(
+        runbook.contains("it removes the suspended Kustomizations, so nothing is left to undo")
+            && !runbook.contains("remove the opt-outs"),
+        "{runbook}"
+    );
     repo.commit_all("units");
 
     // And back: the tree is the waved one again, byte for byte.
