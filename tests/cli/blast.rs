@@ -326,3 +326,38 @@ fn every_environment_is_reported() {
     );
     assert!(doc["environments"].as_array().unwrap().is_empty());
 }
+
+/// Once moved to units, the Kustomizations as built say what the hypothetical units said.
+#[test]
+fn the_units_as_built_block_what_the_units_layout_said() {
+    let repo = TestRepo::example("homelab");
+    let planned = json(&repo, &["--topology", "units"]);
+    let config = repo.read("fluxwave.yaml") + "topology: units\n";
+    repo.write("fluxwave.yaml", &config);
+    assert_eq!(repo.run(&["apply"]).code, 0);
+    let built = json(&repo, &[]);
+    assert_eq!(radius(&built), radius(&planned));
+    assert_eq!(built["totals"], planned["totals"]);
+    assert_eq!(built["chain"], planned["chain"]);
+}
+
+/// examples/homelab/README.md shows the tables `blast` prints for the example, so that the
+/// choice it documents is the one fluxwave computes.
+#[test]
+fn the_homelab_readme_shows_the_tables_blast_prints() {
+    let repo = TestRepo::example("homelab");
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/homelab/README.md"),
+    )
+    .unwrap();
+    let markdown = |topology: &str| {
+        let run = repo.run(&["blast", "--topology", topology, "--format", "markdown"]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        run.stdout.replace("\n### ", "\n#### ").replacen("### ", "#### ", 1)
+    };
+    let waves = markdown("waves");
+    assert!(readme.contains(&waves), "README lacks:\n{waves}");
+    let units = markdown("units");
+    let first_table = &units[..units.find("\n#### Totals").unwrap()];
+    assert!(readme.contains(first_table), "README lacks:\n{first_table}");
+}
