@@ -353,7 +353,9 @@ fn the_homelab_readme_shows_the_tables_blast_prints() {
     let markdown = |topology: &str| {
         let run = repo.run(&["blast", "--topology", topology, "--format", "markdown"]);
         assert_eq!(run.code, 0, "{}", run.stderr);
-        run.stdout.replace("\n### ", "\n#### ").replacen("### ", "#### ", 1)
+        run.stdout
+            .replace("\n### ", "\n#### ")
+            .replacen("### ", "#### ", 1)
     };
     let waves = markdown("waves");
     assert!(readme.contains(&waves), "README lacks:\n{waves}");
