@@ -144,10 +144,9 @@ impl Model {
 pub enum Detail {
     /// Counts only.
     Count,
-    /// The first `n` names (by name) beside the counts.
+    /// The first `n` names (by name) beside the counts (every unit's full lists are
+    /// `Lister`'s).
     First(usize),
-    /// Every name.
-    All,
 }
 
 /// A set of units: its size and the names kept (see `Detail`), as unit indices, sorted.
@@ -160,10 +159,10 @@ pub struct Units {
 impl Units {
     fn keep(&mut self, unit: usize, detail: Detail) {
         self.count += 1;
-        match detail {
-            Detail::All => self.kept.push(unit),
-            Detail::First(n) if self.kept.len() < n => self.kept.push(unit),
-            _ => {}
+        if let Detail::First(n) = detail {
+            if self.kept.len() < n {
+                self.kept.push(unit);
+            }
         }
     }
 }
@@ -212,12 +211,11 @@ pub struct Blast {
 /// Bits of one chunk of units.
 const CHUNK_WORDS: usize = 64;
 
-pub fn analyse(model: &Model, detail: Detail) -> Blast {
-    let n = model.names.len();
-    // Readiness flows from a Kustomization to its dependants and to a parent that waits
-    // for it: `next` holds both, `blocking` marks the dependsOn edges (a parent that is not
-    // Ready has still applied its own objects: only what depends on it is blocked).
-    let mut next: Vec<Vec<(usize, bool)>> = vec![Vec::new(); n];
+/// Readiness flows from a Kustomization to its dependants and to a parent that waits for
+/// it: each Kustomization's successors, `true` on the dependsOn edges (a parent that is not
+/// Ready has still applied its own objects: only what depends on it is blocked).
+fn readiness_edges(model: &Model) -> Vec<Vec<(usize, bool)>> {
+    let mut next: Vec<Vec<(usize, bool)>> = vec![Vec::new(); model.names.len()];
     for (k, deps) in model.deps.iter().enumerate() {
         for &d in deps {
             next[d].push((k, true));
@@ -228,20 +226,30 @@ pub fn analyse(model: &Model, detail: Detail) -> Blast {
             next[k].push((p, false));
         }
     }
+    next
+}
+
+/// Each unit's Kustomizations, with whether each gates it (its readiness covers the unit).
+fn kustomizations_of_units(model: &Model) -> Vec<Vec<(usize, bool)>> {
+    let mut of_unit: Vec<Vec<(usize, bool)>> = vec![Vec::new(); model.unit_names.len()];
+    for (k, held) in model.holds.iter().enumerate() {
+        for &(u, gated) in held {
+            of_unit[u].push((k, gated));
+        }
+    }
+    of_unit
+}
+
+pub fn analyse(model: &Model, detail: Detail) -> Blast {
+    let next = readiness_edges(model);
     let (component, order) = components(&next);
     let mut members: Vec<Vec<usize>> = vec![Vec::new(); order.len()];
     for (k, &c) in component.iter().enumerate() {
         members[c].push(k);
     }
 
-    // Each unit's Kustomizations, and those of them that gate it.
     let units_len = model.unit_names.len();
-    let mut of_unit: Vec<Vec<(usize, bool)>> = vec![Vec::new(); units_len];
-    for (k, held) in model.holds.iter().enumerate() {
-        for &(u, gated) in held {
-            of_unit[u].push((k, gated));
-        }
-    }
+    let of_unit = kustomizations_of_units(model);
     let mut units: Vec<UnitBlast> = of_unit
         .iter()
         .enumerate()
@@ -298,7 +306,6 @@ pub fn analyse(model: &Model, detail: Detail) -> Blast {
         let limit = match detail {
             Detail::Count => 0,
             Detail::First(n) => n,
-            Detail::All => usize::MAX,
         };
         for ub in &mut units {
             let mut gating = of_unit[ub.unit].iter().filter(|(_, g)| *g).map(|(k, _)| *k);
@@ -358,11 +365,7 @@ pub fn analyse(model: &Model, detail: Detail) -> Blast {
             [k] => {
                 let held = &model.holds[*k];
                 ub.shares.count = held.len() - 1;
-                if detail != Detail::Count {
-                    let limit = match detail {
-                        Detail::First(n) => n,
-                        _ => usize::MAX,
-                    };
+                if let Detail::First(limit) = detail {
                     ub.shares.kept = held
                         .iter()
                         .map(|(u, _)| *u)
@@ -402,6 +405,81 @@ pub fn analyse(model: &Model, detail: Detail) -> Blast {
         totals,
         chain: chain(model, &component, &order),
     }
+}
+
+/// Every unit a unit blocks or shares a gate with, one unit at a time, as `--format json`
+/// writes them: a walk from the unit's gating Kustomizations takes time in proportion to
+/// what it lists, and holds one unit's lists (a unit of wave 0 of 100,000 blocks most of
+/// them: `analyse` keeping every list at once would hold billions of names).
+pub struct Lister<'a> {
+    model: &'a Model,
+    next: Vec<Vec<(usize, bool)>>,
+    /// Each unit's gating Kustomizations.
+    gates: Vec<Vec<usize>>,
+    /// Per Kustomization, the walk that last reached it and the walk that last found it
+    /// blocked: stamps, so that no walk clears an array the size of the graph.
+    seen: std::cell::RefCell<(u32, Vec<u32>, Vec<u32>)>,
+}
+
+impl<'a> Lister<'a> {
+    pub fn new(model: &'a Model) -> Lister<'a> {
+        let n = model.names.len();
+        Lister {
+            model,
+            next: readiness_edges(model),
+            gates: kustomizations_of_units(model)
+                .into_iter()
+                .map(|ks| ks.into_iter().filter(|(_, g)| *g).map(|(k, _)| k).collect())
+                .collect(),
+            seen: std::cell::RefCell::new((0, vec![0; n], vec![0; n])),
+        }
+    }
+
+    /// The units held by Kustomizations that wait, through dependsOn, for one that gates
+    /// `unit` or for anything that one's failure makes not Ready; sorted, without `unit`.
+    pub fn blocks(&self, unit: usize) -> Vec<usize> {
+        let mut guard = self.seen.borrow_mut();
+        let (walk, reached, blocked) = &mut *guard;
+        *walk += 1;
+        let walk = *walk;
+        let mut stack: Vec<usize> = Vec::new();
+        for &k in &self.gates[unit] {
+            if reached[k] != walk {
+                reached[k] = walk;
+                stack.push(k);
+            }
+        }
+        let mut held = Vec::new();
+        while let Some(k) = stack.pop() {
+            for &(to, blocking) in &self.next[k] {
+                if blocking && blocked[to] != walk {
+                    blocked[to] = walk;
+                    held.extend(self.model.holds[to].iter().map(|(u, _)| *u));
+                }
+                if reached[to] != walk {
+                    reached[to] = walk;
+                    stack.push(to);
+                }
+            }
+        }
+        sorted_without(held, unit)
+    }
+
+    /// The other units of the Kustomizations that gate `unit`; sorted.
+    pub fn shares(&self, unit: usize) -> Vec<usize> {
+        let held = self.gates[unit]
+            .iter()
+            .flat_map(|&k| self.model.holds[k].iter().map(|(u, _)| *u))
+            .collect();
+        sorted_without(held, unit)
+    }
+}
+
+fn sorted_without(mut units: Vec<usize>, unit: usize) -> Vec<usize> {
+    units.sort_unstable();
+    units.dedup();
+    units.retain(|&u| u != unit);
+    units
 }
 
 /// The `dependsOn` chain with the largest sum of timeouts (then the most Kustomizations):
@@ -554,7 +632,7 @@ mod tests {
     fn a_diamond_blocks_each_unit_once() {
         // b and c depend on a, d on both: a's failure blocks b, c and d (d once).
         let m = model(&["a", "b", "c", "d"], &[(1, 0), (2, 0), (3, 1), (3, 2)]);
-        let b = analyse(&m, Detail::All);
+        let b = analyse(&m, Detail::First(usize::MAX));
         assert_eq!(
             blocks(&b, &m),
             owned(&[
@@ -601,7 +679,7 @@ mod tests {
             vec![(4, true)],
         ];
         m.gated_parent[0] = Some(2);
-        let b = analyse(&m, Detail::All);
+        let b = analyse(&m, Detail::First(usize::MAX));
         // x blocks z (b depends on a) and v (d depends on a's parent c, not Ready while a is
         // not); w, c's own unit, is applied all the same. y's failure blocks nothing.
         assert_eq!(
@@ -622,11 +700,52 @@ mod tests {
     #[test]
     fn a_cycle_blocks_its_members_and_ends_no_chain() {
         let m = model(&["a", "b", "c"], &[(0, 1), (1, 0), (2, 1)]);
-        let b = analyse(&m, Detail::All);
+        let b = analyse(&m, Detail::First(usize::MAX));
         assert_eq!(
             blocks(&b, &m),
             owned(&[("a", &["b", "c"]), ("b", &["a", "c"]), ("c", &[])])
         );
         assert_eq!(b.chain.kustomizations.len(), 2);
+    }
+
+    /// The lister's walk and `analyse`'s bitsets agree, on graphs with cycles, parents that
+    /// wait for their children, units in several Kustomizations and units no gate covers.
+    #[test]
+    fn the_lister_lists_what_analyse_counts() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |below: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % below as u64) as usize
+        };
+        for _ in 0..200 {
+            let (ks, units) = (1 + next(12), 1 + next(20));
+            let mut m = model(&vec!["k"; ks], &[]);
+            m.unit_names = (0..units).map(|u| format!("u{u:02}")).collect();
+            m.holds = vec![Vec::new(); ks];
+            for u in 0..units {
+                for _ in 0..1 + next(2) {
+                    m.holds[next(ks)].push((u, next(4) != 0));
+                }
+            }
+            for k in 0..ks {
+                m.holds[k].sort_unstable();
+                m.holds[k].dedup_by_key(|(u, _)| *u);
+                for _ in 0..next(3) {
+                    m.deps[k].push(next(ks));
+                }
+                if next(4) == 0 {
+                    m.gated_parent[k] = Some(next(ks));
+                }
+            }
+            let b = analyse(&m, Detail::First(usize::MAX));
+            let lister = Lister::new(&m);
+            for u in &b.units {
+                assert_eq!(lister.blocks(u.unit), u.blocks.kept, "{m:?}");
+                assert_eq!(lister.blocks(u.unit).len(), u.blocks.count);
+                assert_eq!(lister.shares(u.unit), u.shares.kept, "{m:?}");
+            }
+        }
     }
 }

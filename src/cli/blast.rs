@@ -85,8 +85,9 @@ pub fn run(
             which.as_str()
         )));
     }
+    // JSON lists every name, one unit at a time as it is written (`blast::Lister`).
     let detail = match format {
-        Format::Json => Detail::All,
+        Format::Json => Detail::Count,
         _ => Detail::First(SHOWN),
     };
     let envs = discover::environments(&[&tree], Some(&config), overrides);
@@ -212,12 +213,13 @@ fn totals_json(s: &Section) -> Value {
     })
 }
 
-/// A section's units, serialised as they are written (at 100,000 units under `units` the
-/// lists hold millions of names: a JSON tree of them first would hold them twice over).
+/// A section's units, serialised as they are written, each unit's lists walked as it comes
+/// (at 100,000 units under waves the lists hold billions of names: nothing may hold them
+/// all at once).
 struct UnitsJson<'a>(&'a Section);
 
 /// Unit names by index.
-struct NamesJson<'a>(&'a Model, &'a [usize]);
+struct NamesJson<'a>(&'a Model, Vec<usize>);
 
 impl serde::Serialize for NamesJson<'_> {
     fn serialize<S: serde::Serializer>(&self, ser: S) -> std::result::Result<S::Ok, S::Error> {
@@ -238,6 +240,7 @@ struct UnitJson<'a> {
 impl serde::Serialize for UnitsJson<'_> {
     fn serialize<S: serde::Serializer>(&self, ser: S) -> std::result::Result<S::Ok, S::Error> {
         let s = self.0;
+        let lister = blast::Lister::new(&s.model);
         ser.collect_seq(s.blast.units.iter().map(|u| {
             let kustomizations: Vec<&str> = u
                 .kustomizations
@@ -249,8 +252,8 @@ impl serde::Serialize for UnitsJson<'_> {
                 kustomization: kustomizations.first().copied(),
                 kustomizations,
                 gated: u.gated,
-                blocks: NamesJson(&s.model, &u.blocks.kept),
-                shares: NamesJson(&s.model, &u.shares.kept),
+                blocks: NamesJson(&s.model, lister.blocks(u.unit)),
+                shares: NamesJson(&s.model, lister.shares(u.unit)),
             }
         }))
     }
