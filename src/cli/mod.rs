@@ -26,6 +26,10 @@ pub enum Outcome {
     Findings,
 }
 
+/// The `version` of every JSON document fluxwave prints: raised when a field changes meaning
+/// or goes away; a field added leaves it as it is.
+pub const JSON_VERSION: u32 = 1;
+
 const AFTER_HELP: &str = "Exit status: 0 fine, 1 findings, 2 bad input or usage.";
 
 #[derive(Parser)]
