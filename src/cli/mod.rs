@@ -15,7 +15,7 @@ use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::error::Error;
 
@@ -43,6 +43,15 @@ struct Cli {
     /// The GitOps repository (default: the current directory)
     #[arg(long, global = true, value_name = "DIR", default_value = ".")]
     repo: PathBuf,
+    /// When to colour the output (auto: on a terminal, unless NO_COLOR is set)
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_name = "WHEN",
+        default_value = "auto"
+    )]
+    color: terminal::When,
     #[command(subcommand)]
     command: Command,
 }
@@ -151,6 +160,19 @@ enum Command {
         #[arg(long)]
         no_image_automation: bool,
     },
+    /// Print a shell's completion script
+    #[command(
+        after_help = "Examples:\n  fluxwave completions bash > ~/.local/share/bash-completion/completions/fluxwave\n  fluxwave completions zsh > \"${fpath[1]}/_fluxwave\"\n  fluxwave completions fish > ~/.config/fish/completions/fluxwave.fish\n\nExit status: 0 printed, 2 usage."
+    )]
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), every command in it
+    #[command(
+        after_help = "Example:\n  fluxwave man > ~/.local/share/man/man1/fluxwave.1 && man fluxwave\n\nExit status: 0 printed."
+    )]
+    Man,
     /// Print the JSON Schema (draft-07) of a ServiceDefinition or of fluxwave.yaml
     #[command(
         after_help = "Example:\n  fluxwave schema --kind service > schemas/service-definition.json\n\nExit status: 0 printed, 2 usage."
@@ -166,6 +188,32 @@ enum Command {
 pub enum ReportFormat {
     Text,
     Json,
+}
+
+/// One manual page: fluxwave's own, then each command's (its synopsis, options and examples)
+/// as a section of it, so that `man fluxwave` holds everything.
+fn man(out: &mut impl Write) -> std::io::Result<()> {
+    let mut cli = Cli::command().disable_help_subcommand(true);
+    cli.build();
+    clap_mangen::Man::new(cli.clone()).render(out)?;
+    for command in cli.get_subcommands() {
+        let name = format!("fluxwave {}", command.get_name());
+        let mut page = Vec::new();
+        clap_mangen::Man::new(command.clone().name(name.clone()).bin_name(name.clone()))
+            .render(&mut page)?;
+        writeln!(out, ".SH \"{}\"", name.to_uppercase())?;
+        // Its title and string definitions are the page's already; its sections are ours.
+        for line in String::from_utf8_lossy(&page).lines() {
+            if [".TH ", ".ie ", ".el "].iter().any(|p| line.starts_with(p)) {
+                continue;
+            }
+            match line.strip_prefix(".SH ") {
+                Some(heading) => writeln!(out, ".SS {heading}")?,
+                None => writeln!(out, "{line}")?,
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `--env NAME=PATH`: an environment's name and entry folder.
@@ -185,7 +233,9 @@ fn env_pair(s: &str) -> Result<(String, String), String> {
 
 /// Runs the command line; `Err` carries the exit code of a failure (already reported).
 pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
-    let cli = match Cli::try_parse_from(args) {
+    let args: Vec<OsString> = args.into_iter().collect();
+    terminal::set_when(terminal::when_of(&args));
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) => {
             use clap::error::ErrorKind;
@@ -230,7 +280,11 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
     };
     // Every command but `schema` reads the repository: one that is not a folder is bad input,
     // not an empty repository.
-    if !matches!(cli.command, Command::Schema { .. }) && !cli.repo.is_dir() {
+    let reads_repo = !matches!(
+        cli.command,
+        Command::Schema { .. } | Command::Completions { .. } | Command::Man
+    );
+    if reads_repo && !cli.repo.is_dir() {
         report(&Error::Usage(format!(
             "--repo {}: no such folder (name the GitOps repository's root, or run from it)",
             cli.repo.display()
@@ -279,6 +333,11 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
             &mut out,
         ),
         Command::Schema { kind } => schema::run(kind, &mut out),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "fluxwave", &mut out);
+            Ok(Outcome::Clean)
+        }
+        Command::Man => man(&mut out).map(|()| Outcome::Clean).map_err(io),
     };
     let _ = out.flush();
     match result {

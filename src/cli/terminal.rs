@@ -88,9 +88,59 @@ impl<W: Write> Write for Safe<W> {
     }
 }
 
-/// Whether a stream shows colour: a terminal, and NO_COLOR unset or empty.
+/// `--color`: when output shows colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum When {
+    /// On a terminal, unless NO_COLOR is set to something
+    Auto,
+    Always,
+    Never,
+}
+
+/// The run's `--color`, set once the command line is read (`auto` until then).
+static WHEN: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(When::Auto as u8);
+
+pub fn set_when(when: When) {
+    WHEN.store(when as u8, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether a stream shows colour: as `--color` says; under `auto`, a terminal with NO_COLOR
+/// unset or empty (no-color.org).
 pub fn colour(is_terminal: bool) -> bool {
-    is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+    match WHEN.load(std::sync::atomic::Ordering::Relaxed) {
+        w if w == When::Always as u8 => true,
+        w if w == When::Never as u8 => false,
+        _ => is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+    }
+}
+
+/// The `--color` of raw arguments, read before they are parsed, so that a refusal of the
+/// command line shows colour as asked too; the last one given wins, as clap has it.
+pub fn when_of(args: &[std::ffi::OsString]) -> When {
+    let mut when = When::Auto;
+    let mut next_is_value = false;
+    for a in args.iter().skip(1) {
+        let Some(a) = a.to_str() else {
+            next_is_value = false;
+            continue;
+        };
+        if a == "--" {
+            break;
+        }
+        let value = if next_is_value {
+            Some(a)
+        } else {
+            a.strip_prefix("--color=")
+        };
+        next_is_value = a == "--color";
+        when = match value {
+            Some("always") => When::Always,
+            Some("never") => When::Never,
+            Some("auto") => When::Auto,
+            _ => when,
+        };
+    }
+    when
 }
 
 /// Whether a character is written as `\uXXXX`.

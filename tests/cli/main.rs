@@ -22,6 +22,7 @@ mod generate;
 mod homelab;
 mod hostile;
 mod hostile_apply;
+mod install;
 mod leaks;
 mod props;
 mod render;
