@@ -271,6 +271,7 @@ struct EnvironmentJson<'a> {
 /// The document of `--format json` (see docs/blast.md).
 #[derive(serde::Serialize)]
 struct Json<'a> {
+    version: u32,
     topology: &'static str,
     environment: Value,
     units: UnitsJson<'a>,
@@ -316,6 +317,7 @@ fn to_json<'a>(which: Which, main: &'a [Section], others: &[Section]) -> Json<'a
         Vec::new()
     };
     Json {
+        version: super::JSON_VERSION,
         topology: which.as_str(),
         environment: environment_json(first),
         units: UnitsJson(first),

@@ -53,7 +53,7 @@ pub fn run(
                 serde_json::json!(report.environments),
             );
             more.insert("kustomizations".into(), report.kustomizations().into());
-            render::json(&findings, more)
+            render::json(super::JSON_VERSION, &findings, more)
         }
         Format::Text => {
             let colour = super::terminal::colour(std::io::stdout().is_terminal());

@@ -43,6 +43,7 @@ pub fn run(
 /// The JSON form of a report.
 #[derive(Serialize)]
 struct Json<'a> {
+    version: u32,
     from: &'a str,
     to: &'a str,
     environments: &'a [String],
@@ -58,6 +59,7 @@ struct Json<'a> {
 impl<'a> Json<'a> {
     fn of(r: &'a Report) -> Json<'a> {
         Json {
+            version: super::JSON_VERSION,
             from: &r.from,
             to: &r.to,
             environments: &r.environments,

@@ -190,6 +190,22 @@ pub enum ReportFormat {
     Json,
 }
 
+/// The repository fluxwave lays out has a `fluxwave.yaml` or a catalog: without either, a
+/// command that lays out waves would print an empty table for any folder (a typo in
+/// `--repo`, the wrong working directory), so it says so instead.
+pub(crate) fn managed_here(root: &std::path::Path) -> crate::error::Result<()> {
+    let config_file = root.join(crate::config::FILE);
+    let catalog = root.join("catalog");
+    if config_file.exists() || catalog.is_dir() {
+        return Ok(());
+    }
+    Err(Error::Usage(format!(
+        "{}: no {} and no catalog/ folder, so there is nothing for fluxwave to lay out here; run it from the GitOps repository's root (or name it with --repo), or start with `fluxwave init`",
+        root.display(),
+        crate::config::FILE
+    )))
+}
+
 /// One manual page: fluxwave's own, then each command's (its synopsis, options and examples)
 /// as a section of it, so that `man fluxwave` holds everything.
 fn man(out: &mut impl Write) -> std::io::Result<()> {
@@ -280,16 +296,17 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
     };
     // Every command but `schema` reads the repository: one that is not a folder is bad input,
     // not an empty repository.
+    let machine = machine(&cli.command);
     let reads_repo = !matches!(
         cli.command,
         Command::Schema { .. } | Command::Completions { .. } | Command::Man
     );
     if reads_repo && !cli.repo.is_dir() {
-        report(&Error::Usage(format!(
+        let e = Error::Usage(format!(
             "--repo {}: no such folder (name the GitOps repository's root, or run from it)",
             cli.repo.display()
-        )));
-        return Err(2);
+        ));
+        return Err(fail(&e, machine, &mut out));
     }
     let result = match cli.command {
         Command::Waves { format } => waves::run(&cli.repo, format, &mut out),
@@ -345,10 +362,107 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
         Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => {
             Ok(Outcome::Clean)
         }
-        Err(e) => {
-            report(&e);
-            Err(2)
+        Err(e) => Err(fail(&e, machine, &mut out)),
+    }
+}
+
+/// Reports a failure on stderr, and on stdout too in a format for programs; exit 2.
+fn fail(e: &Error, machine: Option<Machine>, out: &mut impl Write) -> u8 {
+    report(e);
+    if let Some(machine) = machine {
+        let _ = out.write_all(machine_error(e, machine).as_bytes());
+        let _ = out.flush();
+    }
+    2
+}
+
+/// A format for programs (`--format json`, `--format github`): bad input is printed in it
+/// too, on stdout, beside the report on stderr.
+#[derive(Clone, Copy)]
+enum Machine {
+    Json,
+    Github,
+}
+
+fn machine(command: &Command) -> Option<Machine> {
+    match command {
+        Command::Waves {
+            format: Format::Json,
         }
+        | Command::Plan {
+            format: ReportFormat::Json,
+        }
+        | Command::Cutover {
+            format: ReportFormat::Json,
+            ..
+        }
+        | Command::Check {
+            format: check::Format::Json,
+            ..
+        }
+        | Command::Blast {
+            format: blast::Format::Json,
+            ..
+        } => Some(Machine::Json),
+        Command::Check {
+            format: check::Format::Github,
+            ..
+        } => Some(Machine::Github),
+        _ => None,
+    }
+}
+
+/// `{"version", "error": {"kind", "message", "problems": [{file, line, column, message,
+/// help}]}}`, or one workflow command per problem.
+fn machine_error(e: &Error, machine: Machine) -> String {
+    let (kind, message, problems): (&str, String, &[crate::error::SourceError]) = match e {
+        Error::Input(errors) => (
+            "input",
+            format!(
+                "{} in the input; nothing was written",
+                crate::plural::count(errors.len(), "problem")
+            ),
+            errors,
+        ),
+        Error::Usage(_) => ("usage", e.to_string(), &[]),
+        Error::Io { .. } => ("io", e.to_string(), &[]),
+        Error::Git { .. } => ("git", e.to_string(), &[]),
+    };
+    match machine {
+        Machine::Json => {
+            let problems: Vec<serde_json::Value> = problems
+                .iter()
+                .map(|p| {
+                    let (line, column) = p.line_col().unzip();
+                    serde_json::json!({
+                        "file": p.path,
+                        "line": line,
+                        "column": column,
+                        "message": p.message,
+                        "help": p.help,
+                    })
+                })
+                .collect();
+            let doc = serde_json::json!({
+                "version": JSON_VERSION,
+                "error": {"kind": kind, "message": message, "problems": problems},
+            });
+            serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+        }
+        Machine::Github if problems.is_empty() => {
+            crate::diag::render::github_error(None, None, &message, None)
+        }
+        Machine::Github => problems
+            .iter()
+            .map(|p| {
+                crate::diag::render::github_error(
+                    Some(&p.path),
+                    p.line_col(),
+                    &p.message,
+                    p.help.as_deref(),
+                )
+            })
+            .collect(),
     }
 }
 

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use serde_json::json;
+use serde_json::{json, Map, Value};
 
 use super::{io, Outcome, ReportFormat};
 use crate::diag::{render, Finding};
@@ -15,6 +15,7 @@ use crate::repo::Repo;
 
 /// The plan of a repository, or every problem that stops it as an input error.
 pub(crate) fn load(root: &Path) -> Result<(Repo, Plan)> {
+    super::managed_here(root)?;
     let repo = Repo::load(root)?;
     let plan = Plan::for_repo(&repo)?;
     let blocking: Vec<SourceError> = plan.blocking().map(|p| locate(&repo, p)).collect();
@@ -55,6 +56,27 @@ fn locate(repo: &Repo, p: &Problem) -> SourceError {
     }
 }
 
+/// A wave's or a unit's Kustomization as `plan` and `waves` print it: its name, its wave (or
+/// its unit), its folder, its `dependsOn` and its units, by name.
+pub(super) fn group_json(repo: &Repo, group: &Group) -> Map<String, Value> {
+    let g = &repo.graph;
+    let mut doc = Map::new();
+    doc.insert("name".into(), json!(group.name));
+    match group.kind {
+        GroupKind::Wave(n) => doc.insert("wave".into(), json!(n)),
+        GroupKind::Unit(u) => doc.insert("unit".into(), json!(g.nodes[u].name)),
+    };
+    doc.insert("path".into(), json!(repo.apps.dir_of(&group.folder)));
+    doc.insert("dependsOn".into(), json!(group.depends_on));
+    let units: Vec<&str> = group
+        .members
+        .iter()
+        .map(|&m| g.nodes[m].name.as_str())
+        .collect();
+    doc.insert("units".into(), json!(units));
+    doc
+}
+
 pub fn run(root: &Path, format: ReportFormat, out: &mut impl Write) -> Result<Outcome> {
     let (repo, plan) = load(root)?;
     let apps = &repo.apps;
@@ -76,17 +98,9 @@ pub fn run(root: &Path, format: ReportFormat, out: &mut impl Write) -> Result<Ou
                         })
                     })
                     .collect();
-                let mut doc = json!({
-                    "name": group.name,
-                    "path": apps.dir_of(&group.folder),
-                    "dependsOn": group.depends_on,
-                    "files": files,
-                });
-                match group.kind {
-                    GroupKind::Wave(n) => doc["wave"] = json!(n),
-                    GroupKind::Unit(u) => doc["unit"] = json!(g.nodes[u].name),
-                }
-                doc
+                let mut doc = group_json(&repo, group);
+                doc.insert("files".into(), json!(files));
+                Value::Object(doc)
             };
             let groups: Vec<_> = plan
                 .groups()
@@ -100,6 +114,7 @@ pub fn run(root: &Path, format: ReportFormat, out: &mut impl Write) -> Result<Ou
                 .map(|&i| json!({"name": g.nodes[i].name, "wave": g.nodes[i].wave}))
                 .collect();
             let doc = json!({
+                "version": super::JSON_VERSION,
                 "topology": repo.config.topology.as_str(),
                 "waves": waves,
                 "kustomizations": groups,

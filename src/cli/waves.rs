@@ -15,6 +15,7 @@ use crate::plural::count;
 use crate::repo::Repo;
 
 pub fn run(root: &Path, format: Format, out: &mut impl Write) -> Result<Outcome> {
+    super::managed_here(root)?;
     let repo = Repo::load(root)?;
     let plan = Plan::new(&repo.graph, &repo.apps, &repo.config)?;
     let text = match format {
@@ -151,8 +152,18 @@ fn json(repo: &Repo, plan: &Plan) -> String {
             })
         })
         .collect();
-    let doc =
-        json!({"topology": repo.config.topology.as_str(), "waves": plan.waves, "nodes": nodes});
+    let groups: Vec<_> = plan
+        .groups()
+        .iter()
+        .map(|group| super::plan::group_json(repo, group))
+        .collect();
+    let doc = json!({
+        "version": super::JSON_VERSION,
+        "topology": repo.config.topology.as_str(),
+        "waves": groups[..plan.waves],
+        "kustomizations": groups,
+        "nodes": nodes,
+    });
     serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
 }
 

@@ -235,9 +235,14 @@ pub fn counts(findings: &[Finding]) -> (usize, usize) {
 }
 
 /// `{"findings": [...], "errors": N, "warnings": N}`, then the fields of `more`.
-pub fn json(findings: &[Finding], more: serde_json::Map<String, serde_json::Value>) -> String {
+/// `check`'s document: the format's `version`, the findings and their counts, then `more`.
+pub fn json(
+    version: u32,
+    findings: &[Finding],
+    more: serde_json::Map<String, serde_json::Value>,
+) -> String {
     let (errors, warnings) = counts(findings);
-    let mut doc = serde_json::json!({"findings": findings, "errors": errors, "warnings": warnings});
+    let mut doc = serde_json::json!({"version": version, "findings": findings, "errors": errors, "warnings": warnings});
     if let Some(m) = doc.as_object_mut() {
         m.extend(more);
     }
@@ -273,6 +278,30 @@ pub fn github(findings: &[Finding]) -> String {
     }
     s.push_str(&summary(findings));
     s
+}
+
+/// A failure to read the input as one GitHub workflow command, at its file and line when it
+/// has them (`title=bad-input`): a run with `--format github` that cannot check still
+/// annotates the pull request.
+pub fn github_error(
+    path: Option<&str>,
+    line_col: Option<(usize, usize)>,
+    message: &str,
+    help: Option<&str>,
+) -> String {
+    let mut props = String::new();
+    if let Some(path) = path {
+        props.push_str(&format!("file={},", escape(path, true)));
+        if let Some((line, col)) = line_col {
+            props.push_str(&format!("line={line},col={col},"));
+        }
+    }
+    props.push_str("title=bad-input");
+    let text = match help {
+        Some(help) => format!("{message}\nhelp: {help}"),
+        None => message.to_string(),
+    };
+    format!("::error {props}::{}\n", escape(&text, false))
 }
 
 /// The one-line form of `plan` and `apply` warnings on stderr.

@@ -24,6 +24,7 @@ mod hostile;
 mod hostile_apply;
 mod install;
 mod leaks;
+mod machine;
 mod props;
 mod render;
 mod secrets;
