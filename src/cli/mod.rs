@@ -144,13 +144,13 @@ enum Command {
     },
     /// Render catalog files into manifests: <svc>.yaml, and <svc>-db.yaml with a database
     #[command(
-        after_help = "Example:\n  fluxwave --repo examples/homelab render examples/homelab/catalog/sonarr.yaml --wave-layout -o /tmp/apps\n\nExit status: 0 written, 2 bad input (located errors; nothing is written)."
+        after_help = "Examples:\n  fluxwave --repo examples/homelab render catalog/sonarr.yaml              # into the app tier\n  fluxwave --repo examples/homelab render catalog/sonarr.yaml --wave-layout -o /tmp/apps\n\nExit status: 0 written, 2 bad input (located errors; nothing is written)."
     )]
     Render {
-        /// Catalog files of the repository (catalog/<svc>.yaml)
+        /// Catalog files of the repository (catalog/<svc>.yaml, relative to --repo or to the working directory)
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
-        /// Output folder (default: the app tier folder of fluxwave.yaml, `apps`)
+        /// Output folder, created if need be (default: the app tier as the repository lays it out: over the file where it is, a new unit's files in its wave's or its own folder once migrated, else flat)
         #[arg(short = 'o', long = "output", value_name = "DIR")]
         output: Option<PathBuf>,
         /// Write into <DIR>/wave-<N>/, N being the unit's wave in the catalog's graph

@@ -50,18 +50,28 @@ pub fn run(root: &Path, args: Args<'_>, out: &mut impl Write) -> Result<Outcome>
         Some(d) => d.to_path_buf(),
         None => repo.path(&repo.config.apps),
     };
+    // Every rendered unit is a node: the service itself, or the `<svc>-db` its database adds
+    // to the dependencies. Its group's folder under the repository's topology: its wave's,
+    // or its own.
+    let group_folder = |unit: &str| {
+        repo.graph
+            .get(unit)
+            .map(|n| crate::plan::topology::folder_of(repo.config.topology, n))
+            .ok_or_else(|| Error::Usage(format!("`{unit}` is not in the graph")))
+    };
     let mut writes = Vec::with_capacity(rendered.len());
     for f in &rendered {
         let target = if args.wave_layout {
-            // Every rendered unit is a node: the service itself, or the `<svc>-db` its
-            // database adds to the dependencies. It goes to its group's folder under the
-            // repository's topology: its wave's, or its own.
-            let folder = repo
-                .graph
-                .get(&f.unit)
-                .map(|n| crate::plan::topology::folder_of(repo.config.topology, n))
-                .ok_or_else(|| Error::Usage(format!("`{}` is not in the graph", f.unit)))?;
-            dir.join(folder).join(&f.name)
+            dir.join(group_folder(&f.unit)?).join(&f.name)
+        } else if args.out_dir.is_some() {
+            dir.join(&f.name)
+        } else if let Some(existing) = repo.apps.files.iter().find(|a| a.name == f.name) {
+            // Into the app tier, as the repository lays it out: over the file where it is
+            // (`apply` moves it if its wave changed), or, for a new file of a migrated tier,
+            // into its group's folder; a flat tier takes it flat.
+            repo.path(&repo.apps.path_of(&f.name, existing.location))
+        } else if repo.apps.is_grouped() {
+            repo.path(&repo.apps.path_in(&group_folder(&f.unit)?, &f.name))
         } else {
             dir.join(&f.name)
         };
@@ -92,9 +102,16 @@ pub fn run(root: &Path, args: Args<'_>, out: &mut impl Write) -> Result<Outcome>
     Ok(Outcome::Clean)
 }
 
-/// The index of the catalog service stored in `file`.
+/// The index of the catalog service stored in `file`: a path relative to the repository
+/// (`catalog/sonarr.yaml`), or else to the working directory.
 fn service_of(repo: &Repo, file: &Path) -> std::result::Result<usize, SourceError> {
     let shown = file.display().to_string();
+    let in_repo = repo.root.join(file);
+    let file = if file.is_relative() && in_repo.is_file() {
+        in_repo.as_path()
+    } else {
+        file
+    };
     let abs = std::fs::canonicalize(file).map_err(|e| {
         SourceError::new(&shown, format!("cannot read the file: {e}"))
             .help("give the path of a catalog file, such as catalog/<svc>.yaml")

@@ -172,6 +172,48 @@ fn default_output_is_the_configured_app_tier_and_automation_can_be_left_out() {
     assert!(text.contains("image: ghcr.io/example/web:1.20\n"), "{text}");
 }
 
+/// In a migrated tier, render writes where the repository lays the unit out: over the file
+/// where it is, and a new unit's files into its wave's folder; FILE is taken relative to
+/// `--repo` (the working directory is elsewhere).
+#[test]
+fn in_a_waved_tier_render_writes_into_the_units_wave_folder() {
+    let repo = TestRepo::example("homelab");
+    assert_eq!(repo.run(&["apply"]).code, 0);
+    let before = repo.snapshot();
+    let run = repo.run(&["render", "catalog/sonarr.yaml", "catalog/nextcloud.yaml"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        repo.snapshot(),
+        before,
+        "rendered over themselves, byte for byte"
+    );
+    assert!(
+        run.stdout.contains("apps/wave-1/sonarr.yaml"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("apps/wave-0/nextcloud-db.yaml"),
+        "{}",
+        run.stdout
+    );
+    // A unit new to the tier: lidarr, like sonarr (wave 1, above jackett and qbittorrent).
+    let lidarr = repo.read("catalog/sonarr.yaml").replace("sonarr", "lidarr");
+    repo.write("catalog/lidarr.yaml", &lidarr);
+    let run = repo.run(&["render", "catalog/lidarr.yaml"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(repo.path().join("apps/wave-1/lidarr.yaml").is_file());
+    assert!(!repo.path().join("apps/lidarr.yaml").exists());
+    // apply then only lists it in its wave's kustomization: nothing moves.
+    let dry = repo.run(&["apply", "--dry-run"]);
+    assert!(!dry.stdout.contains("move "), "{}", dry.stdout);
+    assert!(
+        dry.stdout.contains("apps/wave-1/kustomization.yaml"),
+        "{}",
+        dry.stdout
+    );
+}
+
 /// Every document of every rendered file: shapes and homelab.
 fn rendered_docs() -> Vec<(String, Value)> {
     let mut out = Vec::new();
@@ -399,7 +441,8 @@ fn help_shows_an_example_and_the_exit_status() {
         let run = repo.run(&[cmd, "--help"]);
         assert_eq!(run.code, 0);
         assert!(
-            run.stdout.contains("Example:\n  fluxwave"),
+            run.stdout.contains("Example:\n  fluxwave")
+                || run.stdout.contains("Examples:\n  fluxwave"),
             "{}",
             run.stdout
         );
