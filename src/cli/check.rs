@@ -59,7 +59,12 @@ pub fn run(
             let colour = super::terminal::colour(std::io::stdout().is_terminal());
             before_counts(render::text(&findings, colour), &findings, &built)
         }
-        Format::Github => before_counts(render::github(&findings), &findings, &built),
+        Format::Github => {
+            // The checked revision is the working tree.
+            let is_file =
+                |path: &str| std::fs::symlink_metadata(root.join(path)).is_ok_and(|m| m.is_file());
+            before_counts(render::github(&findings, &is_file), &findings, &built)
+        }
     };
     out.write_all(text.as_bytes()).map_err(io)?;
     Ok(if render::counts(&findings).0 > 0 {

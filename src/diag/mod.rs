@@ -106,7 +106,7 @@ codes! {
         "a check.ignore entry or fluxwave:ignore comment that silences no finding";
 
     // A catalog-managed repository before its first apply (src/check/mod.rs).
-    NotWaved = "not-waved", Error,
+    NotWaved = "not-waved", Warning,
         "the app tier is still one flat folder while the catalog has waves";
 
     // The Flux dependsOn graph against the catalog (src/check/dependency_drift.rs).

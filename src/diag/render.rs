@@ -262,18 +262,29 @@ fn escape(s: &str, property: bool) -> String {
 }
 
 /// GitHub Actions workflow commands (`::error file=...,line=...::message`), then the counts.
-pub fn github(findings: &[Finding]) -> String {
+/// A finding is annotated on its file only when `is_file` says the checked revision has it and
+/// the finding has a line: GitHub cannot place an annotation on a file the pull request
+/// deleted, or on a folder, and drops it from the diff view. Those are written without a
+/// file, their path leading the message, so they still show in the run's summary.
+pub fn github(findings: &[Finding], is_file: &dyn Fn(&str) -> bool) -> String {
     let mut s = String::new();
     for f in findings {
-        let mut props = format!("file={}", escape(&f.path, true));
-        if let Some((line, col)) = f.line_col() {
-            props.push_str(&format!(",line={line},col={col}"));
+        let mut props = String::new();
+        let mut message = format!("{}\nhelp: {}", f.message, f.help);
+        match f.line_col() {
+            Some((line, col)) if is_file(&f.path) => {
+                props.push_str(&format!(
+                    "file={},line={line},col={col},",
+                    escape(&f.path, true)
+                ));
+            }
+            _ => message = format!("{}: {message}", f.path),
         }
-        props.push_str(&format!(",title={}", escape(f.code.as_str(), true)));
+        props.push_str(&format!("title={}", escape(f.code.as_str(), true)));
         s.push_str(&format!(
             "::{} {props}::{}\n",
             f.severity.as_str(),
-            escape(&format!("{}\nhelp: {}", f.message, f.help), false)
+            escape(&message, false)
         ));
     }
     s.push_str(&summary(findings));

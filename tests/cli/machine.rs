@@ -146,3 +146,35 @@ fn a_folder_with_nothing_to_lay_out_says_so() {
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["error"]["kind"], "usage");
 }
+
+/// GitHub places an annotation only on a file of the pull request's revision, at a line: a
+/// finding on a folder (or on a file the change deleted) is written without a file, its path
+/// leading the message, and one with a line on a file that exists is placed there.
+#[test]
+fn github_annotations_go_only_on_files_that_exist_with_a_line() {
+    let repo = TestRepo::empty();
+    repo.write("README.yaml", "hello: world\n");
+    let run = repo.run(&["check", "--format", "github"]);
+    assert_eq!(run.code, 1);
+    let first = run.stdout.lines().next().unwrap();
+    assert!(
+        first.starts_with("::error title=no-environment::.: found no Flux environment"),
+        "{first}"
+    );
+
+    let repo = TestRepo::example("homelab");
+    let sonarr = repo.read("catalog/sonarr.yaml").replacen(
+        "dependencies:\n",
+        "dependencies:\n    - nosuchservice\n",
+        1,
+    );
+    repo.write("catalog/sonarr.yaml", &sonarr);
+    let run = repo.run(&["check", "--format", "github"]);
+    assert!(
+        run.stdout
+            .lines()
+            .any(|l| l.starts_with("::error file=catalog/sonarr.yaml,line=")),
+        "{}",
+        run.stdout
+    );
+}
