@@ -600,7 +600,8 @@ impl Config {
     }
 
     pub fn parse(text: &Text) -> Result<Config> {
-        let raw: Option<RawConfig> = yaml::parse(FILE, text)?;
+        let raw: Option<RawConfig> =
+            yaml::parse_reporting_all(FILE, text).map_err(crate::error::Error::Input)?;
         let mut config = Config {
             text: Some(text.clone()),
             ..Config::default()

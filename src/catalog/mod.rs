@@ -104,7 +104,7 @@ pub(crate) fn parse_with(
     let raw: Option<RawServiceDefinition> = match fast.then(|| yaml::plain::parse(&text)).flatten()
     {
         Some(raw) => Some(raw),
-        None => yaml::parse(path, &text).map_err(|e| vec![e])?,
+        None => yaml::parse_reporting_all(path, &text)?,
     };
     let Some(raw) = raw else {
         return Err(vec![SourceError::new(path, "the file is empty").help(

@@ -430,6 +430,93 @@ pub fn parse<T: DeserializeOwned>(path: &str, text: &Text) -> Result<T, SourceEr
     serde_saphyr::from_str::<T>(text).map_err(|e| located(path, text, e))
 }
 
+/// At most this many problems are reported of one file.
+const MAX_PROBLEMS_PER_FILE: usize = 32;
+
+/// `parse`, going on past unknown fields so that one run reports each of them: serde stops
+/// at the first, so each unknown block-style entry is blanked out (offsets kept, so every
+/// location stays that of the file) and the file read again, until it reads or fails
+/// otherwise. The first problem of another kind ends the list (a wrong type, a missing
+/// field), as does an unknown key written inline (`{a: 1, b: 2}`).
+pub fn parse_reporting_all<T: DeserializeOwned>(
+    path: &str,
+    text: &Text,
+) -> Result<T, Vec<SourceError>> {
+    let first = match parse::<T>(path, text) {
+        Ok(v) => return Ok(v),
+        Err(e) => e,
+    };
+    let mut errors = vec![first];
+    let mut blanked = text.as_str().to_owned();
+    while errors.len() < MAX_PROBLEMS_PER_FILE {
+        let last = &errors[errors.len() - 1];
+        let Some((start, _)) = last
+            .span
+            .filter(|_| last.message.starts_with("unknown field"))
+        else {
+            break;
+        };
+        let Some(end) = block_entry_end(&blanked, start) else {
+            break;
+        };
+        // Spaces in place of the entry, its line breaks kept.
+        let entry: String = blanked[start..end]
+            .chars()
+            .map(|c| if c == '\n' { '\n' } else { ' ' })
+            .collect();
+        blanked.replace_range(start..end, &entry);
+        let again: Text = Arc::new(blanked.clone());
+        match parse::<T>(path, &again) {
+            Ok(_) => break,
+            Err(e) => {
+                if e.span.is_some_and(|(s, _)| s == start) {
+                    break;
+                }
+                let mut located = SourceError::new(path, e.message);
+                if let Some(span) = e.span {
+                    located = located.at(text, span);
+                }
+                if let Some(help) = e.help {
+                    located = located.help(help);
+                }
+                errors.push(located);
+            }
+        }
+    }
+    Err(errors)
+}
+
+/// The end of the block-mapping entry whose key starts at `start`: its line, and every line
+/// after it indented deeper (or a `- ` item at the key's own indentation, as YAML allows
+/// under a key), blank lines and comments included. None when the key is not the first
+/// thing on its line.
+fn block_entry_end(text: &str, start: usize) -> Option<usize> {
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let indent = &text[line_start..start];
+    if !indent.bytes().all(|b| b == b' ') {
+        return None;
+    }
+    let column = indent.len();
+    let mut end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+    while end < text.len() {
+        let next_start = end + 1;
+        let next_end = text[next_start..]
+            .find('\n')
+            .map_or(text.len(), |i| next_start + i);
+        let line = &text[next_start..next_end];
+        let body = line.trim_start_matches(' ');
+        let depth = line.len() - body.len();
+        let inside = body.is_empty()
+            || depth > column
+            || (depth == column && (body.starts_with("- ") || body == "-"));
+        if !inside {
+            break;
+        }
+        end = next_end;
+    }
+    Some(end)
+}
+
 /// Parses a single-document file into an untyped value: plain block YAML through the fast
 /// reader, everything else (and every file with a problem) through serde-saphyr.
 pub fn parse_value(path: &str, text: &Text) -> Result<Value, SourceError> {
@@ -986,5 +1073,48 @@ mod tests {
         let v = json!({"a": ["on", "1.20", {"b": "x: y", "c": [1, 2]}], "d": {"e": null}});
         let back: Value = serde_saphyr::from_str(&emit(&v)).unwrap();
         assert_eq!(back, v);
+    }
+
+    #[test]
+    fn a_block_entry_ends_where_its_indentation_does() {
+        let text = "a:\n  bogus:\n  - x\n  -\n\n    # note\n  b: 1\nc: 2\n";
+        let start = text.find("bogus").unwrap();
+        assert_eq!(
+            &text[start..block_entry_end(text, start).unwrap()],
+            "bogus:\n  - x\n  -\n\n    # note"
+        );
+        // An inline key cannot be blanked alone.
+        let inline = "a: {b: 1, bogus: 2}\n";
+        assert_eq!(block_entry_end(inline, inline.find("bogus").unwrap()), None);
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Two {
+        a: u32,
+        b: Option<Inner>,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Inner {
+        c: u32,
+    }
+
+    #[test]
+    fn reading_goes_on_past_each_unknown_field() {
+        let text: Text = Arc::new("x: 1\na: 1\nb:\n  y:\n    - 1\n  c: 2\nz: 3\n".into());
+        let errors = parse_reporting_all::<Two>("f.yaml", &text).unwrap_err();
+        let places: Vec<String> = errors.iter().map(|e| e.located()).collect();
+        assert_eq!(places.len(), 3, "{places:?}");
+        for (e, (line, field)) in errors.iter().zip([(1, "x"), (4, "y"), (7, "z")]) {
+            assert_eq!(e.line_col().map(|(l, _)| l), Some(line), "{places:?}");
+            assert!(e.message.contains(&format!("`{field}`")), "{places:?}");
+        }
+        // A file with only unknown fields blanked out reads: no problem is invented.
+        let fine: Text = Arc::new("a: 1\n".into());
+        assert!(parse_reporting_all::<Two>("f.yaml", &fine).is_ok());
     }
 }

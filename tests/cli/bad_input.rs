@@ -750,3 +750,43 @@ fn a_decryption_that_is_not_a_mapping_is_refused_where_it_is_written() {
         located(&run, "fluxwave.yaml:2:15");
     }
 }
+
+/// Every unknown field of a file is reported in one run, each at its own line (serde stops at
+/// the first; fluxwave reads on past each), then the first problem of another kind; in
+/// fluxwave.yaml as in a catalog file.
+#[test]
+fn every_unknown_field_of_a_file_is_reported_at_once() {
+    let repo = minimal();
+    let a = repo.read("catalog/a.yaml").replacen(
+        "spec:\n",
+        "spec:\n  bogus: 1\n  nested:\n    x: 1\n    y:\n    - z\n  # a comment\n  other: [1, 2]\n",
+        1,
+    ) + "  port: many\n";
+    repo.write("catalog/a.yaml", &a);
+    repo.write(
+        "fluxwave.yaml",
+        "apps: apps\nwavez: {}\nunitz:\n  - name: x\n",
+    );
+    let run = refused(&repo, &["waves"]);
+    let located: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("╭─["))
+        .collect();
+    assert_eq!(
+        located,
+        ["fluxwave.yaml:2:1]", "fluxwave.yaml:3:1]"],
+        "{}",
+        run.stderr
+    );
+    repo.write("fluxwave.yaml", "apps: apps\n");
+    let run = refused(&repo, &["waves"]);
+    for field in ["bogus", "nested", "other"] {
+        assert!(
+            run.stderr.contains(&format!("unknown field `{field}`")),
+            "{}",
+            run.stderr
+        );
+    }
+    assert!(run.stderr.contains("4 problems"), "{}", run.stderr);
+}
