@@ -287,21 +287,39 @@ fn drift_finding(c: &changes::Change) -> Finding {
 /// that runs `check --base origin/main` blocks a merge that would delete a database.
 pub fn cutover(root: &Path, base: &str, overrides: &[(String, String)]) -> Result<Vec<Finding>> {
     let report = crate::cutover::analyse(root, base, None, overrides)?;
-    let mut findings: Vec<Finding> = report
-        .deletions
-        .iter()
-        .map(|d| {
-            Finding::new(
-                match (d.stateful, d.rule.is_move()) {
-                    (true, true) => Code::PromotesStateful,
-                    (true, false) => Code::DeletesStateful,
-                    _ => Code::CutoverDeletion,
-                },
-                d.file.to_string(),
-                format!(
-                    "{} ({}): Flux deletes it: {}",
-                    d.id, d.environment, d.reason
+    // One finding per file and reason: the objects one file holds, deleted for one reason
+    // (their owner removed, say), are one annotation in a pull request, not one per object.
+    let mut groups: Vec<(Code, &str, &str, &str, Vec<String>)> = Vec::new();
+    let mut at: std::collections::HashMap<(Code, &str, &str, &str), usize> =
+        std::collections::HashMap::new();
+    for d in &report.deletions {
+        let code = match (d.stateful, d.rule.is_move()) {
+            (true, true) => Code::PromotesStateful,
+            (true, false) => Code::DeletesStateful,
+            _ => Code::CutoverDeletion,
+        };
+        let key = (code, &*d.file, &*d.environment, &*d.reason);
+        let i = *at.entry(key).or_insert_with(|| {
+            groups.push((key.0, key.1, key.2, key.3, Vec::new()));
+            groups.len() - 1
+        });
+        groups[i].4.push(d.id.to_string());
+    }
+    let mut findings: Vec<Finding> = groups
+        .into_iter()
+        .map(|(code, file, environment, reason, ids)| {
+            let message = match ids.as_slice() {
+                [one] => format!("{one} ({environment}): Flux deletes it: {reason}"),
+                _ => format!(
+                    "{} ({environment}): Flux deletes them: {reason}: {}",
+                    crate::plural::count(ids.len(), "object"),
+                    ids.join(", ")
                 ),
+            };
+            Finding::new(
+                code,
+                file.to_string(),
+                message,
                 format!("run `fluxwave cutover --from {base}` for the safe runbook"),
             )
         })

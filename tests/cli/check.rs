@@ -631,3 +631,54 @@ fn dependency_drift_agrees_with_every_topology_of_the_homelab() {
     let (code, found, doc) = codes(&repo);
     assert_eq!((code, found.len()), (0, 0), "{doc}");
 }
+
+/// In a pull request, `check --base` annotates each file once per reason: the five objects of
+/// apps/jackett.yaml that the migration without its release commit deletes are one finding
+/// that names each of them, not five that repeat the same reason.
+#[test]
+fn check_base_reports_each_file_once_per_reason() {
+    let repo = TestRepo::example("homelab");
+    repo.commit_all("flat");
+    assert_eq!(repo.run(&["apply"]).code, 0);
+    let run = repo.run(&["check", "--base", "HEAD", "--format", "json"]);
+    assert_eq!(run.code, 1);
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let deletions: Vec<&serde_json::Value> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "cutover-deletion")
+        .collect();
+    let files: std::collections::BTreeSet<&str> = deletions
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        files.len(),
+        deletions.len(),
+        "one finding per file: {deletions:?}"
+    );
+    let jackett = deletions
+        .iter()
+        .find(|f| f["path"] == "apps/jackett.yaml")
+        .unwrap()["message"]
+        .as_str()
+        .unwrap();
+    assert!(
+        jackett.starts_with(
+            "5 objects (dev): Flux deletes them: its owner flux-system/apps is removed"
+        ),
+        "{jackett}"
+    );
+    for object in [
+        "Deployment/jackett/jackett",
+        "Service/jackett/jackett",
+        "Ingress/jackett/jackett",
+    ] {
+        assert!(jackett.contains(object), "{jackett}");
+    }
+    // The cutover report still counts every object.
+    let cutover = repo.run(&["cutover", "--from", "HEAD", "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_str(&cutover.stdout).unwrap();
+    assert_eq!(doc["deletions"].as_array().unwrap().len(), 59);
+}
