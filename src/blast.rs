@@ -242,8 +242,8 @@ fn kustomizations_of_units(model: &Model) -> Vec<Vec<(usize, bool)>> {
 
 pub fn analyse(model: &Model, detail: Detail) -> Blast {
     let next = readiness_edges(model);
-    let (component, order) = components(&next);
-    let mut members: Vec<Vec<usize>> = vec![Vec::new(); order.len()];
+    let (component, count) = crate::graph::scc::components(&next, |&(to, _)| to);
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); count];
     for (k, &c) in component.iter().enumerate() {
         members[c].push(k);
     }
@@ -265,13 +265,13 @@ pub fn analyse(model: &Model, detail: Detail) -> Blast {
 
     // Blocked units, chunk by chunk of unit indices, each component after its successors.
     let chunk_bits = CHUNK_WORDS * 64;
-    let mut bits = vec![0u64; order.len() * CHUNK_WORDS];
+    let mut bits = vec![0u64; count * CHUNK_WORDS];
     let mut acc = [0u64; CHUNK_WORDS];
     for start in (0..units_len).step_by(chunk_bits) {
         let end = (start + chunk_bits).min(units_len);
         let words = (end - start).div_ceil(64);
         bits.iter_mut().for_each(|w| *w = 0);
-        for &c in &order {
+        for c in 0..count {
             acc[..words].iter_mut().for_each(|w| *w = 0);
             for &k in &members[c] {
                 for &(to, blocking) in &next[k] {
@@ -295,7 +295,7 @@ pub fn analyse(model: &Model, detail: Detail) -> Blast {
             bits[c * CHUNK_WORDS..c * CHUNK_WORDS + words].copy_from_slice(&acc[..words]);
         }
         // Most units have one gating Kustomization: its row, counted once per component.
-        let pop: Vec<usize> = (0..order.len())
+        let pop: Vec<usize> = (0..count)
             .map(|c| {
                 bits[c * CHUNK_WORDS..c * CHUNK_WORDS + words]
                     .iter()
@@ -403,7 +403,7 @@ pub fn analyse(model: &Model, detail: Detail) -> Blast {
     Blast {
         units,
         totals,
-        chain: chain(model, &component, &order),
+        chain: chain(model, &component, count),
     }
 }
 
@@ -483,17 +483,17 @@ fn sorted_without(mut units: Vec<usize>, unit: usize) -> Vec<usize> {
 }
 
 /// The `dependsOn` chain with the largest sum of timeouts (then the most Kustomizations):
-/// dependencies come before dependants in the reverse of `order`. Edges inside a cycle are
+/// a dependency's component is numbered above its dependants', so it comes first counting down. Edges inside a cycle are
 /// left out (`dependency-cycle` reports the cycle; none of it ever becomes ready).
-fn chain(model: &Model, component: &[usize], order: &[usize]) -> Chain {
+fn chain(model: &Model, component: &[usize], count: usize) -> Chain {
     let n = model.names.len();
-    let mut members: Vec<Vec<usize>> = vec![Vec::new(); order.len()];
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); count];
     for (k, &c) in component.iter().enumerate() {
         members[c].push(k);
     }
     // (sum, length, previous) of the best chain ending at each Kustomization.
     let mut best: Vec<(u64, usize, Option<usize>)> = vec![(0, 0, None); n];
-    for &c in order.iter().rev() {
+    for c in (0..count).rev() {
         for &k in &members[c] {
             let mut here = (model.timeout_ms[k], 1, None);
             for &d in &model.deps[k] {
@@ -527,62 +527,6 @@ fn chain(model: &Model, component: &[usize], order: &[usize]) -> Chain {
         kustomizations,
         timeout_ms: best[last].0,
     }
-}
-
-/// Strongly connected components of `next` (Tarjan's algorithm, iterative so that a long
-/// chain cannot overflow the stack): each node's component, and the components in the order
-/// found, every component after all those it reaches.
-fn components(next: &[Vec<(usize, bool)>]) -> (Vec<usize>, Vec<usize>) {
-    let n = next.len();
-    let (mut index, mut low) = (vec![usize::MAX; n], vec![0; n]);
-    let mut on_stack = vec![false; n];
-    let mut component = vec![usize::MAX; n];
-    let mut counter = 0;
-    let mut order = Vec::new();
-    let mut stack = Vec::new();
-    for root in 0..n {
-        if index[root] != usize::MAX {
-            continue;
-        }
-        let mut call = vec![(root, 0)];
-        index[root] = counter;
-        low[root] = counter;
-        counter += 1;
-        stack.push(root);
-        on_stack[root] = true;
-        while let Some(&mut (v, ref mut i)) = call.last_mut() {
-            if let Some(&(w, _)) = next[v].get(*i) {
-                *i += 1;
-                if index[w] == usize::MAX {
-                    index[w] = counter;
-                    low[w] = counter;
-                    counter += 1;
-                    stack.push(w);
-                    on_stack[w] = true;
-                    call.push((w, 0));
-                } else if on_stack[w] {
-                    low[v] = low[v].min(index[w]);
-                }
-                continue;
-            }
-            call.pop();
-            if let Some(&(parent, _)) = call.last() {
-                low[parent] = low[parent].min(low[v]);
-            }
-            if low[v] == index[v] {
-                let c = order.len();
-                while let Some(w) = stack.pop() {
-                    on_stack[w] = false;
-                    component[w] = c;
-                    if w == v {
-                        break;
-                    }
-                }
-                order.push(c);
-            }
-        }
-    }
-    (component, order)
 }
 
 #[cfg(test)]

@@ -131,8 +131,7 @@ fn cycles<'a>(
     found
 }
 
-/// The strongly connected component of every node (Tarjan's algorithm, iterative so that a
-/// long chain cannot overflow the stack), as a number per node.
+/// The strongly connected component of every node, as a number per node.
 fn components<'a>(
     edges: &BTreeMap<&'a ObjectId, Vec<&'a ObjectId>>,
     work: &mut usize,
@@ -148,54 +147,9 @@ fn components<'a>(
                 .collect()
         })
         .collect();
-    let n = ids.len();
-    let (mut index, mut low) = (vec![usize::MAX; n], vec![0; n]);
-    let mut on_stack = vec![false; n];
-    let mut component = vec![usize::MAX; n];
-    let (mut counter, mut components) = (0, 0);
-    let mut stack = Vec::new();
-    for root in 0..n {
-        if index[root] != usize::MAX {
-            continue;
-        }
-        let mut call = vec![(root, 0)];
-        index[root] = counter;
-        low[root] = counter;
-        counter += 1;
-        stack.push(root);
-        on_stack[root] = true;
-        while let Some(&mut (v, ref mut i)) = call.last_mut() {
-            if let Some(&w) = next[v].get(*i) {
-                *i += 1;
-                *work += 1;
-                if index[w] == usize::MAX {
-                    index[w] = counter;
-                    low[w] = counter;
-                    counter += 1;
-                    stack.push(w);
-                    on_stack[w] = true;
-                    call.push((w, 0));
-                } else if on_stack[w] {
-                    low[v] = low[v].min(index[w]);
-                }
-                continue;
-            }
-            call.pop();
-            if let Some(&(parent, _)) = call.last() {
-                low[parent] = low[parent].min(low[v]);
-            }
-            if low[v] == index[v] {
-                while let Some(w) = stack.pop() {
-                    on_stack[w] = false;
-                    component[w] = components;
-                    if w == v {
-                        break;
-                    }
-                }
-                components += 1;
-            }
-        }
-    }
+    // Tarjan's algorithm visits each edge once.
+    *work += next.iter().map(Vec::len).sum::<usize>();
+    let (component, _) = crate::graph::scc::components(&next, |&w| w);
     ids.into_iter().zip(component).collect()
 }
 

@@ -4,6 +4,8 @@
 //! without). Computed iteratively, so a 100,000-node chain cannot overflow the stack; a cycle
 //! is an error that prints the whole cycle from its alphabetically first node.
 
+pub(crate) mod scc;
+
 use foldhash::HashMap;
 use foldhash::HashMapExt;
 
