@@ -482,9 +482,10 @@ fn sorted_without(mut units: Vec<usize>, unit: usize) -> Vec<usize> {
     units
 }
 
-/// The `dependsOn` chain with the largest sum of timeouts (then the most Kustomizations):
-/// a dependency's component is numbered above its dependants', so it comes first counting down. Edges inside a cycle are
-/// left out (`dependency-cycle` reports the cycle; none of it ever becomes ready).
+/// The `dependsOn` chain with the largest sum of timeouts (then the most Kustomizations): a
+/// dependency's component is numbered above its dependants', so counting down meets it
+/// first. Edges inside a cycle are left out (`dependency-cycle` reports the cycle; none of it
+/// ever becomes ready).
 fn chain(model: &Model, component: &[usize], count: usize) -> Chain {
     let n = model.names.len();
     let mut members: Vec<Vec<usize>> = vec![Vec::new(); count];
