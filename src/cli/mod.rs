@@ -250,6 +250,7 @@ fn env_pair(s: &str) -> Result<(String, String), String> {
 /// Runs the command line; `Err` carries the exit code of a failure (already reported).
 pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
     let args: Vec<OsString> = args.into_iter().collect();
+    // Read before parsing, so that a refused command line is coloured as asked too.
     terminal::set_when(terminal::when_of(&args));
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
@@ -294,8 +295,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
         Command::Check { .. } => out.diagnostics(),
         _ => out,
     };
-    // Every command but `schema` reads the repository: one that is not a folder is bad input,
-    // not an empty repository.
+    terminal::set_when(cli.color);
+    // Every command but `schema`, `completions` and `man` reads the repository: one that is
+    // not a folder is bad input, not an empty repository.
     let machine = machine(&cli.command);
     let reads_repo = !matches!(
         cli.command,
