@@ -15,6 +15,7 @@ mod check;
 mod check_build;
 mod crash;
 mod cutover;
+mod dependency_only;
 mod differential;
 mod encoding;
 mod fuzz;
