@@ -123,7 +123,7 @@ pub fn draft(root: &Path, catalog: bool) -> Result<Draft> {
                 None => "inside the app tier".to_string(),
             };
             d.notes.push(format!(
-                "clusters.base: not set. {} is written in {whose}; `fluxwave apply` replaces it with the wave Kustomizations in a folder of shared Flux objects of its own (default clusters/base): move {} there, list that folder in each environment's kustomization.yaml, and set clusters.base. waves, plan and check do not need it",
+                "clusters.base: not set. {} is written in {whose}; `fluxwave apply` replaces it with the wave Kustomizations in a folder of shared Flux objects of its own (default clusters/base): move {} there, list that folder in each environment's kustomization.yaml, and set clusters.base. waves and plan do without it; check and apply need it",
                 t.owner.file, t.owner.file
             ));
             clusters.push_str(&comment("  ", &format!("base: not set. {} is written in {whose}; apply needs the app tier's Kustomization in a folder of shared Flux objects of its own (default clusters/base): move it there and set this.", t.owner.file))
@@ -393,7 +393,7 @@ fn environments(
         return;
     }
     clusters.push_str(
-        "  # Each environment gets one decryption patch per wave Kustomization.\n  environments:\n",
+        "  # The environments: apply keeps a decryption patch per wave in each one's kustomization.\n  environments:\n",
     );
     for e in envs {
         clusters.push_str(&format!(
@@ -645,6 +645,18 @@ fn units_hint(
             return;
         }
     };
+    if services.is_empty() {
+        let names: Vec<&str> = units.keys().map(String::as_str).collect();
+        if names.is_empty() {
+            return;
+        }
+        notes.push(format!(
+            "catalog: {catalog_dir}/ holds no ServiceDefinition, so no file of the app tier has a unit yet; `fluxwave init --catalog` drafts one per unit ({})",
+            names.join(", ")
+        ));
+        text.push_str(&comment("", &format!("No ServiceDefinition in {catalog_dir}/ yet: `fluxwave init --catalog` drafts one per unit of the app tier ({}), with its dependencies where a dependsOn shows them.", names.join(", "))));
+        return;
+    }
     let mut nodes: HashMap<String, ()> = HashMap::new();
     for s in &services {
         nodes.insert(s.name.clone(), ());

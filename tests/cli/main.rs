@@ -23,6 +23,7 @@ mod generate;
 mod homelab;
 mod hostile;
 mod hostile_apply;
+mod init;
 mod leaks;
 mod props;
 mod render;
