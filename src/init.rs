@@ -74,6 +74,37 @@ struct AppTierFound<'a> {
     written: Value,
     /// Number of files it applies.
     files: usize,
+    layout: Layout<'a>,
+}
+
+/// How the app tier is split into Flux Kustomizations today.
+enum Layout<'a> {
+    /// One Kustomization applies the whole folder.
+    Flat,
+    /// Split by fluxwave into waves: `<prefix><N>` at `<apps>/wave-<N>`.
+    Waves { prefix: String },
+    /// One Kustomization per unit: `<prefix><unit>` at `<apps>/<unit>`.
+    Units {
+        prefix: String,
+        members: Vec<&'a Owner>,
+    },
+}
+
+/// A Kustomization at `<dir>/<folder>` named `<prefix><folder>` (a unit's) or
+/// `<prefix><N>` at `<dir>/wave-<N>` (a wave's): (dir, prefix, wave).
+fn group_of(o: &Owner) -> Option<(String, String, Option<usize>)> {
+    let (dir, folder) = o.path.rsplit_once('/')?;
+    let wave = folder.strip_prefix("wave-").and_then(config::wave_number);
+    let suffix = match wave {
+        Some(n) => n.to_string(),
+        None => folder.to_string(),
+    };
+    let prefix = o.id.name.strip_suffix(&suffix)?;
+    let valid = match wave {
+        Some(_) => is_dns_label(&format!("{prefix}0")),
+        None => is_dns_label(&format!("{prefix}a")) && is_dns_label(folder),
+    };
+    valid.then(|| (dir.to_string(), prefix.to_string(), wave))
 }
 
 /// Drafts fluxwave.yaml (and the catalog, when `catalog` is set) for the repository at `root`.
@@ -92,12 +123,25 @@ pub fn draft(root: &Path, catalog: bool) -> Result<Draft> {
     let mut apps_dir = defaults.apps.clone();
     if let Some(t) = &tier {
         apps_dir.clone_from(&t.dir);
-        let why = format!(
-            "Flux Kustomization {} in {} applies this folder of manifests ({})",
-            shown_id(&t.owner.id),
-            t.owner.file,
-            crate::plural::count(t.files, "file")
-        );
+        let files = crate::plural::count(t.files, "file");
+        let why = match &t.layout {
+            Layout::Flat => format!(
+                "Flux Kustomization {} in {} applies this folder of manifests ({files})",
+                shown_id(&t.owner.id),
+                t.owner.file
+            ),
+            Layout::Waves { .. } => format!(
+                "its wave folders are applied by Flux Kustomizations such as {} in {} ({files})",
+                shown_id(&t.owner.id),
+                t.owner.file
+            ),
+            Layout::Units { members, .. } => format!(
+                "its unit folders are applied by {} Flux Kustomizations such as {} in {} ({files})",
+                members.len(),
+                shown_id(&t.owner.id),
+                t.owner.file
+            ),
+        };
         text.push_str(&format!(
             "{}apps: {}\n",
             comment("", &format!("The app tier: {why}.")),
@@ -108,6 +152,23 @@ pub fn draft(root: &Path, catalog: bool) -> Result<Draft> {
             value: t.dir.clone(),
             why,
         });
+        if let Layout::Units { members, .. } = &t.layout {
+            let why = format!(
+                "one Flux Kustomization per unit folder of {}, as {} in {}",
+                t.dir,
+                shown_id(&members[0].id),
+                members[0].file
+            );
+            text.push_str(&format!(
+                "{}topology: units\n",
+                comment("", &format!("Already split, {why}."))
+            ));
+            d.found.push(Found {
+                setting: "topology".into(),
+                value: "units".into(),
+                why,
+            });
+        }
     }
 
     // clusters
@@ -132,7 +193,7 @@ pub fn draft(root: &Path, catalog: bool) -> Result<Draft> {
             let why = format!("where {} is written", t.owner.file);
             clusters.push_str(&format!(
                 "{}  base: {}\n",
-                comment("  ", &format!("The folder of shared Flux objects, {why}: apply replaces {} there with one Flux Kustomization per wave.", shown_id(&t.owner.id))),
+                comment("  ", &format!("The folder of shared Flux objects, {why}: apply keeps the app tier's Flux Kustomizations there (one per wave, or per unit){}.", if matches!(t.layout, Layout::Flat) { format!(", in place of {}", shown_id(&t.owner.id)) } else { String::new() })),
                 yaml::scalar(&json!(base))
             ));
             d.found.push(Found {
@@ -299,6 +360,11 @@ fn app_tier<'a>(
         [one] => Some(*one),
         _ => None,
     });
+    if chosen.is_none() {
+        if let Some(found) = grouped(tree, &flat) {
+            return Some(found);
+        }
+    }
     let Some((owner, count)) = chosen else {
         if let Some((o, f)) = elsewhere
             .iter()
@@ -332,6 +398,46 @@ fn app_tier<'a>(
         owner,
         written,
         files: count,
+        layout: Layout::Flat,
+    })
+}
+
+/// An app tier split into waves or units already: two or more Kustomizations of folders of
+/// manifests side by side in one folder, named with one prefix (see `group_of`). The folder
+/// with the most of them is the app tier; wave 0's Kustomization (or the first unit's)
+/// stands for the tier's spec.
+fn grouped<'a>(tree: &FileTree, flat: &[(&'a Owner, usize)]) -> Option<AppTierFound<'a>> {
+    // (folder, name prefix, waves or units) -> (Kustomization, files, wave)
+    type Members<'o> = Vec<(&'o Owner, usize, Option<usize>)>;
+    let mut by: BTreeMap<(String, String, bool), Members<'a>> = BTreeMap::new();
+    for (o, n) in flat {
+        if let Some((dir, prefix, wave)) = group_of(o) {
+            by.entry((dir, prefix, wave.is_some()))
+                .or_default()
+                .push((o, *n, wave));
+        }
+    }
+    let ((dir, prefix, waves), mut members) = by
+        .into_iter()
+        .filter(|(_, m)| m.len() >= 2)
+        .max_by_key(|(_, m)| m.len())?;
+    members.sort_by_key(|(o, _, w)| (*w, o.id.name.clone()));
+    let (owner, _, _) = members[0];
+    let files = members.iter().map(|(_, n, _)| n).sum();
+    let layout = if waves {
+        Layout::Waves { prefix }
+    } else {
+        Layout::Units {
+            prefix,
+            members: members.iter().map(|(o, _, _)| *o).collect(),
+        }
+    };
+    Some(AppTierFound {
+        dir,
+        written: written_doc(tree, owner).unwrap_or_else(|| owner.object.clone()),
+        owner,
+        files,
+        layout,
     })
 }
 
@@ -421,10 +527,27 @@ fn waves_settings(
 ) {
     let k = &t.owner;
     let what = format!("{} in {}", shown_id(&k.id), k.file);
-    let upstream: Vec<String> = k.depends_on.iter().map(|o| o.name.clone()).collect();
-    let cross: Vec<String> = k
-        .depends_on
+    // What the tier waits for: the one Kustomization's dependsOn, wave 0's, or under units
+    // what the units' Kustomizations wait for besides one another.
+    let (depends_on, what): (Vec<&ObjectId>, String) = match &t.layout {
+        Layout::Units { members, .. } => {
+            let ids: BTreeSet<&ObjectId> = members.iter().map(|m| &m.id).collect();
+            let outside: BTreeSet<&ObjectId> = members
+                .iter()
+                .flat_map(|m| m.depends_on.iter())
+                .filter(|d| !ids.contains(d))
+                .collect();
+            (
+                outside.into_iter().collect(),
+                format!("the unit Kustomizations of {}", t.dir),
+            )
+        }
+        _ => (k.depends_on.iter().collect(), what),
+    };
+    let upstream: Vec<String> = depends_on.iter().map(|o| o.name.clone()).collect();
+    let cross: Vec<String> = depends_on
         .iter()
+        .copied()
         .filter(|o| o.namespace != k.id.namespace)
         .map(shown_id)
         .collect();
@@ -444,7 +567,14 @@ fn waves_settings(
         "{}  upstream: {list}\n",
         comment(
             "  ",
-            &format!("What wave 0 waits for: the dependsOn of {what}.")
+            &format!(
+                "What {} waits for: the dependsOn of {what}.",
+                if matches!(t.layout, Layout::Units { .. }) {
+                    "a unit without dependencies"
+                } else {
+                    "wave 0"
+                }
+            )
         )
     ));
     d.found.push(Found {
@@ -454,6 +584,26 @@ fn waves_settings(
     });
     if !cross.is_empty() {
         d.notes.push(format!("waves.upstream names Kustomizations of another namespace ({}); the waves depend on them in waves.namespace: check the names", cross.join(", ")));
+    }
+    let prefix = match &t.layout {
+        Layout::Flat => None,
+        Layout::Waves { prefix } => Some(("namePrefix", prefix, &defaults.waves.name_prefix)),
+        Layout::Units { prefix, .. } => {
+            Some(("unitNamePrefix", prefix, &defaults.waves.unit_name_prefix))
+        }
+    };
+    if let Some((key, prefix, default)) = prefix.filter(|(_, p, d)| p != d) {
+        let why = format!("the name of {} in {}", shown_id(&k.id), k.file);
+        out.push_str(&format!(
+            "{}  {key}: {}\n",
+            comment("  ", &format!("From {why}.")),
+            yaml::scalar(&json!(prefix))
+        ));
+        d.found.push(Found {
+            setting: format!("waves.{key}"),
+            value: prefix.clone(),
+            why: format!("{why} (the default is {default})"),
+        });
     }
     let namespace = Some(k.id.namespace.as_str()).filter(|n| !n.is_empty());
     if let Some(ns) = namespace.filter(|n| *n != defaults.waves.namespace) {
@@ -799,6 +949,15 @@ fn draft_catalog(
                 "No dependsOn to read"
             };
             text.push_str(&comment("", &format!("{none}: add what must be healthy before `{unit}` starts (`- to: <service>`); it sets the unit's wave.")));
+            // A unit in wave N > 0 of a tier fluxwave split waited for something below it.
+            let wave = tier
+                .and_then(|t| from.strip_prefix(&format!("{}/wave-", t.dir)))
+                .and_then(|rest| rest.split('/').next())
+                .and_then(config::wave_number)
+                .filter(|n| *n > 0);
+            if let Some(n) = wave {
+                text.push_str(&comment("", &format!("It is in wave {n} today, so it waits for something of the waves below: without a dependency, apply moves it to wave 0.")));
+            }
         }
         if !left_out.is_empty() {
             text.push_str(&comment("", &format!(

@@ -34,20 +34,6 @@ pub fn run(root: &Path, catalog: bool, out: &mut impl Write) -> Result<Outcome> 
         return Err(Error::Input(errors));
     }
 
-    writeln!(out, "found:").map_err(io)?;
-    if draft.found.is_empty() {
-        writeln!(out, "  nothing fluxwave.yaml needs to set").map_err(io)?;
-    }
-    for f in &draft.found {
-        writeln!(out, "  {}: {}\n      ({})", f.setting, f.value, f.why).map_err(io)?;
-    }
-    if !draft.notes.is_empty() {
-        writeln!(out, "not set:").map_err(io)?;
-        for n in &draft.notes {
-            writeln!(out, "  {n}").map_err(io)?;
-        }
-    }
-
     // The catalog files to write: those that do not exist under either name.
     let mut writes: Vec<(String, &str)> = Vec::new();
     let mut skipped = Vec::new();
@@ -73,6 +59,36 @@ pub fn run(root: &Path, catalog: bool, out: &mut impl Write) -> Result<Outcome> 
         paths.iter().filter_map(|p| p.parent()),
         paths.iter().map(std::path::PathBuf::as_path),
     )?;
+    // Every write is made before the report is printed: a reader that stops reading
+    // (`| head`) does not cut the run short.
+    let mut done = Vec::new();
+    for ((rel, text), path) in writes.iter().zip(&paths) {
+        // Checked again at the moment of writing: a file made meanwhile is kept.
+        if path.symlink_metadata().is_ok() {
+            done.push(format!("  kept {rel}: it appeared while init ran"));
+            continue;
+        }
+        write::write_atomic(path, text)?;
+        done.push(match draft.services.iter().find(|s| &s.file == rel) {
+            Some(s) => format!("  wrote {rel}: {}", s.why),
+            None => format!("wrote {rel}"),
+        });
+    }
+    drop(lock);
+
+    writeln!(out, "found:").map_err(io)?;
+    if draft.found.is_empty() {
+        writeln!(out, "  nothing fluxwave.yaml needs to set").map_err(io)?;
+    }
+    for f in &draft.found {
+        writeln!(out, "  {}: {}\n      ({})", f.setting, f.value, f.why).map_err(io)?;
+    }
+    if !draft.notes.is_empty() {
+        writeln!(out, "not set:").map_err(io)?;
+        for n in &draft.notes {
+            writeln!(out, "  {n}").map_err(io)?;
+        }
+    }
     if catalog {
         writeln!(out, "catalog:").map_err(io)?;
         for s in &skipped {
@@ -84,18 +100,8 @@ pub fn run(root: &Path, catalog: bool, out: &mut impl Write) -> Result<Outcome> 
             .map_err(io)?;
         }
     }
-    for ((rel, text), path) in writes.iter().zip(&paths) {
-        // Checked again at the moment of writing: a file made meanwhile is kept.
-        if path.symlink_metadata().is_ok() {
-            writeln!(out, "  kept {rel}: it appeared while init ran").map_err(io)?;
-            continue;
-        }
-        write::write_atomic(path, text)?;
-        match draft.services.iter().find(|s| &s.file == rel) {
-            Some(s) => writeln!(out, "  wrote {rel}: {}", s.why).map_err(io)?,
-            None => writeln!(out, "wrote {rel}").map_err(io)?,
-        }
+    for line in done {
+        writeln!(out, "{line}").map_err(io)?;
     }
-    drop(lock);
     Ok(Outcome::Clean)
 }

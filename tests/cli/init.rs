@@ -299,3 +299,66 @@ fn catalog_from_a_flat_app_tier_then_waves_check_and_apply() {
     assert_eq!(repo.run(&["init", "--catalog"]).code, 2);
     assert_eq!(repo.snapshot(), before);
 }
+
+/// A tier fluxwave split into one Kustomization per unit: init reads the layout back
+/// (topology, name prefix) and the catalog's dependencies from the units' dependsOn, so the
+/// drafted repository applies to exactly what is there.
+#[test]
+fn per_unit_kustomizations_give_back_topology_and_dependencies() {
+    let repo = TestRepo::example("homelab");
+    repo.write(
+        "fluxwave.yaml",
+        &format!(
+            "{}topology: units\nwaves:\n  unitNamePrefix: app-\n",
+            repo.read("fluxwave.yaml")
+        ),
+    );
+    let apply = repo.run(&["apply"]);
+    assert_eq!(apply.code, 0, "{}", apply.stderr);
+    repo.remove("fluxwave.yaml");
+    std::fs::remove_dir_all(repo.path().join("catalog")).unwrap();
+
+    let run = repo.run(&["init", "--catalog"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    for said in [
+        "  topology: units\n",
+        "  waves.unitNamePrefix: app-\n",
+        "  wrote catalog/seerr.yaml: apps/seerr/seerr.yaml; depends on radarr, sonarr\n",
+        "  wrote catalog/gitea-actions.yaml: apps/gitea-actions/gitea-actions-runner-secret.sops.yaml, apps/gitea-actions/gitea-actions.yaml; depends on gitea\n",
+        "  wrote catalog/nextcloud.yaml: apps/nextcloud/nextcloud-bootstrap-secret.sops.yaml, apps/nextcloud/nextcloud.yaml; depends on nextcloud-db\n",
+    ] {
+        assert!(run.stdout.contains(said), "{said:?} in\n{}", run.stdout);
+    }
+    assert!(repo.read("catalog/sonarr.yaml").contains(
+        "    - to: jackett    # dependsOn flux-system/app-jackett of flux-system/app-sonarr\n"
+    ));
+    assert!(!repo.exists("catalog/nextcloud-db.yaml"));
+    assert_eq!(wave_of(&repo, "seerr").0, 2);
+    let again = repo.run(&["apply"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(again.stdout, "nothing to change\n");
+    let check = repo.run(&["check"]);
+    assert_eq!(check.code, 0, "{}\n{}", check.stdout, check.stderr);
+}
+
+/// Split into waves, the dependencies are not written anywhere: a unit above wave 0 is told
+/// what its place says.
+#[test]
+fn wave_folders_give_back_the_tier_and_say_what_a_wave_means() {
+    let repo = TestRepo::example("homelab");
+    assert_eq!(repo.run(&["apply"]).code, 0);
+    repo.remove("fluxwave.yaml");
+    std::fs::remove_dir_all(repo.path().join("catalog")).unwrap();
+    let run = repo.run(&["init", "--catalog"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("  apps: apps\n      (its wave folders are applied by Flux Kustomizations such as flux-system/apps-wave-0 in clusters/base/apps-wave-0.yaml (19 files))"),
+        "{}",
+        run.stdout
+    );
+    let seerr = repo.read("catalog/seerr.yaml");
+    assert!(seerr.contains("# It is in wave 2 today"), "{seerr}");
+    assert!(!repo.read("catalog/jackett.yaml").contains("today"));
+    let plan = repo.run(&["plan"]);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+}
