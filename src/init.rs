@@ -338,6 +338,18 @@ fn app_tier<'a>(
                 continue;
             }
             let Some(applied) = files.get(&owner.id) else {
+                // An app tier whose build fails shows nothing of its folder: say why.
+                let likely =
+                    owner.id.name == "apps" || owner.path.rsplit('/').next() == Some("apps");
+                if let Some(e) = owner.build_error.as_ref().filter(|_| likely) {
+                    notes.push(format!(
+                        "apps: Flux Kustomization {} ({}) does not build, so its folder {} is not read: {}",
+                        shown_id(&owner.id),
+                        owner.file,
+                        owner.path,
+                        one_line(e)
+                    ));
+                }
                 continue;
             };
             let outside = applied

@@ -362,3 +362,62 @@ fn wave_folders_give_back_the_tier_and_say_what_a_wave_means() {
     let plan = repo.run(&["plan"]);
     assert_eq!(plan.code, 0, "{}", plan.stderr);
 }
+
+/// A file name can hold a line break: in the drafted files it stays inside its comment, so
+/// it cannot add a setting, and what init writes still loads.
+#[test]
+fn a_file_name_cannot_write_yaml_into_the_draft() {
+    let repo = TestRepo::example("homelab");
+    repo.remove("fluxwave.yaml");
+    let evil = "apps/gitea-actions-x\nunits: []\n#.sops.yaml";
+    std::fs::rename(
+        repo.path()
+            .join("apps/gitea-actions-runner-secret.sops.yaml"),
+        repo.path().join(evil),
+    )
+    .unwrap();
+    let listed = repo.read("apps/kustomization.yaml").replace(
+        "gitea-actions-runner-secret.sops.yaml",
+        "\"gitea-actions-x\\nunits: []\\n#.sops.yaml\"",
+    );
+    repo.write("apps/kustomization.yaml", &listed);
+    let run = repo.run(&["init"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let written = repo.read("fluxwave.yaml");
+    assert!(
+        !written.lines().any(|l| l.starts_with("units")),
+        "{written}"
+    );
+    assert!(
+        written.contains("gitea-actions-x units: [] #.sops.yaml"),
+        "{written}"
+    );
+    assert_eq!(repo.run(&["waves"]).code, 0);
+
+    repo.remove("fluxwave.yaml");
+    std::fs::remove_dir_all(repo.path().join("catalog")).unwrap();
+    let run = repo.run(&["init", "--catalog"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let drafted = repo.read("catalog/gitea-actions.yaml");
+    assert!(
+        !drafted.lines().any(|l| l.starts_with("units")),
+        "{drafted}"
+    );
+    assert_eq!(repo.run(&["waves"]).code, 0);
+}
+
+/// An app tier whose build fails is not guessed at: init says why it read no folder.
+#[test]
+fn an_app_tier_that_does_not_build_is_said() {
+    let repo = TestRepo::example("homelab");
+    repo.remove("fluxwave.yaml");
+    repo.remove("apps/jackett.yaml");
+    let run = repo.run(&["init"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("  apps: Flux Kustomization flux-system/apps (clusters/base/apps.yaml) does not build, so its folder apps is not read: apps/kustomization.yaml: resource `jackett.yaml` not found\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(!repo.read("fluxwave.yaml").contains("\napps:"));
+}
