@@ -421,3 +421,66 @@ fn an_app_tier_that_does_not_build_is_said() {
     );
     assert!(!repo.read("fluxwave.yaml").contains("\napps:"));
 }
+
+/// The decryption an environment patches onto the app tier is what the waves get, when it
+/// is not fluxwave's default.
+#[test]
+fn an_environments_decryption_patch_becomes_the_waves() {
+    let repo = TestRepo::example("homelab");
+    repo.remove("fluxwave.yaml");
+    let env = repo
+        .read("clusters/dev/kustomization.yaml")
+        .replace("name: sops-age", "name: age-key");
+    repo.write("clusters/dev/kustomization.yaml", &env);
+    let run = repo.run(&["init"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("  waves.decryption: {\"provider\":\"sops\",\"secretRef\":{\"name\":\"age-key\"}}\n      (the patch of environment `dev` (clusters/dev))"),
+        "{}",
+        run.stdout
+    );
+    let written = repo.read("fluxwave.yaml");
+    assert!(
+        written
+            .contains("  decryption:\n    provider: sops\n    secretRef:\n      name: age-key\n"),
+        "{written}"
+    );
+    // apply carries it: every wave's patch names the environment's own Secret.
+    repo.write(
+        "fluxwave.yaml",
+        &format!("{written}units:\n  - {{name: gitea-actions, anchor: gitea, above: true}}\n"),
+    );
+    assert_eq!(repo.run(&["apply"]).code, 0);
+    let env = repo.read("clusters/dev/kustomization.yaml");
+    assert_eq!(env.matches("name: age-key").count(), 3, "{env}");
+    assert!(!env.contains("name: sops-age"), "{env}");
+}
+
+/// An environment whose root the Flux Operator makes is left to discovery, and said.
+#[test]
+fn an_operator_environment_is_left_to_discovery() {
+    let repo = TestRepo::fixture("blast/ks-layout");
+    repo.write(
+        "kubernetes/apps/flux-system/flux-instance/instance.yaml",
+        "apiVersion: fluxcd.controlplane.io/v1\nkind: FluxInstance\nmetadata:\n  name: flux\n  namespace: flux-system\nspec:\n  sync:\n    kind: OCIRepository\n    url: oci://ghcr.io/example/fleet\n    ref: latest\n    path: kubernetes/flux/cluster\n",
+    );
+    let run = repo.run(&["init"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("  environment `cluster`: kubernetes/flux/cluster\n      (a FluxInstance in kubernetes/apps/flux-system/flux-instance/instance.yaml; discovered each run, not written)"),
+        "{}",
+        run.stdout
+    );
+    let written = repo.read("fluxwave.yaml");
+    assert!(!written.contains("\n  environments:"), "{written}");
+    assert!(
+        written.contains("  # environments: left to discovery"),
+        "{written}"
+    );
+    let check = repo.run(&["check"]);
+    assert!(
+        check.stdout.contains("checked 1 environment (cluster)"),
+        "{}",
+        check.stdout
+    );
+}
