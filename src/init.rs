@@ -228,7 +228,7 @@ pub fn draft(root: &Path, catalog: bool) -> Result<Draft> {
     // units, and the catalog
     let catalog_dir = defaults.catalog.clone();
     let units = match &tier {
-        Some(t) => flat_units(root, &tree, &t.dir, &mut d.notes)?,
+        Some(t) => flat_units(root, &tree, t, &mut d.notes)?,
         None => BTreeMap::new(),
     };
     if catalog {
@@ -720,9 +720,20 @@ fn waves_settings(
 fn flat_units(
     root: &Path,
     tree: &FileTree,
-    dir: &str,
+    found: &AppTierFound,
     notes: &mut Vec<String>,
 ) -> Result<BTreeMap<String, Vec<String>>> {
+    let dir = found.dir.as_str();
+    // The folders Flux applies as units' own (under `topology: units`); any other folder
+    // but a wave's is none of the app tier's, as `plan` reads it.
+    let unit_folders: BTreeSet<&str> = match &found.layout {
+        Layout::Units { members, .. } => members
+            .iter()
+            .filter_map(|m| m.path.rsplit('/').next())
+            .collect(),
+        _ => BTreeSet::new(),
+    };
+    let mut foreign: BTreeSet<String> = BTreeSet::new();
     let tier = AppTier::scan(root, dir)?;
     let mut units: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut rest: Vec<(String, String)> = Vec::new();
@@ -733,8 +744,10 @@ fn flat_units(
             Location::Dir(i) => tier.dirs.get(i as usize),
         };
         if let Some(folder) = folder.filter(|g| g.wave.is_none()) {
-            if is_dns_label(&folder.name) {
+            if unit_folders.contains(folder.name.as_str()) {
                 units.entry(folder.name.clone()).or_default().push(path);
+            } else {
+                foreign.insert(tier.dir_of(&folder.name));
             }
             continue;
         }
@@ -745,6 +758,11 @@ fn flat_units(
         } else {
             rest.push((f.name.clone(), path));
         }
+    }
+    for f in foreign {
+        notes.push(format!(
+            "{f}: a folder no Flux Kustomization of the app tier applies; its files are no unit's (plan leaves them alone)"
+        ));
     }
     // What a primary file does not name is owned by its longest prefix, else its own unit.
     rest.sort_by_key(|(name, _)| (name.len(), name.clone()));

@@ -484,3 +484,30 @@ fn an_operator_environment_is_left_to_discovery() {
         check.stdout
     );
 }
+
+/// A folder inside a flat app tier is not applied by its Kustomization: no unit is drafted
+/// for it, and init says so.
+#[test]
+fn a_folder_the_flat_tier_does_not_apply_is_no_unit() {
+    let repo = TestRepo::example("homelab");
+    repo.remove("fluxwave.yaml");
+    std::fs::remove_dir_all(repo.path().join("catalog")).unwrap();
+    repo.manifest("apps/extras/notes.yaml");
+    let run = repo.run(&["init", "--catalog"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("  apps/extras: a folder no Flux Kustomization of the app tier applies; its files are no unit's (plan leaves them alone)\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(!repo.exists("catalog/extras.yaml"));
+    assert!(!repo.exists("catalog/notes.yaml"));
+    let plan = repo.run(&["plan"]);
+    assert_eq!(plan.code, 0, "{}", plan.stderr);
+    assert!(!plan.stdout.contains("notes.yaml ->"), "{}", plan.stdout);
+    assert!(
+        plan.stdout.contains("apps/gitea.yaml ->"),
+        "{}",
+        plan.stdout
+    );
+}
