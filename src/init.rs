@@ -179,15 +179,15 @@ pub fn draft(root: &Path, catalog: bool) -> Result<Draft> {
         let inside_apps = base == apps_dir || base.starts_with(&format!("{apps_dir}/"));
         if base.is_empty() || env_folder.is_some() || inside_apps {
             let whose = match env_folder {
-                Some(e) => format!("the folder of environment `{}`", e.name),
-                None if base.is_empty() => "the repository's root".to_string(),
+                Some(e) => format!("in the folder of environment `{}`", e.name),
+                None if base.is_empty() => "in the repository's root".to_string(),
                 None => "inside the app tier".to_string(),
             };
             d.notes.push(format!(
-                "clusters.base: not set. {} is written in {whose}; `fluxwave apply` replaces it with the wave Kustomizations in a folder of shared Flux objects of its own (default clusters/base): move {} there, list that folder in each environment's kustomization.yaml, and set clusters.base. waves and plan do without it; check and apply need it",
+                "clusters.base: not set. {} is written {whose}; `fluxwave apply` replaces it with the wave Kustomizations in a folder of shared Flux objects of its own (default clusters/base): move {} there, list that folder in each environment's kustomization.yaml, and set clusters.base. waves and plan do without it; check and apply need it",
                 t.owner.file, t.owner.file
             ));
-            clusters.push_str(&comment("  ", &format!("base: not set. {} is written in {whose}; apply needs the app tier's Kustomization in a folder of shared Flux objects of its own (default clusters/base): move it there and set this.", t.owner.file))
+            clusters.push_str(&comment("  ", &format!("base: not set. {} is written {whose}; apply needs the app tier's Kustomization in a folder of shared Flux objects of its own (default clusters/base): move it there and set this.", t.owner.file))
             );
         } else {
             let why = format!("where {} is written", t.owner.file);
@@ -424,6 +424,11 @@ fn grouped<'a>(tree: &FileTree, flat: &[(&'a Owner, usize)]) -> Option<AppTierFo
     let mut by: BTreeMap<(String, String, bool), Members<'a>> = BTreeMap::new();
     for (o, n) in flat {
         if let Some((dir, prefix, wave)) = group_of(o) {
+            // fluxwave writes them beside the other Flux objects, never in the tier: two
+            // Kustomizations in an app's own ks.yaml are that app's, not a tier.
+            if o.file.starts_with(&format!("{dir}/")) {
+                continue;
+            }
             by.entry((dir, prefix, wave.is_some()))
                 .or_default()
                 .push((o, *n, wave));
