@@ -182,6 +182,26 @@ fn bootstrap_repository() {
 #[test]
 fn per_app_ks_layout_takes_dependencies_from_depends_on() {
     let repo = TestRepo::fixture("blast/ks-layout");
+    // One app with two Kustomizations named after their folders: the app's, not a tier split
+    // into units.
+    let ks = |name: &str| {
+        crate::common::flux_ks(
+            name,
+            &format!(
+                "./kubernetes/apps/o11y/blackbox/{}",
+                name.trim_start_matches("blackbox-")
+            ),
+            &[],
+        )
+    };
+    repo.write(
+        "kubernetes/apps/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ./database\n  - ./media\n  - ./storage\n  - ./o11y\n",
+    )
+    .write("kubernetes/apps/o11y/kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ./blackbox/ks.yaml\n")
+    .write("kubernetes/apps/o11y/blackbox/ks.yaml", &format!("{}---\n{}", ks("blackbox-lan"), ks("blackbox-vpn")))
+    .manifest("kubernetes/apps/o11y/blackbox/lan/probe-lan.yaml")
+    .manifest("kubernetes/apps/o11y/blackbox/vpn/probe-vpn.yaml");
     let run = repo.run(&["init", "--catalog"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
@@ -190,6 +210,8 @@ fn per_app_ks_layout_takes_dependencies_from_depends_on() {
         run.stdout
     );
     assert!(run.stdout.contains("apps: not set."), "{}", run.stdout);
+    assert!(!run.stdout.contains("topology"), "{}", run.stdout);
+    assert!(repo.exists("catalog/blackbox-lan.yaml"));
     // The Kustomization that applies the apps is not one.
     assert!(!repo.exists("catalog/cluster-apps.yaml"));
     let seerr = repo.read("catalog/seerr.yaml");
