@@ -225,7 +225,8 @@ struct RawWaves {
     /// Namespace of the wave Kustomizations. Default `flux-system`.
     #[schemars(with = "Option<String>")]
     namespace: Option<Spanned<String>>,
-    /// Merged key by key into the spec of every wave Kustomization.
+    /// Merged key by key into the spec of every wave Kustomization; a key set to `null`
+    /// leaves the default of that key out (`postBuild: null` when there is no cluster-vars).
     spec: Option<Map<String, Value>>,
     /// The decryption each environment patches onto every wave. Default
     /// `{provider: sops, secretRef: {name: sops-age}}`.
@@ -659,10 +660,14 @@ pub fn wave_number(s: &str) -> Option<usize> {
     s.parse().ok()
 }
 
-/// Recursively overlays the user's settings on the defaults: mappings merge, the rest replaces.
+/// Recursively overlays the user's settings on the defaults: mappings merge, `null` removes
+/// the key (a default the app tier does without, such as `postBuild`), the rest replaces.
 fn merge(base: &mut Map<String, Value>, over: Map<String, Value>) {
     for (k, v) in over {
         match (base.get_mut(&k), v) {
+            (_, Value::Null) => {
+                base.remove(&k);
+            }
             (Some(Value::Object(b)), Value::Object(o)) => merge(b, o),
             (_, v) => {
                 base.insert(k, v);
@@ -724,6 +729,12 @@ mod tests {
         assert_eq!(c.waves.spec["sourceRef"]["kind"], "GitRepository");
         assert_eq!(c.waves.spec["sourceRef"]["name"], "fleet");
         assert_eq!(c.waves.spec["prune"], true);
+        let c = Config::parse(&Text::new(
+            "waves:\n  spec:\n    postBuild: null\n    sourceRef: {namespace: null}\n".into(),
+        ))
+        .unwrap();
+        assert!(!c.waves.spec.contains_key("postBuild"));
+        assert_eq!(c.waves.spec["sourceRef"]["name"], "flux-system");
     }
 
     #[test]

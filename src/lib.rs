@@ -27,6 +27,7 @@ pub(crate) mod error;
 pub(crate) mod flux;
 pub(crate) mod fs;
 pub(crate) mod graph;
+pub(crate) mod init;
 pub(crate) mod kustomize;
 mod par;
 pub(crate) mod plan;

@@ -186,7 +186,7 @@ pub(crate) fn parse_with(
             });
         }
     }
-    validate::spec(path, &text, &spec, &mut errors);
+    validate::spec(path, &text, &spec, name, &mut errors);
     if !errors.is_empty() {
         return Err(errors);
     }
@@ -326,7 +326,7 @@ mod tests {
         let deps: Vec<_> = s.dependencies.iter().map(|d| d.to.as_str()).collect();
         assert_eq!(deps, ["qbittorrent", "jackett"]);
         assert_eq!(s.spec.port, Some(8989));
-        assert_eq!(s.spec.image.tag.value, "4.0.9");
+        assert_eq!(s.spec.image.as_ref().unwrap().tag.value, "4.0.9");
         assert_eq!(
             crate::error::line_col(&s.text, s.dependencies[1].span.0),
             (8, 11)

@@ -1,6 +1,7 @@
-//! The `spec` of a ServiceDefinition, exactly as written: every field optional except
-//! `image`, unknown fields rejected, so a file with only the contract fields (dependencies,
-//! image, port, ingress) is complete. These types are also the source of the JSON Schema
+//! The `spec` of a ServiceDefinition, exactly as written: every field optional, unknown
+//! fields rejected. A file with only `dependencies` places a unit in the graph (`waves`,
+//! `plan`, `apply`, `check`, `cutover`, `blast` read nothing else); `render` also needs
+//! `image` (and `port` for a Service), and says so where the file names the service. These types are also the source of the JSON Schema
 //! (`fluxwave schema`), so each doc comment is what an editor shows on hover; defaults live
 //! in the renderer and are stated here.
 
@@ -27,8 +28,9 @@ pub struct Spec {
     /// a Flux Kustomization of its own that depends on what the service depends on; a
     /// dependency on it is an error. Default true.
     pub gating: Option<bool>,
-    /// The container image. `repository` and `tag` make the image reference.
-    pub image: Image,
+    /// The container image. `repository` and `tag` make the image reference. Needed by
+    /// `fluxwave render` only: a definition without it just orders its unit.
+    pub image: Option<Image>,
     /// The main container port, named `http`: the Service, the Ingress and the probes point
     /// at it. Without it the service gets no Service and no Ingress.
     pub port: Option<u16>,

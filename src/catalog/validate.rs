@@ -112,9 +112,17 @@ impl Check<'_> {
     }
 }
 
-pub(super) fn spec(path: &str, text: &Text, spec: &Spec, errors: &mut Vec<SourceError>) {
+/// `name` is `metadata.name`: where a problem with no value of its own is pointed at when
+/// the spec has no image tag to point at.
+pub(super) fn spec(
+    path: &str,
+    text: &Text,
+    spec: &Spec,
+    name: &Spanned<String>,
+    errors: &mut Vec<SourceError>,
+) {
     let mut c = Check { path, text, errors };
-    let tag = &spec.image.tag;
+    let tag = spec.image.as_ref().map_or(name, |i| &i.tag);
 
     let mut ports: HashSet<&str> = HashSet::new();
     if spec.port.is_some() {
@@ -249,7 +257,7 @@ pub(super) fn spec(path: &str, text: &Text, spec: &Spec, errors: &mut Vec<Source
             c.resources(r.limits.as_ref());
         }
     }
-    if let Some(a) = &spec.image.automation {
+    if let Some(a) = spec.image.as_ref().and_then(|i| i.automation.as_ref()) {
         if let Some(ft) = &a.filter_tags {
             if Regex::new(&ft.pattern).is_err() {
                 c.at(
@@ -268,7 +276,7 @@ pub(super) fn spec(path: &str, text: &Text, spec: &Spec, errors: &mut Vec<Source
 /// Image automation's default policy (`>=<tag>`) needs a semver tag. Checked when rendering
 /// only: loading the catalog for waves must not depend on how its images are tagged.
 pub fn automation_policy(service: &super::Service) -> Option<SourceError> {
-    let image = &service.spec.image;
+    let image = service.spec.image.as_ref()?;
     let tag = &image.tag;
     let automated = image
         .automation
@@ -291,6 +299,40 @@ pub fn automation_policy(service: &super::Service) -> Option<SourceError> {
         )
         .at(&service.text, yaml::spanned(&service.text, tag))
         .help("set image.automation.semver (with filterTags to extract a version), or image.automation.enabled: false; or render with --no-image-automation"),
+    )
+}
+
+/// What `render` needs that a dependency-only definition leaves out: `image` (and `port`,
+/// when the definition has neither). Located at `metadata.name`, the place the file names
+/// the service; `None` when the service can be rendered.
+pub fn renderable(service: &super::Service) -> Option<SourceError> {
+    let spec = &service.spec;
+    if spec.image.is_some() {
+        return None;
+    }
+    let (missing, example) = if spec.port.is_none() {
+        (
+            "`image` and `port`",
+            "  image:\n    repository: ghcr.io/example/app\n    tag: \"1.0.0\"\n  port: 8080",
+        )
+    } else {
+        (
+            "`image`",
+            "  image:\n    repository: ghcr.io/example/app\n    tag: \"1.0.0\"",
+        )
+    };
+    Some(
+        SourceError::new(
+            &service.path,
+            format!(
+                "`fluxwave render` needs {missing} in spec; `{}` declares only what orders its unit",
+                service.name
+            ),
+        )
+        .at(&service.text, service.name_span)
+        .help(format!(
+            "add them under spec:\n{example}\n(waves, plan, apply, check, cutover and blast need only `dependencies`)"
+        )),
     )
 }
 

@@ -5,6 +5,7 @@ mod apply;
 mod blast;
 mod check;
 mod cutover;
+mod init;
 mod plan;
 mod render;
 mod schema;
@@ -66,6 +67,16 @@ pub enum Format {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Write a first fluxwave.yaml from what the repository holds, saying why for each setting
+    #[command(
+        after_help = "Examples:\n  fluxwave init\n  fluxwave --repo ~/fleet init --catalog   # also one ServiceDefinition per unit\n\nAn existing fluxwave.yaml is never replaced, nor an existing catalog file.\n\nExit status: 0 written, 2 fluxwave.yaml exists or bad input (nothing is written)."
+    )]
+    Init {
+        /// Also draft catalog/: one ServiceDefinition per app-tier unit, its dependencies from
+        /// the dependsOn of the units' own Kustomizations
+        #[arg(long)]
+        catalog: bool,
+    },
     /// Every node with its wave, kind, placement and the dependency path that sets its wave
     #[command(
         after_help = "Example:\n  fluxwave --repo examples/homelab waves --format markdown\n\nExit status: 0 fine, 2 bad input (a cycle, an unknown dependency, ...)."
@@ -311,6 +322,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
         return Err(fail(&e, machine, &mut out));
     }
     let result = match cli.command {
+        Command::Init { catalog } => init::run(&cli.repo, catalog, &mut out),
         Command::Waves { format } => waves::run(&cli.repo, format, &mut out),
         Command::Plan { format } => plan::run(&cli.repo, format, &mut out),
         Command::Apply { dry_run } => apply::run(&cli.repo, dry_run, &mut out),

@@ -7,7 +7,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::catalog::spec::{
-    AccessMode, Ingress, Probe, Protocol, ResourceList, Resources, ServiceType, Strategy,
+    AccessMode, Image, Ingress, Probe, Protocol, ResourceList, Resources, ServiceType, Strategy,
 };
 use crate::catalog::{validate, Service};
 use crate::error::SourceError;
@@ -60,9 +60,14 @@ impl Doc {
 }
 
 /// Renders a service into its files: `<svc>.yaml`, and `<svc>-db.yaml` when it has a
-/// database. The only error is a spec that asks for image automation without a policy.
+/// database. The errors are a definition without the `image` a Deployment needs (one that
+/// declares only its dependencies), and a spec that asks for image automation without a
+/// policy.
 pub fn service(svc: &Service, opts: Options) -> Result<Vec<File>, Vec<SourceError>> {
-    let automation = opts.image_automation && automation_enabled(svc);
+    let Some(image) = svc.spec.image.as_ref() else {
+        return Err(validate::renderable(svc).into_iter().collect());
+    };
+    let automation = opts.image_automation && automation_enabled(image);
     if automation {
         if let Some(e) = validate::automation_policy(svc) {
             return Err(vec![e]);
@@ -74,7 +79,7 @@ pub fn service(svc: &Service, opts: Options) -> Result<Vec<File>, Vec<SourceErro
         text: text(
             svc.spec.description.as_deref(),
             &svc.path,
-            &app_docs(svc, automation),
+            &app_docs(svc, image, automation),
         ),
     }];
     if svc.spec.database.is_some() {
@@ -92,9 +97,8 @@ pub fn service(svc: &Service, opts: Options) -> Result<Vec<File>, Vec<SourceErro
     Ok(files)
 }
 
-fn automation_enabled(svc: &Service) -> bool {
-    svc.spec
-        .image
+fn automation_enabled(image: &Image) -> bool {
+    image
         .automation
         .as_ref()
         .is_none_or(|a| a.enabled != Some(false))
@@ -154,7 +158,7 @@ fn meta(svc: &Service, name: &str, annotations: Option<Value>) -> Value {
     Value::Object(m)
 }
 
-fn app_docs(svc: &Service, automation: bool) -> Vec<Doc> {
+fn app_docs(svc: &Service, image: &Image, automation: bool) -> Vec<Doc> {
     let spec = &svc.spec;
     let claims: Vec<Value> = spec
         .volumes
@@ -188,7 +192,7 @@ fn app_docs(svc: &Service, automation: bool) -> Vec<Doc> {
         protected(svc) && !claims.is_empty(),
     ))];
     docs.extend(claims.into_iter().map(Doc::plain));
-    docs.push(deployment(svc, automation));
+    docs.push(deployment(svc, image, automation));
     if spec.port.is_some() {
         docs.push(Doc::plain(service_object(svc)));
         if let Some(ing) = &spec.ingress {
@@ -196,14 +200,13 @@ fn app_docs(svc: &Service, automation: bool) -> Vec<Doc> {
         }
     }
     if automation {
-        docs.extend(image_automation(svc).into_iter().map(Doc::plain));
+        docs.extend(image_automation(svc, image).into_iter().map(Doc::plain));
     }
     docs
 }
 
-fn deployment(svc: &Service, automation: bool) -> Doc {
+fn deployment(svc: &Service, image: &Image, automation: bool) -> Doc {
     let spec = &svc.spec;
-    let image = &spec.image;
     let mut c = Map::new();
     c.insert("name".into(), json!(svc.name));
     c.insert(
@@ -478,8 +481,7 @@ fn ingress(svc: &Service, ing: &Ingress) -> Value {
     })
 }
 
-fn image_automation(svc: &Service) -> [Value; 2] {
-    let image = &svc.spec.image;
+fn image_automation(svc: &Service, image: &Image) -> [Value; 2] {
     let a = image.automation.as_ref();
     let interval = a
         .and_then(|a| a.interval.as_deref())

@@ -515,10 +515,8 @@ fn the_schema_accepts_every_example_and_rejects_broken_ones() {
             "    tls: {secretName: sonarr-tls}\n",
             "    tls: {secret: x}\n",
         ),
-        sonarr.replace(
-            "  image:\n    repository: lscr.io/linuxserver/sonarr\n    tag: \"4.0.9\"\n",
-            "",
-        ),
+        // An image needs its tag (a definition without any image is dependency-only: below).
+        sonarr.replace("    tag: \"4.0.9\"\n", ""),
     ] {
         assert_ne!(broken, sonarr);
         assert!(
@@ -526,6 +524,8 @@ fn the_schema_accepts_every_example_and_rejects_broken_ones() {
             "accepted:\n{broken}"
         );
     }
+    let dependency_only = "apiVersion: fluxwave.dev/v1alpha1\nkind: ServiceDefinition\nmetadata:\n  name: gitea-actions\nspec:\n  dependencies:\n    - to: gitea\n";
+    assert!(service.is_valid(&yaml_value(dependency_only)));
     let config = jsonschema::draft7::new(&schema("config")).unwrap();
     let homelab = std::fs::read_to_string(examples().join("homelab/fluxwave.yaml")).unwrap();
     assert!(config.is_valid(&yaml_value(&homelab)));
