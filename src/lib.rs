@@ -35,6 +35,7 @@ pub(crate) mod redact;
 pub(crate) mod render;
 pub(crate) mod repo;
 pub(crate) mod tree;
+pub(crate) mod unified;
 pub(crate) mod yaml;
 
 /// What the integration tests and the fuzz targets drive directly: the readers they feed
