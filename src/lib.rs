@@ -28,6 +28,7 @@ pub(crate) mod flux;
 pub(crate) mod fs;
 pub(crate) mod graph;
 pub(crate) mod kustomize;
+pub(crate) mod objects;
 mod par;
 pub(crate) mod plan;
 pub(crate) mod plural;

@@ -765,7 +765,13 @@ mod tests {
         });
         assert!(mask_object(&mut secret));
         let text = secret.to_string();
-        for hidden in ["aHVudGVyMg==", "hunter2", "BEGIN AGE", "data:mac", "\"deep\":1"] {
+        for hidden in [
+            "aHVudGVyMg==",
+            "hunter2",
+            "BEGIN AGE",
+            "data:mac",
+            "\"deep\":1",
+        ] {
             assert!(!text.contains(hidden), "{hidden} in {text}");
         }
         assert_eq!(secret["data"]["pw"], MASK);

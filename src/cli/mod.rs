@@ -3,8 +3,10 @@
 
 mod apply;
 mod blast;
+mod build;
 mod check;
 mod cutover;
+mod diff;
 mod plan;
 mod render;
 mod schema;
@@ -119,6 +121,34 @@ enum Command {
         #[arg(long = "env", value_name = "NAME=PATH", value_parser = env_pair)]
         envs: Vec<(String, String)>,
     },
+    /// The objects each Flux Kustomization applies, built offline, Secret values masked
+    #[command(
+        after_help = "Examples:\n  fluxwave --repo examples/homelab build | kubeconform -strict -summary\n  fluxwave build --kustomization flux-system/apps --format json\n\nEach YAML document follows a comment naming its owner (the Flux Kustomization), its\nenvironment and its file. Secret data and stringData values are printed as ***.\n\nExit status: 0 built, 2 bad input (an unknown environment or Kustomization, one whose build\nfails: the rest is printed)."
+    )]
+    Build {
+        /// Build only this environment (one of those discovered)
+        #[arg(long, value_name = "NAME")]
+        env: Option<String>,
+        /// Only the objects this Flux Kustomization applies
+        #[arg(long, value_name = "NS/NAME")]
+        kustomization: Option<String>,
+        #[arg(long, value_enum, default_value = "yaml")]
+        format: build::Format,
+    },
+    /// What changes in each Kustomization's objects between two git revisions
+    #[command(
+        after_help = "Examples:\n  fluxwave --repo examples/homelab diff --from HEAD\n  fluxwave diff --from origin/main --format github >> \"$GITHUB_STEP_SUMMARY\"\n\nAn object is added, removed or modified (its content, or its owner: it moves); a removed or\nmoved object carries cutover's verdict, whether Flux deletes it on the way. Secret values are\nmasked; a Secret whose values change names the keys.\n\nExit status: 0 nothing changes, 1 something changes (as `git diff --exit-code`), 2 bad input."
+    )]
+    Diff {
+        /// The revision the cluster runs now (a branch, tag or commit)
+        #[arg(long, value_name = "REV")]
+        from: String,
+        /// The revision to go to (default: the working tree)
+        #[arg(long, value_name = "REV")]
+        to: Option<String>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: diff::Format,
+    },
     /// What a failing unit blocks under each topology, and the longest dependsOn chain
     #[command(
         after_help = "Examples:\n  fluxwave --repo examples/homelab blast\n  fluxwave blast --topology units --format json\n\nA unit's failure blocks the units of every Kustomization that waits, through dependsOn, for\nthe readiness of a Kustomization whose health checks cover it (wait: true or healthChecks).\n\nExit status: 0 reported, 2 bad input (no environment, no catalog for waves or units)."
@@ -226,6 +256,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
             ..
         } => out.diagnostics().workflow_commands(),
         Command::Check { .. } => out.diagnostics(),
+        // They print objects whole: a Secret value that masking missed (copied into a
+        // ConfigMap) is masked as in a diagnostic.
+        Command::Build { .. } | Command::Diff { .. } => out.diagnostics(),
         _ => out,
     };
     // Every command but `schema` reads the repository: one that is not a folder is bad input,
@@ -258,6 +291,20 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
             format,
             envs,
         } => cutover::run(&cli.repo, &from, to.as_deref(), format, &envs, &mut out),
+        Command::Build {
+            env,
+            kustomization,
+            format,
+        } => build::run(
+            &cli.repo,
+            env.as_deref(),
+            kustomization.as_deref(),
+            format,
+            &mut out,
+        ),
+        Command::Diff { from, to, format } => {
+            diff::run(&cli.repo, &from, to.as_deref(), format, &mut out)
+        }
         Command::Blast {
             topology,
             format,
