@@ -403,10 +403,16 @@ fn github(r: &Report, rows: &[Row]) -> String {
     s.push_str("| Environment | Owner | Change | Object | Flux |\n|---|---|---|---|---|\n");
     for row in rows.iter().take(GITHUB_ROWS) {
         let c = row.change;
-        let change = match &c.previous_owner {
+        let mut change = match &c.previous_owner {
             Some(prev) => format!("moved from `{}`", cell(&short(prev))),
             None => c.change.as_str().to_string(),
         };
+        if !c.secret_keys.is_empty() {
+            change.push_str(&format!(
+                " (Secret values change: `{}`)",
+                cell(&c.secret_keys.join("`, `"))
+            ));
+        }
         let flux = match row.deletion {
             Some(d) if d.stateful => format!("🛑 **deletes, data loss** ({})", d.rule.code()),
             Some(d) => format!("deletes ({})", d.rule.code()),
