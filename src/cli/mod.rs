@@ -123,7 +123,7 @@ enum Command {
     },
     /// The objects each Flux Kustomization applies, built offline, Secret values masked
     #[command(
-        after_help = "Examples:\n  fluxwave --repo examples/homelab build | kubeconform -strict -summary\n  fluxwave build --kustomization flux-system/apps --format json\n\nEach YAML document follows a comment naming its owner (the Flux Kustomization), its\nenvironment and its file. Secret data and stringData values are printed as ***.\n\nExit status: 0 built, 2 bad input (an unknown environment or Kustomization, one whose build\nfails: the rest is printed)."
+        after_help = "Examples:\n  fluxwave --repo examples/homelab build | kubeconform -ignore-missing-schemas -summary\n  fluxwave build --kustomization flux-system/apps --format json\n\nEach YAML document follows a comment naming its owner (the Flux Kustomization), its\nenvironment and its file. Secret data and stringData values are printed as ***.\n\nExit status: 0 built, 2 bad input (an unknown environment or Kustomization, one whose build\nfails: the rest is printed)."
     )]
     Build {
         /// Build only this environment (one of those discovered)
