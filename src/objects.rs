@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::flux::inventory::Inventory;
+use crate::flux::substitute::Source;
 use crate::kustomize::object::{is_sops, ObjectId};
 
 /// One object as its owner applies it.
@@ -47,6 +48,7 @@ impl Built {
 /// apply is listed under each: Flux applies it twice.
 pub fn of(inv: &Inventory) -> Vec<Built> {
     let mut out = Vec::with_capacity(inv.objects.len() + inv.owners.len());
+    let substituted = substituted_secrets(inv);
     let built = |owner: &ObjectId, id: &ObjectId, file: &str, raw: &Value| {
         let mut object = raw.clone();
         // kustomize-controller decrypts a SOPS-encrypted object and applies it without its
@@ -55,7 +57,11 @@ pub fn of(inv: &Inventory) -> Vec<Built> {
         if let (true, Value::Object(map)) = (sops, &mut object) {
             map.remove("sops");
         }
-        let masked = crate::redact::mask_object(&mut object) || sops;
+        // Substituted values first: they are masked where they stand, not their whole string.
+        let mut masked = substituted
+            .get(owner)
+            .is_some_and(|values| crate::redact::mask_values(&mut object, values));
+        masked |= crate::redact::mask_object(&mut object) || sops;
         Built {
             environment: inv.env.clone(),
             owner: owner.clone(),
@@ -82,6 +88,40 @@ pub fn of(inv: &Inventory) -> Vec<Built> {
         }
     }
     out.sort_by(|a, b| (&a.owner, &a.id).cmp(&(&b.owner, &b.id)));
+    out
+}
+
+/// The values of the Secrets of `inv` each owner substitutes from (`postBuild.substituteFrom`
+/// of kind Secret, decoded), longest first: Flux writes them into the objects it builds.
+fn substituted_secrets(inv: &Inventory) -> BTreeMap<ObjectId, Vec<String>> {
+    let mut out = BTreeMap::new();
+    for (id, o) in &inv.owners {
+        let refs = o
+            .object
+            .pointer("/spec/postBuild/substituteFrom")
+            .and_then(Value::as_array);
+        let mut values: Vec<String> = Vec::new();
+        for r in refs.into_iter().flatten() {
+            if r.get("kind").and_then(Value::as_str) != Some("Secret") {
+                continue;
+            }
+            let secret = ObjectId {
+                group: String::new(),
+                kind: "Secret".into(),
+                namespace: id.namespace.clone(),
+                name: r.get("name").and_then(Value::as_str).unwrap_or("").into(),
+            };
+            let whole = inv.objects.get(&secret).and_then(|e| e.whole.as_deref());
+            if let Some(Source::Data(data)) = whole.and_then(|w| Source::of(&secret, w)) {
+                values.extend(data.into_values().map(|v| v.replace('\n', "")));
+            }
+        }
+        if !values.is_empty() {
+            values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+            values.dedup();
+            out.insert(id.clone(), values);
+        }
+    }
     out
 }
 

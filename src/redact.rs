@@ -698,7 +698,8 @@ fn mask_in(v: &mut serde_json::Value, depth: usize) -> bool {
             *s = MASK.to_string();
             hid = true;
         }
-        Value::String(s) if s.contains("ecret") || s.contains("ENC[") || s.contains("sops") => {
+        // A string that may itself hold a Secret object or SOPS metadata.
+        Value::String(s) if s.contains("Secret") || s.contains("sops") => {
             let found = ranges(s);
             if !found.is_empty() {
                 *s = masked(s, &found);
@@ -708,6 +709,32 @@ fn mask_in(v: &mut serde_json::Value, depth: usize) -> bool {
         _ => {}
     }
     hid
+}
+
+/// Masks every occurrence of each of `values` (a Secret's values that a build substituted into
+/// other objects: Flux's `postBuild.substituteFrom` a Secret) in the strings of `v`, however
+/// short. Returns whether anything was masked.
+pub fn mask_values(v: &mut serde_json::Value, values: &[String]) -> bool {
+    use serde_json::Value;
+    match v {
+        Value::Object(map) => map
+            .values_mut()
+            .fold(false, |m, v| mask_values(v, values) | m),
+        Value::Array(items) => items
+            .iter_mut()
+            .fold(false, |m, v| mask_values(v, values) | m),
+        Value::String(s) => {
+            let mut hid = false;
+            for value in values.iter().filter(|v| !v.is_empty()) {
+                if s.contains(value.as_str()) {
+                    *s = s.replace(value.as_str(), MASK);
+                    hid = true;
+                }
+            }
+            hid
+        }
+        _ => false,
+    }
 }
 
 /// Every scalar under `v` replaced by `MASK`, the structure kept.
@@ -788,6 +815,16 @@ mod tests {
         assert_eq!(config["spec"]["env"][0]["value"], "shown");
         let mut plain = serde_json::json!({"kind": "Deployment", "spec": {"replicas": 1}});
         assert!(!mask_object(&mut plain));
+        let mut substituted =
+            serde_json::json!({"data": {"url": "u:abc@db", "n": 3, "k": ["abc"]}});
+        assert!(mask_values(
+            &mut substituted,
+            &["abc".into(), String::new()]
+        ));
+        assert_eq!(
+            substituted,
+            serde_json::json!({"data": {"url": "u:***@db", "n": 3, "k": ["***"]}})
+        );
     }
 
     /// A large file is read in time linear in its size.

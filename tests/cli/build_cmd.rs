@@ -211,3 +211,40 @@ fn a_kustomization_that_fails_to_build_is_bad_input_and_the_rest_is_printed() {
     );
     assert!(run.stdout.contains("name: cluster-vars"), "{}", run.stdout);
 }
+
+/// A Secret's values that postBuild substitutes into another object (`substituteFrom` a
+/// Secret) are that Secret's values: masked there too, however short, in build and diff.
+#[test]
+fn values_substituted_from_a_secret_are_masked_where_they_land() {
+    let repo = TestRepo::empty();
+    repo.write("clusters/dev/kustomization.yaml", "resources:\n  - cfg.yaml\n  - apps.yaml\n")
+        .write("clusters/dev/cfg.yaml", &crate::common::flux_ks("cfg", "./cfg", &[]))
+        .write(
+            "clusters/dev/apps.yaml",
+            &crate::common::flux_ks("apps", "./apps", &["postBuild:", "  substituteFrom:", "    - kind: Secret", "      name: vars"]),
+        )
+        .write("cfg/kustomization.yaml", "resources:\n  - vars.yaml\n")
+        .write("cfg/vars.yaml", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: vars\n  namespace: flux-system\nstringData:\n  PASS: pw-sub-9876543\n  SHORT: q7z\ndata:\n  B64: ZGVjb2RlZC1zdWI=\n")
+        .write("apps/kustomization.yaml", "resources:\n  - cm.yaml\n")
+        .write("apps/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n  namespace: default\ndata:\n  url: postgres://u:${PASS}@db\n  short: x-${SHORT}\n  b: ${B64}\n");
+    let hidden = ["pw-sub-9876543", "q7z", "decoded-sub", "ZGVjb2RlZC1zdWI="];
+    for format in ["yaml", "json"] {
+        let run = repo.run(&["build", "--format", format]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        for h in hidden {
+            assert!(!run.stdout.contains(h), "{format}: {h}:\n{}", run.stdout);
+        }
+        assert!(run.stdout.contains("postgres://u:***@db"), "{}", run.stdout);
+    }
+    repo.commit_all("vars");
+    repo.write(
+        "cfg/vars.yaml",
+        &repo.read("cfg/vars.yaml").replace("q7z", "r8y"),
+    );
+    let run = repo.run(&["diff", "--from", "HEAD"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    for h in hidden.iter().chain(&["r8y"]) {
+        assert!(!run.stdout.contains(h), "{h}:\n{}", run.stdout);
+    }
+    assert!(run.stdout.contains("stringData.SHORT"), "{}", run.stdout);
+}
