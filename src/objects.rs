@@ -37,9 +37,9 @@ impl Built {
             .unwrap_or("")
     }
 
-    /// The object as block YAML (masked).
+    /// The object as block YAML (masked), a string of several lines as a literal block.
     pub fn yaml(&self) -> String {
-        crate::yaml::emit(&self.object)
+        crate::yaml::emit_for_reading(&self.object)
     }
 }
 

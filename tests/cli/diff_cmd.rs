@@ -154,6 +154,10 @@ fn small() -> TestRepo {
 #[test]
 fn an_edit_is_a_unified_diff_and_a_removed_volume_is_data_loss() {
     let repo = small();
+    let conf = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: conf\n  namespace: default\ndata:\n  app.ini: |\n    [server]\n    port = 80\n    host = a\n";
+    repo.write("apps/conf.yaml", conf).flat_kustomization();
+    repo.commit_all("conf");
+    repo.write("apps/conf.yaml", &conf.replace("port = 80", "port = 8080"));
     repo.write(
         "apps/web.yaml",
         &repo.read("apps/web.yaml").replace("1.0.0", "1.1.0"),
@@ -185,7 +189,13 @@ fn an_edit_is_a_unified_diff_and_a_removed_volume_is_data_loss() {
         "{data}"
     );
     assert_eq!(data["rule"], "left-build");
-    assert_eq!(changes(&doc).len(), 2, "{doc:#}");
+    // A value of several lines is a literal block: the diff shows the line that changes.
+    let conf = find(&doc, "ConfigMap", "conf")["diff"].as_str().unwrap();
+    assert!(
+        conf.contains("   app.ini: |\n     [server]\n-    port = 80\n+    port = 8080\n"),
+        "{conf}"
+    );
+    assert_eq!(changes(&doc).len(), 3, "{doc:#}");
     let text = repo.run(&["diff", "--from", "HEAD"]);
     assert!(
         text.stdout.contains(
