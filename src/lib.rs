@@ -9,8 +9,9 @@
 //! turns a ServiceDefinition into manifests, `plan` places every file and derives the change
 //! set `apply` carries out, `diag` holds the finding codes and renders findings, `blast` computes what a failing unit
 //! blocks, `cutover`
-//! judges what Flux deletes between two revisions, `check` lints, and `cli`, the only module
-//! that prints, runs the commands.
+//! judges what Flux deletes between two revisions, `check` lints, `objects` gives the objects
+//! each Kustomization applies and what changes in them (with `unified` diffs), and `cli`, the
+//! only module that prints, runs the commands.
 //!
 //! Only `cli` is the library's interface; `testing` hands the integration tests and the fuzz
 //! targets the parts they drive directly. Everything else is `pub(crate)`, so the compiler
