@@ -52,16 +52,27 @@ pub fn run(
             deletion: verdicts.get(&(c.environment.as_str(), &c.id)).copied(),
         })
         .collect();
+    // What Flux deletes of objects the change leaves as they are: everything in a Namespace
+    // that is deleted, every custom resource of a CRD that is deleted.
+    let listed: std::collections::HashSet<(&str, &ObjectId)> = changes
+        .iter()
+        .map(|c| (c.environment.as_str(), &c.id))
+        .collect();
+    let also: Vec<&Deletion> = report
+        .deletions
+        .iter()
+        .filter(|d| !listed.contains(&(&*d.environment, &d.id)))
+        .collect();
     let text = match format {
         Format::Json => {
-            let doc = Json::of(&report, &rows);
+            let doc = Json::of(&report, &rows, &also);
             serde_json::to_string_pretty(&doc).map_err(|e| io(e.into()))? + "\n"
         }
-        Format::Text => text(&report, &rows),
-        Format::Github => github(&report, &rows),
+        Format::Text => text(&report, &rows, &also),
+        Format::Github => github(&report, &rows, &also),
     };
     out.write_all(text.as_bytes()).map_err(io)?;
-    Ok(if rows.is_empty() {
+    Ok(if rows.is_empty() && also.is_empty() {
         Outcome::Clean
     } else {
         Outcome::Findings
@@ -161,12 +172,16 @@ struct Json<'a> {
     verdict: Verdict,
     summary: Summary,
     changes: Vec<JsonChange<'a>>,
+    /// cutover's deletions of objects that do not change themselves (in a Namespace or of a
+    /// CRD that is deleted), as `cutover --format json` lists them.
+    #[serde(rename = "alsoDeleted")]
+    also_deleted: &'a [&'a Deletion],
     incomplete: &'a [cutover::Incomplete],
     warnings: &'a [cutover::EnvWarning],
 }
 
 impl<'a> Json<'a> {
-    fn of(r: &'a Report, rows: &'a [Row<'a>]) -> Json<'a> {
+    fn of(r: &'a Report, rows: &'a [Row<'a>], also: &'a [&'a Deletion]) -> Json<'a> {
         Json {
             version: JSON_VERSION,
             from: &r.from,
@@ -175,6 +190,7 @@ impl<'a> Json<'a> {
             verdict: r.verdict(),
             summary: Summary::of(rows),
             changes: rows.iter().map(JsonChange::of).collect(),
+            also_deleted: also,
             incomplete: &r.incomplete,
             warnings: &r.warnings,
         }
@@ -300,7 +316,7 @@ fn line(r: &Row) -> String {
     s
 }
 
-fn text(r: &Report, rows: &[Row]) -> String {
+fn text(r: &Report, rows: &[Row], also: &[&Deletion]) -> String {
     let summary = Summary::of(rows);
     let mut s = format!("{}\n", title(r));
     if rows.is_empty() {
@@ -350,6 +366,20 @@ fn text(r: &Report, rows: &[Row]) -> String {
         }
         start = end;
     }
+    if !also.is_empty() {
+        s.push_str("\nFlux also deletes, though they do not change\n");
+        for d in also {
+            let data = if d.stateful { ", DATA LOSS" } else { "" };
+            s.push_str(&format!(
+                "  {} — owner {}: {} ({}{data}): {}\n",
+                d.environment,
+                short(&d.owner_id),
+                objects::label(&d.id),
+                d.rule.code(),
+                d.reason
+            ));
+        }
+    }
     if !r.incomplete.is_empty() {
         s.push_str("\nIncomplete (Flux may change objects fluxwave cannot see)\n");
         for i in &r.incomplete {
@@ -369,7 +399,7 @@ fn text(r: &Report, rows: &[Row]) -> String {
 
 /// Markdown: a heading, the counts and cutover's verdict, a table of the changes, then the
 /// diffs folded away; cut short to fit a pull-request comment.
-fn github(r: &Report, rows: &[Row]) -> String {
+fn github(r: &Report, rows: &[Row], also: &[&Deletion]) -> String {
     let summary = Summary::of(rows);
     let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
     let mut s = format!(
@@ -381,7 +411,7 @@ fn github(r: &Report, rows: &[Row]) -> String {
             format!("`{}`", cell(&r.to).replace('`', "'"))
         }
     );
-    if rows.is_empty() {
+    if rows.is_empty() && also.is_empty() {
         s.push_str(&format!(
             "No object changes in {}.\n",
             r.environments.join(", ")
@@ -433,6 +463,25 @@ fn github(r: &Report, rows: &[Row]) -> String {
             "\n… and {} more; `fluxwave diff` lists them all.\n",
             rows.len() - GITHUB_ROWS
         ));
+    }
+    if !also.is_empty() {
+        s.push_str(&format!(
+            "\nUnchanged objects Flux also deletes ({}):\n\n",
+            also.len()
+        ));
+        for d in also.iter().take(GITHUB_ROWS) {
+            let mark = if d.stateful { "🛑 " } else { "" };
+            s.push_str(&format!(
+                "- {mark}`{}` ({}, {}): {}\n",
+                cell(&objects::label(&d.id)),
+                cell(&d.environment),
+                d.rule.code(),
+                cell(&d.reason)
+            ));
+        }
+        if also.len() > GITHUB_ROWS {
+            s.push_str(&format!("- … and {} more\n", also.len() - GITHUB_ROWS));
+        }
     }
     let diffs: Vec<&Change> = rows
         .iter()

@@ -284,3 +284,30 @@ fn bad_revisions_are_bad_input() {
     let run = TestRepo::example("homelab").run(&["diff", "--from", "HEAD"]);
     assert_eq!(run.code, 2, "{}", run.stdout);
 }
+
+/// A Namespace that goes takes every object inside with it, though they do not change
+/// themselves: diff lists them with cutover's verdict, beside the changes.
+#[test]
+fn what_a_deleted_namespace_takes_is_listed_too() {
+    let repo = small();
+    repo.write("apps/team.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n")
+        .write("apps/team-config.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: team\ndata:\n  a: b\n")
+        .flat_kustomization();
+    repo.commit_all("team");
+    repo.remove("apps/team.yaml");
+    repo.flat_kustomization();
+    let (code, doc) = diff_json(&repo, &["--from", "HEAD"]);
+    assert_eq!(code, 1);
+    assert_eq!(find(&doc, "Namespace", "team")["change"], "removed");
+    assert_eq!(changes(&doc).len(), 1, "{doc:#}");
+    let also = doc["alsoDeleted"].as_array().unwrap();
+    assert_eq!(also.len(), 1, "{doc:#}");
+    assert_eq!(
+        (also[0]["name"].as_str(), also[0]["rule"].as_str()),
+        (Some("settings"), Some("namespace-deleted"))
+    );
+    let text = repo.run(&["diff", "--from", "HEAD"]);
+    assert!(text.stdout.contains("Flux also deletes, though they do not change\n  dev — owner flux-system/apps: ConfigMap/team/settings (namespace-deleted)"), "{}", text.stdout);
+    let github = repo.run(&["diff", "--from", "HEAD", "--format", "github"]);
+    assert!(github.stdout.contains("Unchanged objects Flux also deletes (1):\n\n- `ConfigMap/team/settings` (dev, namespace-deleted)"), "{}", github.stdout);
+}
