@@ -430,7 +430,9 @@ fn github(r: &Report, rows: &[Row], also: &[&Deletion]) -> String {
         summary.line(),
         deletes_line(r, &summary)
     ));
-    s.push_str("| Environment | Owner | Change | Object | Flux |\n|---|---|---|---|---|\n");
+    if !rows.is_empty() {
+        s.push_str("| Environment | Owner | Change | Object | Flux |\n|---|---|---|---|---|\n");
+    }
     for row in rows.iter().take(GITHUB_ROWS) {
         let c = row.change;
         let mut change = match &c.previous_owner {
