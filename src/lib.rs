@@ -9,8 +9,9 @@
 //! turns a ServiceDefinition into manifests, `plan` places every file and derives the change
 //! set `apply` carries out, `diag` holds the finding codes and renders findings, `blast` computes what a failing unit
 //! blocks, `cutover`
-//! judges what Flux deletes between two revisions, `check` lints, and `cli`, the only module
-//! that prints, runs the commands.
+//! judges what Flux deletes between two revisions, `check` lints, `objects` gives the objects
+//! each Kustomization applies and what changes in them (with `unified` diffs), and `cli`, the
+//! only module that prints, runs the commands.
 //!
 //! Only `cli` is the library's interface; `testing` hands the integration tests and the fuzz
 //! targets the parts they drive directly. Everything else is `pub(crate)`, so the compiler
@@ -29,6 +30,7 @@ pub(crate) mod fs;
 pub(crate) mod graph;
 pub(crate) mod init;
 pub(crate) mod kustomize;
+pub(crate) mod objects;
 mod par;
 pub(crate) mod plan;
 pub(crate) mod plural;
@@ -36,6 +38,7 @@ pub(crate) mod redact;
 pub(crate) mod render;
 pub(crate) mod repo;
 pub(crate) mod tree;
+pub(crate) mod unified;
 pub(crate) mod yaml;
 
 /// What the integration tests and the fuzz targets drive directly: the readers they feed

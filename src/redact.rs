@@ -656,6 +656,101 @@ pub fn message(message: &str, text: &str, ranges: &[(usize, usize)]) -> String {
     out
 }
 
+/// What a masked value is printed as.
+pub const MASK: &str = "***";
+
+/// Masks object `v` (a built object, about to be printed whole) in place: every value of
+/// `data` and `stringData` of a Secret (the keys stay, so what changes is still seen), every
+/// value of a SOPS `sops:` block and every SOPS `ENC[...]` value anywhere, and every secret
+/// value `ranges` finds in a string that itself holds a Secret (the
+/// `kubectl.kubernetes.io/last-applied-configuration` annotation, an inline patch). An
+/// environment variable's `value` is not a Secret's and is shown, as kustomize shows it.
+/// Returns whether anything was masked.
+pub fn mask_object(v: &mut serde_json::Value) -> bool {
+    mask_in(v, 0)
+}
+
+fn mask_in(v: &mut serde_json::Value, depth: usize) -> bool {
+    use serde_json::Value;
+    let mut hid = false;
+    match v {
+        Value::Object(map) => {
+            let secret = map
+                .get("kind")
+                .and_then(Value::as_str)
+                .is_some_and(|k| k.eq_ignore_ascii_case("secret"));
+            for (key, value) in map.iter_mut() {
+                let whole = (secret && (key == "data" || key == "stringData"))
+                    || (depth == 0 && key == "sops");
+                if whole {
+                    hid |= mask_every_value(value);
+                } else if depth < 64 {
+                    hid |= mask_in(value, depth + 1);
+                }
+            }
+        }
+        Value::Array(items) if depth < 64 => {
+            for item in items {
+                hid |= mask_in(item, depth + 1);
+            }
+        }
+        Value::String(s) if s.trim_start().starts_with("ENC[") => {
+            *s = MASK.to_string();
+            hid = true;
+        }
+        // A string that may itself hold a Secret object or SOPS metadata.
+        Value::String(s) if s.contains("Secret") || s.contains("sops") => {
+            let found = ranges(s);
+            if !found.is_empty() {
+                *s = masked(s, &found);
+                hid = true;
+            }
+        }
+        _ => {}
+    }
+    hid
+}
+
+/// Masks every occurrence of each of `values` (a Secret's values that a build substituted into
+/// other objects: Flux's `postBuild.substituteFrom` a Secret) in the strings of `v`, however
+/// short. Returns whether anything was masked.
+pub fn mask_values(v: &mut serde_json::Value, values: &[String]) -> bool {
+    use serde_json::Value;
+    match v {
+        Value::Object(map) => map
+            .values_mut()
+            .fold(false, |m, v| mask_values(v, values) | m),
+        Value::Array(items) => items
+            .iter_mut()
+            .fold(false, |m, v| mask_values(v, values) | m),
+        Value::String(s) => {
+            let mut hid = false;
+            for value in values.iter().filter(|v| !v.is_empty()) {
+                if s.contains(value.as_str()) {
+                    *s = s.replace(value.as_str(), MASK);
+                    hid = true;
+                }
+            }
+            hid
+        }
+        _ => false,
+    }
+}
+
+/// Every scalar under `v` replaced by `MASK`, the structure kept.
+fn mask_every_value(v: &mut serde_json::Value) -> bool {
+    use serde_json::Value;
+    match v {
+        Value::Object(map) => map.values_mut().fold(false, |m, v| mask_every_value(v) | m),
+        Value::Array(items) => items.iter_mut().fold(false, |m, v| mask_every_value(v) | m),
+        Value::Null => false,
+        other => {
+            *other = Value::String(MASK.to_string());
+            true
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -682,6 +777,54 @@ mod tests {
         let out = shown(text);
         assert!(!out.contains("hunter2") && !out.contains("s3cret"), "{out}");
         assert!(out.contains("name: A") && out.contains("port: 80"));
+    }
+
+    #[test]
+    fn a_built_object_is_masked_where_it_holds_secrets() {
+        let mut secret = serde_json::json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "s", "annotations": {
+                "kubectl.kubernetes.io/last-applied-configuration":
+                    "{\"kind\":\"Secret\",\"data\":{\"pw\":\"aHVudGVyMg==\"}}"}},
+            "data": {"pw": "aHVudGVyMg=="},
+            "stringData": {"token": "hunter2", "nested": {"deep": 1}},
+            "sops": {"mac": "ENC[AES256_GCM,data:mac]", "age": [{"enc": "-----BEGIN AGE"}]},
+        });
+        assert!(mask_object(&mut secret));
+        let text = secret.to_string();
+        for hidden in [
+            "aHVudGVyMg==",
+            "hunter2",
+            "BEGIN AGE",
+            "data:mac",
+            "\"deep\":1",
+        ] {
+            assert!(!text.contains(hidden), "{hidden} in {text}");
+        }
+        assert_eq!(secret["data"]["pw"], MASK);
+        assert_eq!(secret["stringData"]["token"], MASK);
+        assert_eq!(secret["metadata"]["name"], "s");
+        // Not a Secret: its data is shown, as is an environment variable; ciphertext is not.
+        let mut config = serde_json::json!({
+            "kind": "ConfigMap", "data": {"a": "visible", "b": "ENC[AES256_GCM,data:x]"},
+            "spec": {"env": [{"name": "A", "value": "shown"}]},
+        });
+        assert!(mask_object(&mut config));
+        assert_eq!(config["data"]["a"], "visible");
+        assert_eq!(config["data"]["b"], MASK);
+        assert_eq!(config["spec"]["env"][0]["value"], "shown");
+        let mut plain = serde_json::json!({"kind": "Deployment", "spec": {"replicas": 1}});
+        assert!(!mask_object(&mut plain));
+        let mut substituted =
+            serde_json::json!({"data": {"url": "u:abc@db", "n": 3, "k": ["abc"]}});
+        assert!(mask_values(
+            &mut substituted,
+            &["abc".into(), String::new()]
+        ));
+        assert_eq!(
+            substituted,
+            serde_json::json!({"data": {"url": "u:***@db", "n": 3, "k": ["***"]}})
+        );
     }
 
     /// A large file is read in time linear in its size.

@@ -3,8 +3,10 @@
 
 mod apply;
 mod blast;
+mod build;
 mod check;
 mod cutover;
+mod diff;
 mod init;
 mod plan;
 mod render;
@@ -138,6 +140,34 @@ enum Command {
         /// Compare this environment (entry folder PATH) instead of those found; repeatable
         #[arg(long = "env", value_name = "NAME=PATH", value_parser = env_pair)]
         envs: Vec<(String, String)>,
+    },
+    /// The objects each Flux Kustomization applies, built offline, Secret values masked
+    #[command(
+        after_help = "Examples:\n  fluxwave --repo examples/homelab build | kubeconform -ignore-missing-schemas -summary\n  fluxwave build --kustomization flux-system/apps --format json\n\nEach YAML document follows a comment naming its owner (the Flux Kustomization), its\nenvironment and its file. Secret data and stringData values are printed as ***.\n\nExit status: 0 built, 2 bad input (an unknown environment or Kustomization, one whose build\nfails: the rest is printed)."
+    )]
+    Build {
+        /// Build only this environment (one of those discovered)
+        #[arg(long, value_name = "NAME")]
+        env: Option<String>,
+        /// Only the objects this Flux Kustomization applies
+        #[arg(long, value_name = "NS/NAME")]
+        kustomization: Option<String>,
+        #[arg(long, value_enum, default_value = "yaml")]
+        format: build::Format,
+    },
+    /// What changes in each Kustomization's objects between two git revisions
+    #[command(
+        after_help = "Examples:\n  fluxwave --repo examples/homelab diff --from HEAD\n  fluxwave diff --from origin/main --format github >> \"$GITHUB_STEP_SUMMARY\"\n\nAn object is added, removed or modified (its content, or its owner: it moves); a removed or\nmoved object carries cutover's verdict, whether Flux deletes it on the way. Secret values are\nmasked; a Secret whose values change names the keys.\n\nExit status: 0 nothing changes, 1 something changes (as `git diff --exit-code`), 2 bad input."
+    )]
+    Diff {
+        /// The revision the cluster runs now (a branch, tag or commit)
+        #[arg(long, value_name = "REV")]
+        from: String,
+        /// The revision to go to (default: the working tree)
+        #[arg(long, value_name = "REV")]
+        to: Option<String>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: diff::Format,
     },
     /// What a failing unit blocks under each topology, and the longest dependsOn chain
     #[command(
@@ -294,6 +324,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
     // Once per run: every error report renders through the same handler as `check`'s text
     // (set already when the command line runs twice in one process).
     let _ = miette::set_hook(Box::new(|_| Box::new(crate::diag::render::handler(None))));
+    terminal::set_when(cli.color);
     let stdout = std::io::stdout();
     let colour = terminal::colour(stdout.is_terminal());
     let out = terminal::Safe::new(stdout.lock(), colour);
@@ -304,9 +335,11 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
             ..
         } => out.diagnostics().workflow_commands(),
         Command::Check { .. } => out.diagnostics(),
+        // They print objects whole: a Secret value that masking missed (copied into a
+        // ConfigMap) is masked as in a diagnostic.
+        Command::Build { .. } | Command::Diff { .. } => out.diagnostics(),
         _ => out,
     };
-    terminal::set_when(cli.color);
     // Every command but `schema`, `completions` and `man` reads the repository: one that is
     // not a folder is bad input, not an empty repository.
     let machine = machine(&cli.command);
@@ -343,6 +376,20 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
             format,
             envs,
         } => cutover::run(&cli.repo, &from, to.as_deref(), format, &envs, &mut out),
+        Command::Build {
+            env,
+            kustomization,
+            format,
+        } => build::run(
+            &cli.repo,
+            env.as_deref(),
+            kustomization.as_deref(),
+            format,
+            &mut out,
+        ),
+        Command::Diff { from, to, format } => {
+            diff::run(&cli.repo, &from, to.as_deref(), format, &mut out)
+        }
         Command::Blast {
             topology,
             format,
@@ -395,7 +442,10 @@ fn fail(e: &Error, machine: Option<Machine>, out: &mut impl Write) -> u8 {
 #[derive(Clone, Copy)]
 enum Machine {
     Json,
+    /// Workflow commands (`check`).
     Github,
+    /// A job summary's markdown (`diff`).
+    Markdown,
 }
 
 fn machine(command: &Command) -> Option<Machine> {
@@ -417,11 +467,23 @@ fn machine(command: &Command) -> Option<Machine> {
         | Command::Blast {
             format: blast::Format::Json,
             ..
+        }
+        | Command::Build {
+            format: build::Format::Json,
+            ..
+        }
+        | Command::Diff {
+            format: diff::Format::Json,
+            ..
         } => Some(Machine::Json),
         Command::Check {
             format: check::Format::Github,
             ..
         } => Some(Machine::Github),
+        Command::Diff {
+            format: diff::Format::Github,
+            ..
+        } => Some(Machine::Markdown),
         _ => None,
     }
 }
@@ -462,6 +524,17 @@ fn machine_error(e: &Error, machine: Machine) -> String {
                 "error": {"kind": kind, "message": message, "problems": problems},
             });
             serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+        }
+        Machine::Markdown => {
+            let mut s = format!("**fluxwave could not compare the revisions:** {message}\n");
+            for p in problems {
+                let place = match p.line_col() {
+                    Some((line, col)) => format!("{}:{line}:{col}", p.path),
+                    None => p.path.clone(),
+                };
+                s.push_str(&format!("- `{place}`: {}\n", p.message));
+            }
+            s
         }
         Machine::Github if problems.is_empty() => {
             crate::diag::render::github_error(None, None, &message, None)

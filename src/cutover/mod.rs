@@ -106,6 +106,20 @@ pub fn analyse(
     to: Option<&str>,
     overrides: &[(String, String)],
 ) -> Result<Report> {
+    Ok(analyse_with(root, from, to, overrides, false, |_, _| ())?.0)
+}
+
+/// `analyse`, handing each environment's two builds (older, newer) to `inspect` before they
+/// are judged, every object kept whole when `whole` (`inventory::build_whole`): what a
+/// command that shows the objects themselves needs, built once with the verdicts.
+pub fn analyse_with<T>(
+    root: &Path,
+    from: &str,
+    to: Option<&str>,
+    overrides: &[(String, String)],
+    whole: bool,
+    mut inspect: impl FnMut(&Inventory, &Inventory) -> T,
+) -> Result<(Report, Vec<T>)> {
     // Blobs both revisions hold are read from git once.
     let mut blobs = Blobs::default();
     let old = FileTree::from_git_sharing(root, from, &mut blobs)?;
@@ -124,13 +138,14 @@ pub fn analyse(
             None => Config::from_tree(&old)?,
         },
     };
-    let built = Builds::of(&old, &new, config.as_ref(), overrides)?;
+    let built = Builds::of(&old, &new, config.as_ref(), overrides, whole)?;
     // The texts are not read again: at 100,000 services they are 270 MB.
     drop((old, new));
+    let seen = built.pairs.iter().map(|(o, n)| inspect(o, n)).collect();
     let mut report = built.judge(&change);
     report.from = from.to_string();
     report.to = to.unwrap_or("the working tree").to_string();
-    Ok(report)
+    Ok((report, seen))
 }
 
 /// The comparison of two trees (what `analyse` does once both are read), in the
@@ -141,7 +156,7 @@ pub fn compare(
     config: Option<&Config>,
     change: &str,
 ) -> Result<Report> {
-    Ok(Builds::of(old, new, config, &[])?.judge(change))
+    Ok(Builds::of(old, new, config, &[], false)?.judge(change))
 }
 
 /// Sorts deletions by data loss first, then by environment, owner and object. Each
@@ -191,6 +206,7 @@ impl Builds {
         new: &FileTree,
         config: Option<&Config>,
         overrides: &[(String, String)],
+        whole: bool,
     ) -> Result<Builds> {
         let envs = discover::environments(&[new, old], config, overrides);
         if envs.is_empty() {
@@ -229,15 +245,22 @@ impl Builds {
             }
             // Both revisions are built side by side; an entry the older one lacks applied
             // nothing there.
+            let build = |tree: &FileTree| {
+                if whole {
+                    inventory::build_whole(tree, env)
+                } else {
+                    inventory::build(tree, env)
+                }
+            };
             let (o, n) = std::thread::scope(|s| {
                 let o = s.spawn(|| {
                     if in_old {
-                        inventory::build(old, env)
+                        build(old)
                     } else {
                         Inventory::default()
                     }
                 });
-                let n = inventory::build(new, env);
+                let n = build(new);
                 let o = o.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
                 (o, n)
             });

@@ -159,6 +159,16 @@ fn fate(old: &Inventory, new: &Inventory, id: &ObjectId, depth: usize) -> Fate {
     }
 }
 
+/// Why Flux deletes Flux Kustomization `id` of `old` on the way to `new` (its parent prunes
+/// it, or is removed and deletes it), when it does: the reason, as its objects' deletions
+/// give it, names it as their owner.
+pub fn kustomization_deleted(old: &Inventory, new: &Inventory, id: &ObjectId) -> Option<String> {
+    match fate(old, new, id, 0) {
+        Fate::Deleted { why, .. } => Some(why),
+        _ => None,
+    }
+}
+
 /// `namespace/name` of a Flux Kustomization, for reasons.
 fn short(id: &ObjectId) -> String {
     format!("{}/{}", id.namespace, id.name)

@@ -190,7 +190,8 @@ pub fn flux_id(namespace: &str, name: &str) -> ObjectId {
 }
 
 /// One object of an inventory: who applies it, where it is written, and what the rules and
-/// lints read of it (the object itself is kept only for the kinds of `kept_whole`).
+/// lints read of it (the object itself is kept only for the kinds of `kept_whole`, or for
+/// every kind in an inventory built to be printed, `build_whole`).
 #[derive(Debug, Clone)]
 pub struct Entry {
     /// Shared by every object of the owner.
@@ -211,6 +212,7 @@ impl Entry {
         variables: &Option<Vec<String>>,
         id: &ObjectId,
         r: Resource,
+        whole: bool,
     ) -> Entry {
         let mut facts = r.facts(false);
         if let Some(v) = variables {
@@ -220,7 +222,7 @@ impl Entry {
             owner: owner.clone(),
             file: file.clone(),
             facts,
-            whole: kept_whole(&id.group, &id.kind).then(|| Box::new(r.value)),
+            whole: (whole || kept_whole(&id.group, &id.kind)).then(|| Box::new(r.value)),
             index: r.index,
         }
     }
@@ -343,7 +345,19 @@ fn unreachable_owner(env_path: &str) -> Owner {
 /// tree with those files added under `ARTIFACTS`, and their paths are given back as the
 /// repository files they copy.
 pub fn build(tree: &FileTree, env: &Environment) -> Inventory {
-    let inv = build_with(tree, env, &BTreeMap::new());
+    build_keeping(tree, env, false)
+}
+
+/// `build`, with every object kept whole (`Entry::whole`), as the commands that print what
+/// is built need it; the others keep only the facts, as a large app tier's specs are most of
+/// its memory.
+pub fn build_whole(tree: &FileTree, env: &Environment) -> Inventory {
+    build_keeping(tree, env, true)
+}
+
+/// `build`, keeping every object whole when `whole`.
+fn build_keeping(tree: &FileTree, env: &Environment, whole: bool) -> Inventory {
+    let inv = build_with(tree, env, &BTreeMap::new(), whole);
     // A generator copies from its source's artifact: what `.sourceignore` hides is not there.
     let source = match inv.owners.values().find(|o| o.parent.is_none()) {
         Some(root) => super::source::artifact(tree, &root.file, root.source()),
@@ -373,7 +387,7 @@ pub fn build(tree: &FileTree, env: &Environment) -> Inventory {
         }
         prefixes.insert((namespace.clone(), name.clone()), prefix);
     }
-    let mut inv = build_with(&combined, env, &prefixes);
+    let mut inv = build_with(&combined, env, &prefixes, whole);
     // Paths in the artifacts are the repository files they copy, and a message names an
     // artifact's file by the artifact, not by the folder it is built in.
     let back = |file: &str| copies.get(file).cloned();
@@ -528,12 +542,13 @@ fn build_with(
     tree: &FileTree,
     env: &Environment,
     artifacts: &BTreeMap<(String, String), String>,
+    whole: bool,
 ) -> Inventory {
     let mut cluster = BTreeMap::new();
     let mut pass = 0;
     loop {
         pass += 1;
-        let (inv, sources, missed) = build_pass(tree, env, artifacts, &cluster);
+        let (inv, sources, missed) = build_pass(tree, env, artifacts, &cluster, whole);
         let found_later = missed.iter().any(|id| sources.contains_key(id));
         if !found_later || pass == 3 {
             return inv;
@@ -549,6 +564,7 @@ fn build_pass(
     env: &Environment,
     artifacts: &BTreeMap<(String, String), String>,
     cluster: &BTreeMap<ObjectId, Source>,
+    whole: bool,
 ) -> (Inventory, BTreeMap<ObjectId, Source>, BTreeSet<ObjectId>) {
     let env_path = env.path.as_str();
     let root = root_of(tree, env);
@@ -556,6 +572,9 @@ fn build_pass(
     let artifact = super::source::artifact(tree, &root.file, root.source());
     let tree = &artifact;
     let mut builder = Builder::new(tree);
+    if whole {
+        builder.keep_objects_whole();
+    }
     let mut inv = Inventory {
         env: env.name.clone(),
         env_path: env_path.to_string(),
@@ -634,6 +653,7 @@ fn build_pass(
             vars,
             failure: None,
             undefined: BTreeSet::new(),
+            whole,
         };
         let (queued, warned, duplicated) =
             (queue.len(), extra_warnings.len(), inv.duplicates.len());
@@ -822,6 +842,8 @@ struct Building<'a> {
     /// The variables its objects need that nothing sets: Flux's strict substitution fails
     /// the build on them. Its objects are kept (the lints read them), but it is not built.
     undefined: BTreeSet<String>,
+    /// Whether its entries keep their objects whole (`build_whole`).
+    whole: bool,
 }
 
 /// Records object `r` of the build of `building`, written in `file`: its variables are
@@ -913,12 +935,12 @@ fn record(
                     "{id} is applied by both {first} and {owner}; Flux counts it as {first}'s"
                 ),
             });
-            let entry = Entry::new(owner, file, &written, &id, r);
+            let entry = Entry::new(owner, file, &written, &id, r, building.whole);
             inv.duplicates.push((id, entry));
         }
         btree_map::Entry::Occupied(_) => {}
         btree_map::Entry::Vacant(v) => {
-            let entry = Entry::new(owner, file, &written, v.key(), r);
+            let entry = Entry::new(owner, file, &written, v.key(), r, building.whole);
             v.insert(entry);
         }
     }

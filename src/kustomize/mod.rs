@@ -90,6 +90,8 @@ pub struct Builder<'a> {
     stack: Vec<String>,
     /// How many times a patch asked whether it selects an object (see `patch::Names`).
     pub(crate) patch_checks: usize,
+    /// Whether every object is kept whole as it is loaded (see `keep_objects_whole`).
+    whole: bool,
 }
 
 type Built = Result<Vec<Resource>, BuildError>;
@@ -289,7 +291,14 @@ impl<'a> Builder<'a> {
             cluster_kinds: BTreeSet::new(),
             stack: Vec::new(),
             patch_checks: 0,
+            whole: false,
         }
+    }
+
+    /// Keeps every object it builds whole, for a command that prints what is built: by
+    /// default an object is its head and the facts of the rest (see `Resource`).
+    pub fn keep_objects_whole(&mut self) {
+        self.whole = true;
     }
 
     /// `objects` as kustomization `k` of `dir` transforms them (`transform`: its patches,
@@ -633,17 +642,17 @@ impl<'a> Builder<'a> {
         let text = self.tree.read(path).ok_or_else(|| self.not_read(path))?;
         match self.ready.remove(path) {
             Some(loaded) => loaded,
-            None => load(path, &text),
+            None => load(path, &text, self.whole),
         }
     }
 
     /// Loads `paths` (files a build is about to load) in parallel, so that building a folder
     /// of thousands of manifests uses every core.
     fn prefetch<S: AsRef<str> + Sync>(&mut self, paths: &[S]) {
-        let tree = self.tree;
+        let (tree, whole) = (self.tree, self.whole);
         let loaded = crate::par::map(paths, |path| {
             let path = path.as_ref();
-            tree.read(path).map(|text| load(path, &text))
+            tree.read(path).map(|text| load(path, &text, whole))
         });
         for (path, objects) in paths.iter().zip(loaded) {
             if let Some(objects) = objects {

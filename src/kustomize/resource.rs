@@ -41,13 +41,21 @@ const HEAD: [&str; 3] = ["apiVersion", "kind", "metadata"];
 impl Resource {
     /// An object as loaded from document `index` of `file` (item `item` of a List): split
     /// into its head and the facts of the rest, unless it is one the inventory keeps whole
-    /// (a Flux Kustomization is an owner: its spec is read) or a ConfigMap or Secret.
-    pub(super) fn loaded(value: Value, file: &str, index: usize, item: Option<usize>) -> Resource {
+    /// (a Flux Kustomization is an owner: its spec is read) or a ConfigMap or Secret, or
+    /// `keep` asks for every object whole.
+    pub(super) fn loaded(
+        value: Value,
+        file: &str,
+        index: usize,
+        item: Option<usize>,
+        keep: bool,
+    ) -> Resource {
         let s = |k: &str| value.get(k).and_then(Value::as_str).unwrap_or("");
         let (group, kind) = (group_of(s("apiVersion")), s("kind"));
         // ConfigMaps and Secrets are `substituteFrom` sources: their data is read; an
         // ExternalSecret makes one, named in its spec.
-        let whole = kept_whole(group, kind)
+        let whole = keep
+            || kept_whole(group, kind)
             || (group == KUSTOMIZE_GROUP && kind == "Kustomization")
             || (group.is_empty() && matches!(kind, "ConfigMap" | "Secret"))
             || (group == "external-secrets.io" && kind == "ExternalSecret");
@@ -183,8 +191,8 @@ impl Resource {
     }
 }
 
-/// The objects of a file: its documents, and the items of a List.
-pub(super) fn load(path: &str, text: &yaml::Text) -> Built {
+/// The objects of a file: its documents, and the items of a List; each whole when `whole`.
+pub(super) fn load(path: &str, text: &yaml::Text, whole: bool) -> Built {
     let mut out = Vec::new();
     for (index, doc) in parse_file(path, text)?.into_iter().enumerate() {
         let is_list = doc
@@ -227,7 +235,7 @@ pub(super) fn load(path: &str, text: &yaml::Text) -> Built {
                     missing,
                 });
             }
-            out.push(Resource::loaded(value, path, index, item));
+            out.push(Resource::loaded(value, path, index, item, whole));
         }
     }
     Ok(out)

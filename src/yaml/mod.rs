@@ -674,9 +674,46 @@ pub fn emit_with_comments(value: &Value, comments: &[(&str, &str)]) -> String {
         out: String::new(),
         path: String::new(),
         comments,
+        blocks: false,
     };
     e.node(value, 0);
     e.out
+}
+
+/// Like `emit`, a string of several lines written as a literal block (`|`) where that reads
+/// back as the same string: for a person to read, and for a diff to show the line that
+/// changes rather than one long quoted string.
+pub fn emit_for_reading(value: &Value) -> String {
+    let mut e = Emitter {
+        out: String::new(),
+        path: String::new(),
+        comments: &[],
+        blocks: true,
+    };
+    e.node(value, 0);
+    e.out
+}
+
+/// The header (`|` or `|-`) of `s` as a literal block scalar, when it can be one that every
+/// reader reads back as `s`: several lines of printable characters (no tab, no carriage
+/// return), none ending in a blank or made of blanks only, the first not starting with one,
+/// and at most one final line break.
+fn literal_block(s: &str) -> Option<&'static str> {
+    let (body, header) = match s.strip_suffix('\n') {
+        Some(b) if !b.ends_with('\n') => (b, "|"),
+        Some(_) => return None,
+        None => (s, "|-"),
+    };
+    if !body.contains('\n') || body.starts_with(' ') {
+        return None;
+    }
+    let printable = body
+        .chars()
+        .all(|c| c == '\n' || (comment_safe(c) && c != '\t'));
+    let lines_ok = body
+        .split('\n')
+        .all(|l| !l.ends_with(' ') && (l.is_empty() || !l.trim_start().is_empty()));
+    (printable && lines_ok).then_some(header)
 }
 
 struct Emitter<'a> {
@@ -684,6 +721,8 @@ struct Emitter<'a> {
     /// JSON pointer of the node being written.
     path: String,
     comments: &'a [(&'a str, &'a str)],
+    /// Whether strings of several lines are literal blocks (`emit_for_reading`).
+    blocks: bool,
 }
 
 impl Emitter<'_> {
@@ -754,6 +793,19 @@ impl Emitter<'_> {
             Value::Array(a) if !a.is_empty() => {
                 self.out.push('\n');
                 self.node(v, indent + 2);
+            }
+            Value::String(s) if self.blocks && literal_block(s).is_some() => {
+                self.out.push(' ');
+                self.out.push_str(literal_block(s).unwrap_or("|"));
+                self.out.push('\n');
+                let pad = " ".repeat(indent + 2);
+                for line in s.strip_suffix('\n').unwrap_or(s).split('\n') {
+                    if !line.is_empty() {
+                        self.out.push_str(&pad);
+                        self.out.push_str(line);
+                    }
+                    self.out.push('\n');
+                }
             }
             _ => {
                 self.out.push(' ');
@@ -875,6 +927,36 @@ fn plain_tail(s: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn strings_of_several_lines_are_literal_blocks_that_read_back_the_same() {
+        let strings = [
+            "a\nb\n",
+            "a\nb",
+            "a\n\nb\n",
+            "key: value\n  nested: [1, 2]\n# not a comment\n",
+            "- item\n---\n...\n",
+            "a\nb\n\n",
+            " leading\nspace\n",
+            "trailing \nspace",
+            "tab\there\n",
+            "blank\n  \nline\n",
+            "one line",
+            "\n",
+            "crlf\r\nline\n",
+            "é ü 中\n\u{2028}\n",
+        ];
+        for s in strings {
+            let v = serde_json::json!({"data": {"k": s}, "list": [s, {"x": s}]});
+            let text = super::emit_for_reading(&v);
+            let back: serde_json::Value = serde_saphyr::from_str(&text).unwrap();
+            assert_eq!(back, v, "{s:?}:\n{text}");
+        }
+        let text = super::emit_for_reading(&serde_json::json!({"k": "a\nb\n"}));
+        assert_eq!(text, "k: |\n  a\n  b\n");
+        let text = super::emit_for_reading(&serde_json::json!({"k": ["a\n\nb"]}));
+        assert_eq!(text, "k:\n  - |-\n    a\n\n    b\n");
+    }
+
     use super::*;
     use serde_json::json;
 

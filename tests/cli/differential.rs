@@ -223,6 +223,50 @@ fn fluxwave_side(inv: &Inventory) -> Side {
     side
 }
 
+/// `fluxwave build --env ENV` prints, Kustomization by Kustomization, the objects of the
+/// inventory this test holds against Flux: the command shows what the oracle checks.
+fn assert_build_prints(repo: &Path, env: &str, ours: &Side) {
+    let out = Command::new(env!("CARGO_BIN_EXE_fluxwave"))
+        .arg("--repo")
+        .arg(repo)
+        .args(["build", "--env", env, "--format", "json"])
+        .output()
+        .unwrap();
+    // 2 when a Kustomization fails to build; the rest is printed all the same.
+    assert!(
+        matches!(out.status.code(), Some(0 | 2)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("build prints JSON");
+    let mut printed: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for o in doc["objects"].as_array().unwrap() {
+        let s = |k: &str| o[k].as_str().unwrap().to_string();
+        let api = s("apiVersion");
+        let group = api.rsplit_once('/').map_or("", |(g, _)| g);
+        printed.entry(s("owner")).or_default().insert(display(
+            group,
+            &s("kind"),
+            &s("namespace"),
+            &s("name"),
+        ));
+    }
+    for (name, seen) in ours {
+        let empty = BTreeSet::new();
+        let got = printed.remove(name);
+        assert_eq!(
+            got.as_ref().unwrap_or(&empty),
+            &seen.objects,
+            "{} {env} {name}: build prints other objects than the inventory holds",
+            repo.display()
+        );
+    }
+    assert!(
+        printed.is_empty(),
+        "{env}: build prints owners the inventory lacks: {printed:?}"
+    );
+}
+
 /// The differences of one environment, one a line (what `known-differences.txt` holds), and
 /// what each side said of the Kustomizations that differ; counts what it compared.
 fn compare(env: &str, flux: &Side, ours: &Side, counts: &mut Counts) -> (Vec<String>, Vec<String>) {
@@ -294,6 +338,7 @@ fn differences(name: &str, repo: &Path, counts: &mut Counts) -> (Vec<String>, Ve
         let flux = flux_side(repo, &tree, env_path);
         counts.flux_objects += flux.values().map(|k| k.objects.len()).sum::<usize>();
         let ours = fluxwave_side(&build(&tree, e));
+        assert_build_prints(repo, env, &ours);
         let (l, c) = compare(env, &flux, &ours, counts);
         lines.extend(l);
         context.extend(c);

@@ -238,12 +238,19 @@ fn commands(repo: &TestRepo) -> Vec<Vec<String>> {
             "cutover", "--from", "HEAD", "--to", "HEAD~1", "--format", format,
         ]));
     }
+    for format in ["yaml", "json"] {
+        all.push(s(&["build", "--format", format]));
+    }
+    for format in ["text", "json", "github"] {
+        all.push(s(&["diff", "--from", "HEAD~1", "--format", format]));
+    }
     all.push(s(&["render", "catalog/api.yaml", "-o", &render_out]));
     all.push(s(&["apply", "--dry-run"]));
     // Last: it changes the repository (and then the commands above run on the result).
     all.push(s(&["apply"]));
     all.push(s(&["check"]));
     all.push(s(&["cutover", "--from", "HEAD"]));
+    all.push(s(&["diff", "--from", "HEAD"]));
     all
 }
 

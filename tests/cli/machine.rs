@@ -22,6 +22,8 @@ fn every_json_document_has_the_version() {
         &["check", "--format", "json"],
         &["blast", "--format", "json"],
         &["cutover", "--from", "HEAD", "--format", "json"],
+        &["build", "--format", "json"],
+        &["diff", "--from", "HEAD", "--format", "json"],
     ] {
         let run = repo.run(args);
         assert!(run.code == 0 || run.code == 1, "{args:?}: {}", run.stderr);
@@ -174,6 +176,33 @@ fn github_annotations_go_only_on_files_that_exist_with_a_line() {
         run.stdout
             .lines()
             .any(|l| l.starts_with("::error file=catalog/sonarr.yaml,line=")),
+        "{}",
+        run.stdout
+    );
+}
+
+/// A revision that does not exist: JSON says so as an error object, and diff's job-summary
+/// markdown says it in its own form.
+#[test]
+fn a_revision_that_does_not_exist_is_said_in_the_format_asked() {
+    let repo = TestRepo::example("homelab");
+    repo.commit_all("flat");
+    for command in ["diff", "cutover"] {
+        let run = repo.run(&[command, "--from", "nosuchrev", "--format", "json"]);
+        assert_eq!(run.code, 2);
+        let doc = doc(&run);
+        assert_eq!(doc["error"]["kind"], "usage", "{command}");
+        assert!(doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("nosuchrev"));
+    }
+    let run = repo.run(&["diff", "--from", "nosuchrev", "--format", "github"]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stdout.starts_with(
+            "**fluxwave could not compare the revisions:** revision `nosuchrev` does not exist"
+        ),
         "{}",
         run.stdout
     );

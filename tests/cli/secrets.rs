@@ -64,12 +64,20 @@ fn every_command(repo: &TestRepo, label: &str) {
         &["check", "--base", "HEAD", "--format", "json"],
         &["cutover", "--from", "HEAD"],
         &["cutover", "--from", "HEAD", "--format", "json"],
+        &["build"],
+        &["build", "--format", "json"],
+        &["diff", "--from", "HEAD"],
+        &["diff", "--from", "HEAD", "--format", "json"],
+        &["diff", "--from", "HEAD", "--format", "github"],
         &["render", &render_api, "-o", &render_out],
         &["apply", "--dry-run"],
         &["apply"],
         &["check", "--base", "HEAD"],
         &["cutover", "--from", "HEAD", "--format", "json"],
         &["cutover", "--from", "HEAD"],
+        &["build"],
+        &["diff", "--from", "HEAD"],
+        &["diff", "--from", "HEAD", "--format", "json"],
     ];
     for args in commands {
         let run = repo.run(args);

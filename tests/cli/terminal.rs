@@ -121,9 +121,14 @@ fn hostile_file_and_object_names_reach_no_terminal_raw() {
         &["check", "--base", "HEAD"],
         &["cutover", "--from", "HEAD"],
         &["cutover", "--from", "HEAD", "--format", "json"],
+        &["build"],
+        &["build", "--format", "json"],
         &["apply", "--dry-run"],
         &["apply"],
         &["check"],
+        &["diff", "--from", "HEAD"],
+        &["diff", "--from", "HEAD", "--format", "json"],
+        &["diff", "--from", "HEAD", "--format", "github"],
     ];
     for args in commands {
         let r = run(&repo, args);

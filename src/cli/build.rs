@@ -1,0 +1,215 @@
+//! `fluxwave build`: the objects each Flux Kustomization applies, built offline as fluxwave
+//! builds them, their Secret values masked. `yaml` is a stream of documents that kubeconform
+//! or `kubectl apply --dry-run=client -f -` reads, each after a comment naming its owner,
+//! environment and file; `json` is one document with every object. Exit 0; 2 on bad input (an
+//! environment or Kustomization that is not there, a Kustomization whose build fails: what
+//! the others build is printed all the same).
+
+use std::io::Write;
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{io, warn, Outcome, JSON_VERSION};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::flux::discover::{self, Environment};
+use crate::flux::inventory::{self, flux_id};
+use crate::kustomize::object::ObjectId;
+use crate::objects::{self, Built};
+use crate::tree::FileTree;
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Yaml,
+    Json,
+}
+
+pub fn run(
+    root: &Path,
+    env: Option<&str>,
+    kustomization: Option<&str>,
+    format: Format,
+    out: &mut impl Write,
+) -> Result<Outcome> {
+    let wanted = kustomization.map(parse_kustomization).transpose()?;
+    let config = Config::load(root)?;
+    let tree = FileTree::from_worktree_or_dir(root)?;
+    let envs = pick(
+        discover::environments(&[&tree], Some(&config), &[]),
+        env,
+        &root.display().to_string(),
+    )?;
+    let mut built: Vec<Built> = Vec::new();
+    let mut found = false;
+    let mut known: Vec<String> = Vec::new();
+    let mut failed = 0;
+    for env in &envs {
+        let inv = inventory::build_whole(&tree, env);
+        for (id, o) in &inv.owners {
+            let selected = wanted.as_ref().is_none_or(|w| w == id);
+            known.push(format!("{}/{}", id.namespace, id.name));
+            found |= selected;
+            if !selected {
+                continue;
+            }
+            if let Some(e) = &o.build_error {
+                failed += 1;
+                warn(format_args!(
+                    "fluxwave: {}: Kustomization {}/{} fails to build, as it would in Flux: {e}",
+                    env.name, id.namespace, id.name
+                ));
+            } else if !o.unmodelled.is_empty() {
+                warn(format_args!(
+                    "fluxwave: warning: {}: Kustomization {}/{} applies objects fluxwave cannot see: {}",
+                    env.name,
+                    id.namespace,
+                    id.name,
+                    o.unmodelled.join("; ")
+                ));
+            }
+        }
+        built.extend(
+            objects::of(&inv)
+                .into_iter()
+                .filter(|b| wanted.as_ref().is_none_or(|w| *w == b.owner)),
+        );
+    }
+    if let (Some(w), false) = (&wanted, found) {
+        known.sort();
+        known.dedup();
+        return Err(Error::Usage(format!(
+            "--kustomization {}/{}: no such Flux Kustomization in {}; there are: {}",
+            w.namespace,
+            w.name,
+            names(&envs),
+            known.join(", ")
+        )));
+    }
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, &mut *out);
+    match format {
+        Format::Yaml => {
+            for b in &built {
+                let mut head = format!(
+                    "# owner: {}/{}, environment: {}, file: {}",
+                    b.owner.namespace, b.owner.name, b.environment, b.file
+                );
+                if b.masked {
+                    head.push_str(", secret values masked");
+                }
+                w.write_all(format!("---\n{}\n", one_line(&head)).as_bytes())
+                    .map_err(io)?;
+                w.write_all(b.yaml().as_bytes()).map_err(io)?;
+            }
+        }
+        Format::Json => {
+            let doc = Json {
+                version: JSON_VERSION,
+                environments: envs.iter().map(|e| e.name.as_str()).collect(),
+                objects: built.iter().map(JsonObject::of).collect(),
+            };
+            serde_json::to_writer_pretty(&mut w, &doc).map_err(|e| io(e.into()))?;
+            w.write_all(b"\n").map_err(io)?;
+        }
+    }
+    w.flush().map_err(io)?;
+    drop(w);
+    if failed > 0 {
+        return Err(Error::Usage(format!(
+            "{} failed to build; what the others apply is printed",
+            crate::plural::count(failed, "Kustomization")
+        )));
+    }
+    Ok(Outcome::Clean)
+}
+
+/// `--kustomization NS/NAME` as the id of a Flux Kustomization.
+pub(super) fn parse_kustomization(s: &str) -> Result<ObjectId> {
+    match s.split_once('/') {
+        Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {
+            Ok(flux_id(ns, name))
+        }
+        _ => Err(Error::Usage(format!(
+            "--kustomization {s}: say NAMESPACE/NAME, as in `flux-system/apps`"
+        ))),
+    }
+}
+
+/// The environments discovered in `where_`, or the one `--env` names; `Err` naming those
+/// there are when there is none or it is not one of them.
+pub(super) fn pick(
+    envs: Vec<Environment>,
+    wanted: Option<&str>,
+    where_: &str,
+) -> Result<Vec<Environment>> {
+    if envs.is_empty() {
+        return Err(Error::Usage(format!(
+            "no Flux environment found in {where_}; looked for {}. List them under clusters.environments in fluxwave.yaml",
+            discover::WHERE_LOOKED
+        )));
+    }
+    let Some(wanted) = wanted else {
+        return Ok(envs);
+    };
+    if envs.iter().any(|e| e.name == wanted) {
+        return Ok(envs.into_iter().filter(|e| e.name == wanted).collect());
+    }
+    Err(Error::Usage(format!(
+        "--env {wanted}: no such environment; there are: {}",
+        names(&envs)
+    )))
+}
+
+fn names(envs: &[Environment]) -> String {
+    envs.iter()
+        .map(|e| format!("{} ({})", e.name, e.path))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `s` as one comment line: a line break in a file name cannot end the comment.
+fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+#[derive(Serialize)]
+struct Json<'a> {
+    version: u32,
+    environments: Vec<&'a str>,
+    objects: Vec<JsonObject<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonObject<'a> {
+    kind: &'a str,
+    #[serde(rename = "apiVersion")]
+    api_version: &'a str,
+    namespace: &'a str,
+    name: &'a str,
+    /// `namespace/name` of the Flux Kustomization that applies it.
+    owner: String,
+    environment: &'a str,
+    file: &'a str,
+    /// Whether Secret values were masked in `object`.
+    masked: bool,
+    object: &'a Value,
+}
+
+impl<'a> JsonObject<'a> {
+    fn of(b: &'a Built) -> JsonObject<'a> {
+        JsonObject {
+            kind: &b.id.kind,
+            api_version: b.api_version(),
+            namespace: &b.id.namespace,
+            name: &b.id.name,
+            owner: format!("{}/{}", b.owner.namespace, b.owner.name),
+            environment: &b.environment,
+            file: &b.file,
+            masked: b.masked,
+            object: &b.object,
+        }
+    }
+}

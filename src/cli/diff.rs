@@ -1,0 +1,524 @@
+//! `fluxwave diff`: what changes in each Flux Kustomization's objects between two revisions,
+//! as `build` builds them: objects added, removed and modified (content, owner or both), a
+//! unified diff of each modified one, Secret values masked, and for each removed or moved
+//! object cutover's verdict (whether Flux deletes it on the way, and whether it holds data).
+//! Exit 0 when nothing changes, 1 when something does (as `git diff --exit-code`), 2 on bad
+//! input.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::{io, Outcome, JSON_VERSION};
+use crate::cutover::{self, Deletion, Report, Verdict};
+use crate::error::Result;
+use crate::kustomize::object::ObjectId;
+use crate::objects::{self, Change, Kind};
+use crate::plural::count;
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+    /// Markdown for a pull-request comment or `$GITHUB_STEP_SUMMARY`
+    Github,
+}
+
+/// At most this many changes are listed in `--format github`, and at most this many bytes
+/// of diffs: a pull-request comment holds 65,536 characters.
+const GITHUB_ROWS: usize = 100;
+const GITHUB_DIFF_BYTES: usize = 40_000;
+
+pub fn run(
+    root: &Path,
+    from: &str,
+    to: Option<&str>,
+    format: Format,
+    out: &mut impl Write,
+) -> Result<Outcome> {
+    let (report, found) = cutover::analyse_with(root, from, to, &[], true, objects::diff)?;
+    let changes: Vec<Change> = found.into_iter().flatten().collect();
+    let verdicts: HashMap<(&str, &ObjectId), &Deletion> = report
+        .deletions
+        .iter()
+        .map(|d| ((&*d.environment, &d.id), d))
+        .collect();
+    let rows: Vec<Row> = changes
+        .iter()
+        .map(|c| Row {
+            change: c,
+            deletion: verdicts.get(&(c.environment.as_str(), &c.id)).copied(),
+        })
+        .collect();
+    // What Flux deletes of objects the change leaves as they are: everything in a Namespace
+    // that is deleted, every custom resource of a CRD that is deleted.
+    let listed: std::collections::HashSet<(&str, &ObjectId)> = changes
+        .iter()
+        .map(|c| (c.environment.as_str(), &c.id))
+        .collect();
+    let also: Vec<&Deletion> = report
+        .deletions
+        .iter()
+        .filter(|d| !listed.contains(&(&*d.environment, &d.id)))
+        .collect();
+    let text = match format {
+        Format::Json => {
+            let doc = Json::of(&report, &rows, &also);
+            serde_json::to_string_pretty(&doc).map_err(|e| io(e.into()))? + "\n"
+        }
+        Format::Text => text(&report, &rows, &also),
+        Format::Github => github(&report, &rows, &also),
+    };
+    out.write_all(text.as_bytes()).map_err(io)?;
+    Ok(if rows.is_empty() && also.is_empty() {
+        Outcome::Clean
+    } else {
+        Outcome::Findings
+    })
+}
+
+/// A change and cutover's verdict on it.
+struct Row<'a> {
+    change: &'a Change,
+    /// Flux deletes it on the way (a removed object, or one that moves and is pruned first).
+    deletion: Option<&'a Deletion>,
+}
+
+impl Row<'_> {
+    fn moves(&self) -> bool {
+        self.change.previous_owner.is_some()
+    }
+
+    /// What cutover says of a removed or moved object, in a few words (the reason is printed
+    /// once for the objects that share it); `None` for the others.
+    fn verdict(&self) -> Option<String> {
+        match (self.deletion, self.change.change) {
+            (Some(d), _) => {
+                let data = match d.data.evidence() {
+                    Some(e) if d.stateful => format!(", DATA LOSS: {e}"),
+                    Some(e) if d.data.may() => format!(", may hold data: {e}"),
+                    _ => String::new(),
+                };
+                Some(format!("Flux deletes it ({}{data})", d.rule.code()))
+            }
+            (None, Kind::Removed) if self.change.kustomization_deleted.is_some() => {
+                Some("Flux deletes it (left-build)".into())
+            }
+            (None, Kind::Removed) => Some("Flux leaves it in the cluster".into()),
+            (None, _) if self.moves() => Some("Flux keeps it on the way".into()),
+            _ => None,
+        }
+    }
+}
+
+fn short(id: &ObjectId) -> String {
+    format!("{}/{}", id.namespace, id.name)
+}
+
+/// The counts of a change set.
+#[derive(Serialize, Default)]
+struct Summary {
+    added: usize,
+    removed: usize,
+    modified: usize,
+    /// Of `modified`: those whose owner changes.
+    moved: usize,
+    /// Removed or moved objects Flux deletes on the way (cutover's deletions).
+    deleted: usize,
+    /// Of `deleted`: those that hold data.
+    stateful: usize,
+}
+
+impl Summary {
+    fn of(rows: &[Row]) -> Summary {
+        let mut s = Summary::default();
+        for r in rows {
+            match r.change.change {
+                Kind::Added => s.added += 1,
+                Kind::Removed => s.removed += 1,
+                Kind::Modified => s.modified += 1,
+            }
+            s.moved += usize::from(r.moves());
+            if let Some(d) = r.deletion {
+                s.deleted += 1;
+                s.stateful += usize::from(d.stateful);
+            }
+        }
+        s
+    }
+
+    /// `3 added, 1 removed, 8 modified (8 move owner)`.
+    fn line(&self) -> String {
+        let mut s = format!(
+            "{} added, {} removed, {} modified",
+            self.added, self.removed, self.modified
+        );
+        if self.moved > 0 {
+            s.push_str(&format!(" ({} move owner)", self.moved));
+        }
+        s
+    }
+}
+
+#[derive(Serialize)]
+struct Json<'a> {
+    version: u32,
+    from: &'a str,
+    to: &'a str,
+    environments: &'a [String],
+    /// cutover's verdict: `safe`, `deletes` or `incomplete`.
+    verdict: Verdict,
+    summary: Summary,
+    changes: Vec<JsonChange<'a>>,
+    /// cutover's deletions of objects that do not change themselves (in a Namespace or of a
+    /// CRD that is deleted), as `cutover --format json` lists them.
+    #[serde(rename = "alsoDeleted")]
+    also_deleted: &'a [&'a Deletion],
+    incomplete: &'a [cutover::Incomplete],
+    warnings: &'a [cutover::EnvWarning],
+}
+
+impl<'a> Json<'a> {
+    fn of(r: &'a Report, rows: &'a [Row<'a>], also: &'a [&'a Deletion]) -> Json<'a> {
+        Json {
+            version: JSON_VERSION,
+            from: &r.from,
+            to: &r.to,
+            environments: &r.environments,
+            verdict: r.verdict(),
+            summary: Summary::of(rows),
+            changes: rows.iter().map(JsonChange::of).collect(),
+            also_deleted: also,
+            incomplete: &r.incomplete,
+            warnings: &r.warnings,
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JsonChange<'a> {
+    kind: &'a str,
+    api_version: &'a str,
+    namespace: &'a str,
+    name: &'a str,
+    /// `namespace/name` of the Flux Kustomization that applies it (in the older revision,
+    /// for one removed).
+    owner: String,
+    change: Kind,
+    environment: &'a str,
+    file: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    previous_owner: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    previous_file: Option<&'a str>,
+    /// The unified diff of its YAML, Secret values masked (modified objects).
+    #[serde(skip_serializing_if = "str::is_empty")]
+    diff: &'a str,
+    /// The Secret keys whose (masked) values change: `data.password`.
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    secret_keys: &'a [String],
+    /// For a removed or moved object: whether Flux deletes it on the way (cutover).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    deleted: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rule: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reason: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stateful: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    evidence: Option<&'a str>,
+}
+
+impl<'a> JsonChange<'a> {
+    fn of(r: &'a Row<'a>) -> JsonChange<'a> {
+        let c = r.change;
+        let d = r.deletion;
+        let judged = c.change == Kind::Removed || r.moves();
+        JsonChange {
+            kind: &c.id.kind,
+            api_version: &c.api_version,
+            namespace: &c.id.namespace,
+            name: &c.id.name,
+            owner: short(&c.owner),
+            change: c.change,
+            environment: &c.environment,
+            file: &c.file,
+            previous_owner: c.previous_owner.as_ref().map(short),
+            previous_file: c.previous_file.as_deref(),
+            diff: &c.diff,
+            secret_keys: &c.secret_keys,
+            deleted: (judged || d.is_some())
+                .then_some(d.is_some() || c.kustomization_deleted.is_some()),
+            rule: d
+                .map(|d| d.rule.code())
+                .or(c.kustomization_deleted.as_ref().map(|_| "left-build")),
+            reason: d.map(|d| &*d.reason).or(c.kustomization_deleted.as_deref()),
+            stateful: d.map(|d| d.stateful),
+            data: d.map(|d| d.data.as_str()),
+            evidence: d.and_then(|d| d.data.evidence()),
+        }
+    }
+}
+
+/// The first line: what is compared, and in which environments.
+fn title(r: &Report) -> String {
+    format!(
+        "diff {} -> {} (environments: {})",
+        r.from,
+        r.to,
+        if r.environments.is_empty() {
+            "none found".to_string()
+        } else {
+            r.environments.join(", ")
+        }
+    )
+}
+
+/// What cutover says of the whole change, in one sentence.
+fn deletes_line(r: &Report, s: &Summary) -> String {
+    match r.verdict() {
+        Verdict::Safe => "Flux deletes nothing on the way".to_string(),
+        Verdict::Deletes => format!(
+            "Flux deletes {} on the way, {} of them holding data",
+            count(r.deletions.len(), "object"),
+            s.stateful
+        ),
+        Verdict::Incomplete => format!(
+            "incomplete: fluxwave cannot see all of {}; Flux may delete more than the {} found",
+            count(r.incomplete.len(), "Kustomization"),
+            count(r.deletions.len(), "deletion")
+        ),
+    }
+}
+
+/// One change as a line: `modified  Deployment media/sonarr (from flux-system/apps)`.
+fn line(r: &Row) -> String {
+    let c = r.change;
+    let mut s = format!("{:<9} {}", c.change.as_str(), objects::label(&c.id));
+    if let Some(prev) = &c.previous_owner {
+        s.push_str(&format!(" (moves from {})", short(prev)));
+    }
+    if !c.secret_keys.is_empty() {
+        s.push_str(&format!(
+            " (Secret values change: {})",
+            c.secret_keys.join(", ")
+        ));
+    }
+    if let Some(v) = r.verdict() {
+        s.push_str(&format!(" — {v}"));
+    }
+    s
+}
+
+fn text(r: &Report, rows: &[Row], also: &[&Deletion]) -> String {
+    let summary = Summary::of(rows);
+    let mut s = format!("{}\n", title(r));
+    if rows.is_empty() {
+        s.push_str("no object changes\n");
+    } else {
+        s.push_str(&format!(
+            "{} change{}: {}; {}\n",
+            count(rows.len(), "object"),
+            if rows.len() == 1 { "s" } else { "" },
+            summary.line(),
+            deletes_line(r, &summary)
+        ));
+    }
+    // By environment and owner; the reasons of the deletions after each group's lines, once.
+    let mut start = 0;
+    while start < rows.len() {
+        let c = rows[start].change;
+        let end = start
+            + rows[start..]
+                .iter()
+                .take_while(|r| r.change.environment == c.environment && r.change.owner == c.owner)
+                .count();
+        s.push_str(&format!(
+            "\n{} — owner {}\n",
+            c.environment,
+            short(&c.owner)
+        ));
+        let mut reasons: Vec<(&str, &str)> = Vec::new();
+        for row in &rows[start..end] {
+            s.push_str(&format!("  {}\n", line(row)));
+            for l in row.change.diff.lines() {
+                s.push_str(&format!("    {l}\n"));
+            }
+            let why = match (row.deletion, &row.change.kustomization_deleted) {
+                (Some(d), _) => Some((d.rule.code(), &*d.reason)),
+                (None, Some(why)) => Some(("left-build", why.as_str())),
+                (None, None) => None,
+            };
+            if let Some(why) = why {
+                if !reasons.contains(&why) {
+                    reasons.push(why);
+                }
+            }
+        }
+        for (rule, reason) in reasons {
+            s.push_str(&format!("  {rule}: {reason}\n"));
+        }
+        start = end;
+    }
+    if !also.is_empty() {
+        s.push_str("\nFlux also deletes, though they do not change\n");
+        for d in also {
+            let data = if d.stateful { ", DATA LOSS" } else { "" };
+            s.push_str(&format!(
+                "  {} — owner {}: {} ({}{data}): {}\n",
+                d.environment,
+                short(&d.owner_id),
+                objects::label(&d.id),
+                d.rule.code(),
+                d.reason
+            ));
+        }
+    }
+    if !r.incomplete.is_empty() {
+        s.push_str("\nIncomplete (Flux may change objects fluxwave cannot see)\n");
+        for i in &r.incomplete {
+            s.push_str(&format!(
+                "  {} — {} ({})\n",
+                i.environment,
+                i.what(),
+                i.file
+            ));
+            for why in &i.why {
+                s.push_str(&format!("    {why}\n"));
+            }
+        }
+    }
+    s
+}
+
+/// Markdown: a heading, the counts and cutover's verdict, a table of the changes, then the
+/// diffs folded away; cut short to fit a pull-request comment.
+fn github(r: &Report, rows: &[Row], also: &[&Deletion]) -> String {
+    let summary = Summary::of(rows);
+    let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
+    let mut s = format!(
+        "### fluxwave diff: `{}` → {}\n\n",
+        cell(&r.from).replace('`', "'"),
+        if r.to == "the working tree" {
+            r.to.clone()
+        } else {
+            format!("`{}`", cell(&r.to).replace('`', "'"))
+        }
+    );
+    if rows.is_empty() && also.is_empty() {
+        s.push_str(&format!(
+            "No object changes in {}.\n",
+            r.environments.join(", ")
+        ));
+        return s;
+    }
+    let icon = match r.verdict() {
+        Verdict::Safe => "✅",
+        Verdict::Deletes if summary.stateful > 0 => "🛑",
+        Verdict::Deletes | Verdict::Incomplete => "⚠️",
+    };
+    s.push_str(&format!(
+        "**{}** in {}: {}.\n\n{icon} {}.\n\n",
+        count(rows.len(), "object"),
+        r.environments.join(", "),
+        summary.line(),
+        deletes_line(r, &summary)
+    ));
+    if !rows.is_empty() {
+        s.push_str("| Environment | Owner | Change | Object | Flux |\n|---|---|---|---|---|\n");
+    }
+    for row in rows.iter().take(GITHUB_ROWS) {
+        let c = row.change;
+        let mut change = match &c.previous_owner {
+            Some(prev) => format!("moved from `{}`", cell(&short(prev))),
+            None => c.change.as_str().to_string(),
+        };
+        if !c.secret_keys.is_empty() {
+            change.push_str(&format!(
+                " (Secret values change: `{}`)",
+                cell(&c.secret_keys.join("`, `"))
+            ));
+        }
+        let flux = match row.deletion {
+            Some(d) if d.stateful => format!("🛑 **deletes, data loss** ({})", d.rule.code()),
+            Some(d) => format!("deletes ({})", d.rule.code()),
+            None if c.kustomization_deleted.is_some() => "deletes (left-build)".into(),
+            None if c.change == Kind::Removed => "leaves it".into(),
+            None if c.previous_owner.is_some() => "keeps it".into(),
+            None => String::new(),
+        };
+        s.push_str(&format!(
+            "| {} | `{}` | {change} | `{}` | {flux} |\n",
+            cell(&c.environment),
+            cell(&short(&c.owner)),
+            cell(&objects::label(&c.id)),
+        ));
+    }
+    if rows.len() > GITHUB_ROWS {
+        s.push_str(&format!(
+            "\n… and {} more; `fluxwave diff` lists them all.\n",
+            rows.len() - GITHUB_ROWS
+        ));
+    }
+    if !also.is_empty() {
+        s.push_str(&format!(
+            "\nUnchanged objects Flux also deletes ({}):\n\n",
+            also.len()
+        ));
+        for d in also.iter().take(GITHUB_ROWS) {
+            let mark = if d.stateful { "🛑 " } else { "" };
+            s.push_str(&format!(
+                "- {mark}`{}` ({}, {}): {}\n",
+                cell(&objects::label(&d.id)),
+                cell(&d.environment),
+                d.rule.code(),
+                cell(&d.reason)
+            ));
+        }
+        if also.len() > GITHUB_ROWS {
+            s.push_str(&format!("- … and {} more\n", also.len() - GITHUB_ROWS));
+        }
+    }
+    let diffs: Vec<&Change> = rows
+        .iter()
+        .map(|r| r.change)
+        .filter(|c| !c.diff.is_empty())
+        .collect();
+    if !diffs.is_empty() {
+        s.push_str(&format!(
+            "\n<details><summary>Diffs of {}</summary>\n\n",
+            count(diffs.len(), "modified object")
+        ));
+        let mut shown = 0;
+        for (i, c) in diffs.iter().enumerate() {
+            if shown + c.diff.len() > GITHUB_DIFF_BYTES {
+                s.push_str(&format!(
+                    "… {} more not shown here; `fluxwave diff` shows them all.\n\n",
+                    count(diffs.len() - i, "diff")
+                ));
+                break;
+            }
+            shown += c.diff.len();
+            // A fence longer than any run of backticks in the diff.
+            let fence = "`".repeat(longest_run(&c.diff, '`').max(2) + 1);
+            s.push_str(&format!("{fence}diff\n{}{fence}\n\n", c.diff));
+        }
+        s.push_str("</details>\n");
+    }
+    s
+}
+
+fn longest_run(s: &str, ch: char) -> usize {
+    let (mut best, mut run) = (0, 0);
+    for c in s.chars() {
+        run = if c == ch { run + 1 } else { 0 };
+        best = best.max(run);
+    }
+    best
+}
