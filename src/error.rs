@@ -162,6 +162,9 @@ pub enum Error {
         source: std::io::Error,
     },
     Usage(String),
+    /// The command printed what it could (all its output, in its format) and this is what it
+    /// could not: exit 2, said on stderr only.
+    Partial(String),
     /// git failed, or could not be run: the command and what git said.
     Git {
         command: String,
@@ -218,7 +221,7 @@ impl fmt::Display for Error {
                 Ok(())
             }
             Error::Io { path, source } => write!(f, "{}: {}", path.display(), source),
-            Error::Usage(message) => f.write_str(message),
+            Error::Usage(message) | Error::Partial(message) => f.write_str(message),
             Error::Git { command, message } => write!(f, "`{command}` failed: {message}"),
         }
     }

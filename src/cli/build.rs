@@ -44,7 +44,8 @@ pub fn run(
     let mut built: Vec<Built> = Vec::new();
     let mut found = false;
     let mut known: Vec<String> = Vec::new();
-    let mut failed = 0;
+    // (environment, Kustomization, why) of each that fails to build.
+    let mut failed: Vec<(String, String, String)> = Vec::new();
     for env in &envs {
         let inv = inventory::build_whole(&tree, env);
         for (id, o) in &inv.owners {
@@ -55,7 +56,11 @@ pub fn run(
                 continue;
             }
             if let Some(e) = &o.build_error {
-                failed += 1;
+                failed.push((
+                    env.name.clone(),
+                    format!("{}/{}", id.namespace, id.name),
+                    e.to_string(),
+                ));
                 warn(format_args!(
                     "fluxwave: {}: Kustomization {}/{} fails to build, as it would in Flux: {e}",
                     env.name, id.namespace, id.name
@@ -108,6 +113,14 @@ pub fn run(
                 version: JSON_VERSION,
                 environments: envs.iter().map(|e| e.name.as_str()).collect(),
                 objects: built.iter().map(JsonObject::of).collect(),
+                failed: failed
+                    .iter()
+                    .map(|(environment, kustomization, error)| JsonFailure {
+                        environment,
+                        kustomization,
+                        error,
+                    })
+                    .collect(),
             };
             serde_json::to_writer_pretty(&mut w, &doc).map_err(|e| io(e.into()))?;
             w.write_all(b"\n").map_err(io)?;
@@ -115,10 +128,10 @@ pub fn run(
     }
     w.flush().map_err(io)?;
     drop(w);
-    if failed > 0 {
-        return Err(Error::Usage(format!(
+    if !failed.is_empty() {
+        return Err(Error::Partial(format!(
             "{} failed to build; what the others apply is printed",
-            crate::plural::count(failed, "Kustomization")
+            crate::plural::count(failed.len(), "Kustomization")
         )));
     }
     Ok(Outcome::Clean)
@@ -180,6 +193,15 @@ struct Json<'a> {
     version: u32,
     environments: Vec<&'a str>,
     objects: Vec<JsonObject<'a>>,
+    /// The Kustomizations that fail to build (exit 2): what the others apply is printed.
+    failed: Vec<JsonFailure<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonFailure<'a> {
+    environment: &'a str,
+    kustomization: &'a str,
+    error: &'a str,
 }
 
 #[derive(Serialize)]

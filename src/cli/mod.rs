@@ -430,7 +430,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
 /// Reports a failure on stderr, and on stdout too in a format for programs; exit 2.
 fn fail(e: &Error, machine: Option<Machine>, out: &mut impl Write) -> u8 {
     report(e);
-    if let Some(machine) = machine {
+    if let (Some(machine), false) = (machine, matches!(e, Error::Partial(_))) {
         let _ = out.write_all(machine_error(e, machine).as_bytes());
         let _ = out.flush();
     }
@@ -500,7 +500,7 @@ fn machine_error(e: &Error, machine: Machine) -> String {
             ),
             errors,
         ),
-        Error::Usage(_) => ("usage", e.to_string(), &[]),
+        Error::Usage(_) | Error::Partial(_) => ("usage", e.to_string(), &[]),
         Error::Io { .. } => ("io", e.to_string(), &[]),
         Error::Git { .. } => ("git", e.to_string(), &[]),
     };

@@ -210,6 +210,21 @@ fn a_kustomization_that_fails_to_build_is_bad_input_and_the_rest_is_printed() {
         run.stderr
     );
     assert!(run.stdout.contains("name: cluster-vars"), "{}", run.stdout);
+    // In JSON, one document: the failure in it, beside what the others apply.
+    let run = repo.run(&["build", "--format", "json"]);
+    assert_eq!(run.code, 2);
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(doc["failed"][0]["kustomization"], "flux-system/apps");
+    assert!(doc["failed"][0]["error"]
+        .as_str()
+        .unwrap()
+        .contains("missing.yaml"));
+    assert!(doc["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|o| o["name"] == "cluster-vars"));
+    assert!(doc.get("error").is_none());
 }
 
 /// A Secret's values that postBuild substitutes into another object (`substituteFrom` a
