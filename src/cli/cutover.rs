@@ -104,6 +104,28 @@ fn group(s: &mut String, title: &str, items: &[&Deletion]) {
     }
 }
 
+/// The Kustomizations the analysis could not see into, each with why: Flux may `verb` objects
+/// there that no list shows (`cutover` and `diff` print the same section).
+pub(super) fn incomplete(s: &mut String, r: &Report, verb: &str) {
+    if r.incomplete.is_empty() {
+        return;
+    }
+    s.push_str(&format!(
+        "\nIncomplete (Flux may {verb} objects fluxwave cannot see)\n"
+    ));
+    for i in &r.incomplete {
+        s.push_str(&format!(
+            "  {} — {} ({})\n",
+            i.environment,
+            i.what(),
+            i.file
+        ));
+        for why in &i.why {
+            s.push_str(&format!("    {why}\n"));
+        }
+    }
+}
+
 fn text(r: &Report) -> String {
     let mut s = format!(
         "cutover {} -> {} (environments: {})\n",
@@ -142,20 +164,7 @@ fn text(r: &Report) -> String {
     group(&mut s, "DATA LOSS", &stateful);
     group(&mut s, "May hold data (chart not rendered)", &may);
     group(&mut s, "Deleted", &other);
-    if !r.incomplete.is_empty() {
-        s.push_str("\nIncomplete (Flux may delete objects fluxwave cannot see)\n");
-        for i in &r.incomplete {
-            s.push_str(&format!(
-                "  {} — {} ({})\n",
-                i.environment,
-                i.what(),
-                i.file
-            ));
-            for why in &i.why {
-                s.push_str(&format!("    {why}\n"));
-            }
-        }
-    }
+    incomplete(&mut s, r, "delete");
     if !r.warnings.is_empty() {
         s.push_str("\nNot modelled (check by hand)\n");
         for w in &r.warnings {

@@ -380,20 +380,7 @@ fn text(r: &Report, rows: &[Row], also: &[&Deletion]) -> String {
             ));
         }
     }
-    if !r.incomplete.is_empty() {
-        s.push_str("\nIncomplete (Flux may change objects fluxwave cannot see)\n");
-        for i in &r.incomplete {
-            s.push_str(&format!(
-                "  {} — {} ({})\n",
-                i.environment,
-                i.what(),
-                i.file
-            ));
-            for why in &i.why {
-                s.push_str(&format!("    {why}\n"));
-            }
-        }
-    }
+    super::cutover::incomplete(&mut s, r, "change");
     s
 }
 

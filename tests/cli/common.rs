@@ -343,3 +343,20 @@ pub fn utf16(text: &str, big_endian: bool) -> Vec<u8> {
     }
     out
 }
+
+/// The wave and kind `waves --format json` gives node `name`.
+pub fn wave_of(repo: &TestRepo, name: &str) -> (u64, String) {
+    let run = repo.run(&["waves", "--format", "json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let node = doc["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == name)
+        .unwrap_or_else(|| panic!("{name} is not a node: {}", run.stdout));
+    (
+        node["wave"].as_u64().unwrap(),
+        node["kind"].as_str().unwrap().to_string(),
+    )
+}

@@ -1,7 +1,7 @@
 //! A ServiceDefinition that declares only its dependencies: a unit of the graph for every
 //! command that orders units, refused only by `render`, which needs an image to render.
 
-use crate::common::TestRepo;
+use crate::common::{wave_of, TestRepo};
 
 /// examples/homelab with `gitea-actions` (a unit of fluxwave.yaml there) declared instead by a
 /// ServiceDefinition that has nothing but its dependency.
@@ -13,22 +13,6 @@ fn homelab_with_dependency_only_unit() -> TestRepo {
         "apiVersion: fluxwave.dev/v1alpha1\nkind: ServiceDefinition\nmetadata:\n  name: gitea-actions\nspec:\n  dependencies:\n    - to: gitea\n",
     );
     repo
-}
-
-fn wave_of(repo: &TestRepo, name: &str) -> (u64, String) {
-    let run = repo.run(&["waves", "--format", "json"]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-    let node = doc["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["name"] == name)
-        .unwrap_or_else(|| panic!("{name} is not a node: {}", run.stdout));
-    (
-        node["wave"].as_u64().unwrap(),
-        node["kind"].as_str().unwrap().to_string(),
-    )
 }
 
 #[test]

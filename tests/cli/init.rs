@@ -1,23 +1,7 @@
 //! `fluxwave init [--catalog]`: a first fluxwave.yaml from what the repository says, each
 //! setting with the file that made it so; never over an existing file.
 
-use crate::common::TestRepo;
-
-fn wave_of(repo: &TestRepo, name: &str) -> (u64, String) {
-    let run = repo.run(&["waves", "--format", "json"]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-    let node = doc["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["name"] == name)
-        .unwrap_or_else(|| panic!("{name} is not a node: {}", run.stdout));
-    (
-        node["wave"].as_u64().unwrap(),
-        node["kind"].as_str().unwrap().to_string(),
-    )
-}
+use crate::common::{wave_of, TestRepo};
 
 #[test]
 fn homelab_settings_each_with_its_file_and_a_hint_for_the_unit_it_cannot_place() {
