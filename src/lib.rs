@@ -5,13 +5,13 @@
 //! `fs` reads and writes files, `yaml` reads and edits YAML, `tree` holds a revision's files,
 //! `kustomize` builds a kustomization as kustomize does, `flux` builds an environment as Flux
 //! does and records which Kustomization applies each object; `config`, `catalog` and `graph`
-//! read the repository's intent and compute each unit's wave, `repo` assembles them, `render`
-//! turns a ServiceDefinition into manifests, `plan` places every file and derives the change
-//! set `apply` carries out, `diag` holds the finding codes and renders findings, `blast` computes what a failing unit
-//! blocks, `cutover`
-//! judges what Flux deletes between two revisions, `check` lints, `objects` gives the objects
-//! each Kustomization applies and what changes in them (with `unified` diffs), and `cli`, the
-//! only module that prints, runs the commands.
+//! read the repository's intent and compute each unit's wave, `repo` assembles them, `init`
+//! drafts that intent from a repository that has none yet, `render` turns a ServiceDefinition
+//! into manifests, `plan` places every file and derives the change set `apply` carries out,
+//! `diag` holds the finding codes and renders findings, `blast` computes what a failing unit
+//! blocks, `cutover` judges what Flux deletes between two revisions, `check` lints, `objects`
+//! gives the objects each Kustomization applies and what changes in them (with `unified`
+//! diffs), and `cli`, the only module that prints, runs the commands.
 //!
 //! Only `cli` is the library's interface; `testing` hands the integration tests and the fuzz
 //! targets the parts they drive directly. Everything else is `pub(crate)`, so the compiler
