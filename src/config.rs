@@ -230,10 +230,18 @@ struct RawWaves {
     spec: Option<Map<String, Value>>,
     /// The decryption each environment patches onto every wave. Default
     /// `{provider: sops, secretRef: {name: sops-age}}`.
-    /// A mapping, as Flux's `spec.decryption` is.
+    /// A mapping, as Flux's `spec.decryption` is; `null` for none (a repository without
+    /// SOPS: a patch naming a Secret the cluster lacks fails every reconciliation).
     // Anything else is refused where it is written: it would make every apply append
-    // patches that never match.
-    decryption: Option<Map<String, Value>>,
+    // patches that never match. (kustomize-controller's `ImportKeys`,
+    // `internal/decryptor/decryptor.go`, reads `decryption.secretRef` whenever decryption is
+    // set and returns the NotFound error of a missing Secret: the reconciliation fails.)
+    #[serde(default, deserialize_with = "present")]
+    #[schemars(
+        with = "Option<Map<String, Value>>",
+        extend("default" = {"provider": "sops", "secretRef": {"name": "sops-age"}})
+    )]
+    decryption: Option<Option<Map<String, Value>>>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -487,7 +495,7 @@ impl Parse<'_> {
             merge(&mut into.spec, spec);
         }
         if let Some(d) = waves.decryption {
-            into.decryption = Value::Object(d);
+            into.decryption = d.map_or(Value::Null, Value::Object);
         }
     }
 
@@ -705,6 +713,15 @@ pub fn repo_relative(p: &str) -> Option<String> {
         return None;
     }
     Some(parts.join("/"))
+}
+
+/// A key that is written, even as `null` (`Some(None)`), as opposed to one left out (`None`).
+fn present<'de, D, T>(d: D) -> std::result::Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
 }
 
 #[cfg(test)]

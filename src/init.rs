@@ -700,7 +700,13 @@ fn waves_settings(
             if dec != defaults.waves.decryption && dec.is_object() {
                 out.push_str(&format!(
                     "{}  decryption:\n",
-                    comment("  ", &format!("The decryption environment `{env}` ({env_path}) patches onto {}.", shown_id(&k.id)))
+                    comment(
+                        "  ",
+                        &format!(
+                            "The decryption environment `{env}` ({env_path}) patches onto {}.",
+                            shown_id(&k.id)
+                        )
+                    )
                 ));
                 for line in yaml::emit(&dec).lines() {
                     out.push_str("    ");
@@ -714,10 +720,24 @@ fn waves_settings(
                 });
             }
         }
-        None => d.notes.push(format!(
-            "waves.decryption: {} has no decryption in any environment; `fluxwave apply` patches the default (SOPS with the Secret sops-age) onto every wave",
-            shown_id(&k.id)
-        )),
+        None => {
+            // No environment decrypts it: a default SOPS patch would name a Secret the
+            // cluster may not have, and kustomize-controller fails a Kustomization whose
+            // decryption Secret it cannot read.
+            let why = format!("no environment gives {} spec.decryption", shown_id(&k.id));
+            out.push_str(&format!(
+                "{}  decryption: null\n",
+                comment(
+                    "  ",
+                    &format!("No decryption patch on the waves: {why}. Set the provider and its Secret here once the app tier holds SOPS files.")
+                )
+            ));
+            d.found.push(Found {
+                setting: "waves.decryption".into(),
+                value: "null".into(),
+                why,
+            });
+        }
     }
 }
 

@@ -517,3 +517,27 @@ fn a_folder_the_flat_tier_does_not_apply_is_no_unit() {
         plan.stdout
     );
 }
+
+/// An app tier that nothing decrypts drafts `decryption: null`: apply then adds no SOPS patch
+/// naming a Secret the cluster may not have.
+#[test]
+fn an_app_tier_nothing_decrypts_drafts_no_decryption() {
+    let repo = bootstrap_repo();
+    let apps = repo.read("clusters/prod/apps.yaml").replace(
+        "  decryption:\n    provider: sops\n    secretRef:\n      name: sops-gpg\n",
+        "",
+    );
+    repo.write("clusters/prod/apps.yaml", &apps);
+    let run = repo.run(&["init"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains(
+            "waves.decryption: null\n      (no environment gives flux-system/apps spec.decryption)"
+        ),
+        "{}",
+        run.stdout
+    );
+    let written = repo.read("fluxwave.yaml");
+    assert!(written.contains("\n  decryption: null\n"), "{written}");
+    assert_eq!(repo.run(&["waves"]).code, 0, "the draft loads");
+}

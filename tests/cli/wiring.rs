@@ -626,3 +626,40 @@ fn an_unlisted_backup_of_the_retired_kustomization_is_kept() {
     assert_eq!(repo.read("clusters/base/apps.yaml.bak"), retired);
     assert_converged(&repo);
 }
+
+/// A repository without SOPS says `decryption: null`: apply adds no decryption patch (one
+/// naming a Secret the cluster lacks makes kustomize-controller fail every reconciliation:
+/// it reads `spec.decryption.secretRef` before it builds), and removes the retired
+/// Kustomization's as it always does; check agrees, and a second apply changes nothing.
+#[test]
+fn decryption_null_adds_no_patch() {
+    let repo = TestRepo::empty();
+    repo.service("a", &[]).manifest("apps/a.yaml");
+    repo.service("b", &["a"]).manifest("apps/b.yaml");
+    repo.flat_kustomization().flux_wiring();
+    repo.write("fluxwave.yaml", "waves:\n  decryption: null\n");
+    let run = repo.run(&["apply"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let dev = repo.read("clusters/dev/kustomization.yaml");
+    assert!(
+        !dev.contains("provider: sops") && !dev.contains("/spec/decryption"),
+        "{dev}"
+    );
+    assert!(dev.starts_with("# dev\n"), "{dev}");
+    let built = crate::common::kustomize(&repo.path().join("clusters/dev"));
+    assert!(
+        built.contains("name: apps-wave-1") && !built.contains("decryption"),
+        "{built}"
+    );
+    assert_eq!(repo.run(&["check"]).code, 0);
+    assert_eq!(repo.run(&["apply"]).stdout, "nothing to change\n");
+    // Without the setting, each wave gets the default patch.
+    repo.write("fluxwave.yaml", "waves: {}\n");
+    let dry = repo.run(&["apply", "--dry-run"]);
+    assert!(
+        dry.stdout
+            .contains("no SOPS decryption for `apps-wave-0`, `apps-wave-1`"),
+        "{}",
+        dry.stdout
+    );
+}

@@ -164,9 +164,11 @@ pub(super) fn decryption(
             ));
         }
         let now = decrypted_by_name(&now);
+        // `decryption: null` in fluxwave.yaml: no patch is added (stale ones still go).
+        let patching = !config.waves.decryption.is_null();
         let undecrypted: Vec<&String> = wave_names
             .iter()
-            .filter(|name| now.get(name.as_str()) == Some(&false))
+            .filter(|name| patching && now.get(name.as_str()) == Some(&false))
             .collect();
         let items: Vec<String> = undecrypted
             .iter()
@@ -202,7 +204,7 @@ pub(super) fn decryption(
             .filter(|name| verified.get(name.as_str()) == Some(&false))
             .map(|n| format!("`{n}`"))
             .collect();
-        if !still.is_empty() {
+        if patching && !still.is_empty() {
             return Err(edit_failed(
                 &rel,
                 format!(
