@@ -643,9 +643,13 @@ fn waves_settings(
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
+    // `wait` and `timeout` make a wave a health gate (the next wave starts once it is Ready,
+    // and with `wait: true` Ready means healthy): the defaults stay, whatever the one
+    // Kustomization did, and a difference is said.
+    const GATING: [&str; 2] = ["wait", "timeout"];
     let mut spec = Map::new();
     for (key, value) in &written {
-        if matches!(key.as_str(), "path" | "dependsOn") {
+        if matches!(key.as_str(), "path" | "dependsOn") || GATING.contains(&key.as_str()) {
             continue;
         }
         if defaults.waves.spec.get(key) != Some(value) {
@@ -654,10 +658,24 @@ fn waves_settings(
     }
     let mut dropped = Vec::new();
     for key in defaults.waves.spec.keys() {
-        if !written.contains_key(key) {
+        if !written.contains_key(key) && !GATING.contains(&key.as_str()) {
             spec.insert(key.clone(), Value::Null);
             dropped.push(key.clone());
         }
+    }
+    let kept: Vec<String> = GATING
+        .iter()
+        .filter(|key| written.get(**key) != defaults.waves.spec.get(**key))
+        .filter_map(|key| {
+            let default = defaults.waves.spec.get(*key)?;
+            Some(format!("{key}: {}", yaml::scalar(default)))
+        })
+        .collect();
+    if !kept.is_empty() {
+        d.notes.push(format!(
+            "waves.spec: {} kept as fluxwave's default, unlike {what}: they make each wave a health gate, so the next wave starts once it is healthy (set them in waves.spec to have the waves do as {what} did)",
+            kept.join(", ")
+        ));
     }
     if !spec.is_empty() {
         let mut said = format!("The spec of {what} where it differs from fluxwave's defaults");

@@ -108,10 +108,18 @@ fn bootstrap_repository() {
         "    interval: 10m0s\n",
         "    decryption:\n      provider: sops\n      secretRef:\n        name: sops-gpg\n",
         "    postBuild: null\n",
-        "    wait: null\n",
     ] {
         assert!(written.contains(line), "{line:?} in\n{written}");
     }
+    // The waves stay health gates, though the one Kustomization did not wait: said.
+    assert!(
+        !written.contains("wait:") && !written.contains("timeout:"),
+        "{written}"
+    );
+    assert!(
+        out.contains("waves.spec: wait: true, timeout: 5m kept as fluxwave's default, unlike flux-system/apps"),
+        "{out}"
+    );
 
     // With the catalog drafted, plan places every file; check and apply stop where the note
     // said: the app tier's Kustomization needs a folder of its own.
