@@ -126,9 +126,10 @@ pub(super) fn incomplete(s: &mut String, r: &Report, verb: &str) {
     }
 }
 
-fn text(r: &Report) -> String {
-    let mut s = format!(
-        "cutover {} -> {} (environments: {})\n",
+/// The first line of `cutover` and `diff`: what is compared, and in which environments.
+pub(super) fn heading(command: &str, r: &Report) -> String {
+    format!(
+        "{command} {} -> {} (environments: {})",
         r.from,
         r.to,
         if r.environments.is_empty() {
@@ -136,7 +137,11 @@ fn text(r: &Report) -> String {
         } else {
             r.environments.join(", ")
         }
-    );
+    )
+}
+
+fn text(r: &Report) -> String {
+    let mut s = heading("cutover", r) + "\n";
     let stateful: Vec<&Deletion> = r.deletions.iter().filter(|d| d.data.holds()).collect();
     let may: Vec<&Deletion> = r.deletions.iter().filter(|d| d.data.may()).collect();
     let other: Vec<&Deletion> = r

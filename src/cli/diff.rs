@@ -266,20 +266,6 @@ impl<'a> JsonChange<'a> {
     }
 }
 
-/// The first line: what is compared, and in which environments.
-fn title(r: &Report) -> String {
-    format!(
-        "diff {} -> {} (environments: {})",
-        r.from,
-        r.to,
-        if r.environments.is_empty() {
-            "none found".to_string()
-        } else {
-            r.environments.join(", ")
-        }
-    )
-}
-
 /// What cutover says of the whole change, in one sentence.
 fn deletes_line(r: &Report, s: &Summary) -> String {
     match r.verdict() {
@@ -318,7 +304,7 @@ fn line(r: &Row) -> String {
 
 fn text(r: &Report, rows: &[Row], also: &[&Deletion]) -> String {
     let summary = Summary::of(rows);
-    let mut s = format!("{}\n", title(r));
+    let mut s = format!("{}\n", super::cutover::heading("diff", r));
     if rows.is_empty() {
         s.push_str("no object changes\n");
     } else {
