@@ -188,6 +188,38 @@ fn listed(path: &str) -> bool {
     wanted(path) || is_ignore_file(path)
 }
 
+/// The folders of a listing that hold a Helm chart (a `Chart.yaml`): every file in them is
+/// read, as `helm template` reads a chart of this repository whole (`_helpers.tpl`,
+/// `NOTES.txt`, `files/`).
+fn chart_folders<'a>(paths: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut out: Vec<String> = paths
+        .filter_map(|p| match p.strip_suffix("Chart.yaml") {
+            Some("") => Some(String::new()),
+            Some(dir) => dir.strip_suffix('/').map(str::to_string),
+            None => None,
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Whether `path` is in one of `charts` (sorted).
+fn in_chart(path: &str, charts: &[String]) -> bool {
+    !charts.is_empty()
+        && path.rsplit_once('/').is_some_and(|(dir, _)| {
+            let mut d = dir;
+            loop {
+                if charts.binary_search_by(|c| c.as_str().cmp(d)).is_ok() {
+                    return true;
+                }
+                match d.rsplit_once('/') {
+                    Some((up, _)) => d = up,
+                    None => return false,
+                }
+            }
+        })
+}
+
 /// A tree's `.sourceignore` files are kept apart from its files: they decide what the
 /// artifact holds, and are no manifest.
 fn is_ignore_file(path: &str) -> bool {
@@ -553,6 +585,9 @@ impl FileTree {
         let mut ignore_paths = Vec::new();
         let mut ignore_blobs = Vec::new();
         let mut folders = BTreeSet::new();
+        let charts = chart_folders(listing.split(|b| *b == 0).filter_map(|e| {
+            std::str::from_utf8(&e[e.iter().position(|b| *b == b'\t')? + 1..]).ok()
+        }));
         for entry in listing.split(|b| *b == 0).filter(|e| !e.is_empty()) {
             let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
                 continue;
@@ -567,7 +602,10 @@ impl FileTree {
             if kind == Some("blob") && mode != Some("120000") && !wanted(path) {
                 add_folders(&mut folders, path);
             }
-            if kind != Some("blob") || mode == Some("120000") || !listed(path) {
+            if kind != Some("blob")
+                || mode == Some("120000")
+                || !(listed(path) || in_chart(path, &charts))
+            {
                 continue;
             }
             if let Some(hash) = hash {
@@ -648,6 +686,11 @@ impl FileTree {
             ],
         )?;
         let mut folders = BTreeSet::new();
+        let charts = chart_folders(
+            listing
+                .split(|b| *b == 0)
+                .filter_map(|p| std::str::from_utf8(p).ok()),
+        );
         let paths: Vec<&str> = listing
             .split(|b| *b == 0)
             .filter_map(|p| std::str::from_utf8(p).ok())
@@ -655,7 +698,7 @@ impl FileTree {
                 if !p.is_empty() && !wanted(p) {
                     add_folders(&mut folders, p);
                 }
-                !p.is_empty() && listed(p)
+                !p.is_empty() && (listed(p) || in_chart(p, &charts))
             })
             .collect();
         // Read on every core: at 100,000 services this is 260,000 files.
