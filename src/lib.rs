@@ -4,7 +4,8 @@
 //! The modules are layers, each using only those below it (README, "Layout of the code"):
 //! `fs` reads and writes files, `yaml` reads and edits YAML, `tree` holds a revision's files,
 //! `kustomize` builds a kustomization as kustomize does, `flux` builds an environment as Flux
-//! does and records which Kustomization applies each object; `config`, `catalog` and `graph`
+//! does and records which Kustomization applies each object, `helm` renders its HelmReleases
+//! with the real Helm; `config`, `catalog` and `graph`
 //! read the repository's intent and compute each unit's wave, `repo` assembles them, `init`
 //! drafts that intent from a repository that has none yet, `render` turns a ServiceDefinition
 //! into manifests, `plan` places every file and derives the change set `apply` carries out,
@@ -28,6 +29,7 @@ pub(crate) mod error;
 pub(crate) mod flux;
 pub(crate) mod fs;
 pub(crate) mod graph;
+pub(crate) mod helm;
 pub(crate) mod init;
 pub(crate) mod kustomize;
 pub(crate) mod objects;

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::flux::inventory::Inventory;
+use crate::flux::release::Release;
 use crate::flux::substitute::Source;
 use crate::kustomize::object::{is_sops, ObjectId};
 
@@ -27,6 +28,8 @@ pub struct Built {
     raw: Value,
     /// Whether masking changed it.
     pub masked: bool,
+    /// The HelmRelease whose chart renders it, for an object of a rendered release.
+    pub release: Option<ObjectId>,
 }
 
 impl Built {
@@ -70,6 +73,7 @@ pub fn of(inv: &Inventory) -> Vec<Built> {
             object,
             raw: raw.clone(),
             masked,
+            release: None,
         }
     };
     for (id, o) in &inv.owners {
@@ -85,6 +89,21 @@ pub fn of(inv: &Inventory) -> Vec<Built> {
         // Every entry of a `build_whole` inventory holds its object.
         if let Some(whole) = &e.whole {
             out.push(built(&e.owner, id, &e.file, whole));
+        }
+        // What its chart renders, under the HelmRelease, as its owner applies the release.
+        if let Some(Release::Rendered(r)) = e.release.as_deref() {
+            for o in &r.objects {
+                let file = format!(
+                    "{} (HelmRelease {}/{}, chart {}: {})",
+                    e.file, id.namespace, id.name, r.chart, o.template
+                );
+                let mut b = built(&e.owner, &o.id, &file, &o.value);
+                if crate::redact::mask_values(&mut b.object, &r.secret_strings) {
+                    b.masked = true;
+                }
+                b.release = Some(id.clone());
+                out.push(b);
+            }
         }
     }
     out.sort_by(|a, b| (&a.owner, &a.id).cmp(&(&b.owner, &b.id)));

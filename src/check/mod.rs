@@ -62,7 +62,11 @@ impl FluxView {
     ) -> Result<FluxView> {
         let envs = discover::environments(&[&tree], Some(&config), overrides)
             .iter()
-            .map(|env| inventory::build(&tree, env))
+            .map(|env| {
+                let mut inv = inventory::build(&tree, env);
+                crate::helm::render(&mut inv, &tree);
+                inv
+            })
             .collect();
         Ok(FluxView { tree, config, envs })
     }

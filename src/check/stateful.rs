@@ -21,7 +21,9 @@ pub fn unprotected_stateful(flux: &FluxView) -> Vec<Finding> {
         if e.facts.prune_disabled || id.is("", "Namespace") {
             continue;
         }
-        let Data::Holds(evidence) = data::of(id, e.whole.as_deref(), &namespaces) else {
+        let Data::Holds(evidence) =
+            data::of(id, e.whole.as_deref(), e.release.as_deref(), &namespaces)
+        else {
             continue;
         };
         findings.push(

@@ -16,6 +16,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::flux::discover::{self, Environment};
 use crate::flux::inventory::{self, flux_id};
+use crate::flux::release::Release;
 use crate::kustomize::object::ObjectId;
 use crate::objects::{self, Built};
 use crate::tree::FileTree;
@@ -46,8 +47,11 @@ pub fn run(
     let mut known: Vec<String> = Vec::new();
     // (environment, Kustomization, why) of each that fails to build.
     let mut failed: Vec<(String, String, String)> = Vec::new();
+    // (environment, HelmRelease, why) of each whose chart is not rendered.
+    let mut not_rendered: Vec<(String, String, String)> = Vec::new();
     for env in &envs {
-        let inv = inventory::build_whole(&tree, env);
+        let mut inv = inventory::build_whole(&tree, env);
+        crate::helm::render(&mut inv, &tree);
         for (id, o) in &inv.owners {
             let selected = wanted.as_ref().is_none_or(|w| w == id);
             known.push(format!("{}/{}", id.namespace, id.name));
@@ -72,6 +76,20 @@ pub fn run(
                     id.namespace,
                     id.name,
                     o.unmodelled.join("; ")
+                ));
+            }
+        }
+        for (id, e) in &inv.objects {
+            let selected = wanted.as_ref().is_none_or(|w| *w == *e.owner);
+            if let (true, Some(Release::NotRendered(why))) = (selected, e.release.as_deref()) {
+                warn(format_args!(
+                    "fluxwave: warning: {}: HelmRelease {}/{} is not rendered: {why}",
+                    env.name, id.namespace, id.name
+                ));
+                not_rendered.push((
+                    env.name.clone(),
+                    format!("{}/{}", id.namespace, id.name),
+                    why.clone(),
                 ));
             }
         }
@@ -119,6 +137,14 @@ pub fn run(
                         environment,
                         kustomization,
                         error,
+                    })
+                    .collect(),
+                not_rendered: not_rendered
+                    .iter()
+                    .map(|(environment, release, why)| JsonNotRendered {
+                        environment,
+                        release,
+                        why,
                     })
                     .collect(),
             };
@@ -195,6 +221,16 @@ struct Json<'a> {
     objects: Vec<JsonObject<'a>>,
     /// The Kustomizations that fail to build (exit 2): what the others apply is printed.
     failed: Vec<JsonFailure<'a>>,
+    /// The HelmReleases whose charts are not rendered, and why: their objects are not listed.
+    #[serde(rename = "notRendered")]
+    not_rendered: Vec<JsonNotRendered<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonNotRendered<'a> {
+    environment: &'a str,
+    release: &'a str,
+    why: &'a str,
 }
 
 #[derive(Serialize)]
@@ -217,6 +253,9 @@ struct JsonObject<'a> {
     file: &'a str,
     /// Whether Secret values were masked in `object`.
     masked: bool,
+    /// `namespace/name` of the HelmRelease whose chart renders it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    release: Option<String>,
     object: &'a Value,
 }
 
@@ -231,6 +270,10 @@ impl<'a> JsonObject<'a> {
             environment: &b.environment,
             file: &b.file,
             masked: b.masked,
+            release: b
+                .release
+                .as_ref()
+                .map(|r| format!("{}/{}", r.namespace, r.name)),
             object: &b.object,
         }
     }

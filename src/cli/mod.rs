@@ -55,8 +55,28 @@ struct Cli {
         default_value = "auto"
     )]
     color: terminal::When,
+    #[command(flatten)]
+    helm: HelmArgs,
     #[command(subcommand)]
     command: Command,
+}
+
+/// How `check`, `cutover`, `build` and `diff` render HelmReleases.
+#[derive(clap::Args)]
+struct HelmArgs {
+    /// The helm program that renders HelmReleases (default: `helm` on the PATH)
+    #[arg(long, global = true, value_name = "PATH", env = "FLUXWAVE_HELM")]
+    helm: Option<PathBuf>,
+    /// Do not render HelmReleases: judge each by its values alone
+    #[arg(long, global = true, env = "FLUXWAVE_NO_HELM", value_parser = clap::builder::FalseyValueParser::new())]
+    no_helm: bool,
+    /// Never reach the network: charts come from this repository and the cache only
+    #[arg(long, global = true, env = "FLUXWAVE_OFFLINE", value_parser = clap::builder::FalseyValueParser::new())]
+    offline: bool,
+    /// The folder of pulled charts and renders (default: $XDG_CACHE_HOME/fluxwave, else
+    /// ~/.cache/fluxwave)
+    #[arg(long, global = true, value_name = "DIR", env = "FLUXWAVE_CACHE")]
+    cache: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -325,6 +345,12 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
     // (set already when the command line runs twice in one process).
     let _ = miette::set_hook(Box::new(|_| Box::new(crate::diag::render::handler(None))));
     terminal::set_when(cli.color);
+    let h = &cli.helm;
+    crate::helm::configure(if h.no_helm {
+        crate::helm::Options::off()
+    } else {
+        crate::helm::Options::new(h.helm.clone(), h.offline, h.cache.clone())
+    });
     let stdout = std::io::stdout();
     let colour = terminal::colour(stdout.is_terminal());
     let out = terminal::Safe::new(stdout.lock(), colour);

@@ -190,6 +190,35 @@ fn permute<T>(items: &mut [T], order: &mut [usize]) {
     }
 }
 
+/// The HelmReleases that change between the builds while a side of them is not rendered:
+/// what Helm's upgrade deletes inside them is not seen (only with rendering on; off, Helm's
+/// own deletions are not judged at all, as the documentation says).
+fn unrendered_upgrades(env: &str, old: &Inventory, new: &Inventory) -> Vec<Incomplete> {
+    use crate::flux::release::Release;
+    let mut out = Vec::new();
+    for (id, e) in &new.objects {
+        let Some(was) = old.objects.get(id) else {
+            continue;
+        };
+        let why = match (was.release.as_deref(), e.release.as_deref()) {
+            (Some(Release::NotRendered(why)), _) | (_, Some(Release::NotRendered(why))) => why,
+            _ => continue,
+        };
+        if was.whole == e.whole {
+            continue;
+        }
+        out.push(Incomplete {
+            environment: env.to_string(),
+            kustomization: format!("{}/{}", e.owner.namespace, e.owner.name),
+            file: e.file.to_string(),
+            why: vec![format!(
+                "{id} changes, and its chart is not rendered ({why}): what Helm's upgrade deletes inside the release is not seen"
+            )],
+        });
+    }
+    out
+}
+
 /// Every environment of both revisions, built.
 struct Builds {
     from: String,
@@ -246,11 +275,13 @@ impl Builds {
             // Both revisions are built side by side; an entry the older one lacks applied
             // nothing there.
             let build = |tree: &FileTree| {
-                if whole {
+                let mut inv = if whole {
                     inventory::build_whole(tree, env)
                 } else {
                     inventory::build(tree, env)
-                }
+                };
+                crate::helm::render(&mut inv, tree);
+                inv
             };
             let (o, n) = std::thread::scope(|s| {
                 let o = s.spawn(|| {
@@ -267,6 +298,7 @@ impl Builds {
             incomplete.extend(unseen(old, new, &o, &n, || {
                 changed.get_or_init(|| old.changed_paths(new)).as_slice()
             }));
+            incomplete.extend(unrendered_upgrades(name, &o, &n));
             pairs.push((o, n));
         }
         Ok(Builds {

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::flux::data::{self, Data, HELM_GROUP};
 use crate::flux::inventory::{Entry, Inventory, Owner};
+use crate::flux::release::{Release, Rendered};
 use crate::kustomize::object::{crd_kind, opt_out, ObjectId};
 
 /// Why Flux deletes an object.
@@ -33,6 +34,11 @@ pub enum Rule {
     NamespaceDeleted,
     /// It is a custom resource of a CRD that is deleted.
     CrdDeleted,
+    /// A HelmRelease that stays renders it no more: Helm's upgrade deletes it.
+    ReleaseUpgraded,
+    /// A HelmRelease's release name, namespace, storage namespace or chart changes:
+    /// helm-controller uninstalls the old release before it installs the new one.
+    ReleaseReplaced,
 }
 
 impl Rule {
@@ -45,12 +51,19 @@ impl Rule {
             Rule::LeftBuild => "left-build",
             Rule::NamespaceDeleted => "namespace-deleted",
             Rule::CrdDeleted => "crd-deleted",
+            Rule::ReleaseUpgraded => "release-upgraded",
+            Rule::ReleaseReplaced => "release-replaced",
         }
     }
 
     /// A move: the object comes back, but only after it was deleted.
     pub fn is_move(self) -> bool {
         matches!(self, Rule::MovedLater | Rule::MovedUnordered)
+    }
+
+    /// Helm deletes it, not Flux: Flux's opt-outs do not protect it.
+    pub fn is_helm(self) -> bool {
+        matches!(self, Rule::ReleaseUpgraded | Rule::ReleaseReplaced)
     }
 }
 
@@ -428,7 +441,7 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
     let namespaces = data::namespaces(old.objects.iter());
     for ((_, e), d) in objects.iter().zip(&mut out) {
         let Some(d) = d else { continue };
-        let mut judged = data::of(&d.id, e.whole.as_deref(), &namespaces);
+        let mut judged = data::of(&d.id, e.whole.as_deref(), e.release.as_deref(), &namespaces);
         if d.id.is(HELM_GROUP, "HelmRelease") {
             let mut text = d.reason.to_string();
             if e.whole.as_deref().is_some_and(suspended) {
@@ -438,6 +451,21 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
                 judged = Data::None;
             } else {
                 text.push_str("; Helm uninstalls the release and everything its chart installed");
+                if let Some(Release::Rendered(r)) = e.release.as_deref() {
+                    let installed = r
+                        .objects
+                        .iter()
+                        .filter(|o| !o.hook && !o.crd_folder)
+                        .count();
+                    text.push_str(&format!(
+                        " ({installed} objects of chart {}, release {} in {})",
+                        r.chart, r.release_name, r.namespace
+                    ));
+                    for note in data::rendered(r, true).1 {
+                        text.push_str("; ");
+                        text.push_str(&note);
+                    }
+                }
             }
             d.reason = text.into();
         }
@@ -446,7 +474,105 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
     }
     // `filter_map`, not `flatten`: it collects in place, without a second list.
     #[allow(clippy::filter_map_identity)]
-    out.into_iter().filter_map(|d| d).collect()
+    let mut found: Vec<Deletion> = out.into_iter().filter_map(|d| d).collect();
+    found.extend(helm_deletions(env, old, new));
+    found
+}
+
+/// What Helm deletes inside the HelmReleases both revisions render: the objects an upgrade
+/// no longer renders, or, when the release's target changes (helm-controller
+/// `ReleaseTargetChanged`: release name, namespace, storage namespace or chart name), every
+/// object of the old release, uninstalled before the new one is installed. Hooks and the
+/// chart's `crds/` are not part of a release; `helm.sh/resource-policy: keep` leaves an
+/// object in place.
+fn helm_deletions(env: &Arc<str>, old: &Inventory, new: &Inventory) -> Vec<Deletion> {
+    let mut out = Vec::new();
+    for (id, e) in &old.objects {
+        if !id.is(HELM_GROUP, "HelmRelease") || e.whole.as_deref().is_some_and(suspended) {
+            continue;
+        }
+        let Some(now) = new.objects.get(id) else {
+            continue;
+        };
+        let (Some(Release::Rendered(was)), Some(Release::Rendered(is))) =
+            (e.release.as_deref(), now.release.as_deref())
+        else {
+            continue;
+        };
+        let chart_name = |r: &Rendered| r.chart.split(' ').next().unwrap_or("").to_string();
+        let target = (
+            &was.release_name,
+            &was.namespace,
+            &was.storage_namespace,
+            chart_name(was),
+        );
+        let replaced = target
+            != (
+                &is.release_name,
+                &is.namespace,
+                &is.storage_namespace,
+                chart_name(is),
+            );
+        let kept: BTreeSet<&ObjectId> = is
+            .objects
+            .iter()
+            .filter(|o| !o.hook && !o.crd_folder)
+            .map(|o| &o.id)
+            .collect();
+        let (rule, reason): (Rule, Arc<str>) = if replaced {
+            (Rule::ReleaseReplaced, Arc::from(format!(
+                "{id} changes its release (release {} in {}, stored in {}, chart {} -> release {} in {}, stored in {}, chart {}): helm-controller uninstalls the old release before it installs the new one, and the uninstall deletes it",
+                was.release_name, was.namespace, was.storage_namespace, was.chart,
+                is.release_name, is.namespace, is.storage_namespace, is.chart
+            )))
+        } else {
+            (
+                Rule::ReleaseUpgraded,
+                Arc::from(format!(
+                    "{id} renders it no more (chart {} -> {}): Helm's upgrade deletes it",
+                    was.chart, is.chart
+                )),
+            )
+        };
+        for o in was.objects.iter().filter(|o| !o.hook && !o.crd_folder) {
+            let keep = o
+                .value
+                .pointer("/metadata/annotations/helm.sh~1resource-policy")
+                .and_then(Value::as_str)
+                == Some("keep");
+            if keep || (!replaced && kept.contains(&o.id)) {
+                continue;
+            }
+            let mut reason = reason.clone();
+            if replaced && kept.contains(&o.id) {
+                reason = Arc::from(format!(
+                    "{reason}; the new release creates it again, as a new object"
+                ));
+            }
+            let judged = data::of(&o.id, None, None, &BTreeMap::new());
+            let judged = match judged {
+                Data::Holds(k) => Data::Holds(format!(
+                    "chart {} renders {} {}/{} ({}): {k}",
+                    was.chart, o.id.kind, o.id.namespace, o.id.name, o.template
+                )),
+                other => other,
+            };
+            out.push(Deletion {
+                environment: env.clone(),
+                id: o.id.clone(),
+                stateful: judged.holds(),
+                data: judged,
+                owner_id: e.owner.clone(),
+                new_owner: None,
+                rule,
+                reason,
+                sops: false,
+                file: e.file.clone(),
+            });
+        }
+    }
+    out.sort_by(|a, b| a.id.cmp(&b.id));
+    out
 }
 
 /// `spec.suspend: true` (in the old revision: what the cluster holds when it is deleted).

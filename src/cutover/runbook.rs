@@ -87,6 +87,7 @@ pub fn write(
         .iter()
         .filter(|d| at_risk(d) || d.rule.is_move())
         .filter(|d| d.rule != Rule::NamespaceDeleted && d.rule != Rule::CrdDeleted)
+        .filter(|d| !d.rule.is_helm())
         .map(|d| &d.id)
         .collect();
     protect.sort_unstable();
@@ -228,6 +229,7 @@ pub fn write(
     let protected: Vec<&ObjectId> = holding
         .iter()
         .filter(|d| d.rule != Rule::NamespaceDeleted && d.rule != Rule::CrdDeleted)
+        .filter(|d| !d.rule.is_helm())
         .chain(moves.iter().filter(|d| !at_risk(d)))
         .map(|d| &d.id)
         .collect();
@@ -308,6 +310,27 @@ pub fn write(
         title: "Verify".into(),
         lines: verify,
     });
+
+    // Helm's own deletions: Flux's opt-out does not reach them.
+    let mut helm = Vec::new();
+    for d in deletions.iter().filter(|d| d.rule.is_helm() && at_risk(d)) {
+        match d.rule {
+            Rule::ReleaseUpgraded => helm.push(format!(
+                "{} helm.sh/resource-policy=keep    # before the merge: Helm's upgrade leaves an object so annotated in the cluster",
+                kubectl(&d.id, "annotate")
+            )),
+            _ => helm.push(format!(
+                "{}: its release is uninstalled and installed anew, and an annotation on the live object does not stop an uninstall (Helm reads the release's own manifest): back it up, or keep the release's name, namespace and chart (spec.releaseName, spec.targetNamespace, spec.storageNamespace) in this change",
+                d.id
+            )),
+        }
+    }
+    if !helm.is_empty() {
+        out.push(Section {
+            title: "Deleted by Helm inside a HelmRelease that stays".into(),
+            lines: helm,
+        });
+    }
 
     if !intended.is_empty() {
         out.push(Section {

@@ -1,14 +1,16 @@
 //! Whether deleting an object loses data, judged on the object's own evidence: its kind (a
 //! claim, a volume, a StatefulSet, a CloudNativePG Cluster), for a HelmRelease what its own
 //! `spec.values` configure, and for a Namespace what the objects inside it hold. A chart is
-//! never rendered here, so a HelmRelease whose values do not settle the question *may* hold
-//! data: a third answer, never counted as data loss, which a rendered chart can later replace.
+//! rendered by the `helm` layer is judged by the objects its chart renders (`rendered`); one
+//! that is not is judged by its values, and when they do not settle the question it *may*
+//! hold data: a third answer, never counted as data loss.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
 use super::inventory::Entry;
+use super::release::{Release, Rendered};
 use crate::kustomize::object::ObjectId;
 
 /// What an object holds. The evidence names where the answer comes from: a kind, a values
@@ -60,8 +62,14 @@ fn kind_holds(id: &ObjectId) -> Option<&'static str> {
 }
 
 /// What the object `id` holds; `whole` is the object when the inventory keeps it (a
-/// HelmRelease), `namespaces` what each Namespace holds (see `namespaces`).
-pub fn of(id: &ObjectId, whole: Option<&Value>, namespaces: &BTreeMap<String, Data>) -> Data {
+/// HelmRelease), `rendered` what its chart renders when the `helm` layer ran, `namespaces`
+/// what each Namespace holds (see `namespaces`).
+pub fn of(
+    id: &ObjectId,
+    whole: Option<&Value>,
+    rendered: Option<&Release>,
+    namespaces: &BTreeMap<String, Data>,
+) -> Data {
     if let Some(kind) = kind_holds(id) {
         return Data::Holds(kind.to_string());
     }
@@ -69,12 +77,96 @@ pub fn of(id: &ObjectId, whole: Option<&Value>, namespaces: &BTreeMap<String, Da
         return namespaces.get(&id.name).cloned().unwrap_or(Data::None);
     }
     if id.is(HELM_GROUP, "HelmRelease") {
-        return whole.map_or_else(
+        if let Some(Release::Rendered(r)) = rendered {
+            return self::rendered(r, true).0;
+        }
+        let judged = whole.map_or_else(
             || Data::May("the HelmRelease was not read".to_string()),
             release,
         );
+        return with_reason(judged, rendered);
     }
     Data::None
+}
+
+/// A judgment by values, with why the chart was not rendered when it was tried.
+fn with_reason(judged: Data, rendered: Option<&Release>) -> Data {
+    match (judged, rendered) {
+        (Data::May(e), Some(Release::NotRendered(why))) => {
+            Data::May(e.replace("chart not rendered", &format!("chart not rendered: {why}")))
+        }
+        (judged, _) => judged,
+    }
+}
+
+/// What the objects of a rendered release hold: with `uninstall`, what uninstalling it
+/// deletes (Helm leaves hooks, the chart's `crds/` and anything annotated
+/// `helm.sh/resource-policy: keep`; Kubernetes keeps a StatefulSet's claims unless its
+/// `persistentVolumeClaimRetentionPolicy.whenDeleted` is `Delete`), else what they hold at
+/// all (a deleted Namespace takes every claim in it). The notes say what holds data and
+/// stays, for the reason of an uninstall.
+pub fn rendered(r: &Rendered, uninstall: bool) -> (Data, Vec<String>) {
+    let mut holds: Vec<String> = Vec::new();
+    let mut notes = Vec::new();
+    for o in r.objects.iter().filter(|o| !o.hook && !o.crd_folder) {
+        let Some(kind) = kind_holds(&o.id) else {
+            continue;
+        };
+        let at = format!(
+            "{} {}/{} ({})",
+            o.id.kind, o.id.namespace, o.id.name, o.template
+        );
+        let keep = o
+            .value
+            .pointer("/metadata/annotations/helm.sh~1resource-policy")
+            .and_then(Value::as_str)
+            == Some("keep");
+        if o.id.is("apps", "StatefulSet") {
+            let claims: Vec<&str> = o
+                .value
+                .pointer("/spec/volumeClaimTemplates")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|t| t.pointer("/metadata/name").and_then(Value::as_str))
+                .collect();
+            if claims.is_empty() {
+                continue;
+            }
+            let claims = claims.join(", ");
+            let deletes = o
+                .value
+                .pointer("/spec/persistentVolumeClaimRetentionPolicy/whenDeleted")
+                .and_then(Value::as_str)
+                == Some("Delete");
+            if !uninstall {
+                holds.push(format!(
+                    "{at}: the claims of its volumeClaimTemplates ({claims})"
+                ));
+            } else if deletes && !keep {
+                holds.push(format!("{at}: its volume claims ({claims}) go with it (persistentVolumeClaimRetentionPolicy.whenDeleted: Delete)"));
+            } else {
+                notes.push(format!("the claims of {at} (volumeClaimTemplates {claims}) are not deleted by the uninstall: Kubernetes keeps them (persistentVolumeClaimRetentionPolicy.whenDeleted: Retain, the default)"));
+            }
+            continue;
+        }
+        if uninstall && keep {
+            notes.push(format!("{at} stays: helm.sh/resource-policy: keep"));
+            continue;
+        }
+        holds.push(format!("{at}: {kind}"));
+    }
+    let data = match holds.len() {
+        0 => Data::None,
+        1 => Data::Holds(format!("chart {} renders {}", r.chart, holds[0])),
+        n => Data::Holds(format!(
+            "chart {} renders {} (and {} more)",
+            r.chart,
+            holds[0],
+            n - 1
+        )),
+    };
+    (data, notes)
 }
 
 /// What each Namespace holds, by the objects in it: data when one of them holds data (the
@@ -90,9 +182,15 @@ pub fn namespaces<'a>(
             continue;
         }
         let whole = e.whole.as_deref();
-        let data = match whole {
-            Some(hr) if id.is(HELM_GROUP, "HelmRelease") => installed(hr),
-            _ => of(id, whole, &none),
+        let release = e.release.as_deref();
+        let data = match (whole, release) {
+            (_, Some(Release::Rendered(r))) if id.is(HELM_GROUP, "HelmRelease") => {
+                rendered(r, false).0
+            }
+            (Some(hr), _) if id.is(HELM_GROUP, "HelmRelease") => {
+                with_reason(installed(hr), release)
+            }
+            _ => of(id, whole, release, &none),
         };
         let ns = whole
             .filter(|_| id.is(HELM_GROUP, "HelmRelease"))
@@ -561,13 +659,28 @@ mod tests {
             name: name.into(),
         };
         let none = BTreeMap::new();
-        assert!(of(&id("", "PersistentVolumeClaim", "a", "x"), None, &none).holds());
-        assert!(of(&id("postgresql.cnpg.io", "Cluster", "a", "x"), None, &none).holds());
+        assert!(of(
+            &id("", "PersistentVolumeClaim", "a", "x"),
+            None,
+            None,
+            &none
+        )
+        .holds());
+        assert!(of(
+            &id("postgresql.cnpg.io", "Cluster", "a", "x"),
+            None,
+            None,
+            &none
+        )
+        .holds());
         assert_eq!(
-            of(&id("apps", "Deployment", "a", "x"), None, &none),
+            of(&id("apps", "Deployment", "a", "x"), None, None, &none),
             Data::None
         );
-        assert_eq!(of(&id("", "Namespace", "", "a"), None, &none), Data::None);
+        assert_eq!(
+            of(&id("", "Namespace", "", "a"), None, None, &none),
+            Data::None
+        );
         let owner = std::sync::Arc::new(id(KUSTOMIZE, "Kustomization", "flux-system", "apps"));
         let entry = |whole: Option<Value>| Entry {
             owner: owner.clone(),
@@ -575,6 +688,7 @@ mod tests {
             index: 0,
             facts: Default::default(),
             whole: whole.map(Box::new),
+            release: None,
         };
         let pvc = id("", "PersistentVolumeClaim", "db", "data");
         let web = id(HELM_GROUP, "HelmRelease", "flux-system", "web");
@@ -604,7 +718,7 @@ mod tests {
         assert!(!ns.contains_key("flux-system"), "{ns:?}");
         assert!(ns.get("tools").is_some_and(Data::may), "{ns:?}");
         assert!(!ns.contains_key("cfg"));
-        assert!(of(&id("", "Namespace", "", "db"), None, &ns).holds());
+        assert!(of(&id("", "Namespace", "", "db"), None, None, &ns).holds());
     }
 
     const KUSTOMIZE: &str = "kustomize.toolkit.fluxcd.io";

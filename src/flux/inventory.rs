@@ -201,6 +201,9 @@ pub struct Entry {
     pub index: usize,
     pub facts: Facts,
     pub whole: Option<Box<Value>>,
+    /// For a HelmRelease, what its chart renders (or why it is not rendered), once
+    /// `helm::render` has run over the inventory.
+    pub release: Option<Arc<super::release::Release>>,
 }
 
 impl Entry {
@@ -224,6 +227,7 @@ impl Entry {
             facts,
             whole: (whole || kept_whole(&id.group, &id.kind)).then(|| Box::new(r.value)),
             index: r.index,
+            release: None,
         }
     }
 }
@@ -240,6 +244,9 @@ pub struct Inventory {
     /// them twice, and the owner that stops building one prunes it.
     pub duplicates: Vec<(ObjectId, Entry)>,
     pub warnings: Vec<Warning>,
+    /// What each ConfigMap and Secret of the build holds, as `postBuild.substituteFrom` and a
+    /// HelmRelease's `valuesFrom` read it.
+    pub sources: BTreeMap<ObjectId, Source>,
 }
 
 impl Inventory {
@@ -548,9 +555,10 @@ fn build_with(
     let mut pass = 0;
     loop {
         pass += 1;
-        let (inv, sources, missed) = build_pass(tree, env, artifacts, &cluster, whole);
+        let (mut inv, sources, missed) = build_pass(tree, env, artifacts, &cluster, whole);
         let found_later = missed.iter().any(|id| sources.contains_key(id));
         if !found_later || pass == 3 {
+            inv.sources = sources;
             return inv;
         }
         cluster = sources;

@@ -12,6 +12,7 @@ pub mod discover;
 pub mod emit;
 pub mod gates;
 pub mod inventory;
+pub mod release;
 pub mod source;
 pub mod substitute;
 

@@ -234,8 +234,8 @@ impl Facts {
 
 /// Kinds an inventory keeps whole, because a rule or a lint reads their specs: CRDs (the
 /// kinds they define), HelmReleases (whether their values configure persistence) and
-/// ImageUpdateAutomations (the path they update), ArtifactGenerators (what they copy). A
-/// repository holds few of them.
+/// ImageUpdateAutomations (the path they update), ArtifactGenerators (what they copy), and
+/// the sources a HelmRelease's chart comes from. A repository holds few of them.
 pub fn kept_whole(group: &str, kind: &str) -> bool {
     matches!(
         (group, kind),
@@ -243,6 +243,11 @@ pub fn kept_whole(group: &str, kind: &str) -> bool {
             | ("helm.toolkit.fluxcd.io", "HelmRelease")
             | ("image.toolkit.fluxcd.io", "ImageUpdateAutomation")
             | ("source.extensions.fluxcd.io", "ArtifactGenerator")
+            // a HelmRelease's chart source, read to render it
+            | (
+                "source.toolkit.fluxcd.io",
+                "HelmRepository" | "OCIRepository" | "GitRepository" | "HelmChart" | "Bucket"
+            )
     )
 }
 

@@ -650,7 +650,7 @@ fn a_temporary_beside_an_environment_kustomization_of_any_name_is_found() {
 /// Starts `apply` paused between its moves and its writes (the test-only pause point), and
 /// waits until it is there.
 fn paused_apply(repo: &TestRepo, sync: &std::path::Path) -> std::process::Child {
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fluxwave"))
+    let mut child = crate::common::fluxwave()
         .arg("--repo")
         .arg(repo.path())
         .arg("apply")

@@ -6,6 +6,15 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The fluxwave binary, with HelmRelease rendering off (`FLUXWAVE_NO_HELM`): a test's
+/// outcome must not depend on whether a `helm` is on the PATH or a chart can be reached. The
+/// Helm tests turn it back on with `.env_remove("FLUXWAVE_NO_HELM")`.
+pub fn fluxwave() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fluxwave"));
+    cmd.env("FLUXWAVE_NO_HELM", "1");
+    cmd
+}
+
 pub struct Run {
     pub code: i32,
     pub stdout: String,
@@ -134,9 +143,10 @@ impl TestRepo {
         self.write("apps/kustomization.yaml", &format!("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n{list}"))
     }
 
-    /// Runs `fluxwave --repo <this> ARGS...`; temporary paths in the output become `[REPO]`.
+    /// Runs `fluxwave --repo <this> ARGS...` (HelmReleases judged by their values: the Helm
+    /// tests turn rendering on, see `helm_env`); temporary paths in the output become `[REPO]`.
     pub fn run(&self, args: &[&str]) -> Run {
-        let out = Command::new(env!("CARGO_BIN_EXE_fluxwave"))
+        let out = fluxwave()
             .arg("--repo")
             .arg(self.path())
             .args(args)

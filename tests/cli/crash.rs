@@ -5,7 +5,6 @@
 //! about 1 s); `.ci/run` sets 200, so CI kills as often as before.
 
 use std::collections::BTreeMap;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::common::TestRepo;
@@ -82,7 +81,7 @@ fn killed_applies_converge(repo: &TestRepo, kills: usize) {
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
         let delay = Duration::from_micros((seed >> 33) % (full.as_micros() as u64 + 1));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_fluxwave"))
+        let mut child = crate::common::fluxwave()
             .arg("--repo")
             .arg(repo.path())
             .arg("apply")

@@ -226,7 +226,7 @@ fn fluxwave_side(inv: &Inventory) -> Side {
 /// `fluxwave build --env ENV` prints, Kustomization by Kustomization, the objects of the
 /// inventory this test holds against Flux: the command shows what the oracle checks.
 fn assert_build_prints(repo: &Path, env: &str, ours: &Side) {
-    let out = Command::new(env!("CARGO_BIN_EXE_fluxwave"))
+    let out = crate::common::fluxwave()
         .arg("--repo")
         .arg(repo)
         .args(["build", "--env", env, "--format", "json"])

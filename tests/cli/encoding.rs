@@ -9,7 +9,7 @@ use crate::common::{utf16, Run, TestRepo};
 /// `fluxwave --repo REPO ARGS` with `env` set (and `unset` removed) on top of the test's
 /// environment; temporary paths of `repo` in the output become `[REPO]`.
 fn run_with(repo: &TestRepo, args: &[&str], env: &[(&str, &str)], unset: &[&str]) -> Run {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fluxwave"));
+    let mut cmd = crate::common::fluxwave();
     cmd.arg("--repo")
         .arg(repo.path())
         .args(args)

@@ -27,7 +27,7 @@ fn is_root() -> bool {
 /// Runs fluxwave with a deadline: a run that blocks (on a FIFO, say) is killed and fails the
 /// test instead of hanging it.
 fn run_within(repo: &TestRepo, args: &[&str], limit: Duration) -> Run {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fluxwave"))
+    let mut child = crate::common::fluxwave()
         .arg("--repo")
         .arg(repo.path())
         .args(args)

@@ -140,7 +140,7 @@ fn a_folder_with_nothing_to_lay_out_says_so() {
         assert_eq!(run.stdout, "");
     }
     assert_eq!(repo.snapshot().len(), 1, "nothing was written");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fluxwave"))
+    let out = crate::common::fluxwave()
         .args(["--repo", "/nonexistent", "waves", "--format", "json"])
         .output()
         .unwrap();

@@ -3,7 +3,6 @@
 //! write), C1 controls or bidirectional overrides reach stdout and stderr escaped, in every
 //! command and format, and JSON output stays valid JSON that decodes to the same names.
 
-use std::process::Command;
 
 use crate::common::{Run, TestRepo};
 
@@ -18,7 +17,7 @@ fn raw_control(s: &str) -> Option<char> {
 
 /// Runs fluxwave and reads its output as bytes made text without replacing anything.
 fn run(repo: &TestRepo, args: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_fluxwave"))
+    let out = crate::common::fluxwave()
         .arg("--repo")
         .arg(repo.path())
         .args(args)

@@ -1,0 +1,54 @@
+//! What a HelmRelease installs, as the `helm` layer renders it: the inventory keeps it on the
+//! HelmRelease's entry, and `data` and the commands read it.
+
+use serde_json::Value;
+
+use crate::kustomize::object::ObjectId;
+
+/// What a HelmRelease installs, or why that is not known.
+#[derive(Debug, Clone)]
+pub enum Release {
+    Rendered(Rendered),
+    NotRendered(String),
+}
+
+impl Release {
+    pub fn rendered(&self) -> Option<&Rendered> {
+        match self {
+            Release::Rendered(r) => Some(r),
+            Release::NotRendered(_) => None,
+        }
+    }
+}
+
+/// A release as `helm template` rendered it and helm-controller's post-renderers changed it.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    /// `name version`.
+    pub chart: String,
+    /// Where the chart comes from: `HelmRepository flux-system/charts`.
+    pub source: String,
+    pub release_name: String,
+    /// Where namespaced objects without a namespace go (`targetNamespace`, else the
+    /// HelmRelease's own).
+    pub namespace: String,
+    /// Where Helm keeps the release (`storageNamespace`, else the HelmRelease's own).
+    pub storage_namespace: String,
+    pub objects: Vec<Object>,
+    /// Strings the values took from Secrets: masked wherever the objects are printed.
+    pub secret_strings: Vec<String>,
+}
+
+/// One object of a rendered release.
+#[derive(Debug, Clone)]
+pub struct Object {
+    pub id: ObjectId,
+    /// The chart file that rendered it (`templates/pvc.yaml`).
+    pub template: String,
+    /// A hook (`helm.sh/hook`): Helm runs it, and it is not part of the release an
+    /// uninstall deletes.
+    pub hook: bool,
+    /// A CRD of the chart's `crds/` folder: Helm installs it once and never deletes it.
+    pub crd_folder: bool,
+    pub value: Value,
+}

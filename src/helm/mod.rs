@@ -1,0 +1,625 @@
+//! HelmReleases rendered with the real Helm, as helm-controller would install them: the chart
+//! found as Flux finds it (`chart`), the values composed as helm-controller composes them
+//! (`values`), `helm template` run as an external program (the one on the PATH, or `--helm`),
+//! then helm-controller's post-renderers: each `spec.postRenderers[].kustomize` (patches),
+//! `spec.commonMetadata`, and the origin labels `helm.toolkit.fluxcd.io/name` and
+//! `/namespace` on every object (helm-controller `postrender.BuildPostRenderers`).
+//!
+//! Charts are pulled once per chart and version into the cache (`--cache`, default
+//! `$XDG_CACHE_HOME/fluxwave`, else `~/.cache/fluxwave`), and what `helm template` printed is
+//! kept there too, by the digest of everything it depends on (the helm binary, the chart's
+//! files, the release name and namespace, the values, the CRD policy): a warm cache renders
+//! an unchanged release without running Helm. Releases are rendered in parallel. A release
+//! that cannot be rendered (no helm, `--offline` and not cached, a chart source elsewhere,
+//! values that cannot be read, a chart Helm refuses) is kept with the reason, never skipped.
+
+mod chart;
+mod semver;
+mod values;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::flux::data::HELM_GROUP;
+use crate::flux::inventory::Inventory;
+pub use crate::flux::release::{Object, Release, Rendered};
+use crate::kustomize::object::{crd_kind, ObjectId, CLUSTER_SCOPED};
+use crate::kustomize::Builder;
+use crate::tree::FileTree;
+
+pub use chart::Chart;
+
+/// How releases are rendered in this run (`--helm`, `--no-helm`, `--offline`, `--cache`).
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Whether to render at all.
+    pub enabled: bool,
+    /// The helm program; `None` when none is found (every release then says so).
+    pub helm: Option<PathBuf>,
+    /// Never reach the network: charts only from this repository and the cache.
+    pub offline: bool,
+    pub cache: PathBuf,
+}
+
+impl Options {
+    /// Rendering off: releases are judged by their values alone.
+    pub fn off() -> Options {
+        Options {
+            enabled: false,
+            helm: None,
+            offline: true,
+            cache: PathBuf::new(),
+        }
+    }
+
+    /// Rendering on, with `helm` (else the first `helm` on the PATH) and `cache` (else the
+    /// user's cache folder).
+    pub fn new(helm: Option<PathBuf>, offline: bool, cache: Option<PathBuf>) -> Options {
+        let helm = helm.or_else(|| on_path("helm"));
+        let cache = cache.unwrap_or_else(default_cache);
+        Options {
+            enabled: true,
+            helm,
+            offline,
+            cache,
+        }
+    }
+}
+
+/// The options of this run, set by the command line (off until then, as in the library's
+/// own tests).
+static OPTIONS: Mutex<Option<Arc<Options>>> = Mutex::new(None);
+
+pub fn configure(options: Options) {
+    *OPTIONS.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(options));
+}
+
+pub fn options() -> Arc<Options> {
+    OPTIONS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone()
+        .unwrap_or_else(|| Arc::new(Options::off()))
+}
+
+fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+fn default_cache() -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("fluxwave")
+}
+
+/// Renders every HelmRelease of `inv` (built from `tree`) with this run's options, and
+/// sets each one's `release`.
+pub fn render(inv: &mut Inventory, tree: &FileTree) {
+    let opts = options();
+    if !opts.enabled {
+        return;
+    }
+    render_with(inv, tree, &opts);
+}
+
+/// What one release needs to be rendered.
+struct Job {
+    id: ObjectId,
+    chart: Result<Chart, String>,
+    values_files: Vec<String>,
+    source: String,
+    release_name: String,
+    namespace: String,
+    storage_namespace: String,
+    include_crds: bool,
+    values: Result<values::Composed, String>,
+    hr: Value,
+}
+
+fn render_with(inv: &mut Inventory, tree: &FileTree, opts: &Options) {
+    let jobs: Vec<Job> = inv
+        .objects
+        .iter()
+        .filter(|(id, _)| id.is(HELM_GROUP, "HelmRelease"))
+        .filter_map(|(id, e)| Some(job(id, e.whole.as_deref()?, inv)))
+        .collect();
+    if jobs.is_empty() {
+        return;
+    }
+    // Each distinct chart is fetched once, in parallel.
+    let charts: BTreeSet<&Chart> = jobs.iter().filter_map(|j| j.chart.as_ref().ok()).collect();
+    let charts: Vec<&Chart> = charts.into_iter().collect();
+    let helm = opts.helm.as_deref();
+    let fetched = pool(&charts, |c| match c {
+        Chart::Local { path } => chart::local(tree, path, opts),
+        Chart::Remote(r) => chart::remote(r, opts, helm),
+    });
+    let fetched: BTreeMap<&Chart, Result<chart::Fetched, String>> =
+        charts.iter().copied().zip(fetched).collect();
+    let helm_id = helm.map(binary_identity).unwrap_or_default();
+    let releases = pool(&jobs, |j| render_one(j, &fetched, opts, &helm_id));
+    for (j, r) in jobs.iter().zip(releases) {
+        if let Some(e) = inv.objects.get_mut(&j.id) {
+            e.release = Some(Arc::new(r));
+        }
+    }
+}
+
+fn job(id: &ObjectId, hr: &Value, inv: &Inventory) -> Job {
+    let text = |p: &str| {
+        hr.pointer(p)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    let target = text("/spec/targetNamespace");
+    let namespace = target.clone().unwrap_or_else(|| id.namespace.clone());
+    let release_name = shorten(&text("/spec/releaseName").unwrap_or_else(|| match &target {
+        Some(t) => format!("{t}-{}", id.name),
+        None => id.name.clone(),
+    }));
+    let resolved = chart::resolve(hr, &id.namespace, inv);
+    let (chart, values_files, source) = match resolved {
+        Ok((c, f, s)) => (Ok(c), f, s),
+        Err(e) => (Err(e), Vec::new(), String::new()),
+    };
+    // helm-controller installs the chart's `crds/` unless `install.crds` is `Skip` (its
+    // default is `Create`).
+    let include_crds = text("/spec/install/crds").as_deref() != Some("Skip");
+    Job {
+        id: id.clone(),
+        chart,
+        values_files,
+        source,
+        release_name,
+        storage_namespace: text("/spec/storageNamespace").unwrap_or_else(|| id.namespace.clone()),
+        namespace,
+        include_crds,
+        values: values::compose(hr, &id.namespace, &inv.sources),
+        hr: hr.clone(),
+    }
+}
+
+/// helm-controller's `release.ShortenName`: a name over 53 characters becomes its first 40,
+/// `-` and the first 12 hex digits of its SHA-256.
+pub fn shorten(name: &str) -> String {
+    if name.len() <= 53 {
+        return name.to_string();
+    }
+    let sum = chart::hex(&Sha256::digest(name.as_bytes()));
+    let cut = name
+        .char_indices()
+        .map(|(i, _)| i)
+        .take_while(|i| *i <= 40)
+        .last()
+        .unwrap_or(0);
+    format!("{}-{}", &name[..cut], &sum[..12])
+}
+
+fn render_one(
+    j: &Job,
+    fetched: &BTreeMap<&Chart, Result<chart::Fetched, String>>,
+    opts: &Options,
+    helm_id: &str,
+) -> Release {
+    let chart = match &j.chart {
+        Ok(c) => c,
+        Err(e) => return Release::NotRendered(e.clone()),
+    };
+    let values = match &j.values {
+        Ok(v) => v,
+        Err(e) => return Release::NotRendered(e.clone()),
+    };
+    let got = match fetched.get(chart) {
+        Some(Ok(f)) => f,
+        Some(Err(e)) => return Release::NotRendered(e.clone()),
+        None => return Release::NotRendered("its chart was not fetched".into()),
+    };
+    let Some(helm) = &opts.helm else {
+        return Release::NotRendered(
+            "no helm is found on the PATH (install Helm 3, or name it with --helm)".into(),
+        );
+    };
+    let values_json = serde_json::to_string(&values.values).unwrap_or_default();
+    let mut key = Sha256::new();
+    for part in [
+        helm_id,
+        &got.digest,
+        &j.release_name,
+        &j.namespace,
+        if j.include_crds { "crds" } else { "" },
+        &values_json,
+        &j.values_files.join("\n"),
+    ] {
+        key.update(part.as_bytes());
+        key.update([0]);
+    }
+    let key = chart::hex(&key.finalize());
+    let cached = opts.cache.join("renders").join(format!("{key}.yaml"));
+    let output = match std::fs::read_to_string(&cached) {
+        Ok(text) => text,
+        Err(_) => {
+            let mut cmd = std::process::Command::new(helm);
+            cmd.arg("template")
+                .arg(&j.release_name)
+                .arg(&got.dir)
+                .args(["--namespace", &j.namespace]);
+            if j.include_crds {
+                cmd.arg("--include-crds");
+            }
+            for f in &j.values_files {
+                let file = got.dir.join(f);
+                if !file.is_file() {
+                    if j.hr.pointer("/spec/chart/spec/ignoreMissingValuesFiles")
+                        == Some(&Value::Bool(true))
+                    {
+                        continue;
+                    }
+                    return Release::NotRendered(format!(
+                        "the chart has no values file {f} (valuesFiles)"
+                    ));
+                }
+                cmd.arg("--values").arg(file);
+            }
+            cmd.args(["--values", "-"]);
+            let text = match run_with_input(cmd, &values_json) {
+                Ok(t) => t,
+                Err(e) => return Release::NotRendered(format!("helm template fails: {e}")),
+            };
+            keep(&cached, &text);
+            text
+        }
+    };
+    let label = format!("{} (chart {} {})", j.id, chart_name(chart), got.version);
+    match finish(j, &output, &label) {
+        Ok(objects) => Release::Rendered(Rendered {
+            chart: format!("{} {}", chart_name(chart), got.version),
+            source: j.source.clone(),
+            release_name: j.release_name.clone(),
+            namespace: j.namespace.clone(),
+            storage_namespace: j.storage_namespace.clone(),
+            objects,
+            secret_strings: values.secret_strings.clone(),
+        }),
+        Err(e) => Release::NotRendered(e),
+    }
+}
+
+fn chart_name(c: &Chart) -> &str {
+    match c {
+        Chart::Local { path } => path.rsplit('/').next().unwrap_or(path),
+        Chart::Remote(r) => &r.name,
+    }
+}
+
+/// Writes a render into the cache (atomically: a reader sees all of it or nothing).
+fn keep(path: &Path, text: &str) {
+    let Some(dir) = path.parent() else { return };
+    if std::fs::create_dir_all(dir).is_err() {
+        return;
+    }
+    let tmp = dir.join(format!(
+        ".{}.{}",
+        path.file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("render"),
+        std::process::id()
+    ));
+    if std::fs::write(&tmp, text).is_ok() && std::fs::rename(&tmp, path).is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+}
+
+/// The objects of `helm template`'s output, post-rendered as helm-controller does.
+fn finish(j: &Job, output: &str, label: &str) -> Result<Vec<Object>, String> {
+    let mut objects = Vec::new();
+    let mut main: Vec<(String, Value)> = Vec::new();
+    for (template, doc) in documents(output) {
+        let text = Arc::new(doc.to_string());
+        let docs = crate::yaml::parse_all(&format!("{label} {template}"), &text)
+            .map_err(|e| format!("helm template printed YAML fluxwave cannot read: {e}"))?;
+        for v in docs {
+            let hook = v
+                .pointer("/metadata/annotations")
+                .and_then(Value::as_object)
+                .is_some_and(|a| a.contains_key("helm.sh/hook"));
+            let crd_folder = template.starts_with("crds/") || template.contains("/crds/");
+            if hook || crd_folder {
+                // Helm hands post-renderers the release manifest only.
+                objects.push((template.clone(), hook, crd_folder, v));
+            } else {
+                main.push((template.clone(), v));
+            }
+        }
+    }
+    let templates: Vec<String> = main.iter().map(|(t, _)| t.clone()).collect();
+    let mut values: Vec<Value> = main.into_iter().map(|(_, v)| v).collect();
+    let empty = FileTree::from_files([]);
+    for (i, r) in
+        j.hr.pointer("/spec/postRenderers")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+    {
+        let Some(k) = r.get("kustomize").and_then(Value::as_object) else {
+            continue;
+        };
+        let mut kustomization = Map::new();
+        for key in ["patches", "images"] {
+            if let Some(v) = k.get(key) {
+                kustomization.insert(key.to_string(), v.clone());
+            }
+        }
+        let mut builder = Builder::new(&empty);
+        let before = values.len();
+        values = builder
+            .transform_objects(
+                &format!("{} spec.postRenderers[{i}]", j.id),
+                "",
+                &kustomization,
+                values,
+            )
+            .map_err(|e| format!("its post-renderer fails: {e}"))?;
+        if values.len() != before {
+            return Err("its post-renderer changes the number of objects".into());
+        }
+    }
+    let labels =
+        j.hr.pointer("/spec/commonMetadata/labels")
+            .and_then(Value::as_object);
+    let annotations =
+        j.hr.pointer("/spec/commonMetadata/annotations")
+            .and_then(Value::as_object);
+    for v in &mut values {
+        for (field, extra) in [("labels", labels), ("annotations", annotations)] {
+            for (k, x) in extra.into_iter().flatten() {
+                metadata_map(v, field).insert(k.clone(), x.clone());
+            }
+        }
+        let origin = metadata_map(v, "labels");
+        origin.insert(
+            "helm.toolkit.fluxcd.io/name".into(),
+            Value::String(j.id.name.clone()),
+        );
+        origin.insert(
+            "helm.toolkit.fluxcd.io/namespace".into(),
+            Value::String(j.id.namespace.clone()),
+        );
+    }
+    let main = templates
+        .into_iter()
+        .zip(values)
+        .map(|(t, v)| (t, false, false, v));
+    // Namespaced objects without a namespace are installed in the release's namespace;
+    // custom kinds are cluster-scoped when a CRD of the chart says so.
+    let all: Vec<(String, bool, bool, Value)> = objects.into_iter().chain(main).collect();
+    let cluster_kinds: BTreeSet<String> = all
+        .iter()
+        .filter_map(|(_, _, _, v)| crd_kind(v))
+        .filter(|(_, _, cluster)| *cluster)
+        .map(|(_, k, _)| k)
+        .collect();
+    let mut out = Vec::with_capacity(all.len());
+    for (template, hook, crd_folder, mut v) in all {
+        let kind = v
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let namespaced = !CLUSTER_SCOPED.contains(&kind.as_str()) && !cluster_kinds.contains(&kind);
+        let has_ns = v
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .is_some_and(|s| !s.is_empty());
+        if namespaced && !has_ns {
+            metadata(&mut v).insert("namespace".into(), Value::String(j.namespace.clone()));
+        }
+        let Some(id) = ObjectId::of(&v) else {
+            return Err(format!(
+                "{template} renders an object without apiVersion, kind or name"
+            ));
+        };
+        out.push(Object {
+            id,
+            template,
+            hook,
+            crd_folder,
+            value: v,
+        });
+    }
+    Ok(out)
+}
+
+fn metadata(v: &mut Value) -> &mut Map<String, Value> {
+    if !v.is_object() {
+        *v = Value::Object(Map::new());
+    }
+    let Value::Object(m) = v else {
+        unreachable!("made an object above")
+    };
+    let meta = m
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !meta.is_object() {
+        *meta = Value::Object(Map::new());
+    }
+    match meta {
+        Value::Object(m) => m,
+        _ => unreachable!("made an object above"),
+    }
+}
+
+fn metadata_map<'a>(v: &'a mut Value, field: &str) -> &'a mut Map<String, Value> {
+    let slot = metadata(v)
+        .entry(field)
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !slot.is_object() {
+        *slot = Value::Object(Map::new());
+    }
+    match slot {
+        Value::Object(m) => m,
+        _ => unreachable!("made an object above"),
+    }
+}
+
+/// The documents of `helm template`'s output with the chart file each comes from (its
+/// `# Source: chart/templates/x.yaml` line, the chart's name left off).
+fn documents(output: &str) -> Vec<(String, &str)> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut pos = 0;
+    let bytes = output.len();
+    while pos <= bytes {
+        let end = output[pos..].find('\n').map_or(bytes, |i| pos + i);
+        let line = &output[pos..end];
+        if line.trim_end() == "---" || end == bytes {
+            let doc_end = if end == bytes && line.trim_end() != "---" {
+                end
+            } else {
+                pos
+            };
+            let doc = &output[start..doc_end];
+            if !doc.trim().is_empty() {
+                let source = doc
+                    .lines()
+                    .find_map(|l| l.strip_prefix("# Source: "))
+                    .unwrap_or("")
+                    .trim();
+                let template = source.split_once('/').map_or(source, |(_, t)| t);
+                out.push((template.to_string(), doc));
+            }
+            start = end + 1;
+        }
+        pos = end + 1;
+    }
+    out
+}
+
+/// Runs `cmd` and gives its output, or its error output when it fails.
+fn run(mut cmd: std::process::Command) -> Result<String, String> {
+    let out = cmd
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {:?}: {e}", cmd.get_program()))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(first_lines(&String::from_utf8_lossy(&out.stderr)))
+    }
+}
+
+/// `run`, with `input` on its standard input.
+fn run_with_input(mut cmd: std::process::Command, input: &str) -> Result<String, String> {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run {:?}: {e}", cmd.get_program()))?;
+    let stdin = child.stdin.take();
+    let input = input.to_string();
+    let writer = std::thread::spawn(move || {
+        if let Some(mut s) = stdin {
+            let _ = s.write_all(input.as_bytes());
+        }
+    });
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("helm did not finish: {e}"))?;
+    let _ = writer.join();
+    if out.status.success() {
+        String::from_utf8(out.stdout).map_err(|_| "helm printed output that is not UTF-8".into())
+    } else {
+        Err(first_lines(&String::from_utf8_lossy(&out.stderr)))
+    }
+}
+
+/// Helm's error, in at most a few lines.
+fn first_lines(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(4)
+        .collect();
+    lines.join("; ")
+}
+
+/// What identifies the helm program: its path, size and modification time.
+fn binary_identity(path: &Path) -> String {
+    let meta = std::fs::metadata(path).ok();
+    let modified = meta
+        .as_ref()
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "{}:{}:{modified}",
+        path.display(),
+        meta.map_or(0, |m| m.len())
+    )
+}
+
+/// `f` over `items` on a few threads at once (each mostly waits for a helm process), in
+/// order.
+fn pool<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 8)
+        .min(items.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let out: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(item) = items.get(i) else { break };
+                let r = f(item);
+                out.lock().unwrap_or_else(|p| p.into_inner())[i] = Some(r);
+            });
+        }
+    });
+    out.into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// helm-controller `release.ShortenName` (its doc comment's example shape).
+    #[test]
+    fn long_release_names_are_shortened_as_helm_controller_shortens_them() {
+        assert_eq!(shorten("short"), "short");
+        let long = "some-front-appended-namespace-release-with-a-very-long-name";
+        let got = shorten(long);
+        assert_eq!(got.len(), 53);
+        assert!(
+            got.starts_with("some-front-appended-namespace-release-wi-"),
+            "{got}"
+        );
+    }
+
+    #[test]
+    fn helm_output_is_split_by_chart_file() {
+        let out = "---\n# Source: store/templates/pvc.yaml\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: a\n---\n# Source: store/crds/crd.yaml\nkind: X\n";
+        let docs = documents(out);
+        let names: Vec<&str> = docs.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(names, ["templates/pvc.yaml", "crds/crd.yaml"]);
+    }
+}

@@ -1,0 +1,339 @@
+//! A HelmRelease's values as helm-controller composes them (fluxcd/pkg `chartutil`,
+//! `ChartValuesFromReferences`): each `valuesFrom` reference in order, read from the
+//! ConfigMap or Secret of that name in the HelmRelease's own namespace (`valuesKey`, default
+//! `values.yaml`), merged as a whole document or, with `targetPath`, set at that path as
+//! Helm's `--set` parser reads it (`ReplacePathValue`); `spec.values` merged last, over them
+//! all (`MergeMaps`: mappings merge key by key, anything else replaces). An `optional`
+//! reference that is missing, or lacks its key, is skipped.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use crate::flux::substitute::Source;
+use crate::kustomize::object::ObjectId;
+
+/// The values composed, and the strings that came from Secrets (masked wherever the
+/// rendered objects are printed).
+#[derive(Debug, Default)]
+pub struct Composed {
+    pub values: Value,
+    pub secret_strings: Vec<String>,
+}
+
+/// The values of HelmRelease `hr` in namespace `namespace`; `sources` are the ConfigMaps and
+/// Secrets of the build. `Err` says why they cannot be known.
+pub fn compose(
+    hr: &Value,
+    namespace: &str,
+    sources: &BTreeMap<ObjectId, Source>,
+) -> Result<Composed, String> {
+    let mut out = Composed {
+        values: Value::Object(Map::new()),
+        ..Composed::default()
+    };
+    let refs = hr
+        .pointer("/spec/valuesFrom")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    for r in refs {
+        let text = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
+        let (kind, name) = (text("kind"), text("name"));
+        let key = match text("valuesKey") {
+            "" => "values.yaml",
+            k => k,
+        };
+        let optional = r.get("optional").and_then(Value::as_bool) == Some(true);
+        if !matches!(kind, "ConfigMap" | "Secret") {
+            return Err(format!(
+                "valuesFrom {kind}/{name}: only ConfigMap and Secret are read"
+            ));
+        }
+        let id = ObjectId {
+            group: String::new(),
+            kind: kind.into(),
+            namespace: namespace.into(),
+            name: name.into(),
+        };
+        let data = match sources.get(&id) {
+            None if optional => continue,
+            None => {
+                return Err(format!(
+                    "its values come from {kind} {namespace}/{name} (valuesFrom), which nothing in the build applies"
+                ))
+            }
+            Some(Source::Unknown(why)) => {
+                return Err(format!(
+                    "its values come from {kind} {namespace}/{name} (valuesFrom), which cannot be read: {why}"
+                ))
+            }
+            Some(Source::Data(data)) => data,
+        };
+        let Some(raw) = data.get(key) else {
+            if optional {
+                continue;
+            }
+            return Err(format!(
+                "{kind} {namespace}/{name} has no key `{key}` (valuesFrom valuesKey), and helm-controller fails the release"
+            ));
+        };
+        let secret = kind == "Secret";
+        match text("targetPath") {
+            "" => {
+                let doc = read_values(raw).map_err(|e| {
+                    format!("{kind} {namespace}/{name} key `{key}` is not a YAML mapping: {e}")
+                })?;
+                if secret {
+                    strings(&doc, &mut out.secret_strings);
+                }
+                merge(&mut out.values, doc);
+            }
+            path => {
+                if secret {
+                    out.secret_strings.push(raw.trim().to_string());
+                }
+                set_path(&mut out.values, path, raw)
+                    .map_err(|e| format!("valuesFrom {kind}/{name} targetPath `{path}`: {e}"))?;
+            }
+        }
+    }
+    if let Some(values) = hr.pointer("/spec/values") {
+        if values.is_object() {
+            merge(&mut out.values, values.clone());
+        }
+    }
+    out.secret_strings.retain(|s| !s.is_empty());
+    Ok(out)
+}
+
+/// A values document: empty is an empty mapping (Helm's `ReadValues`).
+fn read_values(text: &str) -> Result<Value, String> {
+    if text.trim().is_empty() {
+        return Ok(Value::Object(Map::new()));
+    }
+    let text = std::sync::Arc::new(text.to_string());
+    let mut docs = crate::yaml::parse_all("values", &text).map_err(|e| e.to_string())?;
+    match docs.len() {
+        0 => Ok(Value::Object(Map::new())),
+        _ => match docs.swap_remove(0) {
+            v @ Value::Object(_) => Ok(v),
+            Value::Null => Ok(Value::Object(Map::new())),
+            _ => Err("it is not a mapping".into()),
+        },
+    }
+}
+
+/// `MergeMaps`: `over` merged into `base`, mapping by mapping.
+pub fn merge(base: &mut Value, over: Value) {
+    match (base, over) {
+        (Value::Object(b), Value::Object(o)) => {
+            for (k, v) in o {
+                match b.get_mut(&k) {
+                    Some(slot) if slot.is_object() && v.is_object() => merge(slot, v),
+                    _ => {
+                        b.insert(k, v);
+                    }
+                }
+            }
+        }
+        (b, o) => *b = o,
+    }
+}
+
+/// Every string leaf of `v`.
+fn strings(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(items) => items.iter().for_each(|i| strings(i, out)),
+        Value::Object(m) => m.values().for_each(|i| strings(i, out)),
+        _ => {}
+    }
+}
+
+/// Sets `value` at `path` as `helm --set path=value` does (`strvals.ParseInto`): dots part
+/// the keys (`\.` is a dot in a key), `name[N]` indexes a list, and the value is typed as
+/// Helm types it (`true`/`false`/`null` in any case, integers without a leading zero, else a
+/// string); a value in quotes is
+/// set as the string inside them (`ParseIntoString`). A comma would start another
+/// assignment in Helm's parser: such a value is refused rather than guessed.
+pub fn set_path(values: &mut Value, path: &str, raw: &str) -> Result<(), String> {
+    let quoted = (raw.starts_with('"') && raw.ends_with('"') && raw.len() >= 2)
+        || (raw.starts_with('\'') && raw.ends_with('\'') && raw.len() >= 2);
+    let value = if quoted {
+        Value::String(raw.trim_matches(['"', '\'']).to_string())
+    } else {
+        if raw.contains(',') {
+            return Err(
+                "the value holds a comma, which Helm's parser reads as a second assignment".into(),
+            );
+        }
+        typed(raw)
+    };
+    let mut keys: Vec<Key> = Vec::new();
+    let mut cur = String::new();
+    let mut chars = path.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&'.') => {
+                cur.push('.');
+                chars.next();
+            }
+            '.' => keys.push(Key::Name(std::mem::take(&mut cur))),
+            '[' => {
+                let mut n = String::new();
+                for d in chars.by_ref() {
+                    if d == ']' {
+                        break;
+                    }
+                    n.push(d);
+                }
+                let i: usize = n
+                    .parse()
+                    .map_err(|_| format!("`[{n}]` is not a list index"))?;
+                if i > 65_536 {
+                    return Err(format!("list index {i} is too large"));
+                }
+                if !cur.is_empty() {
+                    keys.push(Key::Name(std::mem::take(&mut cur)));
+                }
+                keys.push(Key::Index(i));
+                if chars.peek() == Some(&'.') {
+                    chars.next();
+                }
+            }
+            _ => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        keys.push(Key::Name(cur));
+    }
+    if keys
+        .iter()
+        .any(|k| matches!(k, Key::Name(n) if n.is_empty()))
+        || keys.is_empty()
+    {
+        return Err("an empty key".into());
+    }
+    let mut at = values;
+    for k in &keys {
+        at = match k {
+            Key::Name(n) => {
+                if !at.is_object() {
+                    *at = Value::Object(Map::new());
+                }
+                let Value::Object(m) = at else {
+                    unreachable_mapping()?
+                };
+                m.entry(n.clone()).or_insert(Value::Null)
+            }
+            Key::Index(i) => {
+                if !at.is_array() {
+                    *at = Value::Array(Vec::new());
+                }
+                let Value::Array(a) = at else {
+                    unreachable_mapping()?
+                };
+                if a.len() <= *i {
+                    a.resize(i + 1, Value::Null);
+                }
+                &mut a[*i]
+            }
+        };
+    }
+    *at = value;
+    Ok(())
+}
+
+fn unreachable_mapping<T>() -> Result<T, String> {
+    Err("the path could not be followed".into())
+}
+
+enum Key {
+    Name(String),
+    Index(usize),
+}
+
+/// A `--set` value as Helm types it (`strvals.typedVal`).
+fn typed(raw: &str) -> Value {
+    match raw.to_ascii_lowercase().as_str() {
+        "true" => Value::Bool(true),
+        "false" => Value::Bool(false),
+        "null" => Value::Null,
+        _ => match raw.parse::<i64>() {
+            // Helm keeps a leading zero as a string (`"0123"`), as it would lose it.
+            Ok(n) if !(raw.len() > 1 && raw.starts_with('0')) => Value::from(n),
+            _ => Value::String(raw.to_string()),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn source(pairs: &[(&str, &str)]) -> Source {
+        Source::Data(
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+    }
+
+    fn id(kind: &str, name: &str) -> ObjectId {
+        ObjectId {
+            group: String::new(),
+            kind: kind.into(),
+            namespace: "apps".into(),
+            name: name.into(),
+        }
+    }
+
+    /// References merge in order, a targetPath sets one value, spec.values wins last.
+    #[test]
+    fn values_compose_as_helm_controller_composes_them() {
+        let sources = BTreeMap::from([
+            (
+                id("ConfigMap", "base"),
+                source(&[("values.yaml", "a: {b: 1, c: 2}\nlist: [1, 2]\n")]),
+            ),
+            (id("Secret", "pw"), source(&[("password", "hunter22")])),
+        ]);
+        let hr = json!({"spec": {
+            "valuesFrom": [
+                {"kind": "ConfigMap", "name": "base"},
+                {"kind": "Secret", "name": "pw", "valuesKey": "password", "targetPath": "auth.password"},
+                {"kind": "ConfigMap", "name": "missing", "optional": true},
+            ],
+            "values": {"a": {"c": 3}, "list": [9]},
+        }});
+        let got = compose(&hr, "apps", &sources).unwrap();
+        assert_eq!(
+            got.values,
+            json!({"a": {"b": 1, "c": 3}, "list": [9], "auth": {"password": "hunter22"}})
+        );
+        assert_eq!(got.secret_strings, vec!["hunter22".to_string()]);
+        let missing = json!({"spec": {"valuesFrom": [{"kind": "ConfigMap", "name": "missing"}]}});
+        assert!(compose(&missing, "apps", &sources)
+            .unwrap_err()
+            .contains("nothing in the build applies"));
+    }
+
+    #[test]
+    fn a_target_path_is_typed_as_helm_types_set_values() {
+        let mut v = json!({});
+        set_path(&mut v, "a.b", "true").unwrap();
+        set_path(&mut v, "a.n", "42").unwrap();
+        set_path(&mut v, "a.z", "0123").unwrap();
+        set_path(&mut v, "a.s", "\"42\"").unwrap();
+        set_path(&mut v, "list[1].x", "y").unwrap();
+        set_path(&mut v, "dotted\\.key", "v").unwrap();
+        assert_eq!(
+            v,
+            json!({"a": {"b": true, "n": 42, "z": "0123", "s": "42"}, "list": [null, {"x": "y"}], "dotted.key": "v"})
+        );
+        assert!(set_path(&mut v, "a", "x,y").is_err());
+    }
+}
