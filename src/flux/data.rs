@@ -502,6 +502,78 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn rendered_of(objects: Vec<Value>) -> Rendered {
+        use crate::flux::release::Object;
+        Rendered {
+            chart: "db 2.0.0".into(),
+            source: String::new(),
+            release_name: "db".into(),
+            namespace: "data".into(),
+            storage_namespace: "data".into(),
+            objects: objects
+                .into_iter()
+                .map(|value| Object {
+                    id: ObjectId::of(&value).unwrap(),
+                    template: "templates/x.yaml".into(),
+                    hook: value
+                        .pointer("/metadata/annotations/helm.sh~1hook")
+                        .is_some(),
+                    crd_folder: false,
+                    value,
+                })
+                .collect(),
+            secret_strings: Vec::new(),
+        }
+    }
+
+    /// An uninstall deletes the chart's claims but for kept ones and hooks; a StatefulSet's
+    /// claims stay unless its retention policy deletes them; a deleted Namespace takes all.
+    #[test]
+    fn a_rendered_release_is_judged_by_what_its_uninstall_deletes() {
+        let pvc = |name: &str, keep: bool| {
+            let mut v = json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": "data"}});
+            if keep {
+                v["metadata"]["annotations"] = json!({"helm.sh/resource-policy": "keep"});
+            }
+            v
+        };
+        let sts = |policy: Option<&str>| {
+            let mut v = json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db", "namespace": "data"},
+                "spec": {"volumeClaimTemplates": [{"metadata": {"name": "data"}}]}});
+            if let Some(p) = policy {
+                v["spec"]["persistentVolumeClaimRetentionPolicy"] = json!({"whenDeleted": p});
+            }
+            v
+        };
+        let (d, notes) = rendered(&rendered_of(vec![sts(None)]), true);
+        assert_eq!(d, Data::None);
+        assert!(
+            notes[0].contains("not deleted by the uninstall"),
+            "{notes:?}"
+        );
+        assert!(rendered(&rendered_of(vec![sts(None)]), false).0.holds());
+        assert!(rendered(&rendered_of(vec![sts(Some("Delete"))]), true)
+            .0
+            .holds());
+        let (d, notes) = rendered(&rendered_of(vec![pvc("kept", true)]), true);
+        assert_eq!(d, Data::None);
+        assert!(notes[0].contains("resource-policy: keep"));
+        assert!(rendered(&rendered_of(vec![pvc("kept", true)]), false)
+            .0
+            .holds());
+        let mut hook = pvc("hook", false);
+        hook["metadata"]["annotations"] = json!({"helm.sh/hook": "pre-install"});
+        assert_eq!(rendered(&rendered_of(vec![hook]), true).0, Data::None);
+        let Data::Holds(e) = rendered(&rendered_of(vec![pvc("a", false), pvc("b", false)]), true).0
+        else {
+            panic!("a claim holds data");
+        };
+        assert!(
+            e.contains("PersistentVolumeClaim data/a") && e.contains("(and 1 more)"),
+            "{e}"
+        );
+    }
+
     fn hr(chart: &str, source: &str, values: Value) -> Value {
         json!({
             "apiVersion": "helm.toolkit.fluxcd.io/v2",

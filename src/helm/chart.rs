@@ -361,6 +361,17 @@ pub fn remote(remote: &Remote, opts: &Options, helm: Option<&Path>) -> Result<Fe
             remote.label()
         ));
     };
+    // A constraint on a Helm repository is resolved against its index first: the chart of
+    // that version is then downloaded only when the cache lacks it.
+    let mut remote = remote.clone();
+    if !exact && !remote.oci() {
+        remote.version = latest_in_index(&remote, opts, helm)?;
+        if let Some(dir) = cached(&remote.version) {
+            return fetched(dir);
+        }
+    }
+    let remote = &remote;
+    let exact = exact || !remote.oci();
     let staging = staging(&opts.cache)?;
     let mut cmd = std::process::Command::new(helm);
     cmd.arg("pull");
@@ -406,6 +417,50 @@ pub fn remote(remote: &Remote, opts: &Options, helm: Option<&Path>) -> Result<Fe
     settle(&inner, &dir)?;
     let _ = std::fs::remove_dir_all(&staging);
     fetched(dir)
+}
+
+/// The version of `remote`'s chart that its constraint picks in the repository's index, as
+/// `helm search repo` reads it (through repository settings kept in the cache, never the
+/// user's own).
+fn latest_in_index(remote: &Remote, opts: &Options, helm: &Path) -> Result<String, String> {
+    let settings = opts.cache.join("repositories");
+    let alias = slug(&remote.url);
+    let with_settings = |cmd: &mut std::process::Command| {
+        cmd.env("HELM_REPOSITORY_CONFIG", settings.join("repositories.yaml"))
+            .env("HELM_REPOSITORY_CACHE", settings.join("cache"));
+    };
+    let mut add = std::process::Command::new(helm);
+    add.args(["repo", "add", &alias, &remote.url, "--force-update"]);
+    with_settings(&mut add);
+    super::run(add).map_err(|e| format!("the index of {} cannot be read: {e}", remote.url))?;
+    let mut search = std::process::Command::new(helm);
+    let name = format!("{alias}/{}", remote.name);
+    search.args([
+        "search",
+        "repo",
+        &name,
+        "--version",
+        &remote.version,
+        "-o",
+        "json",
+    ]);
+    with_settings(&mut search);
+    let out = super::run(search)?;
+    let found: Value =
+        serde_json::from_str(&out).map_err(|e| format!("helm search printed {out}: {e}"))?;
+    found
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c.get("name").and_then(Value::as_str) == Some(name.as_str()))
+        .and_then(|c| c.get("version").and_then(Value::as_str))
+        .map(str::to_string)
+        .ok_or_else(|| {
+            format!(
+                "no version of chart {} in {} matches `{}`",
+                remote.name, remote.url, remote.version
+            )
+        })
 }
 
 /// A cached chart folder, its digest (its files' bytes) and version.

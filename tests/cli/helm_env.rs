@@ -8,7 +8,6 @@
 //! back, and the `store` chart rendering its claim only when it is the chart's own.
 
 // Until the HelmRelease tests use every helper.
-#![allow(dead_code)]
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsStr;
@@ -572,7 +571,7 @@ pub struct Registry {
     child: Child,
     host: String,
     // Dropped after the process is killed (fields drop after `Drop::drop`).
-    dir: tempfile::TempDir,
+    _dir: tempfile::TempDir,
 }
 
 impl Registry {
@@ -616,7 +615,7 @@ impl Registry {
                     return Registry {
                         child,
                         host: addr.to_string(),
-                        dir,
+                        _dir: dir,
                     };
                 }
                 if Instant::now() >= deadline {

@@ -22,6 +22,7 @@ mod differential;
 mod encoding;
 mod fuzz;
 mod generate;
+mod helm;
 mod helm_env;
 mod homelab;
 mod hostile;

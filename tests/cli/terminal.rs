@@ -3,7 +3,6 @@
 //! write), C1 controls or bidirectional overrides reach stdout and stderr escaped, in every
 //! command and format, and JSON output stays valid JSON that decodes to the same names.
 
-
 use crate::common::{Run, TestRepo};
 
 /// The characters no output may hold raw.

@@ -1,0 +1,609 @@
+//! HelmReleases rendered with the real helm: charts from this repository, from a Helm
+//! repository served on 127.0.0.1 and from an OCI registry started here (`helm_env`), each
+//! rendered set held against `helm template` run directly; then what the renders decide in
+//! `cutover`, `diff`, `build` and `check`.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::common::{Run, TestRepo};
+use crate::helm_env::{self, ChartServer, Registry};
+
+/// Runs fluxwave with HelmRelease rendering on, helm from `helm_env`, the chart cache `cache`.
+fn run(repo: &TestRepo, cache: &Path, args: &[&str]) -> Run {
+    let mut cmd = crate::common::fluxwave();
+    cmd.env_remove("FLUXWAVE_NO_HELM")
+        .env("FLUXWAVE_HELM", helm_env::helm())
+        .env("FLUXWAVE_CACHE", cache)
+        .env("NO_COLOR", "1")
+        .arg("--repo")
+        .arg(repo.path())
+        .args(args);
+    helm_env::isolate(&mut cmd);
+    let out = cmd.output().unwrap();
+    let redact =
+        |b: &[u8]| String::from_utf8_lossy(b).replace(&repo.path().display().to_string(), "[REPO]");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: redact(&out.stdout),
+        stderr: redact(&out.stderr),
+    }
+}
+
+fn json(run: &Run) -> Value {
+    serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\nstderr: {}", run.stdout, run.stderr))
+}
+
+const SYNC: &str = "apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {name: flux-system, namespace: flux-system}
+spec: {url: 'ssh://git@example.com/fleet', ref: {branch: main}, interval: 1m}
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: flux-system, namespace: flux-system}
+spec: {path: ./clusters/dev, prune: true, sourceRef: {kind: GitRepository, name: flux-system}, interval: 10m}
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: apps, namespace: flux-system}
+spec: {path: ./apps, prune: true, sourceRef: {kind: GitRepository, name: flux-system}, interval: 10m}
+";
+
+/// A repository with one environment (`clusters/dev`) whose `apps` Kustomization applies
+/// `apps/`, holding `files` (path, text), with the fixture charts `charts` copied under
+/// `charts/`.
+fn repo(sources: &str, files: &[(&str, String)], charts: &[&str]) -> TestRepo {
+    let repo = TestRepo::empty();
+    repo.write(
+        "clusters/dev/kustomization.yaml",
+        "resources: [sync.yaml, sources.yaml]\n",
+    );
+    repo.write("clusters/dev/sync.yaml", SYNC);
+    repo.write("clusters/dev/sources.yaml", sources);
+    write_apps(&repo, files);
+    for c in charts {
+        copy(
+            &helm_env::charts().join(c),
+            &repo.path().join("charts").join(c),
+        );
+    }
+    repo.commit_all("first");
+    repo
+}
+
+/// `apps/` holding `files`, and its kustomization listing them.
+fn write_apps(repo: &TestRepo, files: &[(&str, String)]) {
+    let mut list = String::from("resources:\n");
+    for (name, text) in files {
+        repo.write(&format!("apps/{name}"), text);
+        list.push_str(&format!("  - {name}\n"));
+    }
+    if files.is_empty() {
+        list = "resources: []\n".into();
+    }
+    repo.write("apps/kustomization.yaml", &list);
+}
+
+fn copy(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// A HelmRelease in namespace `apps`; `chart` is its `spec.chart` or `spec.chartRef` block
+/// (two spaces in), `values` its `spec.values` block (four spaces in) or empty.
+fn release(name: &str, chart: &str, values: &str) -> String {
+    let values = if values.is_empty() {
+        String::new()
+    } else {
+        format!("  values:\n{values}")
+    };
+    format!(
+        "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {{name: {name}, namespace: apps}}\nspec:\n  interval: 1h\n{chart}{values}"
+    )
+}
+
+fn local_chart(path: &str) -> String {
+    format!("  chart:\n    spec:\n      chart: {path}\n      sourceRef: {{kind: GitRepository, name: flux-system, namespace: flux-system}}\n")
+}
+
+/// The objects `build --format json` lists under HelmRelease `apps/<name>`, without the
+/// labels helm-controller's post-renderer adds, sorted by kind and name.
+fn rendered_by(build: &Value, name: &str) -> Vec<Value> {
+    let mut out: Vec<Value> = build["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["release"] == format!("apps/{name}").as_str())
+        .map(|o| {
+            let mut v = o["object"].clone();
+            // Helm 3 hands post-renderers the release manifest only: hooks and the chart's
+            // `crds/` have no origin labels.
+            let apart = !v["metadata"]["annotations"]["helm.sh/hook"].is_null()
+                || v["kind"] == "CustomResourceDefinition";
+            let mut none = serde_json::Map::new();
+            let labels = v["metadata"]["labels"].as_object_mut().unwrap_or(&mut none);
+            let (n, ns) = (
+                labels.remove("helm.toolkit.fluxcd.io/name"),
+                labels.remove("helm.toolkit.fluxcd.io/namespace"),
+            );
+            let emptied = labels.is_empty();
+            if apart {
+                assert_eq!((n, ns), (None, None));
+            } else {
+                assert_eq!((n, ns), (Some(name.into()), Some("apps".into())));
+            }
+            if emptied {
+                v["metadata"].as_object_mut().unwrap().remove("labels");
+            }
+            v
+        })
+        .collect();
+    out.sort_by_key(key);
+    out
+}
+
+fn key(v: &Value) -> String {
+    format!(
+        "{}/{}",
+        v["kind"].as_str().unwrap_or(""),
+        v["metadata"]["name"].as_str().unwrap_or("")
+    )
+}
+
+/// `helm template` run directly, hooks left out (they are listed apart), each namespaced
+/// object given the release namespace as the cluster gives it.
+fn direct(args: &[&str]) -> Vec<Value> {
+    let text = helm_env::template(args);
+    let mut out: Vec<Value> = helm_env::documents(&text)
+        .into_iter()
+        .filter(|d| d["metadata"]["annotations"]["helm.sh/hook"].is_null())
+        .map(|mut d| {
+            let kind = d["kind"].as_str().unwrap_or("").to_string();
+            let cluster = kind == "CustomResourceDefinition" || kind == "Namespace";
+            if !cluster && d["metadata"]["namespace"].is_null() {
+                d["metadata"]["namespace"] = "apps".into();
+            }
+            d
+        })
+        .collect();
+    out.sort_by_key(key);
+    out
+}
+
+fn without_hooks(objects: Vec<Value>) -> Vec<Value> {
+    objects
+        .into_iter()
+        .filter(|o| o["metadata"]["annotations"]["helm.sh/hook"].is_null())
+        .collect()
+}
+
+fn cache() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+/// A Helm repository (an index and packaged charts) served on 127.0.0.1, holding store 1.0.0
+/// and 1.1.0 and web 0.3.0.
+fn helm_repository() -> (tempfile::TempDir, ChartServer) {
+    let dir = tempfile::tempdir().unwrap();
+    for c in ["store", "store-1.1.0", "web"] {
+        helm_env::package(&helm_env::charts().join(c), dir.path());
+    }
+    let server = ChartServer::serve(dir.path());
+    helm_env::index(dir.path(), &server.url());
+    (dir, server)
+}
+
+/// Releases from the three kinds of source, each rendered as `helm template` renders it;
+/// then, with neither server running and the renders forgotten, rendered again from the
+/// chart cache alone with `--offline`. Each chart is downloaded once.
+#[test]
+fn releases_from_every_source_kind_render_as_helm_template_and_then_offline_from_the_cache() {
+    let (served, server) = helm_repository();
+    let registry = Registry::start();
+    let work = tempfile::tempdir().unwrap();
+    let db = helm_env::package(&helm_env::charts().join("db"), work.path());
+    helm_env::push(&db, &registry.charts());
+    let sources = format!(
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata: {{name: charts, namespace: flux-system}}\nspec: {{url: '{}', interval: 1h}}\n---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata: {{name: db, namespace: apps}}\nspec: {{url: 'oci://{}/charts/db', ref: {{tag: 2.0.0}}, insecure: true, interval: 1h}}\n",
+        server.url(),
+        registry.host()
+    );
+    let files = [
+        ("web.yaml", release("web", &local_chart("./charts/web"), "")),
+        (
+            "store.yaml",
+            release(
+                "store",
+                "  chart:\n    spec:\n      chart: store\n      version: '>=1.0.0 <1.1.0'\n      sourceRef: {kind: HelmRepository, name: charts, namespace: flux-system}\n",
+                "    persistence: {size: 2Gi}\n",
+            ),
+        ),
+        (
+            "db.yaml",
+            release("db", "  chartRef: {kind: OCIRepository, name: db}\n", ""),
+        ),
+    ];
+    let repo = repo(&sources, &files, &["web"]);
+    let cache = cache();
+    let first = run(&repo, cache.path(), &["build", "--format", "json"]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let built = json(&first);
+    assert_eq!(
+        built["notRendered"],
+        serde_json::json!([]),
+        "{}",
+        first.stderr
+    );
+
+    let web_dir = repo.path().join("charts/web");
+    let store_tgz = served.path().join("store-1.0.0.tgz");
+    let expected = [
+        (
+            "web",
+            direct(&[
+                "web",
+                web_dir.to_str().unwrap(),
+                "--namespace",
+                "apps",
+                "--include-crds",
+            ]),
+        ),
+        (
+            "store",
+            direct(&[
+                "store",
+                store_tgz.to_str().unwrap(),
+                "--namespace",
+                "apps",
+                "--include-crds",
+                "--set",
+                "persistence.size=2Gi",
+            ]),
+        ),
+        (
+            "db",
+            direct(&[
+                "db",
+                db.to_str().unwrap(),
+                "--namespace",
+                "apps",
+                "--include-crds",
+            ]),
+        ),
+    ];
+    for (name, want) in &expected {
+        let got = without_hooks(rendered_by(&built, name));
+        assert!(!want.is_empty());
+        assert_eq!(&got, want, "{name}: fluxwave's render and helm template's");
+    }
+    // The claim the chart creates, with the release's own size.
+    let pvc = rendered_by(&built, "store")
+        .into_iter()
+        .find(|o| o["kind"] == "PersistentVolumeClaim")
+        .unwrap();
+    assert_eq!(pvc["spec"]["resources"]["requests"]["storage"], "2Gi");
+    assert_eq!(pvc["metadata"]["namespace"], "apps");
+
+    let again = run(&repo, cache.path(), &["build", "--format", "json"]);
+    assert_eq!(again.code, 0);
+    assert_eq!(json(&again)["objects"], built["objects"]);
+    assert_eq!(
+        server.hits("/store-1.0.0.tgz"),
+        1,
+        "{:?}",
+        server.requests()
+    );
+    assert_eq!(
+        server.hits("/store-1.1.0.tgz"),
+        0,
+        "the constraint excludes 1.1.0"
+    );
+
+    drop(server);
+    drop(registry);
+    std::fs::remove_dir_all(cache.path().join("renders")).unwrap();
+    let offline = run(
+        &repo,
+        cache.path(),
+        &["--offline", "build", "--format", "json"],
+    );
+    assert_eq!(offline.code, 0, "{}", offline.stderr);
+    let offline = json(&offline);
+    assert_eq!(offline["notRendered"], serde_json::json!([]));
+    assert_eq!(offline["objects"], built["objects"]);
+}
+
+/// Removing a release whose chart creates a claim is data loss, with the claim and its
+/// template as evidence; removing one that only mounts an existing claim is not. (Judged by
+/// values alone, the first would only *may* hold data: the chart's defaults decide.)
+#[test]
+fn cutover_flags_a_removed_release_by_the_claims_its_chart_creates() {
+    let files = [
+        ("a.yaml", release("a", &local_chart("./charts/store"), "")),
+        (
+            "b.yaml",
+            release(
+                "b",
+                &local_chart("./charts/store"),
+                "    persistence: {existingClaim: mine}\n",
+            ),
+        ),
+    ];
+    let repo = repo("", &files, &["store"]);
+    write_apps(&repo, &[]);
+    repo.remove("apps/a.yaml");
+    repo.remove("apps/b.yaml");
+    repo.commit_all("remove both");
+    let cache = cache();
+    let out = run(
+        &repo,
+        cache.path(),
+        &[
+            "cutover", "--from", "HEAD~1", "--to", "HEAD", "--format", "json",
+        ],
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let doc = json(&out);
+    let of = |name: &str| {
+        doc["deletions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["kind"] == "HelmRelease" && d["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {doc:#}"))
+            .clone()
+    };
+    let a = of("a");
+    assert_eq!(a["data"], "holds", "{a:#}");
+    assert_eq!(a["stateful"], true);
+    let evidence = a["evidence"].as_str().unwrap();
+    assert!(
+        evidence.contains("PersistentVolumeClaim apps/a-store-data (templates/pvc.yaml)"),
+        "{evidence}"
+    );
+    assert!(
+        a["reason"].as_str().unwrap().contains("chart store 1.0.0"),
+        "{a:#}"
+    );
+    let b = of("b");
+    assert_eq!(b["data"], "none", "{b:#}");
+    assert_eq!(b["stateful"], false);
+
+    // Without rendering, the same change is judged by the values: `a` only may hold data.
+    let off = repo.run(&[
+        "cutover", "--from", "HEAD~1", "--to", "HEAD", "--format", "json",
+    ]);
+    let off: Value = serde_json::from_str(&off.stdout).unwrap();
+    let a_off = off["deletions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == "a")
+        .unwrap();
+    assert_eq!(a_off["data"], "may", "{a_off:#}");
+}
+
+/// A values change that renames the chart's claim: `diff` shows the old claim removed and the
+/// new one added under the release, and `cutover` names the old claim as deleted by Helm's
+/// upgrade, with its data.
+#[test]
+fn a_values_change_that_renames_a_claim_is_seen_in_diff_and_cutover() {
+    let files = [(
+        "store.yaml",
+        release("store", &local_chart("./charts/store"), ""),
+    )];
+    let repo = repo("", &files, &["store"]);
+    repo.write(
+        "apps/store.yaml",
+        &release(
+            "store",
+            &local_chart("./charts/store"),
+            "    nameOverride: vault\n",
+        ),
+    );
+    repo.commit_all("rename");
+    let cache = cache();
+    let diff = run(
+        &repo,
+        cache.path(),
+        &[
+            "diff", "--from", "HEAD~1", "--to", "HEAD", "--format", "json",
+        ],
+    );
+    assert_eq!(diff.code, 1, "{}", diff.stderr);
+    let doc = json(&diff);
+    let changes: Vec<String> = doc["changes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{doc:#}"))
+        .iter()
+        .filter(|c| c["kind"] == "PersistentVolumeClaim")
+        .map(|c| {
+            format!(
+                "{} {}",
+                c["change"].as_str().unwrap(),
+                c["name"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        changes,
+        ["removed store-data", "added store-vault-data"],
+        "{doc:#}"
+    );
+
+    let cut = run(
+        &repo,
+        cache.path(),
+        &[
+            "cutover", "--from", "HEAD~1", "--to", "HEAD", "--format", "json",
+        ],
+    );
+    assert_eq!(cut.code, 1, "{}", cut.stderr);
+    let doc = json(&cut);
+    let d = doc["deletions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["kind"] == "PersistentVolumeClaim")
+        .unwrap_or_else(|| panic!("{doc:#}"));
+    assert_eq!(d["name"], "store-data");
+    assert_eq!(d["rule"], "release-upgraded");
+    assert_eq!(d["data"], "holds");
+    assert!(
+        d["reason"]
+            .as_str()
+            .unwrap()
+            .contains("Helm's upgrade deletes it"),
+        "{d:#}"
+    );
+    let text = run(
+        &repo,
+        cache.path(),
+        &["cutover", "--from", "HEAD~1", "--to", "HEAD"],
+    );
+    assert!(
+        text.stdout.contains("helm.sh/resource-policy=keep"),
+        "the runbook says how to keep the claim:\n{}",
+        text.stdout
+    );
+}
+
+/// A release whose values come from a ConfigMap and a Secret (`targetPath`), with a
+/// post-renderer patch: the values are composed as helm-controller composes them, the patch
+/// is applied, and the Secret's value is masked in what `build` prints.
+#[test]
+fn values_from_configmaps_and_secrets_and_post_renderers_are_applied() {
+    let config = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: store-values, namespace: apps}\ndata:\n  values.yaml: |\n    persistence:\n      size: 3Gi\n".to_string();
+    let secret = "apiVersion: v1\nkind: Secret\nmetadata: {name: store-tag, namespace: apps}\nstringData:\n  tag: hidden-tag-8271\n".to_string();
+    let mut hr = release(
+        "store",
+        &local_chart("./charts/store"),
+        "    image: {repository: ghcr.io/example/other}\n",
+    );
+    hr.push_str("  valuesFrom:\n    - {kind: ConfigMap, name: store-values}\n    - {kind: Secret, name: store-tag, valuesKey: tag, targetPath: image.tag}\n    - {kind: ConfigMap, name: absent, optional: true}\n");
+    hr.push_str("  postRenderers:\n    - kustomize:\n        patches:\n          - target: {kind: Deployment}\n            patch: |\n              - op: add\n                path: /metadata/annotations\n                value: {patched: \"yes\"}\n");
+    let files = [
+        ("values.yaml", config),
+        ("secret.yaml", secret),
+        ("store.yaml", hr),
+    ];
+    let repo = repo("", &files, &["store"]);
+    let cache = cache();
+    let out = run(&repo, cache.path(), &["build", "--format", "json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stdout.contains("hidden-tag-8271"), "{}", out.stdout);
+    let doc = json(&out);
+    let objects = rendered_by(&doc, "store");
+    let find = |kind: &str| objects.iter().find(|o| o["kind"] == kind).unwrap().clone();
+    assert_eq!(
+        find("PersistentVolumeClaim")["spec"]["resources"]["requests"]["storage"],
+        "3Gi"
+    );
+    let deploy = find("Deployment");
+    assert_eq!(deploy["metadata"]["annotations"]["patched"], "yes");
+    assert_eq!(
+        deploy["spec"]["template"]["spec"]["containers"][0]["image"],
+        "ghcr.io/example/other:***"
+    );
+    let masked = doc["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["release"] == "apps/store" && o["kind"] == "Deployment")
+        .unwrap();
+    assert_eq!(masked["masked"], true);
+}
+
+/// A chart that cannot be had is reported, never skipped: offline with an empty cache, `build`
+/// lists the release as not rendered with the reason and warns; `cutover` of a change to it
+/// is incomplete rather than safe.
+#[test]
+fn a_chart_that_cannot_be_had_is_reported_not_rendered() {
+    let sources = "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata: {name: charts, namespace: flux-system}\nspec: {url: 'http://127.0.0.1:9/charts', interval: 1h}\n";
+    let chart = "  chart:\n    spec:\n      chart: store\n      version: 1.0.0\n      sourceRef: {kind: HelmRepository, name: charts, namespace: flux-system}\n";
+    let files = [("store.yaml", release("store", chart, ""))];
+    let repo = repo(sources, &files, &[]);
+    let cache = cache();
+    let out = run(
+        &repo,
+        cache.path(),
+        &["--offline", "build", "--format", "json"],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let doc = json(&out);
+    let missing = &doc["notRendered"][0];
+    assert_eq!(missing["release"], "apps/store");
+    assert!(
+        missing["why"].as_str().unwrap().contains("--offline"),
+        "{missing:#}"
+    );
+    assert!(
+        out.stderr
+            .contains("HelmRelease apps/store is not rendered"),
+        "{}",
+        out.stderr
+    );
+
+    repo.write(
+        "apps/store.yaml",
+        &release("store", chart, "    persistence: {size: 9Gi}\n"),
+    );
+    repo.commit_all("bigger");
+    let cut = run(
+        &repo,
+        cache.path(),
+        &[
+            "--offline",
+            "cutover",
+            "--from",
+            "HEAD~1",
+            "--to",
+            "HEAD",
+            "--format",
+            "json",
+        ],
+    );
+    let doc = json(&cut);
+    assert_eq!(doc["verdict"], "incomplete", "{doc:#}");
+    assert_eq!(doc["safe"], false);
+}
+
+/// `check` holds rendered objects to `double-owner`: a claim the chart installs that the
+/// Kustomization applies too.
+#[test]
+fn check_finds_an_object_both_a_chart_and_a_kustomization_apply() {
+    let claim = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: store-data, namespace: apps, annotations: {kustomize.toolkit.fluxcd.io/prune: disabled}}\nspec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n".to_string();
+    let files = [
+        ("claim.yaml", claim),
+        (
+            "store.yaml",
+            release("store", &local_chart("./charts/store"), ""),
+        ),
+    ];
+    let repo = repo("", &files, &["store"]);
+    let cache = cache();
+    let out = run(&repo, cache.path(), &["check", "--format", "json"]);
+    let doc = json(&out);
+    let found: Vec<&Value> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "double-owner")
+        .collect();
+    assert_eq!(found.len(), 1, "{doc:#}");
+    let message = found[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("PersistentVolumeClaim") && message.contains("HelmRelease apps/store"),
+        "{message}"
+    );
+}
