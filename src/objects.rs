@@ -91,7 +91,7 @@ pub fn of(inv: &Inventory) -> Vec<Built> {
             out.push(built(&e.owner, id, &e.file, whole));
         }
         // What its chart renders, under the HelmRelease, as its owner applies the release.
-        if let Some(Release::Rendered(r)) = e.release.as_deref() {
+        if let Some(r) = e.release.as_deref().and_then(Release::rendered) {
             for o in &r.objects {
                 let file = format!(
                     "{} (HelmRelease {}/{}, chart {}: {})",

@@ -48,7 +48,7 @@ fn rendered_twice(flux: &FluxView, inv: &crate::flux::inventory::Inventory) -> V
         &crate::kustomize::object::ObjectId,
     > = BTreeMap::new();
     for (hr, e) in &inv.objects {
-        let Some(Release::Rendered(r)) = e.release.as_deref() else {
+        let Some(r) = e.release.as_deref().and_then(Release::rendered) else {
             continue;
         };
         for o in r.objects.iter().filter(|o| !o.hook && !o.crd_folder) {

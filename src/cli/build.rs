@@ -81,7 +81,7 @@ pub fn run(
         }
         for (id, e) in &inv.objects {
             let selected = wanted.as_ref().is_none_or(|w| *w == *e.owner);
-            if let (true, Some(Release::NotRendered(why))) = (selected, e.release.as_deref()) {
+            if let (true, Some(why)) = (selected, e.release.as_deref().and_then(Release::why)) {
                 warn(format_args!(
                     "fluxwave: warning: {}: HelmRelease {}/{} is not rendered: {why}",
                     env.name, id.namespace, id.name
@@ -89,7 +89,7 @@ pub fn run(
                 not_rendered.push((
                     env.name.clone(),
                     format!("{}/{}", id.namespace, id.name),
-                    why.clone(),
+                    why.to_string(),
                 ));
             }
         }

@@ -190,23 +190,26 @@ fn permute<T>(items: &mut [T], order: &mut [usize]) {
     }
 }
 
-/// The HelmReleases that change between the builds while a side of them is not rendered:
+/// The HelmReleases whose render inputs change between the builds (their values, or the
+/// chart version their source names) while a side of them is not rendered:
 /// what Helm's upgrade deletes inside them is not seen (only with rendering on; off, Helm's
 /// own deletions are not judged at all, as the documentation says).
 fn unrendered_upgrades(env: &str, old: &Inventory, new: &Inventory) -> Vec<Incomplete> {
-    use crate::flux::release::Release;
     let mut out = Vec::new();
     for (id, e) in &new.objects {
         let Some(was) = old.objects.get(id) else {
             continue;
         };
-        let why = match (was.release.as_deref(), e.release.as_deref()) {
-            (Some(Release::NotRendered(why)), _) | (_, Some(Release::NotRendered(why))) => why,
-            _ => continue,
+        let (Some(before), Some(after)) = (was.release.as_deref(), e.release.as_deref()) else {
+            continue;
         };
-        if was.whole == e.whole {
+        // What the render depends on is the same: the same release is installed.
+        if before.inputs == after.inputs {
             continue;
         }
+        let Some(why) = before.why().or(after.why()) else {
+            continue;
+        };
         out.push(Incomplete {
             environment: env.to_string(),
             kustomization: format!("{}/{}", e.owner.namespace, e.owner.name),

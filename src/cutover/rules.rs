@@ -451,7 +451,7 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
                 judged = Data::None;
             } else {
                 text.push_str("; Helm uninstalls the release and everything its chart installed");
-                if let Some(Release::Rendered(r)) = e.release.as_deref() {
+                if let Some(r) = e.release.as_deref().and_then(Release::rendered) {
                     let installed = r
                         .objects
                         .iter()
@@ -494,9 +494,10 @@ fn helm_deletions(env: &Arc<str>, old: &Inventory, new: &Inventory) -> Vec<Delet
         let Some(now) = new.objects.get(id) else {
             continue;
         };
-        let (Some(Release::Rendered(was)), Some(Release::Rendered(is))) =
-            (e.release.as_deref(), now.release.as_deref())
-        else {
+        let (Some(was), Some(is)) = (
+            e.release.as_deref().and_then(Release::rendered),
+            now.release.as_deref().and_then(Release::rendered),
+        ) else {
             continue;
         };
         let chart_name = |r: &Rendered| r.chart.split(' ').next().unwrap_or("").to_string();

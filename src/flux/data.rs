@@ -77,7 +77,7 @@ pub fn of(
         return namespaces.get(&id.name).cloned().unwrap_or(Data::None);
     }
     if id.is(HELM_GROUP, "HelmRelease") {
-        if let Some(Release::Rendered(r)) = rendered {
+        if let Some(r) = rendered.and_then(Release::rendered) {
             return self::rendered(r, true).0;
         }
         let judged = whole.map_or_else(
@@ -91,8 +91,8 @@ pub fn of(
 
 /// A judgment by values, with why the chart was not rendered when it was tried.
 fn with_reason(judged: Data, rendered: Option<&Release>) -> Data {
-    match (judged, rendered) {
-        (Data::May(e), Some(Release::NotRendered(why))) => {
+    match (judged, rendered.and_then(Release::why)) {
+        (Data::May(e), Some(why)) => {
             Data::May(e.replace("chart not rendered", &format!("chart not rendered: {why}")))
         }
         (judged, _) => judged,
@@ -183,10 +183,8 @@ pub fn namespaces<'a>(
         }
         let whole = e.whole.as_deref();
         let release = e.release.as_deref();
-        let data = match (whole, release) {
-            (_, Some(Release::Rendered(r))) if id.is(HELM_GROUP, "HelmRelease") => {
-                rendered(r, false).0
-            }
+        let data = match (whole, release.and_then(Release::rendered)) {
+            (_, Some(r)) if id.is(HELM_GROUP, "HelmRelease") => rendered(r, false).0,
             (Some(hr), _) if id.is(HELM_GROUP, "HelmRelease") => {
                 with_reason(installed(hr), release)
             }

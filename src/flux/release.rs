@@ -5,18 +5,35 @@ use serde_json::Value;
 
 use crate::kustomize::object::ObjectId;
 
-/// What a HelmRelease installs, or why that is not known.
+/// What a HelmRelease installs, or why that is not known, with a digest of what decides it.
 #[derive(Debug, Clone)]
-pub enum Release {
+pub struct Release {
+    /// The digest of everything the render depends on (the chart and where it comes from,
+    /// its version, the composed values, the release's name and namespace, the CRD policy):
+    /// two revisions with the same inputs install the same release.
+    pub inputs: String,
+    pub render: Render,
+}
+
+#[derive(Debug, Clone)]
+pub enum Render {
     Rendered(Rendered),
     NotRendered(String),
 }
 
 impl Release {
     pub fn rendered(&self) -> Option<&Rendered> {
-        match self {
-            Release::Rendered(r) => Some(r),
-            Release::NotRendered(_) => None,
+        match &self.render {
+            Render::Rendered(r) => Some(r),
+            Render::NotRendered(_) => None,
+        }
+    }
+
+    /// Why it is not rendered, when it is not.
+    pub fn why(&self) -> Option<&str> {
+        match &self.render {
+            Render::Rendered(_) => None,
+            Render::NotRendered(why) => Some(why),
         }
     }
 }

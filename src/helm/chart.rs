@@ -389,7 +389,7 @@ pub fn remote(remote: &Remote, opts: &Options, helm: Option<&Path>) -> Result<Fe
             .args(["--repo", &remote.url, "--version", &remote.version]);
     }
     cmd.arg("--untar").arg("--untardir").arg(&staging);
-    let out = super::run(cmd)?;
+    let out = super::run(cmd).map_err(|e| format!("helm pull of {} fails: {e}", remote.label()))?;
     let inner = staging.join(&remote.name);
     if !inner.join("Chart.yaml").is_file() {
         let _ = std::fs::remove_dir_all(&staging);

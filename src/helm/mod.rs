@@ -26,7 +26,7 @@ use sha2::{Digest, Sha256};
 
 use crate::flux::data::HELM_GROUP;
 use crate::flux::inventory::Inventory;
-pub use crate::flux::release::{Object, Release, Rendered};
+pub use crate::flux::release::{Object, Release, Render, Rendered};
 use crate::kustomize::object::{crd_kind, ObjectId, CLUSTER_SCOPED};
 use crate::kustomize::Builder;
 use crate::tree::FileTree;
@@ -147,12 +147,47 @@ fn render_with(inv: &mut Inventory, tree: &FileTree, opts: &Options) {
     let fetched: BTreeMap<&Chart, Result<chart::Fetched, String>> =
         charts.iter().copied().zip(fetched).collect();
     let helm_id = helm.map(binary_identity).unwrap_or_default();
-    let releases = pool(&jobs, |j| render_one(j, &fetched, opts, &helm_id));
-    for (j, r) in jobs.iter().zip(releases) {
+    let renders = pool(&jobs, |j| render_one(j, &fetched, opts, &helm_id));
+    for (j, render) in jobs.iter().zip(renders) {
+        let inputs = inputs(j, &fetched);
         if let Some(e) = inv.objects.get_mut(&j.id) {
-            e.release = Some(Arc::new(r));
+            e.release = Some(Arc::new(Release { inputs, render }));
         }
     }
+}
+
+/// The digest of what decides a release's render (`Release::inputs`): where its chart comes
+/// from and which version (a chart of this repository by its files), the values, the
+/// release's name and namespaces, the CRD policy and the post-renderers.
+fn inputs(j: &Job, fetched: &BTreeMap<&Chart, Result<chart::Fetched, String>>) -> String {
+    let mut h = Sha256::new();
+    let chart = match &j.chart {
+        Ok(c) => match fetched.get(c) {
+            Some(Ok(f)) if matches!(c, Chart::Local { .. }) => f.digest.clone(),
+            _ => format!("{c:?}"),
+        },
+        Err(e) => e.clone(),
+    };
+    let values = match &j.values {
+        Ok(v) => serde_json::to_string(&v.values).unwrap_or_default(),
+        Err(e) => e.clone(),
+    };
+    let spec = |p: &str| j.hr.pointer(p).map(Value::to_string).unwrap_or_default();
+    for part in [
+        chart,
+        values,
+        j.values_files.join("\n"),
+        j.release_name.clone(),
+        j.namespace.clone(),
+        j.storage_namespace.clone(),
+        j.include_crds.to_string(),
+        spec("/spec/postRenderers"),
+        spec("/spec/commonMetadata"),
+    ] {
+        h.update(part.as_bytes());
+        h.update([0]);
+    }
+    chart::hex(&h.finalize())
 }
 
 fn job(id: &ObjectId, hr: &Value, inv: &Inventory) -> Job {
@@ -211,22 +246,22 @@ fn render_one(
     fetched: &BTreeMap<&Chart, Result<chart::Fetched, String>>,
     opts: &Options,
     helm_id: &str,
-) -> Release {
+) -> Render {
     let chart = match &j.chart {
         Ok(c) => c,
-        Err(e) => return Release::NotRendered(e.clone()),
+        Err(e) => return Render::NotRendered(e.clone()),
     };
     let values = match &j.values {
         Ok(v) => v,
-        Err(e) => return Release::NotRendered(e.clone()),
+        Err(e) => return Render::NotRendered(e.clone()),
     };
     let got = match fetched.get(chart) {
         Some(Ok(f)) => f,
-        Some(Err(e)) => return Release::NotRendered(e.clone()),
-        None => return Release::NotRendered("its chart was not fetched".into()),
+        Some(Err(e)) => return Render::NotRendered(e.clone()),
+        None => return Render::NotRendered("its chart was not fetched".into()),
     };
     let Some(helm) = &opts.helm else {
-        return Release::NotRendered(
+        return Render::NotRendered(
             "no helm is found on the PATH (install Helm 3, or name it with --helm)".into(),
         );
     };
@@ -265,7 +300,7 @@ fn render_one(
                     {
                         continue;
                     }
-                    return Release::NotRendered(format!(
+                    return Render::NotRendered(format!(
                         "the chart has no values file {f} (valuesFiles)"
                     ));
                 }
@@ -274,7 +309,7 @@ fn render_one(
             cmd.args(["--values", "-"]);
             let text = match run_with_input(cmd, &values_json) {
                 Ok(t) => t,
-                Err(e) => return Release::NotRendered(format!("helm template fails: {e}")),
+                Err(e) => return Render::NotRendered(format!("helm template fails: {e}")),
             };
             keep(&cached, &text);
             text
@@ -282,7 +317,7 @@ fn render_one(
     };
     let label = format!("{} (chart {} {})", j.id, chart_name(chart), got.version);
     match finish(j, &output, &label) {
-        Ok(objects) => Release::Rendered(Rendered {
+        Ok(objects) => Render::Rendered(Rendered {
             chart: format!("{} {}", chart_name(chart), got.version),
             source: j.source.clone(),
             release_name: j.release_name.clone(),
@@ -291,7 +326,7 @@ fn render_one(
             objects,
             secret_strings: values.secret_strings.clone(),
         }),
-        Err(e) => Release::NotRendered(e),
+        Err(e) => Render::NotRendered(e),
     }
 }
 

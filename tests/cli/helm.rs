@@ -607,3 +607,57 @@ fn check_finds_an_object_both_a_chart_and_a_kustomization_apply() {
         "{message}"
     );
 }
+
+/// A chart version bump that renames the claim (store 1.0.0 -> 1.1.0 from the Helm
+/// repository): `cutover` names the old claim as deleted by Helm's upgrade; with the new
+/// version neither cached nor reachable, the same change is incomplete, never safe.
+#[test]
+fn a_chart_version_bump_is_judged_by_both_renders() {
+    let (_served, server) = helm_repository();
+    let sources = format!(
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata: {{name: charts, namespace: flux-system}}\nspec: {{url: '{}', interval: 1h}}\n",
+        server.url()
+    );
+    let chart = |v: &str| {
+        format!("  chart:\n    spec:\n      chart: store\n      version: {v}\n      sourceRef: {{kind: HelmRepository, name: charts, namespace: flux-system}}\n")
+    };
+    let files = [("store.yaml", release("store", &chart("1.0.0"), ""))];
+    let repo = repo(&sources, &files, &[]);
+    repo.write("apps/store.yaml", &release("store", &chart("1.1.0"), ""));
+    repo.commit_all("bump");
+    let args = [
+        "cutover", "--from", "HEAD~1", "--to", "HEAD", "--format", "json",
+    ];
+
+    let offline = run(&repo, cache().path(), &[&["--offline"][..], &args].concat());
+    let doc = json(&offline);
+    assert_eq!(doc["verdict"], "incomplete", "{doc:#}");
+
+    let cache = cache();
+    let online = run(&repo, cache.path(), &args);
+    assert_eq!(online.code, 1, "{}", online.stderr);
+    let doc = json(&online);
+    let gone: Vec<String> = doc["deletions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            format!(
+                "{} {} {} {}",
+                d["kind"].as_str().unwrap(),
+                d["name"].as_str().unwrap(),
+                d["rule"].as_str().unwrap(),
+                d["data"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        gone,
+        ["PersistentVolumeClaim store-data release-upgraded holds"],
+        "{doc:#}"
+    );
+    assert!(doc["deletions"][0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("chart store 1.0.0 -> store 1.1.0"));
+}
