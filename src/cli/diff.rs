@@ -101,7 +101,8 @@ impl Row<'_> {
                     Some(e) if d.data.may() => format!(", may hold data: {e}"),
                     _ => String::new(),
                 };
-                Some(format!("Flux deletes it ({}{data})", d.rule.code()))
+                let who = if d.rule.is_helm() { "Helm" } else { "Flux" };
+                Some(format!("{who} deletes it ({}{data})", d.rule.code()))
             }
             (None, Kind::Removed) if self.change.kustomization_deleted.is_some() => {
                 Some("Flux deletes it (left-build)".into())
