@@ -51,7 +51,10 @@ fn on_path(name: &str) -> Option<PathBuf> {
 }
 
 /// The `helm` the tests run: `FLUXWAVE_TEST_HELM` when set, else `helm` on the `PATH`, else
-/// `$HOME/go/bin/helm` (where `go install` puts it). Panics with how to install it otherwise.
+/// `$HOME/go/bin/helm` (where `go install` puts it), else helm 3.22.0 installed here with
+/// `go install` into Cargo's target folder (Go's module proxy and cache make it one build per
+/// machine), as the differential test builds its oracle. Panics with how to install it when
+/// that fails too: never a silent skip.
 pub fn helm() -> PathBuf {
     static HELM: OnceLock<PathBuf> = OnceLock::new();
     HELM.get_or_init(|| {
@@ -73,11 +76,25 @@ pub fn helm() -> PathBuf {
                 return p;
             }
         }
-        panic!(
-            "the Helm tests need helm 3.22.0: install it with \
+        let bin = Path::new(env!("CARGO_TARGET_TMPDIR")).join("helm-3.22.0");
+        let built = bin.join("helm");
+        if is_executable(&built) {
+            return built;
+        }
+        let how = "the Helm tests need helm 3.22.0: install it with \
              `go install helm.sh/helm/v3/cmd/helm@v3.22.0` (it lands in $(go env GOPATH)/bin), \
-             or run .ci/run, or point FLUXWAVE_TEST_HELM at a helm binary"
-        )
+             or run .ci/run, or point FLUXWAVE_TEST_HELM at a helm binary";
+        let out = Command::new("go")
+            .args(["install", "helm.sh/helm/v3/cmd/helm@v3.22.0"])
+            .env("GOBIN", &bin)
+            .output()
+            .unwrap_or_else(|e| panic!("{how}\n(`go install` did not start: {e})"));
+        assert!(
+            out.status.success() && is_executable(&built),
+            "{how}\n`go install` failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        built
     })
     .clone()
 }
