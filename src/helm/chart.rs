@@ -526,13 +526,7 @@ fn chart_version(text: Option<&str>) -> String {
 
 /// A fresh folder in the cache to stage a chart in before it is renamed into place.
 fn staging(cache: &Path) -> Result<PathBuf, String> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = cache.join("tmp").join(format!(
-        "{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
+    let dir = cache.join("tmp").join(super::unique());
     std::fs::create_dir_all(&dir)
         .map_err(|e| format!("cannot write the chart cache {}: {e}", cache.display()))?;
     Ok(dir)

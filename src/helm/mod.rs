@@ -343,16 +343,22 @@ fn keep(path: &Path, text: &str) {
     if std::fs::create_dir_all(dir).is_err() {
         return;
     }
-    let tmp = dir.join(format!(
-        ".{}.{}",
-        path.file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("render"),
-        std::process::id()
-    ));
+    // Unique to the writer: the two revisions of a cutover may render one release at once.
+    let tmp = dir.join(format!(".render.{}", unique()));
     if std::fs::write(&tmp, text).is_ok() && std::fs::rename(&tmp, path).is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
+}
+
+/// A name no other writer of this run or of another process uses.
+fn unique() -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// The objects of `helm template`'s output, post-rendered as helm-controller does.
@@ -418,19 +424,21 @@ fn finish(j: &Job, output: &str, label: &str) -> Result<Vec<Object>, String> {
             .and_then(Value::as_object);
     for v in &mut values {
         for (field, extra) in [("labels", labels), ("annotations", annotations)] {
-            for (k, x) in extra.into_iter().flatten() {
-                metadata_map(v, field).insert(k.clone(), x.clone());
+            let Some(extra) = extra else { continue };
+            if let Some(map) = metadata_map(v, field) {
+                map.extend(extra.iter().map(|(k, x)| (k.clone(), x.clone())));
             }
         }
-        let origin = metadata_map(v, "labels");
-        origin.insert(
-            "helm.toolkit.fluxcd.io/name".into(),
-            Value::String(j.id.name.clone()),
-        );
-        origin.insert(
-            "helm.toolkit.fluxcd.io/namespace".into(),
-            Value::String(j.id.namespace.clone()),
-        );
+        if let Some(origin) = metadata_map(v, "labels") {
+            origin.insert(
+                "helm.toolkit.fluxcd.io/name".into(),
+                Value::String(j.id.name.clone()),
+            );
+            origin.insert(
+                "helm.toolkit.fluxcd.io/namespace".into(),
+                Value::String(j.id.namespace.clone()),
+            );
+        }
     }
     let main = templates
         .into_iter()
@@ -458,7 +466,9 @@ fn finish(j: &Job, output: &str, label: &str) -> Result<Vec<Object>, String> {
             .and_then(Value::as_str)
             .is_some_and(|s| !s.is_empty());
         if namespaced && !has_ns {
-            metadata(&mut v).insert("namespace".into(), Value::String(j.namespace.clone()));
+            if let Some(meta) = metadata(&mut v) {
+                meta.insert("namespace".into(), Value::String(j.namespace.clone()));
+            }
         }
         let Some(id) = ObjectId::of(&v) else {
             return Err(format!(
@@ -476,69 +486,49 @@ fn finish(j: &Job, output: &str, label: &str) -> Result<Vec<Object>, String> {
     Ok(out)
 }
 
-fn metadata(v: &mut Value) -> &mut Map<String, Value> {
+/// `v` as a mapping, made one when it is not.
+fn mapping(v: &mut Value) -> Option<&mut Map<String, Value>> {
     if !v.is_object() {
         *v = Value::Object(Map::new());
     }
-    let Value::Object(m) = v else {
-        unreachable!("made an object above")
-    };
-    let meta = m
-        .entry("metadata")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !meta.is_object() {
-        *meta = Value::Object(Map::new());
-    }
-    match meta {
-        Value::Object(m) => m,
-        _ => unreachable!("made an object above"),
-    }
+    v.as_object_mut()
 }
 
-fn metadata_map<'a>(v: &'a mut Value, field: &str) -> &'a mut Map<String, Value> {
-    let slot = metadata(v)
-        .entry(field)
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !slot.is_object() {
-        *slot = Value::Object(Map::new());
-    }
-    match slot {
-        Value::Object(m) => m,
-        _ => unreachable!("made an object above"),
-    }
+/// The `metadata` mapping of `v`, made where it is missing.
+fn metadata(v: &mut Value) -> Option<&mut Map<String, Value>> {
+    mapping(mapping(v)?.entry("metadata").or_insert(Value::Null))
+}
+
+/// `metadata.<field>` of `v` (`labels`, `annotations`), made where it is missing.
+fn metadata_map<'a>(v: &'a mut Value, field: &str) -> Option<&'a mut Map<String, Value>> {
+    mapping(metadata(v)?.entry(field).or_insert(Value::Null))
 }
 
 /// The documents of `helm template`'s output with the chart file each comes from (its
 /// `# Source: chart/templates/x.yaml` line, the chart's name left off).
 fn documents(output: &str) -> Vec<(String, &str)> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    let mut pos = 0;
-    let bytes = output.len();
-    while pos <= bytes {
-        let end = output[pos..].find('\n').map_or(bytes, |i| pos + i);
-        let line = &output[pos..end];
-        if line.trim_end() == "---" || end == bytes {
-            let doc_end = if end == bytes && line.trim_end() != "---" {
-                end
-            } else {
-                pos
-            };
-            let doc = &output[start..doc_end];
-            if !doc.trim().is_empty() {
-                let source = doc
-                    .lines()
-                    .find_map(|l| l.strip_prefix("# Source: "))
-                    .unwrap_or("")
-                    .trim();
-                let template = source.split_once('/').map_or(source, |(_, t)| t);
-                out.push((template.to_string(), doc));
-            }
-            start = end + 1;
+    let mut docs = Vec::new();
+    let (mut start, mut at) = (0, 0);
+    for line in output.split_inclusive('\n') {
+        if line.trim_end() == "---" {
+            docs.push(&output[start..at]);
+            start = at + line.len();
         }
-        pos = end + 1;
+        at += line.len();
     }
-    out
+    docs.push(&output[start..]);
+    docs.into_iter()
+        .filter(|doc| !doc.trim().is_empty())
+        .map(|doc| {
+            let source = doc
+                .lines()
+                .find_map(|l| l.strip_prefix("# Source: "))
+                .unwrap_or("")
+                .trim();
+            let template = source.split_once('/').map_or(source, |(_, t)| t);
+            (template.to_string(), doc)
+        })
+        .collect()
 }
 
 /// Runs `cmd` and gives its output, or its error output when it fails.
