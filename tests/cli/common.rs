@@ -146,14 +146,23 @@ impl TestRepo {
     /// Runs `fluxwave --repo <this> ARGS...` (HelmReleases judged by their values: the Helm
     /// tests turn rendering on, see `helm_env`); temporary paths in the output become `[REPO]`.
     pub fn run(&self, args: &[&str]) -> Run {
-        let out = fluxwave()
-            .arg("--repo")
+        self.run_command(self.command(args))
+    }
+
+    /// The command `run` runs, to set more of its environment first.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = fluxwave();
+        cmd.arg("--repo")
             .arg(self.path())
             .args(args)
             .env("NO_COLOR", "1")
-            .env("COLUMNS", "100")
-            .output()
-            .unwrap();
+            .env("COLUMNS", "100");
+        cmd
+    }
+
+    /// Runs `cmd` (see `command`); temporary paths in the output become `[REPO]`.
+    pub fn run_command(&self, mut cmd: Command) -> Run {
+        let out = cmd.output().unwrap();
         let redact = |b: &[u8]| {
             String::from_utf8_lossy(b).replace(&self.path().display().to_string(), "[REPO]")
         };

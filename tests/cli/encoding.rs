@@ -9,26 +9,14 @@ use crate::common::{utf16, Run, TestRepo};
 /// `fluxwave --repo REPO ARGS` with `env` set (and `unset` removed) on top of the test's
 /// environment; temporary paths of `repo` in the output become `[REPO]`.
 fn run_with(repo: &TestRepo, args: &[&str], env: &[(&str, &str)], unset: &[&str]) -> Run {
-    let mut cmd = crate::common::fluxwave();
-    cmd.arg("--repo")
-        .arg(repo.path())
-        .args(args)
-        .env("NO_COLOR", "1")
-        .env("COLUMNS", "100");
+    let mut cmd = repo.command(args);
     for (k, v) in env {
         cmd.env(k, v);
     }
     for k in unset {
         cmd.env_remove(k);
     }
-    let out = cmd.output().unwrap();
-    let redact =
-        |b: &[u8]| String::from_utf8_lossy(b).replace(&repo.path().display().to_string(), "[REPO]");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: redact(&out.stdout),
-        stderr: redact(&out.stderr),
-    }
+    repo.run_command(cmd)
 }
 
 /// examples/homelab in a fresh git repository, committed once.

@@ -12,23 +12,12 @@ use crate::helm_env::{self, ChartServer, Registry};
 
 /// Runs fluxwave with HelmRelease rendering on, helm from `helm_env`, the chart cache `cache`.
 fn run(repo: &TestRepo, cache: &Path, args: &[&str]) -> Run {
-    let mut cmd = crate::common::fluxwave();
+    let mut cmd = repo.command(args);
     cmd.env_remove("FLUXWAVE_NO_HELM")
         .env("FLUXWAVE_HELM", helm_env::helm())
-        .env("FLUXWAVE_CACHE", cache)
-        .env("NO_COLOR", "1")
-        .arg("--repo")
-        .arg(repo.path())
-        .args(args);
+        .env("FLUXWAVE_CACHE", cache);
     helm_env::isolate(&mut cmd);
-    let out = cmd.output().unwrap();
-    let redact =
-        |b: &[u8]| String::from_utf8_lossy(b).replace(&repo.path().display().to_string(), "[REPO]");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: redact(&out.stdout),
-        stderr: redact(&out.stderr),
-    }
+    repo.run_command(cmd)
 }
 
 fn json(run: &Run) -> Value {
