@@ -109,9 +109,9 @@ pub fn rendered(r: &Rendered, uninstall: bool) -> (Data, Vec<String>) {
     let mut holds: Vec<String> = Vec::new();
     let mut notes = Vec::new();
     for o in r.objects.iter().filter(|o| !o.hook && !o.crd_folder) {
-        let Some(kind) = kind_holds(&o.id) else {
+        if kind_holds(&o.id).is_none() {
             continue;
-        };
+        }
         let at = format!(
             "{} {}/{} ({})",
             o.id.kind, o.id.namespace, o.id.name, o.template
@@ -154,7 +154,11 @@ pub fn rendered(r: &Rendered, uninstall: bool) -> (Data, Vec<String>) {
             notes.push(format!("{at} stays: helm.sh/resource-policy: keep"));
             continue;
         }
-        holds.push(format!("{at}: {kind}"));
+        holds.push(if uninstall {
+            format!("{at}, which the uninstall deletes")
+        } else {
+            at
+        });
     }
     let data = match holds.len() {
         0 => Data::None,

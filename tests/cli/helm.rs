@@ -150,8 +150,8 @@ fn key(v: &Value) -> String {
 }
 
 /// `helm template` run directly, hooks left out (they are listed apart), each namespaced
-/// object given the release namespace as the cluster gives it.
-fn direct(args: &[&str]) -> Vec<Value> {
+/// object given the release namespace `ns` as the cluster gives it.
+fn direct(ns: &str, args: &[&str]) -> Vec<Value> {
     let text = helm_env::template(args);
     let mut out: Vec<Value> = helm_env::documents(&text)
         .into_iter()
@@ -160,7 +160,7 @@ fn direct(args: &[&str]) -> Vec<Value> {
             let kind = d["kind"].as_str().unwrap_or("").to_string();
             let cluster = kind == "CustomResourceDefinition" || kind == "Namespace";
             if !cluster && d["metadata"]["namespace"].is_null() {
-                d["metadata"]["namespace"] = "apps".into();
+                d["metadata"]["namespace"] = ns.into();
             }
             d
         })
@@ -203,8 +203,9 @@ fn releases_from_every_source_kind_render_as_helm_template_and_then_offline_from
     let db = helm_env::package(&helm_env::charts().join("db"), work.path());
     helm_env::push(&db, &registry.charts());
     let sources = format!(
-        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata: {{name: charts, namespace: flux-system}}\nspec: {{url: '{}', interval: 1h}}\n---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata: {{name: db, namespace: apps}}\nspec: {{url: 'oci://{}/charts/db', ref: {{tag: 2.0.0}}, insecure: true, interval: 1h}}\n",
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata: {{name: charts, namespace: flux-system}}\nspec: {{url: '{}', interval: 1h}}\n---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata: {{name: db, namespace: apps}}\nspec: {{url: 'oci://{}/charts/db', ref: {{tag: 2.0.0}}, insecure: true, interval: 1h}}\n---\napiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata: {{name: oci-charts, namespace: flux-system}}\nspec: {{type: oci, url: 'oci://{}/charts', insecure: true, interval: 1h}}\n",
         server.url(),
+        registry.host(),
         registry.host()
     );
     let files = [
@@ -220,6 +221,16 @@ fn releases_from_every_source_kind_render_as_helm_template_and_then_offline_from
         (
             "db.yaml",
             release("db", "  chartRef: {kind: OCIRepository, name: db}\n", ""),
+        ),
+        // An OCI HelmRepository, a version constraint, and a target namespace: the release
+        // is `backup-replica` in `backup` (helm-controller `GetReleaseName`).
+        (
+            "replica.yaml",
+            release(
+                "replica",
+                "  targetNamespace: backup\n  chart:\n    spec:\n      chart: db\n      version: 2.x\n      sourceRef: {kind: HelmRepository, name: oci-charts, namespace: flux-system}\n",
+                "    replicas: 2\n",
+            ),
         ),
     ];
     let repo = repo(&sources, &files, &["web"]);
@@ -239,35 +250,59 @@ fn releases_from_every_source_kind_render_as_helm_template_and_then_offline_from
     let expected = [
         (
             "web",
-            direct(&[
-                "web",
-                web_dir.to_str().unwrap(),
-                "--namespace",
+            direct(
                 "apps",
-                "--include-crds",
-            ]),
+                &[
+                    "web",
+                    web_dir.to_str().unwrap(),
+                    "--namespace",
+                    "apps",
+                    "--include-crds",
+                ],
+            ),
         ),
         (
             "store",
-            direct(&[
-                "store",
-                store_tgz.to_str().unwrap(),
-                "--namespace",
+            direct(
                 "apps",
-                "--include-crds",
-                "--set",
-                "persistence.size=2Gi",
-            ]),
+                &[
+                    "store",
+                    store_tgz.to_str().unwrap(),
+                    "--namespace",
+                    "apps",
+                    "--include-crds",
+                    "--set",
+                    "persistence.size=2Gi",
+                ],
+            ),
         ),
         (
             "db",
-            direct(&[
-                "db",
-                db.to_str().unwrap(),
-                "--namespace",
+            direct(
                 "apps",
-                "--include-crds",
-            ]),
+                &[
+                    "db",
+                    db.to_str().unwrap(),
+                    "--namespace",
+                    "apps",
+                    "--include-crds",
+                ],
+            ),
+        ),
+        (
+            "replica",
+            direct(
+                "backup",
+                &[
+                    "backup-replica",
+                    db.to_str().unwrap(),
+                    "--namespace",
+                    "backup",
+                    "--include-crds",
+                    "--set",
+                    "replicas=2",
+                ],
+            ),
         ),
     ];
     for (name, want) in &expected {
