@@ -19,7 +19,7 @@ mod values;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -281,42 +281,48 @@ fn render_one(
     }
     let key = chart::hex(&key.finalize());
     let cached = opts.cache.join("renders").join(format!("{key}.yaml"));
-    let output = match std::fs::read_to_string(&cached) {
-        Ok(text) => text,
-        Err(_) => {
-            let mut cmd = std::process::Command::new(helm);
-            cmd.arg("template")
-                .arg(&j.release_name)
-                .arg(&got.dir)
-                .args(["--namespace", &j.namespace]);
-            if j.include_crds {
-                cmd.arg("--include-crds");
-            }
-            for f in &j.values_files {
-                let file = got.dir.join(f);
-                if !file.is_file() {
-                    if j.hr.pointer("/spec/chart/spec/ignoreMissingValuesFiles")
-                        == Some(&Value::Bool(true))
-                    {
-                        continue;
-                    }
-                    return Render::NotRendered(format!(
-                        "the chart has no values file {f} (valuesFiles)"
-                    ));
-                }
-                cmd.arg("--values").arg(file);
-            }
-            cmd.args(["--values", "-"]);
-            let text = match run_with_input(cmd, &values_json) {
-                Ok(t) => t,
-                Err(e) => return Render::NotRendered(format!("helm template fails: {e}")),
-            };
-            keep(&cached, &text);
-            text
+    // One render per key in this run: a cutover renders both revisions of an unchanged
+    // release at once, and the second waits for the first.
+    let cell = {
+        let mut inflight = INFLIGHT.lock().unwrap_or_else(|p| p.into_inner());
+        inflight.entry(key).or_default().clone()
+    };
+    let output = cell.get_or_init(|| {
+        if let Ok(text) = std::fs::read_to_string(&cached) {
+            return Ok(text);
         }
+        let mut cmd = std::process::Command::new(helm);
+        cmd.arg("template")
+            .arg(&j.release_name)
+            .arg(&got.dir)
+            .args(["--namespace", &j.namespace]);
+        if j.include_crds {
+            cmd.arg("--include-crds");
+        }
+        for f in &j.values_files {
+            let file = got.dir.join(f);
+            if !file.is_file() {
+                if j.hr.pointer("/spec/chart/spec/ignoreMissingValuesFiles")
+                    == Some(&Value::Bool(true))
+                {
+                    continue;
+                }
+                return Err(format!("the chart has no values file {f} (valuesFiles)"));
+            }
+            cmd.arg("--values").arg(file);
+        }
+        cmd.args(["--values", "-"]);
+        let text =
+            run_with_input(cmd, &values_json).map_err(|e| format!("helm template fails: {e}"))?;
+        keep(&cached, &text);
+        Ok(text)
+    });
+    let output = match output {
+        Ok(text) => text,
+        Err(e) => return Render::NotRendered(e.clone()),
     };
     let label = format!("{} (chart {} {})", j.id, chart_name(chart), got.version);
-    match finish(j, &output, &label) {
+    match finish(j, output, &label) {
         Ok(objects) => Render::Rendered(Rendered {
             chart: format!("{} {}", chart_name(chart), got.version),
             source: j.source.clone(),
@@ -336,6 +342,10 @@ fn chart_name(c: &Chart) -> &str {
         Chart::Remote(r) => &r.name,
     }
 }
+
+/// The renders of this run by key, each made once (see `render_one`).
+type Inflight = BTreeMap<String, Arc<OnceLock<Result<String, String>>>>;
+static INFLIGHT: Mutex<Inflight> = Mutex::new(BTreeMap::new());
 
 /// Writes a render into the cache (atomically: a reader sees all of it or nothing).
 fn keep(path: &Path, text: &str) {
