@@ -685,3 +685,91 @@ fn a_chart_version_bump_is_judged_by_both_renders() {
         .unwrap()
         .contains("chart store 1.0.0 -> store 1.1.0"));
 }
+
+/// A `targetNamespace` added to a HelmRelease changes its release (`store` becomes
+/// `media-store` in `media`): helm-controller uninstalls the old release first, so its claim
+/// is deleted (`release-replaced`), and the runbook says a keep annotation on the live claim
+/// does not stop that.
+#[test]
+fn a_release_whose_target_changes_is_reported_as_replaced() {
+    let files = [(
+        "store.yaml",
+        release("store", &local_chart("./charts/store"), ""),
+    )];
+    let repo = repo("", &files, &["store"]);
+    let moved = release("store", &local_chart("./charts/store"), "").replace(
+        "  interval: 1h\n",
+        "  interval: 1h\n  targetNamespace: media\n",
+    );
+    repo.write("apps/store.yaml", &moved);
+    repo.commit_all("target");
+    let cache = cache();
+    let args = [
+        "cutover", "--from", "HEAD~1", "--to", "HEAD", "--format", "json",
+    ];
+    let out = run(&repo, cache.path(), &args);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let doc = json(&out);
+    let gone: Vec<String> = doc["deletions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            format!(
+                "{}/{} {} {}",
+                d["kind"].as_str().unwrap(),
+                d["name"].as_str().unwrap(),
+                d["rule"].as_str().unwrap(),
+                d["data"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        gone,
+        [
+            "PersistentVolumeClaim/store-data release-replaced holds",
+            "Deployment/store release-replaced none",
+            "Service/store release-replaced none",
+        ],
+        "{doc:#}"
+    );
+    let reason = doc["deletions"][0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("release store in apps") && reason.contains("release media-store in media"),
+        "{reason}"
+    );
+    let text = run(&repo, cache.path(), &args[..5]);
+    assert!(
+        text.stdout.contains("does not stop an uninstall"),
+        "{}",
+        text.stdout
+    );
+}
+
+/// `check`'s `unprotected-stateful` reads the render: a release whose chart creates a claim,
+/// and which Flux may prune, is reported; one that mounts an existing claim is not.
+#[test]
+fn check_reports_a_release_whose_chart_creates_a_claim_flux_may_prune() {
+    let files = [
+        ("a.yaml", release("a", &local_chart("./charts/store"), "")),
+        (
+            "b.yaml",
+            release(
+                "b",
+                &local_chart("./charts/store"),
+                "    persistence: {existingClaim: mine}\n",
+            ),
+        ),
+    ];
+    let repo = repo("", &files, &["store"]);
+    let out = run(&repo, cache().path(), &["check", "--format", "json"]);
+    let doc = json(&out);
+    let flagged: Vec<&str> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "unprotected-stateful")
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(flagged, ["apps/a.yaml"], "{doc:#}");
+}
