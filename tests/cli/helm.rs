@@ -773,3 +773,36 @@ fn check_reports_a_release_whose_chart_creates_a_claim_flux_may_prune() {
         .collect();
     assert_eq!(flagged, ["apps/a.yaml"], "{doc:#}");
 }
+
+/// `spec.chartRef` to a HelmChart (read like `spec.chart.spec`), and `install.crds: Skip`:
+/// the chart's `crds/` are left out, as helm-controller leaves them.
+#[test]
+fn a_helm_chart_reference_and_the_crd_policy_are_followed() {
+    let chart = "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmChart\nmetadata: {name: db, namespace: apps}\nspec: {chart: ./charts/db, interval: 1h, sourceRef: {kind: GitRepository, name: flux-system, namespace: flux-system}}\n".to_string();
+    let with_crds = release("db", "  chartRef: {kind: HelmChart, name: db}\n", "");
+    let files = [
+        ("chart.yaml", chart.clone()),
+        ("db.yaml", with_crds.clone()),
+    ];
+    let repo = repo("", &files, &["db"]);
+    let cache = cache();
+    let kinds = |repo: &TestRepo| -> Vec<String> {
+        let out = run(repo, cache.path(), &["build", "--format", "json"]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        rendered_by(&json(&out), "db").iter().map(key).collect()
+    };
+    assert_eq!(
+        kinds(&repo),
+        [
+            "CustomResourceDefinition/backups.db.example.com",
+            "Service/db",
+            "StatefulSet/db"
+        ]
+    );
+    let skip = with_crds.replace(
+        "  interval: 1h\n",
+        "  interval: 1h\n  install: {crds: Skip}\n",
+    );
+    repo.write("apps/db.yaml", &skip);
+    assert_eq!(kinds(&repo), ["Service/db", "StatefulSet/db"]);
+}
