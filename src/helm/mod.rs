@@ -136,10 +136,14 @@ fn render_with(inv: &mut Inventory, tree: &FileTree, opts: &Options) {
     if jobs.is_empty() {
         return;
     }
-    // Each distinct chart is fetched once, in parallel.
-    let charts: BTreeSet<&Chart> = jobs.iter().filter_map(|j| j.chart.as_ref().ok()).collect();
-    let charts: Vec<&Chart> = charts.into_iter().collect();
+    // Each distinct chart is fetched once, in parallel; without helm, none is.
     let helm = opts.helm.as_deref();
+    let charts: BTreeSet<&Chart> = jobs
+        .iter()
+        .filter(|_| helm.is_some())
+        .filter_map(|j| j.chart.as_ref().ok())
+        .collect();
+    let charts: Vec<&Chart> = charts.into_iter().collect();
     let fetched = pool(&charts, |c| match c {
         Chart::Local { path } => chart::local(tree, path, opts),
         Chart::Remote(r) => chart::remote(r, opts, helm),
@@ -255,15 +259,15 @@ fn render_one(
         Ok(v) => v,
         Err(e) => return Render::NotRendered(e.clone()),
     };
-    let got = match fetched.get(chart) {
-        Some(Ok(f)) => f,
-        Some(Err(e)) => return Render::NotRendered(e.clone()),
-        None => return Render::NotRendered("its chart was not fetched".into()),
-    };
     let Some(helm) = &opts.helm else {
         return Render::NotRendered(
             "no helm is found on the PATH (install Helm 3, or name it with --helm)".into(),
         );
+    };
+    let got = match fetched.get(chart) {
+        Some(Ok(f)) => f,
+        Some(Err(e)) => return Render::NotRendered(e.clone()),
+        None => return Render::NotRendered("its chart was not fetched".into()),
     };
     let values_json = serde_json::to_string(&values.values).unwrap_or_default();
     let mut key = Sha256::new();
