@@ -191,11 +191,18 @@ fn permute<T>(items: &mut [T], order: &mut [usize]) {
 }
 
 /// The HelmReleases whose render inputs change between the builds (their values, or the
-/// chart version their source names) while a side of them is not rendered:
+/// chart version their source names) while a side of them is not rendered: incomplete when
+/// rendering failed, a warning when no helm is found (Helm's own deletions are then not
+/// judged, as with `--no-helm`, which leaves the warning out too):
 /// what Helm's upgrade deletes inside them is not seen (only with rendering on; off, Helm's
 /// own deletions are not judged at all, as the documentation says).
-fn unrendered_upgrades(env: &str, old: &Inventory, new: &Inventory) -> Vec<Incomplete> {
-    let mut out = Vec::new();
+fn unrendered_upgrades(
+    env: &str,
+    old: &Inventory,
+    new: &Inventory,
+) -> (Vec<Incomplete>, Vec<EnvWarning>) {
+    use crate::flux::release::Render;
+    let (mut out, mut unjudged) = (Vec::new(), Vec::new());
     for (id, e) in &new.objects {
         let Some(was) = old.objects.get(id) else {
             continue;
@@ -210,6 +217,17 @@ fn unrendered_upgrades(env: &str, old: &Inventory, new: &Inventory) -> Vec<Incom
         let Some(why) = before.why().or(after.why()) else {
             continue;
         };
+        if matches!(before.render, Render::NoHelm) || matches!(after.render, Render::NoHelm) {
+            unjudged.push(EnvWarning {
+                environment: env.to_string(),
+                path: e.file.to_string(),
+                feature: "HelmRelease not rendered".into(),
+                message: format!(
+                    "{id} changes, and no helm is found: what Helm's upgrade deletes inside the release is not judged (install Helm 3, or name it with --helm; --no-helm leaves it unjudged without this warning)"
+                ),
+            });
+            continue;
+        }
         out.push(Incomplete {
             environment: env.to_string(),
             kustomization: format!("{}/{}", e.owner.namespace, e.owner.name),
@@ -219,7 +237,7 @@ fn unrendered_upgrades(env: &str, old: &Inventory, new: &Inventory) -> Vec<Incom
             )],
         });
     }
-    out
+    (out, unjudged)
 }
 
 /// Every environment of both revisions, built.
@@ -301,7 +319,9 @@ impl Builds {
             incomplete.extend(unseen(old, new, &o, &n, || {
                 changed.get_or_init(|| old.changed_paths(new)).as_slice()
             }));
-            incomplete.extend(unrendered_upgrades(name, &o, &n));
+            let (unseen, unjudged) = unrendered_upgrades(name, &o, &n);
+            incomplete.extend(unseen);
+            warnings.extend(unjudged);
             pairs.push((o, n));
         }
         Ok(Builds {

@@ -18,14 +18,20 @@ pub struct Release {
 #[derive(Debug, Clone)]
 pub enum Render {
     Rendered(Rendered),
+    /// Rendering was tried and failed: why.
     NotRendered(String),
+    /// No helm program is found: nothing was tried.
+    NoHelm,
 }
+
+/// Why a release is not rendered when no helm is found.
+pub const NO_HELM: &str = "no helm is found on the PATH (install Helm 3, or name it with --helm)";
 
 impl Release {
     pub fn rendered(&self) -> Option<&Rendered> {
         match &self.render {
             Render::Rendered(r) => Some(r),
-            Render::NotRendered(_) => None,
+            Render::NotRendered(_) | Render::NoHelm => None,
         }
     }
 
@@ -34,6 +40,7 @@ impl Release {
         match &self.render {
             Render::Rendered(_) => None,
             Render::NotRendered(why) => Some(why),
+            Render::NoHelm => Some(NO_HELM),
         }
     }
 }

@@ -260,9 +260,7 @@ fn render_one(
         Err(e) => return Render::NotRendered(e.clone()),
     };
     let Some(helm) = &opts.helm else {
-        return Render::NotRendered(
-            "no helm is found on the PATH (install Helm 3, or name it with --helm)".into(),
-        );
+        return Render::NoHelm;
     };
     let got = match fetched.get(chart) {
         Some(Ok(f)) => f,

@@ -806,3 +806,53 @@ fn a_helm_chart_reference_and_the_crd_policy_are_followed() {
     repo.write("apps/db.yaml", &skip);
     assert_eq!(kinds(&repo), ["Service/db", "StatefulSet/db"]);
 }
+
+/// Without a helm program (none on the PATH, none named), a HelmRelease that changes is a
+/// warning, not an incomplete verdict: Helm's own deletions are not judged, as with
+/// `--no-helm`, which leaves the warning out too.
+#[test]
+fn without_helm_a_changed_release_is_a_warning_and_no_helm_silences_it() {
+    let files = [(
+        "store.yaml",
+        release("store", &local_chart("./charts/store"), ""),
+    )];
+    let repo = repo("", &files, &["store"]);
+    repo.write(
+        "apps/store.yaml",
+        &release(
+            "store",
+            &local_chart("./charts/store"),
+            "    persistence: {size: 5Gi}\n",
+        ),
+    );
+    repo.commit_all("bigger");
+    // A PATH with git alone.
+    let bin = tempfile::tempdir().unwrap();
+    let git = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join("git"))
+        .find(|p| p.is_file())
+        .unwrap();
+    std::os::unix::fs::symlink(git, bin.path().join("git")).unwrap();
+    let args = [
+        "cutover", "--from", "HEAD~1", "--to", "HEAD", "--format", "json",
+    ];
+    let mut cmd = repo.command(&args);
+    cmd.env_remove("FLUXWAVE_NO_HELM")
+        .env_remove("FLUXWAVE_HELM")
+        .env("PATH", bin.path())
+        .env("FLUXWAVE_CACHE", cache().path());
+    let doc = json(&repo.run_command(cmd));
+    assert_eq!(doc["verdict"], "safe", "{doc:#}");
+    let warnings = doc["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{doc:#}");
+    assert!(
+        warnings[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no helm is found"),
+        "{doc:#}"
+    );
+    let off: Value = serde_json::from_str(&repo.run(&args).stdout).unwrap();
+    assert_eq!(off["verdict"], "safe");
+    assert_eq!(off["warnings"], serde_json::json!([]), "{off:#}");
+}
