@@ -150,7 +150,8 @@ fn text(r: &Report) -> String {
         .filter(|d| !d.data.holds() && !d.data.may())
         .collect();
     let mut found = format!(
-        "Flux would delete {}, {} of them holding data",
+        "{} would delete {}, {} of them holding data",
+        r.deleters(),
         count(r.deletions.len(), "object"),
         stateful.len()
     );

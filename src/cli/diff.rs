@@ -272,7 +272,12 @@ fn deletes_line(r: &Report, s: &Summary) -> String {
     match r.verdict() {
         Verdict::Safe => "Flux deletes nothing on the way".to_string(),
         Verdict::Deletes => format!(
-            "Flux deletes {} on the way, {} of them holding data",
+            "{} {} on the way, {} of them holding data",
+            match r.deleters() {
+                "Flux and Helm" => "Flux and Helm delete",
+                "Helm" => "Helm deletes",
+                _ => "Flux deletes",
+            },
             count(r.deletions.len(), "object"),
             s.stateful
         ),

@@ -80,6 +80,16 @@ pub enum Verdict {
 }
 
 impl Report {
+    /// Who deletes the objects found: Flux, Helm (inside a HelmRelease that stays), or both.
+    pub fn deleters(&self) -> &'static str {
+        let helm = self.deletions.iter().filter(|d| d.rule.is_helm()).count();
+        match helm {
+            0 => "Flux",
+            n if n == self.deletions.len() => "Helm",
+            _ => "Flux and Helm",
+        }
+    }
+
     pub fn verdict(&self) -> Verdict {
         if !self.incomplete.is_empty() {
             Verdict::Incomplete
