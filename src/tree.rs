@@ -383,6 +383,67 @@ fn cannot_run(e: &std::io::Error) -> String {
     }
 }
 
+/// The commits of `A..B` on B's first-parent line, oldest first, with A's commit before them:
+/// each consecutive pair is one step the branch took (a merge is one step, as Flux applies
+/// it). Both ends must be commits of the repository.
+pub fn first_parent_steps(root: &Path, range: &str) -> Result<Vec<String>> {
+    require_git(root)?;
+    let (a, b) = range
+        .split_once("..")
+        .filter(|(a, b)| !a.is_empty() && !b.is_empty() && !b.starts_with('.'))
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "--each {range}: give a range of two revisions, `A..B` (e.g. `origin/main~20..origin/main`)"
+            ))
+        })?;
+    let commit = |rev: &str| -> Result<String> {
+        let spec = format!("{rev}^{{commit}}");
+        let out = run_git(
+            root,
+            &[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                "--end-of-options",
+                &spec,
+            ],
+        )
+        .map_err(|_| {
+            Error::Usage(format!(
+                "revision `{rev}` does not exist in {} (try a branch, a tag or a commit id)",
+                root.display()
+            ))
+        })?;
+        Ok(String::from_utf8_lossy(&out).trim().to_string())
+    };
+    let (a, b) = (commit(a)?, commit(b)?);
+    let list = run_git(
+        root,
+        &[
+            "rev-list",
+            "--first-parent",
+            "--reverse",
+            "--end-of-options",
+            &b,
+            &format!("^{a}"),
+        ],
+    )?;
+    let mut steps = vec![a];
+    steps.extend(
+        String::from_utf8_lossy(&list)
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(str::to_string),
+    );
+    Ok(steps)
+}
+
+/// The subject line of commit `rev`.
+pub fn subject(root: &Path, rev: &str) -> Result<String> {
+    let out = run_git(root, &["log", "-1", "--format=%s", "--end-of-options", rev])?;
+    Ok(String::from_utf8_lossy(&out).trim().to_string())
+}
+
 fn run_git(root: &Path, args: &[&str]) -> Result<Vec<u8>> {
     let out = git(root)
         .args(args)

@@ -40,6 +40,63 @@ pub fn run(
     })
 }
 
+/// `cutover --each A..B`: one report per step of B's first-parent history since A, each the
+/// report `cutover --from <step's parent> --to <step>` gives, in order. Text heads each with
+/// the step's commit and subject; JSON is `{"version", "range", "steps": [report, ...]}`.
+/// Exit 0 only when every step is safe.
+pub fn run_each(
+    root: &Path,
+    range: &str,
+    format: ReportFormat,
+    envs: &[(String, String)],
+    out: &mut impl Write,
+) -> Result<Outcome> {
+    let steps = crate::tree::first_parent_steps(root, range)?;
+    let mut reports = Vec::with_capacity(steps.len().saturating_sub(1));
+    for (i, pair) in steps.windows(2).enumerate() {
+        let report = cutover::analyse(root, &pair[0], Some(&pair[1]), envs)?;
+        if let ReportFormat::Text = format {
+            let subject = crate::tree::subject(root, &pair[1]).unwrap_or_default();
+            let head = format!(
+                "== step {} of {}: {} {}\n",
+                i + 1,
+                steps.len() - 1,
+                &pair[1][..pair[1].len().min(12)],
+                subject
+            );
+            out.write_all(head.as_bytes()).map_err(io)?;
+            out.write_all(text(&report).as_bytes()).map_err(io)?;
+            out.write_all(b"\n").map_err(io)?;
+        }
+        reports.push(report);
+    }
+    if let ReportFormat::Json = format {
+        #[derive(Serialize)]
+        struct Each<'a> {
+            version: u32,
+            range: &'a str,
+            steps: Vec<Json<'a>>,
+        }
+        let doc = Each {
+            version: super::JSON_VERSION,
+            range,
+            steps: reports.iter().map(Json::of).collect(),
+        };
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, &mut *out);
+        serde_json::to_writer_pretty(&mut w, &doc).map_err(|e| io(e.into()))?;
+        w.write_all(b"\n").map_err(io)?;
+        w.flush().map_err(io)?;
+    } else if reports.is_empty() {
+        out.write_all(format!("--each {range}: no commit on the way\n").as_bytes())
+            .map_err(io)?;
+    }
+    Ok(if reports.iter().all(Report::is_safe) {
+        Outcome::Clean
+    } else {
+        Outcome::Findings
+    })
+}
+
 /// The JSON form of a report.
 #[derive(Serialize)]
 struct Json<'a> {

@@ -146,15 +146,19 @@ enum Command {
     },
     /// Every object Flux would delete between two git revisions, with the safe runbook
     #[command(
-        after_help = "Example:\n  fluxwave --repo examples/homelab cutover --from origin/main\n  fluxwave cutover --from HEAD~1 --to HEAD --format json\n\nExit status: 0 nothing is deleted, 1 something would be deleted, 2 bad input (not a git repository, a revision that does not exist)."
+        after_help = "Example:\n  fluxwave --repo examples/homelab cutover --from origin/main\n  fluxwave cutover --from HEAD~1 --to HEAD --format json\n  fluxwave cutover --each origin/main~20..origin/main    # which commit deletes what\n\nExit status: 0 nothing is deleted (in any step), 1 something would be deleted, 2 bad input (not a git repository, a revision that does not exist)."
     )]
     Cutover {
         /// The revision the cluster runs now (a branch, tag or commit)
-        #[arg(long, value_name = "REV")]
-        from: String,
+        #[arg(long, value_name = "REV", required_unless_present = "each")]
+        from: Option<String>,
         /// The revision to go to (default: the working tree)
         #[arg(long, value_name = "REV")]
         to: Option<String>,
+        /// Every step of the first-parent history of A..B, one report each (which commit
+        /// deletes what, as Flux applies the commits of a push one by one)
+        #[arg(long, value_name = "A..B", conflicts_with_all = ["from", "to"])]
+        each: Option<String>,
         #[arg(long, value_enum, default_value = "text")]
         format: ReportFormat,
         /// Compare this environment (entry folder PATH) instead of those found; repeatable
@@ -397,11 +401,25 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
             ..
         } => check::run(&cli.repo, format, base.as_deref(), deny, &envs, &mut out),
         Command::Cutover {
+            each: Some(range),
+            format,
+            envs,
+            ..
+        } => cutover::run_each(&cli.repo, &range, format, &envs, &mut out),
+        Command::Cutover {
             from,
             to,
             format,
             envs,
-        } => cutover::run(&cli.repo, &from, to.as_deref(), format, &envs, &mut out),
+            ..
+        } => cutover::run(
+            &cli.repo,
+            from.as_deref().unwrap_or("HEAD"),
+            to.as_deref(),
+            format,
+            &envs,
+            &mut out,
+        ),
         Command::Build {
             env,
             kustomization,

@@ -765,3 +765,62 @@ fn rendered_protection_keeps_the_data_through_a_plain_merge() {
         "{all:#?}"
     );
 }
+
+/// `--each A..B` gives, step by step along B's first-parent history, the very report
+/// `--from <parent> --to <step>` gives: which commit deletes what. A merge is one step.
+#[test]
+fn each_step_of_a_history_is_the_report_of_its_own_cutover() {
+    let repo = flux_repo();
+    let start = repo.git(&["rev-parse", "HEAD"]).trim().to_string();
+    repo.write(
+        "web/app.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: web}\nspec: {}\n",
+    );
+    repo.commit_all("drop the web config");
+    repo.git(&["checkout", "-q", "-b", "side"]);
+    repo.write("db/kustomization.yaml", "resources: []\n");
+    repo.commit_all("empty the database folder");
+    repo.git(&["checkout", "-q", "-"]);
+    repo.write(
+        "web/extra.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra, namespace: web}\n",
+    );
+    repo.commit_all("add a config");
+    repo.git(&["merge", "-q", "--no-ff", "-m", "merge side", "side"]);
+    let range = format!("{start}..HEAD");
+    let each = repo.run(&["cutover", "--each", &range, "--format", "json"]);
+    assert_eq!(each.code, 1, "{}", each.stderr);
+    let doc: Value = serde_json::from_str(&each.stdout).unwrap();
+    let steps = doc["steps"].as_array().unwrap();
+    let line: Vec<String> = repo
+        .git(&["rev-list", "--first-parent", "--reverse", &range])
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(line.len(), 3, "two commits and the merge");
+    assert_eq!(steps.len(), 3);
+    let mut from = start.clone();
+    for (step, to) in steps.iter().zip(&line) {
+        let alone = repo.run(&["cutover", "--from", &from, "--to", to, "--format", "json"]);
+        let alone: Value = serde_json::from_str(&alone.stdout).unwrap();
+        assert_eq!(step, &alone, "{from}..{to}");
+        from = to.clone();
+    }
+    assert_eq!(deleted(&steps[0]), ["ConfigMap/web/web-config left-build"]);
+    assert_eq!(steps[1]["verdict"], "safe");
+    assert!(
+        deleted(&steps[2]).contains(&"!PersistentVolumeClaim/pg/data left-build".to_string()),
+        "{:?}",
+        deleted(&steps[2])
+    );
+    let text = repo.run(&["cutover", "--each", &range]);
+    assert!(
+        text.stdout.starts_with("== step 1 of 3: "),
+        "{}",
+        text.stdout
+    );
+    assert!(text.stdout.contains("drop the web config") && text.stdout.contains("merge side"));
+    let bad = repo.run(&["cutover", "--each", "HEAD"]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert!(bad.stderr.contains("A..B"), "{}", bad.stderr);
+}
