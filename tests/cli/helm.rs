@@ -176,6 +176,24 @@ fn without_hooks(objects: Vec<Value>) -> Vec<Value> {
         .collect()
 }
 
+/// `Kind/name rule data` of every deletion of a cutover document.
+fn gone(doc: &Value) -> Vec<String> {
+    doc["deletions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            format!(
+                "{}/{} {} {}",
+                d["kind"].as_str().unwrap(),
+                d["name"].as_str().unwrap(),
+                d["rule"].as_str().unwrap(),
+                d["data"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
 fn cache() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
@@ -349,7 +367,7 @@ fn releases_from_every_source_kind_render_as_helm_template_and_then_offline_from
 
 /// Removing a release whose chart creates a claim is data loss, with the claim and its
 /// template as evidence; removing one that only mounts an existing claim is not. (Judged by
-/// values alone, the first would only *may* hold data: the chart's defaults decide.)
+/// values alone, the first is only "may hold data": the chart's defaults decide there.)
 #[test]
 fn cutover_flags_a_removed_release_by_the_claims_its_chart_creates() {
     let files = [
@@ -661,23 +679,9 @@ fn a_chart_version_bump_is_judged_by_both_renders() {
     let online = run(&repo, cache.path(), &args);
     assert_eq!(online.code, 1, "{}", online.stderr);
     let doc = json(&online);
-    let gone: Vec<String> = doc["deletions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| {
-            format!(
-                "{} {} {} {}",
-                d["kind"].as_str().unwrap(),
-                d["name"].as_str().unwrap(),
-                d["rule"].as_str().unwrap(),
-                d["data"].as_str().unwrap()
-            )
-        })
-        .collect();
     assert_eq!(
-        gone,
-        ["PersistentVolumeClaim store-data release-upgraded holds"],
+        gone(&doc),
+        ["PersistentVolumeClaim/store-data release-upgraded holds"],
         "{doc:#}"
     );
     assert!(doc["deletions"][0]["reason"]
@@ -710,22 +714,8 @@ fn a_release_whose_target_changes_is_reported_as_replaced() {
     let out = run(&repo, cache.path(), &args);
     assert_eq!(out.code, 1, "{}", out.stderr);
     let doc = json(&out);
-    let gone: Vec<String> = doc["deletions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| {
-            format!(
-                "{}/{} {} {}",
-                d["kind"].as_str().unwrap(),
-                d["name"].as_str().unwrap(),
-                d["rule"].as_str().unwrap(),
-                d["data"].as_str().unwrap()
-            )
-        })
-        .collect();
     assert_eq!(
-        gone,
+        gone(&doc),
         [
             "PersistentVolumeClaim/store-data release-replaced holds",
             "Deployment/store release-replaced none",
