@@ -52,9 +52,8 @@ pub fn run_each(
     out: &mut impl Write,
 ) -> Result<Outcome> {
     let steps = crate::tree::first_parent_steps(root, range)?;
-    let mut reports = Vec::with_capacity(steps.len().saturating_sub(1));
-    for (i, pair) in steps.windows(2).enumerate() {
-        let report = cutover::analyse(root, &pair[0], Some(&pair[1]), envs)?;
+    let reports = cutover::analyse_steps(root, &steps, envs)?;
+    for (i, (pair, report)) in steps.windows(2).zip(&reports).enumerate() {
         if let ReportFormat::Text = format {
             let subject = crate::tree::subject(root, &pair[1]).unwrap_or_default();
             let head = format!(
@@ -65,10 +64,9 @@ pub fn run_each(
                 subject
             );
             out.write_all(head.as_bytes()).map_err(io)?;
-            out.write_all(text(&report).as_bytes()).map_err(io)?;
+            out.write_all(text(report).as_bytes()).map_err(io)?;
             out.write_all(b"\n").map_err(io)?;
         }
-        reports.push(report);
     }
     if let ReportFormat::Json = format {
         #[derive(Serialize)]

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::flux::discover;
+use crate::flux::discover::{self, Environment};
 use crate::flux::inventory::{self, Inventory, Owner};
 pub use crate::kustomize::object::ObjectId;
 use crate::tree::{Blobs, FileTree, Footprint};
@@ -139,15 +139,7 @@ pub fn analyse_with<T>(
     };
     drop(blobs);
     let change = format!("{from} -> {}", to.unwrap_or("the working tree"));
-    // The first that has the file is in force; one that has it and cannot read it is an
-    // error, as in the working tree, never a fall back to the next or to the defaults.
-    let config = match Config::from_tree(&new)? {
-        Some(config) => Some(config),
-        None => match Config::load_optional(root)? {
-            Some(config) => Some(config),
-            None => Config::from_tree(&old)?,
-        },
-    };
+    let config = config_in_force(root, &old, &new)?;
     let built = Builds::of(&old, &new, config.as_ref(), overrides, whole)?;
     // The texts are not read again: at 100,000 services they are 270 MB.
     drop((old, new));
@@ -156,6 +148,57 @@ pub fn analyse_with<T>(
     report.from = from.to_string();
     report.to = to.unwrap_or("the working tree").to_string();
     Ok((report, seen))
+}
+
+/// The fluxwave.yaml in force for a change from `old` to `new`: the first that has the file
+/// (the newer revision, the working tree, the older revision). One that has it and cannot
+/// read it is an error, as in the working tree, never a fall back to the next or to the
+/// defaults.
+fn config_in_force(root: &Path, old: &FileTree, new: &FileTree) -> Result<Option<Config>> {
+    Ok(match Config::from_tree(new)? {
+        Some(config) => Some(config),
+        None => match Config::load_optional(root)? {
+            Some(config) => Some(config),
+            None => Config::from_tree(old)?,
+        },
+    })
+}
+
+/// `analyse` of every consecutive pair of `steps` (revisions, oldest first), in order: each
+/// report is the one `analyse(root, steps[i], Some(steps[i + 1]), overrides)` gives. Each
+/// revision is read once, and the newer revision's builds of a step are the older's of the
+/// next (an environment found the same way in both is not built again).
+pub fn analyse_steps(
+    root: &Path,
+    steps: &[String],
+    overrides: &[(String, String)],
+) -> Result<Vec<Report>> {
+    let Some(first) = steps.first() else {
+        return Ok(Vec::new());
+    };
+    let mut blobs = Blobs::default();
+    let mut old = FileTree::from_git_sharing(root, first, &mut blobs)?;
+    let mut older: Vec<(Environment, Inventory)> = Vec::new();
+    let mut out = Vec::with_capacity(steps.len().saturating_sub(1));
+    for pair in steps.windows(2) {
+        let new = FileTree::from_git_sharing(root, &pair[1], &mut blobs)?;
+        let config = config_in_force(root, &old, &new)?;
+        let (built, newer) = Builds::of_reusing(
+            &old,
+            &new,
+            config.as_ref(),
+            overrides,
+            false,
+            std::mem::take(&mut older),
+            true,
+        )?;
+        let mut report = built.judge(&format!("{} -> {}", pair[0], pair[1]));
+        report.from = pair[0].clone();
+        report.to = pair[1].clone();
+        out.push(report);
+        (old, older) = (new, newer);
+    }
+    Ok(out)
 }
 
 /// The comparison of two trees (what `analyse` does once both are read), in the
@@ -268,6 +311,20 @@ impl Builds {
         overrides: &[(String, String)],
         whole: bool,
     ) -> Result<Builds> {
+        Ok(Builds::of_reusing(old, new, config, overrides, whole, Vec::new(), false)?.0)
+    }
+
+    /// `of`, taking the builds of `old` from `older` where an environment is the same, and
+    /// giving back the builds of `new` when `keep` (for the next step of a history).
+    fn of_reusing(
+        old: &FileTree,
+        new: &FileTree,
+        config: Option<&Config>,
+        overrides: &[(String, String)],
+        whole: bool,
+        mut older: Vec<(Environment, Inventory)>,
+        keep: bool,
+    ) -> Result<(Builds, Vec<(Environment, Inventory)>)> {
         let envs = discover::environments(&[new, old], config, overrides);
         if envs.is_empty() {
             return Err(Error::Usage(format!(
@@ -280,6 +337,7 @@ impl Builds {
         let mut pairs: Vec<(Inventory, Inventory)> = Vec::new();
         let mut incomplete = Vec::new();
         let mut warnings = Vec::new();
+        let mut newer = Vec::new();
         let changed = std::sync::OnceLock::new();
         for env in &envs {
             let name = &env.name;
@@ -314,18 +372,28 @@ impl Builds {
                 crate::helm::render(&mut inv, tree);
                 inv
             };
-            let (o, n) = std::thread::scope(|s| {
-                let o = s.spawn(|| {
-                    if in_old {
-                        build(old)
-                    } else {
-                        Inventory::default()
-                    }
-                });
-                let n = build(new);
-                let o = o.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-                (o, n)
-            });
+            let reused = older
+                .iter()
+                .position(|(e, _)| e == env)
+                .map(|i| older.swap_remove(i).1);
+            let (o, n) = match reused {
+                Some(o) if in_old => (o, build(new)),
+                _ => std::thread::scope(|s| {
+                    let o = s.spawn(|| {
+                        if in_old {
+                            build(old)
+                        } else {
+                            Inventory::default()
+                        }
+                    });
+                    let n = build(new);
+                    let o = o.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+                    (o, n)
+                }),
+            };
+            if keep {
+                newer.push((env.clone(), n.clone()));
+            }
             incomplete.extend(unseen(old, new, &o, &n, || {
                 changed.get_or_init(|| old.changed_paths(new)).as_slice()
             }));
@@ -334,14 +402,15 @@ impl Builds {
             warnings.extend(unjudged);
             pairs.push((o, n));
         }
-        Ok(Builds {
+        let builds = Builds {
             from: old.label.clone(),
             to: new.label.clone(),
             environments: envs.into_iter().map(|e| e.name).collect(),
             pairs,
             incomplete,
             warnings,
-        })
+        };
+        Ok((builds, newer))
     }
 
     /// What Flux deletes between the two builds, and the runbook.
