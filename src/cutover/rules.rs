@@ -491,7 +491,12 @@ fn helm_deletions(env: &Arc<str>, old: &Inventory, new: &Inventory) -> Vec<Delet
         if !id.is(HELM_GROUP, "HelmRelease") || e.whole.as_deref().is_some_and(suspended) {
             continue;
         }
-        let Some(now) = new.objects.get(id) else {
+        // A suspended HelmRelease is not upgraded until it is resumed.
+        let Some(now) = new
+            .objects
+            .get(id)
+            .filter(|n| !n.whole.as_deref().is_some_and(suspended))
+        else {
             continue;
         };
         let (Some(was), Some(is)) = (
