@@ -365,11 +365,9 @@ fn releases_from_every_source_kind_render_as_helm_template_and_then_offline_from
     assert_eq!(offline["objects"], built["objects"]);
 }
 
-/// Removing a release whose chart creates a claim is data loss, with the claim and its
-/// template as evidence; removing one that only mounts an existing claim is not. (Judged by
-/// values alone, the first is only "may hold data": the chart's defaults decide there.)
-#[test]
-fn cutover_flags_a_removed_release_by_the_claims_its_chart_creates() {
+/// Two releases of the `store` chart from this repository: `a` with the claim the chart
+/// creates, `b` mounting an existing claim instead.
+fn claim_and_existing_claim() -> TestRepo {
     let files = [
         ("a.yaml", release("a", &local_chart("./charts/store"), "")),
         (
@@ -381,7 +379,15 @@ fn cutover_flags_a_removed_release_by_the_claims_its_chart_creates() {
             ),
         ),
     ];
-    let repo = repo("", &files, &["store"]);
+    repo("", &files, &["store"])
+}
+
+/// Removing a release whose chart creates a claim is data loss, with the claim and its
+/// template as evidence; removing one that only mounts an existing claim is not. (Judged by
+/// values alone, the first is only "may hold data": the chart's defaults decide there.)
+#[test]
+fn cutover_flags_a_removed_release_by_the_claims_its_chart_creates() {
+    let repo = claim_and_existing_claim();
     write_apps(&repo, &[]);
     repo.remove("apps/a.yaml");
     repo.remove("apps/b.yaml");
@@ -740,18 +746,7 @@ fn a_release_whose_target_changes_is_reported_as_replaced() {
 /// and which Flux may prune, is reported; one that mounts an existing claim is not.
 #[test]
 fn check_reports_a_release_whose_chart_creates_a_claim_flux_may_prune() {
-    let files = [
-        ("a.yaml", release("a", &local_chart("./charts/store"), "")),
-        (
-            "b.yaml",
-            release(
-                "b",
-                &local_chart("./charts/store"),
-                "    persistence: {existingClaim: mine}\n",
-            ),
-        ),
-    ];
-    let repo = repo("", &files, &["store"]);
+    let repo = claim_and_existing_claim();
     let out = run(&repo, cache().path(), &["check", "--format", "json"]);
     let doc = json(&out);
     let flagged: Vec<&str> = doc["findings"]
