@@ -508,7 +508,6 @@ mod tests {
         use crate::flux::release::Object;
         Rendered {
             chart: "db 2.0.0".into(),
-            source: String::new(),
             release_name: "db".into(),
             namespace: "data".into(),
             storage_namespace: "data".into(),

@@ -50,8 +50,6 @@ impl Release {
 pub struct Rendered {
     /// `name version`.
     pub chart: String,
-    /// Where the chart comes from: `HelmRepository flux-system/charts`.
-    pub source: String,
     pub release_name: String,
     /// Where namespaced objects without a namespace go (`targetNamespace`, else the
     /// HelmRelease's own).

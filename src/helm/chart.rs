@@ -61,7 +61,7 @@ pub fn resolve(
     hr: &Value,
     namespace: &str,
     inv: &Inventory,
-) -> Result<(Chart, Vec<String>, String), String> {
+) -> Result<(Chart, Vec<String>), String> {
     let text = |v: &Value, p: &str| {
         v.pointer(p)
             .and_then(Value::as_str)
@@ -106,15 +106,14 @@ pub fn resolve(
                     plain_http: src.pointer("/spec/insecure").and_then(Value::as_bool)
                         == Some(true),
                 };
-                Ok((Chart::Remote(remote), Vec::new(), what))
+                Ok((Chart::Remote(remote), Vec::new()))
             }
             "HelmChart" => {
                 let src = source(inv, "HelmChart", &ns, &name).ok_or_else(|| {
                     format!("its chart comes from {what}, which nothing in the build applies")
                 })?;
                 let spec = src.get("spec").cloned().unwrap_or(Value::Null);
-                let (chart, files, via) = from_chart_spec(&spec, &ns, inv)?;
-                Ok((chart, files, format!("{what} ({via})")))
+                from_chart_spec(&spec, &ns, inv)
             }
             "" => Err("spec.chartRef has no kind".into()),
             other => Err(format!(
@@ -133,7 +132,7 @@ fn from_chart_spec(
     spec: &Value,
     namespace: &str,
     inv: &Inventory,
-) -> Result<(Chart, Vec<String>, String), String> {
+) -> Result<(Chart, Vec<String>), String> {
     let text = |p: &str| {
         spec.pointer(p)
             .and_then(Value::as_str)
@@ -193,7 +192,7 @@ fn from_chart_spec(
                     plain_http: false,
                 }
             };
-            Ok((Chart::Remote(remote), files, what))
+            Ok((Chart::Remote(remote), files))
         }
         "GitRepository" | "Bucket" => {
             let root = inv
@@ -213,11 +212,7 @@ fn from_chart_spec(
                 .trim_start_matches("./")
                 .trim_end_matches('/')
                 .to_string();
-            Ok((
-                Chart::Local { path },
-                files,
-                format!("{what} (this repository)"),
-            ))
+            Ok((Chart::Local { path }, files))
         }
         "" => Err("its chart spec has no sourceRef kind".into()),
         other => Err(format!(

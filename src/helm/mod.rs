@@ -117,7 +117,6 @@ struct Job {
     id: ObjectId,
     chart: Result<Chart, String>,
     values_files: Vec<String>,
-    source: String,
     release_name: String,
     namespace: String,
     storage_namespace: String,
@@ -208,9 +207,9 @@ fn job(id: &ObjectId, hr: &Value, inv: &Inventory) -> Job {
         None => id.name.clone(),
     }));
     let resolved = chart::resolve(hr, &id.namespace, inv);
-    let (chart, values_files, source) = match resolved {
-        Ok((c, f, s)) => (Ok(c), f, s),
-        Err(e) => (Err(e), Vec::new(), String::new()),
+    let (chart, values_files) = match resolved {
+        Ok((c, f)) => (Ok(c), f),
+        Err(e) => (Err(e), Vec::new()),
     };
     // helm-controller installs the chart's `crds/` unless `install.crds` is `Skip` (its
     // default is `Create`).
@@ -219,7 +218,6 @@ fn job(id: &ObjectId, hr: &Value, inv: &Inventory) -> Job {
         id: id.clone(),
         chart,
         values_files,
-        source,
         release_name,
         storage_namespace: text("/spec/storageNamespace").unwrap_or_else(|| id.namespace.clone()),
         namespace,
@@ -327,7 +325,6 @@ fn render_one(
     match finish(j, output, &label) {
         Ok(objects) => Render::Rendered(Rendered {
             chart: format!("{} {}", chart_name(chart), got.version),
-            source: j.source.clone(),
             release_name: j.release_name.clone(),
             namespace: j.namespace.clone(),
             storage_namespace: j.storage_namespace.clone(),
