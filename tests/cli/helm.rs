@@ -101,6 +101,16 @@ fn release(name: &str, chart: &str, values: &str) -> String {
     )
 }
 
+/// Release `name` of the fixture chart `store` copied into this repository, with `values`.
+fn store(name: &str, values: &str) -> String {
+    release(name, &local_chart("./charts/store"), values)
+}
+
+/// A repository whose one release is `store` of the chart in this repository, defaults only.
+fn store_repo() -> TestRepo {
+    repo("", &[("store.yaml", store("store", ""))], &["store"])
+}
+
 fn local_chart(path: &str) -> String {
     format!("  chart:\n    spec:\n      chart: {path}\n      sourceRef: {{kind: GitRepository, name: flux-system, namespace: flux-system}}\n")
 }
@@ -369,14 +379,10 @@ fn releases_from_every_source_kind_render_as_helm_template_and_then_offline_from
 /// creates, `b` mounting an existing claim instead.
 fn claim_and_existing_claim() -> TestRepo {
     let files = [
-        ("a.yaml", release("a", &local_chart("./charts/store"), "")),
+        ("a.yaml", store("a", "")),
         (
             "b.yaml",
-            release(
-                "b",
-                &local_chart("./charts/store"),
-                "    persistence: {existingClaim: mine}\n",
-            ),
+            store("b", "    persistence: {existingClaim: mine}\n"),
         ),
     ];
     repo("", &files, &["store"])
@@ -446,18 +452,10 @@ fn cutover_flags_a_removed_release_by_the_claims_its_chart_creates() {
 /// upgrade, with its data.
 #[test]
 fn a_values_change_that_renames_a_claim_is_seen_in_diff_and_cutover() {
-    let files = [(
-        "store.yaml",
-        release("store", &local_chart("./charts/store"), ""),
-    )];
-    let repo = repo("", &files, &["store"]);
+    let repo = store_repo();
     repo.write(
         "apps/store.yaml",
-        &release(
-            "store",
-            &local_chart("./charts/store"),
-            "    nameOverride: vault\n",
-        ),
+        &store("store", "    nameOverride: vault\n"),
     );
     repo.commit_all("rename");
     let cache = cache();
@@ -533,11 +531,7 @@ fn a_values_change_that_renames_a_claim_is_seen_in_diff_and_cutover() {
 fn values_from_configmaps_and_secrets_and_post_renderers_are_applied() {
     let config = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: store-values, namespace: apps}\ndata:\n  values.yaml: |\n    persistence:\n      size: 3Gi\n".to_string();
     let secret = "apiVersion: v1\nkind: Secret\nmetadata: {name: store-tag, namespace: apps}\nstringData:\n  tag: hidden-tag-8271\n".to_string();
-    let mut hr = release(
-        "store",
-        &local_chart("./charts/store"),
-        "    image: {repository: ghcr.io/example/other}\n",
-    );
+    let mut hr = store("store", "    image: {repository: ghcr.io/example/other}\n");
     hr.push_str("  valuesFrom:\n    - {kind: ConfigMap, name: store-values}\n    - {kind: Secret, name: store-tag, valuesKey: tag, targetPath: image.tag}\n    - {kind: ConfigMap, name: absent, optional: true}\n");
     hr.push_str("  postRenderers:\n    - kustomize:\n        patches:\n          - target: {kind: Deployment}\n            patch: |\n              - op: add\n                path: /metadata/annotations\n                value: {patched: \"yes\"}\n");
     let files = [
@@ -631,13 +625,7 @@ fn a_chart_that_cannot_be_had_is_reported_not_rendered() {
 #[test]
 fn check_finds_an_object_both_a_chart_and_a_kustomization_apply() {
     let claim = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: store-data, namespace: apps, annotations: {kustomize.toolkit.fluxcd.io/prune: disabled}}\nspec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}\n".to_string();
-    let files = [
-        ("claim.yaml", claim),
-        (
-            "store.yaml",
-            release("store", &local_chart("./charts/store"), ""),
-        ),
-    ];
+    let files = [("claim.yaml", claim), ("store.yaml", store("store", ""))];
     let repo = repo("", &files, &["store"]);
     let cache = cache();
     let out = run(&repo, cache.path(), &["check", "--format", "json"]);
@@ -702,12 +690,8 @@ fn a_chart_version_bump_is_judged_by_both_renders() {
 /// does not stop that.
 #[test]
 fn a_release_whose_target_changes_is_reported_as_replaced() {
-    let files = [(
-        "store.yaml",
-        release("store", &local_chart("./charts/store"), ""),
-    )];
-    let repo = repo("", &files, &["store"]);
-    let moved = release("store", &local_chart("./charts/store"), "").replace(
+    let repo = store_repo();
+    let moved = store("store", "").replace(
         "  interval: 1h\n",
         "  interval: 1h\n  targetNamespace: media\n",
     );
@@ -797,18 +781,10 @@ fn a_helm_chart_reference_and_the_crd_policy_are_followed() {
 /// `--no-helm`, which leaves the warning out too.
 #[test]
 fn without_helm_a_changed_release_is_a_warning_and_no_helm_silences_it() {
-    let files = [(
-        "store.yaml",
-        release("store", &local_chart("./charts/store"), ""),
-    )];
-    let repo = repo("", &files, &["store"]);
+    let repo = store_repo();
     repo.write(
         "apps/store.yaml",
-        &release(
-            "store",
-            &local_chart("./charts/store"),
-            "    persistence: {size: 5Gi}\n",
-        ),
+        &store("store", "    persistence: {size: 5Gi}\n"),
     );
     repo.commit_all("bigger");
     // A PATH with git alone.
