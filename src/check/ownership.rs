@@ -51,7 +51,7 @@ fn rendered_twice(flux: &FluxView, inv: &crate::flux::inventory::Inventory) -> V
         let Some(r) = e.release.as_deref().and_then(Release::rendered) else {
             continue;
         };
-        for o in r.objects.iter().filter(|o| !o.hook && !o.crd_folder) {
+        for o in r.objects.iter().filter(|o| o.in_release()) {
             let other = if let Some(k) = inv.objects.get(&o.id) {
                 format!("`{}`", flux_name(&k.owner))
             } else if let Some(first) = by_release.get(&o.id).filter(|f| **f != hr) {

@@ -256,7 +256,8 @@ fn unrendered_upgrades(
 ) -> (Vec<Incomplete>, Vec<EnvWarning>) {
     use crate::flux::release::Render;
     let (mut out, mut unjudged) = (Vec::new(), Vec::new());
-    for (id, e) in &new.objects {
+    // Only HelmReleases carry a release: the others are passed over without a lookup.
+    for (id, e) in new.objects.iter().filter(|(_, e)| e.release.is_some()) {
         let Some(was) = old.objects.get(id) else {
             continue;
         };

@@ -452,11 +452,7 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
             } else {
                 text.push_str("; Helm uninstalls the release and everything its chart installed");
                 if let Some(r) = e.release.as_deref().and_then(Release::rendered) {
-                    let installed = r
-                        .objects
-                        .iter()
-                        .filter(|o| !o.hook && !o.crd_folder)
-                        .count();
+                    let installed = r.objects.iter().filter(|o| o.in_release()).count();
                     text.push_str(&format!(
                         " ({installed} objects of chart {}, release {} in {})",
                         r.chart, r.release_name, r.namespace
@@ -519,10 +515,11 @@ fn helm_deletions(env: &Arc<str>, old: &Inventory, new: &Inventory) -> Vec<Delet
                 &is.storage_namespace,
                 chart_name(is),
             );
-        let kept: BTreeSet<&ObjectId> = is
+        // What the newer render still installs.
+        let still: BTreeSet<&ObjectId> = is
             .objects
             .iter()
-            .filter(|o| !o.hook && !o.crd_folder)
+            .filter(|o| o.in_release())
             .map(|o| &o.id)
             .collect();
         let (rule, reason): (Rule, Arc<str>) = if replaced {
@@ -540,27 +537,21 @@ fn helm_deletions(env: &Arc<str>, old: &Inventory, new: &Inventory) -> Vec<Delet
                 )),
             )
         };
-        for o in was.objects.iter().filter(|o| !o.hook && !o.crd_folder) {
-            let keep = o
-                .value
-                .pointer("/metadata/annotations/helm.sh~1resource-policy")
-                .and_then(Value::as_str)
-                == Some("keep");
-            if keep || (!replaced && kept.contains(&o.id)) {
+        for o in was.objects.iter().filter(|o| o.in_release()) {
+            if o.kept() || (!replaced && still.contains(&o.id)) {
                 continue;
             }
             let mut reason = reason.clone();
-            if replaced && kept.contains(&o.id) {
+            if replaced && still.contains(&o.id) {
                 reason = Arc::from(format!(
                     "{reason}; the new release creates it again, as a new object"
                 ));
             }
             let judged = data::of(&o.id, None, None, &BTreeMap::new());
             let judged = match judged {
-                Data::Holds(k) => Data::Holds(format!(
-                    "chart {} renders {} {}/{} ({}): {k}",
-                    was.chart, o.id.kind, o.id.namespace, o.id.name, o.template
-                )),
+                Data::Holds(k) => {
+                    Data::Holds(format!("chart {} renders {}: {k}", was.chart, o.at()))
+                }
                 other => other,
             };
             out.push(Deletion {

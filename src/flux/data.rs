@@ -108,19 +108,12 @@ fn with_reason(judged: Data, rendered: Option<&Release>) -> Data {
 pub fn rendered(r: &Rendered, uninstall: bool) -> (Data, Vec<String>) {
     let mut holds: Vec<String> = Vec::new();
     let mut notes = Vec::new();
-    for o in r.objects.iter().filter(|o| !o.hook && !o.crd_folder) {
+    for o in r.objects.iter().filter(|o| o.in_release()) {
         if kind_holds(&o.id).is_none() {
             continue;
         }
-        let at = format!(
-            "{} {}/{} ({})",
-            o.id.kind, o.id.namespace, o.id.name, o.template
-        );
-        let keep = o
-            .value
-            .pointer("/metadata/annotations/helm.sh~1resource-policy")
-            .and_then(Value::as_str)
-            == Some("keep");
+        let at = o.at();
+        let keep = o.kept();
         if o.id.is("apps", "StatefulSet") {
             let claims: Vec<&str> = o
                 .value

@@ -74,3 +74,27 @@ pub struct Object {
     pub crd_folder: bool,
     pub value: Value,
 }
+
+impl Object {
+    /// Part of the release Helm upgrades and uninstalls: not a hook, not of `crds/`.
+    pub fn in_release(&self) -> bool {
+        !self.hook && !self.crd_folder
+    }
+
+    /// Annotated `helm.sh/resource-policy: keep`: Helm leaves it in place when it would
+    /// delete it.
+    pub fn kept(&self) -> bool {
+        self.value
+            .pointer("/metadata/annotations/helm.sh~1resource-policy")
+            .and_then(Value::as_str)
+            == Some("keep")
+    }
+
+    /// `Kind namespace/name (template)`, for evidence.
+    pub fn at(&self) -> String {
+        format!(
+            "{} {}/{} ({})",
+            self.id.kind, self.id.namespace, self.id.name, self.template
+        )
+    }
+}
