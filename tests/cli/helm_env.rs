@@ -698,18 +698,22 @@ fn charts_served_from_a_folder_pull_by_exact_version_and_by_constraint_once_each
         "{index_yaml}"
     );
 
-    let exact = tempfile::tempdir().unwrap();
-    run_helm(&[
-        "pull",
-        "--repo",
-        &url,
-        "store",
-        "--version",
-        "1.0.0",
-        "-d",
-        s(exact.path()),
-    ]);
-    assert_eq!(only_file(exact.path()), "store-1.0.0.tgz");
+    // `helm pull --repo URL store --version V` into a folder of its own: the file it wrote.
+    let pull = |version: &str| {
+        let into = tempfile::tempdir().unwrap();
+        run_helm(&[
+            "pull",
+            "--repo",
+            &url,
+            "store",
+            "--version",
+            version,
+            "-d",
+            s(into.path()),
+        ]);
+        only_file(into.path())
+    };
+    assert_eq!(pull("1.0.0"), "store-1.0.0.tgz");
     assert_eq!(
         server.hits("/store-1.0.0.tgz"),
         1,
@@ -717,18 +721,7 @@ fn charts_served_from_a_folder_pull_by_exact_version_and_by_constraint_once_each
         server.requests()
     );
 
-    let ranged = tempfile::tempdir().unwrap();
-    run_helm(&[
-        "pull",
-        "--repo",
-        &url,
-        "store",
-        "--version",
-        ">=1.0.0 <2.0.0",
-        "-d",
-        s(ranged.path()),
-    ]);
-    assert_eq!(only_file(ranged.path()), "store-1.1.0.tgz");
+    assert_eq!(pull(">=1.0.0 <2.0.0"), "store-1.1.0.tgz");
     let requests = server.requests();
     assert_eq!(server.hits("/store-1.1.0.tgz"), 1, "{requests:?}");
     assert_eq!(server.hits("/store-1.0.0.tgz"), 1, "{requests:?}");
