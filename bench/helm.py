@@ -30,6 +30,8 @@ from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from run import run_once
+
 ROOT = Path(__file__).resolve().parent.parent
 FLUXWAVE = ROOT / "target" / "release" / "fluxwave"
 CHART = ROOT / "tests" / "fixtures" / "helm" / "charts" / "store"
@@ -98,17 +100,13 @@ spec:
     return names
 
 
-def run_once(cmd, env=None, setup=None):
-    if setup:
-        setup()
-    start = time.perf_counter()
-    proc = subprocess.run(["/usr/bin/time", "-f", "%M", *map(str, cmd)], env=env,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    elapsed = time.perf_counter() - start
-    err = proc.stderr.decode(errors="replace").rstrip("\n").split("\n")
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(map(str, cmd))}: exit {proc.returncode}\n" + "\n".join(err))
-    return elapsed, int(err[-1]) / 1024 if err[-1].isdigit() else 0
+def timed(cmd, env, setup=None):
+    """Wall time (s) and peak RSS (MiB) of one run of `cmd` (bench/run.py's `run_once`),
+    which must succeed."""
+    elapsed, peak, code, err = run_once(cmd, setup=setup, env=env)
+    if code != 0:
+        raise SystemExit(f"{' '.join(map(str, cmd))}: exit {code}\n{err}")
+    return elapsed, peak
 
 
 def main():
@@ -156,14 +154,14 @@ def main():
     rows = {"cold": [], "charts": [], "warm": [], "helm": [], "flux-local": []}
     flux_local = shutil.which("flux-local")
     for _ in range(args.runs):
-        rows["cold"].append(run_once(build, env, empty_cache))
-        rows["charts"].append(run_once(build, env, forget_renders))
-        rows["warm"].append(run_once(build, env))
+        rows["cold"].append(timed(build, env, empty_cache))
+        rows["charts"].append(timed(build, env, forget_renders))
+        rows["warm"].append(timed(build, env))
         start = time.perf_counter()
         helm_alone()
         rows["helm"].append((time.perf_counter() - start, 0))
         if flux_local:
-            rows["flux-local"].append(run_once([flux_local, "build", "all", "--enable-helm", repo / "clusters/dev"], env))
+            rows["flux-local"].append(timed([flux_local, "build", "all", "--enable-helm", repo / "clusters/dev"], env))
     server.shutdown()
     med = {k: (statistics.median(t for t, _ in v), max(m for _, m in v)) for k, v in rows.items() if v}
     machine = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Linux {platform.release()}"

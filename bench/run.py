@@ -33,13 +33,14 @@ FLUXWAVE = ROOT / "target" / "release" / "fluxwave"
 NOTES = "## Notes"
 
 
-def run_once(cmd, cwd=None, setup=None):
-    """Wall time (s) and peak RSS (MiB) of one process; setup() runs untimed first."""
+def run_once(cmd, cwd=None, setup=None, env=None):
+    """Wall time (s) and peak RSS (MiB) of one process, its exit code and error output;
+    setup() runs untimed first."""
     if setup:
         setup()
     # GNU time reports the command's own peak RSS (a forked Python child would inherit ours).
     start = time.perf_counter()
-    proc = subprocess.run(["/usr/bin/time", "-f", "%M", *map(str, cmd)], cwd=cwd,
+    proc = subprocess.run(["/usr/bin/time", "-f", "%M", *map(str, cmd)], cwd=cwd, env=env,
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     elapsed = time.perf_counter() - start
     stderr = proc.stderr.decode(errors="replace").rstrip("\n").split("\n")
