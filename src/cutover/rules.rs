@@ -437,8 +437,13 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
     }
 
     // Data loss, on each object's own evidence; a Namespace by the objects it held in the
-    // old revision (those are what Kubernetes deletes with it).
-    let namespaces = data::namespaces(old.objects.iter());
+    // old revision (those are what Kubernetes deletes with it), judged only when one goes.
+    let namespace_goes = out.iter().flatten().any(|d| d.id.is("", "Namespace"));
+    let namespaces = if namespace_goes {
+        data::namespaces(old.objects.iter())
+    } else {
+        BTreeMap::new()
+    };
     for ((_, e), d) in objects.iter().zip(&mut out) {
         let Some(d) = d else { continue };
         let mut judged = data::of(&d.id, e.whole.as_deref(), e.release.as_deref(), &namespaces);
