@@ -83,7 +83,25 @@ pub struct Footprint {
     pub folders: BTreeSet<String>,
 }
 
+/// How one tree differs from another (`FileTree::changes`).
+#[derive(Debug, Clone, Default)]
+pub struct Changes {
+    /// Files in both whose text differs.
+    pub changed: Vec<String>,
+    /// Paths in one and not the other.
+    pub presence: Vec<String>,
+}
+
 impl Footprint {
+    /// Whether the build still yields what it did over a tree that differs by `changes`:
+    /// it read none of the files that changed, and none that came or went is a file it
+    /// looked for or lies in a folder it listed. (A folder is listed by its paths: what a
+    /// build reads of the files in it is in `files`.)
+    pub fn holds_over(&self, changes: &Changes) -> bool {
+        !changes.changed.iter().any(|p| self.files.contains(p))
+            && !changes.presence.iter().any(|p| self.covers(p))
+    }
+
     /// Whether a change to the file at `path` may change what the build yields.
     pub fn covers(&self, path: &str) -> bool {
         if self.files.contains(path) || self.folders.contains("") {
@@ -973,6 +991,11 @@ impl FileTree {
         }
     }
 
+    /// Whether this tree is `recording`.
+    pub fn is_recording(&self) -> bool {
+        self.log.is_some()
+    }
+
     /// What was asked of a `recording` tree since the last call (empty for any other tree).
     pub fn take_footprint(&self) -> Footprint {
         self.log.as_ref().map_or_else(Footprint::default, |log| {
@@ -995,17 +1018,32 @@ impl FileTree {
     /// The paths whose files differ between this tree and `other` (added, removed or
     /// changed), in path order.
     pub fn changed_paths(&self, other: &FileTree) -> Vec<String> {
-        let mut changed = Vec::new();
+        let Changes {
+            mut changed,
+            presence,
+        } = self.changes(other);
+        changed.extend(presence);
+        changed.sort();
+        changed.dedup();
+        changed
+    }
+
+    /// How `other` differs from this tree: the files whose text changed, and the paths that
+    /// are in one tree and not the other (files added or removed, folders that are there by
+    /// files the trees do not keep, `folder/`, and every file under a `.sourceignore` that
+    /// changed, which may come and go from the artifact).
+    pub fn changes(&self, other: &FileTree) -> Changes {
+        let (mut changed, mut presence) = (Vec::new(), Vec::new());
         let (mut a, mut b) = (self.files.iter().peekable(), other.files.iter().peekable());
         loop {
             match (a.peek(), b.peek()) {
                 (Some((pa, ta)), Some((pb, tb))) => match pa.cmp(pb) {
                     std::cmp::Ordering::Less => {
-                        changed.push((*pa).clone());
+                        presence.push((*pa).clone());
                         a.next();
                     }
                     std::cmp::Ordering::Greater => {
-                        changed.push((*pb).clone());
+                        presence.push((*pb).clone());
                         b.next();
                     }
                     std::cmp::Ordering::Equal => {
@@ -1017,19 +1055,35 @@ impl FileTree {
                     }
                 },
                 (Some((p, _)), None) => {
-                    changed.push((*p).clone());
+                    presence.push((*p).clone());
                     a.next();
                 }
                 (None, Some((p, _))) => {
-                    changed.push((*p).clone());
+                    presence.push((*p).clone());
                     b.next();
                 }
                 (None, None) => break,
             }
         }
+        // A file kustomize cannot read is a file of the tree: one that comes, goes or fails
+        // another way changes what a build that reads it yields.
+        if !Arc::ptr_eq(&self.unreadable, &other.unreadable) {
+            let paths: BTreeSet<&String> = self
+                .unreadable
+                .keys()
+                .chain(other.unreadable.keys())
+                .collect();
+            for p in paths {
+                match (self.unreadable.get(p), other.unreadable.get(p)) {
+                    (Some(x), Some(y)) if x == y => {}
+                    (Some(_), Some(_)) => changed.push(p.clone()),
+                    _ => presence.push(p.clone()),
+                }
+            }
+        }
         // A folder holding only files the tree does not keep (see `folders`) is there or not
         // by them: it counts as changed under it.
-        changed.extend(
+        presence.extend(
             self.folders
                 .symmetric_difference(&other.folders)
                 .map(|f| format!("{f}/")),
@@ -1039,14 +1093,12 @@ impl FileTree {
         for dir in dirs {
             if self.ignores.get(dir) != other.ignores.get(dir) {
                 if !dir.is_empty() {
-                    changed.push(format!("{dir}/"));
+                    presence.push(format!("{dir}/"));
                 }
-                changed.extend(self.under(dir).chain(other.under(dir)).map(str::to_string));
+                presence.extend(self.under(dir).chain(other.under(dir)).map(str::to_string));
             }
         }
-        changed.sort();
-        changed.dedup();
-        changed
+        Changes { changed, presence }
     }
 
     /// Every file of the tree with its text, in path order.

@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::flux::discover::{self, Environment};
 use crate::flux::inventory::{self, Inventory, Owner};
 pub use crate::kustomize::object::ObjectId;
+use crate::kustomize::Remembered;
 use crate::tree::{Blobs, FileTree, Footprint};
 pub use rules::Deletion;
 
@@ -178,7 +179,7 @@ pub fn analyse_steps(
     };
     let mut blobs = Blobs::default();
     let mut old = FileTree::from_git_sharing(root, first, &mut blobs)?;
-    let mut older: Vec<(Environment, Inventory)> = Vec::new();
+    let mut older: Vec<Kept> = Vec::new();
     let mut out = Vec::with_capacity(steps.len().saturating_sub(1));
     for pair in steps.windows(2) {
         let new = FileTree::from_git_sharing(root, &pair[1], &mut blobs)?;
@@ -192,11 +193,21 @@ pub fn analyse_steps(
             std::mem::take(&mut older),
             true,
         )?;
-        let mut report = built.judge(&format!("{} -> {}", pair[0], pair[1]));
+        let (mut report, built_new) =
+            built.judge_keeping(&format!("{} -> {}", pair[0], pair[1]), true);
         report.from = pair[0].clone();
         report.to = pair[1].clone();
         out.push(report);
-        (old, older) = (new, newer);
+        older = newer
+            .into_iter()
+            .zip(built_new)
+            .map(|((environment, remembered), inventory)| Kept {
+                environment,
+                inventory,
+                remembered,
+            })
+            .collect();
+        old = new;
     }
     Ok(out)
 }
@@ -294,6 +305,13 @@ fn unrendered_upgrades(
     (out, unjudged)
 }
 
+/// An environment's build of one revision of a history, kept for the next step.
+struct Kept {
+    environment: Environment,
+    inventory: Inventory,
+    remembered: Remembered,
+}
+
 /// Every environment of both revisions, built.
 struct Builds {
     from: String,
@@ -316,16 +334,18 @@ impl Builds {
     }
 
     /// `of`, taking the builds of `old` from `older` where an environment is the same, and
-    /// giving back the builds of `new` when `keep` (for the next step of a history).
+    /// when `keep` (for the next step of a history) giving back, for each environment of
+    /// `pairs` in order, the builds of its Flux Kustomizations in `new` remembered: the next
+    /// step replays those whose files did not change (`inventory::build_remembering`).
     fn of_reusing(
         old: &FileTree,
         new: &FileTree,
         config: Option<&Config>,
         overrides: &[(String, String)],
         whole: bool,
-        mut older: Vec<(Environment, Inventory)>,
+        mut older: Vec<Kept>,
         keep: bool,
-    ) -> Result<(Builds, Vec<(Environment, Inventory)>)> {
+    ) -> Result<(Builds, Vec<(Environment, Remembered)>)> {
         let envs = discover::environments(&[new, old], config, overrides);
         if envs.is_empty() {
             return Err(Error::Usage(format!(
@@ -373,12 +393,31 @@ impl Builds {
                 crate::helm::render(&mut inv, tree);
                 inv
             };
+            let remembering = |tree: &FileTree, before: Remembered| {
+                let (mut inv, now) = inventory::build_remembering(tree, env, before);
+                crate::helm::render(&mut inv, tree);
+                (inv, now)
+            };
             let reused = older
                 .iter()
-                .position(|(e, _)| e == env)
-                .map(|i| older.swap_remove(i).1);
-            let (o, n) = match reused {
-                Some(o) if in_old => (o, build(new)),
+                .position(|k| k.environment == *env)
+                .map(|i| older.swap_remove(i));
+            let (o, n, remembered) = match reused {
+                Some(k) if in_old && keep && !whole => {
+                    let (n, now) = remembering(new, k.remembered);
+                    (k.inventory, n, now)
+                }
+                Some(k) if in_old => (k.inventory, build(new), Remembered::default()),
+                // The first step of a history: the newer revision replays the older's builds.
+                _ if keep && !whole => {
+                    let (o, before) = if in_old {
+                        remembering(old, Remembered::default())
+                    } else {
+                        (Inventory::default(), Remembered::default())
+                    };
+                    let (n, now) = remembering(new, before);
+                    (o, n, now)
+                }
                 _ => std::thread::scope(|s| {
                     let o = s.spawn(|| {
                         if in_old {
@@ -389,11 +428,11 @@ impl Builds {
                     });
                     let n = build(new);
                     let o = o.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-                    (o, n)
+                    (o, n, Remembered::default())
                 }),
             };
             if keep {
-                newer.push((env.clone(), n.clone()));
+                newer.push((env.clone(), remembered));
             }
             incomplete.extend(unseen(old, new, &o, &n, || {
                 changed.get_or_init(|| old.changed_paths(new)).as_slice()
@@ -416,6 +455,12 @@ impl Builds {
 
     /// What Flux deletes between the two builds, and the runbook.
     fn judge(self, change: &str) -> Report {
+        self.judge_keeping(change, false).0
+    }
+
+    /// `judge`, giving back the newer build of each environment when `keep` (the older
+    /// builds of a history's next step).
+    fn judge_keeping(self, change: &str, keep: bool) -> (Report, Vec<Inventory>) {
         let Builds {
             from,
             to,
@@ -437,11 +482,13 @@ impl Builds {
                 }
                 removed.extend(rules::removed_collecting_owners(o, n).into_iter().cloned());
                 // The runbook reads the owners only.
-                let objects = [&mut *o, &mut *n].map(|inv| {
-                    (
-                        std::mem::take(&mut inv.objects),
-                        std::mem::take(&mut inv.duplicates),
-                    )
+                let objects = [Some(&mut *o), (!keep).then_some(&mut *n)].map(|inv| {
+                    inv.map(|inv| {
+                        (
+                            std::mem::take(&mut inv.objects),
+                            std::mem::take(&mut inv.duplicates),
+                        )
+                    })
                 });
                 s.spawn(move || drop(objects));
                 for w in o.warnings.iter().chain(&n.warnings) {
@@ -466,7 +513,7 @@ impl Builds {
             removed.sort_by(|a, b| a.id.cmp(&b.id));
             removed.dedup_by(|a, b| a.id == b.id);
             let runbook = runbook::write(&deletions, &pairs, &removed, change);
-            Report {
+            let report = Report {
                 from,
                 to,
                 environments,
@@ -474,7 +521,13 @@ impl Builds {
                 incomplete,
                 warnings,
                 runbook,
-            }
+            };
+            let newer = if keep {
+                pairs.into_iter().map(|(_, n)| n).collect()
+            } else {
+                Vec::new()
+            };
+            (report, newer)
         })
     }
 }

@@ -4,6 +4,7 @@
 //! its `spec.path` with its spec written into the kustomization there, as Flux's generator
 //! writes it (see `FluxSpec`). An object belongs to the first owner that builds it.
 
+use std::borrow::Cow;
 use std::collections::{btree_map, BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
@@ -15,6 +16,7 @@ use super::{Kustomization, SourceRef, KUSTOMIZE_GROUP};
 use crate::kustomize::envsubst::Lookup;
 use crate::kustomize::object::{kept_whole, Facts, ObjectId};
 use crate::kustomize::{BuildError, Builder, FluxSpec, Resource, Warning};
+use crate::kustomize::{Remembered, Remembering};
 use crate::tree::{FileTree, Footprint};
 
 /// A Flux Kustomization as the cluster would hold it after this revision is applied.
@@ -214,7 +216,7 @@ impl Entry {
         file: &Arc<str>,
         variables: &Option<Vec<String>>,
         id: &ObjectId,
-        r: Resource,
+        r: Cow<'_, Resource>,
         whole: bool,
     ) -> Entry {
         let mut facts = r.facts(false);
@@ -225,8 +227,9 @@ impl Entry {
             owner: owner.clone(),
             file: file.clone(),
             facts,
-            whole: (whole || kept_whole(&id.group, &id.kind)).then(|| Box::new(r.value)),
             index: r.index,
+            whole: (whole || kept_whole(&id.group, &id.kind))
+                .then(|| Box::new(r.into_owned().value)),
             release: None,
         }
     }
@@ -352,19 +355,45 @@ fn unreachable_owner(env_path: &str) -> Owner {
 /// tree with those files added under `ARTIFACTS`, and their paths are given back as the
 /// repository files they copy.
 pub fn build(tree: &FileTree, env: &Environment) -> Inventory {
-    build_keeping(tree, env, false)
+    build_keeping(tree, env, false, None).0
+}
+
+/// `build`, replaying the builds of Flux Kustomizations that `before` kept of an earlier
+/// revision where nothing they read changed (see `kustomize::Remembered`), and keeping this
+/// revision's for the next: the builds of a history, one revision after another.
+pub fn build_remembering(
+    tree: &FileTree,
+    env: &Environment,
+    before: Remembered,
+) -> (Inventory, Remembered) {
+    let (inv, now) = build_keeping(tree, env, false, Some(before));
+    (inv, now.unwrap_or_default())
 }
 
 /// `build`, with every object kept whole (`Entry::whole`), as the commands that print what
 /// is built need it; the others keep only the facts, as a large app tier's specs are most of
 /// its memory.
 pub fn build_whole(tree: &FileTree, env: &Environment) -> Inventory {
-    build_keeping(tree, env, true)
+    build_keeping(tree, env, true, None).0
 }
 
-/// `build`, keeping every object whole when `whole`.
-fn build_keeping(tree: &FileTree, env: &Environment, whole: bool) -> Inventory {
-    let inv = build_with(tree, env, &BTreeMap::new(), whole);
+/// `build`, keeping every object whole when `whole`, remembering builds when given `before`.
+/// Only the first pass over the repository's own files is remembered: the builds over the
+/// files of ExternalArtifacts, and the passes that know sources from an earlier one, are
+/// made afresh.
+fn build_keeping(
+    tree: &FileTree,
+    env: &Environment,
+    whole: bool,
+    before: Option<Remembered>,
+) -> (Inventory, Option<Remembered>) {
+    let (inv, remembered) = build_with(tree, env, &BTreeMap::new(), whole, before);
+    (build_artifacts(tree, env, whole, inv), remembered)
+}
+
+/// `inv`, an environment's build, built again over the files of the ExternalArtifacts its
+/// ArtifactGenerators make, when they make any (see `build`).
+fn build_artifacts(tree: &FileTree, env: &Environment, whole: bool, inv: Inventory) -> Inventory {
     // A generator copies from its source's artifact: what `.sourceignore` hides is not there.
     let source = match inv.owners.values().find(|o| o.parent.is_none()) {
         Some(root) => super::source::artifact(tree, &root.file, root.source()),
@@ -394,7 +423,7 @@ fn build_keeping(tree: &FileTree, env: &Environment, whole: bool) -> Inventory {
         }
         prefixes.insert((namespace.clone(), name.clone()), prefix);
     }
-    let mut inv = build_with(&combined, env, &prefixes, whole);
+    let (mut inv, _) = build_with(&combined, env, &prefixes, whole, None);
     // Paths in the artifacts are the repository files they copy, and a message names an
     // artifact's file by the artifact, not by the folder it is built in.
     let back = |file: &str| copies.get(file).cloned();
@@ -550,39 +579,59 @@ fn build_with(
     env: &Environment,
     artifacts: &BTreeMap<(String, String), String>,
     whole: bool,
-) -> Inventory {
+    mut before: Option<Remembered>,
+) -> (Inventory, Option<Remembered>) {
     let mut cluster = BTreeMap::new();
     let mut pass = 0;
+    let mut remembered = None;
     loop {
         pass += 1;
-        let (mut inv, sources, missed) = build_pass(tree, env, artifacts, &cluster, whole);
+        let (mut inv, sources, missed, kept) =
+            build_pass(tree, env, artifacts, &cluster, whole, before.take());
+        remembered = remembered.or(kept);
         let found_later = missed.iter().any(|id| sources.contains_key(id));
         if !found_later || pass == 3 {
             inv.sources = sources;
-            return inv;
+            return (inv, remembered);
         }
         cluster = sources;
     }
 }
 
 /// One pass of `build_with`: `cluster` holds the sources of an earlier pass. Returns the
-/// inventory, the sources this pass built, and the sources it looked for and did not find.
+/// inventory, the sources this pass built, the sources it looked for and did not find, and,
+/// given `before`, the builds it remembered.
+#[allow(clippy::type_complexity)]
 fn build_pass(
     tree: &FileTree,
     env: &Environment,
     artifacts: &BTreeMap<(String, String), String>,
     cluster: &BTreeMap<ObjectId, Source>,
     whole: bool,
-) -> (Inventory, BTreeMap<ObjectId, Source>, BTreeSet<ObjectId>) {
+    before: Option<Remembered>,
+) -> (
+    Inventory,
+    BTreeMap<ObjectId, Source>,
+    BTreeSet<ObjectId>,
+    Option<Remembered>,
+) {
     let env_path = env.path.as_str();
     let root = root_of(tree, env);
     // What Flux builds is the artifact of the root's source.
-    let artifact = super::source::artifact(tree, &root.file, root.source());
+    let view = super::source::spec_ignore(tree, &root.file, &root.source());
+    let mut artifact = tree.artifact(view.as_deref());
+    // Remembered builds are kept with what they read, and replayed only in the context they
+    // were made in: the repository's own files, with no sources known from an earlier pass.
+    let before = before.filter(|_| artifacts.is_empty() && cluster.is_empty());
+    if before.is_some() {
+        artifact = artifact.recording();
+    }
     let tree = &artifact;
     let mut builder = Builder::new(tree);
     if whole {
         builder.keep_objects_whole();
     }
+    let mut memo = before.map(|b| builder.remembering(b, view));
     let mut inv = Inventory {
         env: env.name.clone(),
         env_path: env_path.to_string(),
@@ -668,26 +717,27 @@ fn build_pass(
         let mut recorded = 0;
         let mut file: Arc<str> = Arc::from("");
         builder.start_owner();
-        let built = builder.build_owner(
-            path.trim_end_matches('/'),
-            &owner.flux_spec(format!("{where_} ({})", owner.id)),
-            &mut |r: Resource| {
-                recorded += 1;
-                // The objects of a file come together: its path is shared.
-                if *file != *r.file {
-                    file = Arc::from(r.file.as_str());
-                }
-                record(
-                    &mut inv,
-                    &mut queue,
-                    &mut extra_warnings,
-                    &mut sources,
-                    &mut building,
-                    &file,
-                    r,
-                );
-            },
-        );
+        let spec = owner.flux_spec(format!("{where_} ({})", owner.id));
+        let dir = path.trim_end_matches('/');
+        let built = builder.build_owner_remembered(memo.as_mut(), dir, &spec, &mut |r: Cow<
+            '_,
+            Resource,
+        >| {
+            recorded += 1;
+            // The objects of a file come together: its path is shared.
+            if *file != *r.file {
+                file = Arc::from(r.file.as_str());
+            }
+            record(
+                &mut inv,
+                &mut queue,
+                &mut extra_warnings,
+                &mut sources,
+                &mut building,
+                &file,
+                r,
+            );
+        });
         let undefined = std::mem::take(&mut building.undefined);
         let built = built
             .map_err(|e| e.to_string())
@@ -746,7 +796,7 @@ fn build_pass(
     inv.warnings.sort();
     inv.warnings.dedup();
     let sources = sources.into_iter().map(|(id, (_, s))| (id, s)).collect();
-    (inv, sources, missed)
+    (inv, sources, missed, memo.map(Remembering::into_remembered))
 }
 
 /// The file of the repository that writes object `id` (a ConfigMap or Secret) though no
@@ -865,7 +915,7 @@ fn record(
     sources: &mut BTreeMap<ObjectId, (Arc<ObjectId>, Source)>,
     building: &mut Building,
     file: &Arc<str>,
-    mut r: Resource,
+    mut r: Cow<'_, Resource>,
 ) {
     let owner = building.owner;
     // The variables it needs as written (the lints read them), before they are substituted.
@@ -879,8 +929,13 @@ fn record(
             building.undefined.extend(unset.cloned());
         }
     }
-    if let Some(vars) = &building.vars {
-        match substitute::object(&mut r.value, vars) {
+    // Only an object substitution may change is copied to be changed.
+    if let Some(vars) = building
+        .vars
+        .as_ref()
+        .filter(|_| substitute::may_change(&r.value))
+    {
+        match substitute::object(&mut r.to_mut().value, vars) {
             Ok(out) => unknown = out.in_identity(),
             Err(e) => {
                 building.failure.get_or_insert(format!("{}: {e}", r.file));

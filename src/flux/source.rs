@@ -18,7 +18,11 @@ pub fn artifact(tree: &FileTree, file: &str, source: (String, String, String)) -
 }
 
 /// `spec.ignore` of the GitRepository `source` when `file` holds it.
-fn spec_ignore(tree: &FileTree, file: &str, source: &(String, String, String)) -> Option<String> {
+pub(super) fn spec_ignore(
+    tree: &FileTree,
+    file: &str,
+    source: &(String, String, String),
+) -> Option<String> {
     let (kind, namespace, name) = source;
     if kind != "GitRepository" || file.is_empty() {
         return None;

@@ -311,6 +311,18 @@ pub fn disabled(v: &Value) -> bool {
     })
 }
 
+/// Whether `object` may change `v`: some string or key of it holds `${` or `$$`.
+pub fn may_change(v: &Value) -> bool {
+    match v {
+        Value::String(s) => envsubst::may_change(s),
+        Value::Array(items) => items.iter().any(may_change),
+        Value::Object(m) => m
+            .iter()
+            .any(|(k, v)| envsubst::may_change(k) || may_change(v)),
+        _ => false,
+    }
+}
+
 /// Substitutes `vars` in every string and key of `v` (what a build holds of the object),
 /// as Flux does; only strings with `${` or `$$` are parsed. A string whose variables are
 /// unknown, or not set, is left as written. `Err` is a string Flux cannot parse: its build

@@ -14,12 +14,14 @@ use serde_json::{Map, Value};
 pub mod envsubst;
 pub mod object;
 mod patch;
+mod remember;
 mod resolve;
 mod resource;
 pub mod target;
 mod transform;
 mod types;
 
+pub use remember::{Remembered, Remembering};
 pub use resolve::{resolve, resolve_under, Ref};
 pub use resource::Resource;
 
@@ -157,7 +159,7 @@ pub enum BuildError {
 /// `Generator.GenerateManifest`), and the metadata kustomize-controller sets on every object
 /// it applies (`KustomizationReconciler.apply`, `ssautil.SetCommonMetadata`). Images and
 /// `buildMetadata` change content only and are not kept.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct FluxSpec {
     /// Names the Kustomization in messages: its file and id.
     pub what: String,

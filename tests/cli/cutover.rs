@@ -824,3 +824,189 @@ fn each_step_of_a_history_is_the_report_of_its_own_cutover() {
     assert_eq!(bad.code, 2, "{}", bad.stderr);
     assert!(bad.stderr.contains("A..B"), "{}", bad.stderr);
 }
+
+/// `--each` replays the build of a Flux Kustomization from the step before when none of the
+/// files it read changed and its spec is the same: a history whose every step changes one
+/// thing a build depends on (a shared component, a substitution variable, a file added to or
+/// taken from a folder Flux's generator lists, a patch file, a CRD that makes a kind
+/// cluster-scoped, `.sourceignore`, the GitRepository's `spec.ignore`, the Kustomization's
+/// spec, a file that stops being text, a folder moved) gives, step by step, the report of
+/// the step's own cutover, and each step deletes what its change takes away.
+#[test]
+fn each_step_replays_only_builds_whose_inputs_did_not_change() {
+    let repo = TestRepo::empty();
+    let sync = |ignore: &str| {
+        format!("apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: {{name: flux-system, namespace: flux-system}}\nspec:\n  interval: 1m\n  url: ssh://git@example.com/org/fleet\n  ref: {{branch: main}}\n{ignore}---\n{}", ks("flux-system", "./clusters/prod", &[]))
+    };
+    let cm = |name: &str, ns: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {ns}\n")
+    };
+    let widget = |name: &str| {
+        format!("apiVersion: example.com/v1\nkind: Widget\nmetadata: {{name: {name}}}\n")
+    };
+    repo.write("clusters/prod/flux-system/gotk-sync.yaml", &sync(""))
+        .write("clusters/prod/flux-system/kustomization.yaml", "resources: [gotk-sync.yaml]\n")
+        .write(
+            "clusters/prod/kustomization.yaml",
+            "resources: [flux-system, vars.yaml, a.yaml, b.yaml, c.yaml]\n",
+        )
+        .write(
+            "clusters/prod/vars.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: vars, namespace: flux-system}\ndata: {SUFFIX: one}\n",
+        )
+        .write(
+            "clusters/prod/a.yaml",
+            &ks(
+                "a",
+                "./apps/a",
+                &[
+                    "components: [../../components/shared]",
+                    "postBuild: {substituteFrom: [{kind: ConfigMap, name: vars}]}",
+                ],
+            ),
+        )
+        .write("clusters/prod/b.yaml", &ks("b", "./apps/b", &[]))
+        .write("clusters/prod/c.yaml", &ks("c", "./apps/c", &[]))
+        .write("apps/a/kustomization.yaml", "resources: [app.yaml]\n")
+        .write("apps/a/app.yaml", &cm("a-${SUFFIX}", "a"))
+        .write(
+            "components/shared/kustomization.yaml",
+            "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources: [one.yaml, two.yaml]\n",
+        )
+        .write("components/shared/one.yaml", &cm("shared-one", "a"))
+        .write("components/shared/two.yaml", &cm("shared-two", "a"))
+        .write("apps/b/keep.yaml", &cm("b-keep", "b"))
+        .write("apps/b/other.yaml", &cm("b-other", "b"))
+        .write("apps/b/more.yaml", &cm("b-more", "b"))
+        .write(
+            "apps/c/kustomization.yaml",
+            "namespace: c\nresources: [widget.yaml, app.yaml]\npatches: [{path: rename.yaml, target: {kind: ConfigMap, name: c-app}}]\n",
+        )
+        .write("apps/c/widget.yaml", &widget("w1"))
+        .write("apps/c/app.yaml", &cm("c-app", "c"))
+        .write(
+            "apps/c/rename.yaml",
+            "- {op: replace, path: /metadata/name, value: c-first}\n",
+        );
+    repo.commit_all("init");
+    let start = repo.git(&["rev-parse", "HEAD"]).trim().to_string();
+    // What each step's change must delete (as `deleted` writes it); empty for none.
+    let mut expected: Vec<Vec<&str>> = Vec::new();
+    let mut step = |repo: &TestRepo, message: &str, deletes: Vec<&'static str>| {
+        repo.commit_all(message);
+        expected.push(deletes);
+    };
+
+    repo.write(
+        "components/shared/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources: [one.yaml]\n",
+    );
+    step(
+        &repo,
+        "the shared component drops a ConfigMap",
+        vec!["ConfigMap/a/shared-two left-build"],
+    );
+    repo.write(
+        "clusters/prod/vars.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: vars, namespace: flux-system}\ndata: {SUFFIX: two}\n",
+    );
+    step(
+        &repo,
+        "a variable renames an object",
+        vec!["ConfigMap/a/a-one identity-changed"],
+    );
+    repo.write("apps/b/new.yaml", &cm("b-new", "b"));
+    step(&repo, "a file added to a listed folder", vec![]);
+    repo.remove("apps/b/new.yaml");
+    step(
+        &repo,
+        "and taken away",
+        vec!["ConfigMap/b/b-new left-build"],
+    );
+    repo.write(
+        "apps/c/rename.yaml",
+        "- {op: replace, path: /metadata/name, value: c-second}\n",
+    );
+    step(
+        &repo,
+        "a patch file renames an object",
+        vec!["ConfigMap/c/c-first identity-changed"],
+    );
+    repo.write(
+        "crds/widgets.yaml",
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  scope: Cluster\n  names: {kind: Widget, plural: widgets}\n  versions: [{name: v1, served: true, storage: true}]\n",
+    );
+    step(
+        &repo,
+        "a CRD makes Widget cluster-scoped",
+        vec!["Widget/c/w1 identity-changed"],
+    );
+    repo.write(".sourceignore", "apps/b/keep.yaml\n");
+    step(
+        &repo,
+        "a .sourceignore hides a file",
+        vec!["ConfigMap/b/b-keep left-build"],
+    );
+    repo.write(
+        "clusters/prod/flux-system/gotk-sync.yaml",
+        &sync("  ignore: |\n    /apps/b/other.yaml\n"),
+    );
+    step(
+        &repo,
+        "spec.ignore hides another",
+        vec!["ConfigMap/b/b-other left-build"],
+    );
+    repo.write(
+        "clusters/prod/b.yaml",
+        &ks("b", "./apps/b", &["namePrefix: x-"]),
+    );
+    step(
+        &repo,
+        "the Kustomization's spec renames",
+        vec!["ConfigMap/b/b-more identity-changed"],
+    );
+    std::fs::write(repo.path().join("apps/a/app.yaml"), b"\xff\xfe\x00broken").unwrap();
+    step(&repo, "a file that is no text fails the build", vec![]);
+    repo.write("apps/a/app.yaml", &cm("a-again", "a"));
+    // What the failed build applied is unknown: nothing is judged deleted.
+    step(&repo, "the file is text again", vec![]);
+    repo.write("apps/a/app.yaml", &cm("a-last", "a"));
+    step(
+        &repo,
+        "and renames its object",
+        vec!["ConfigMap/a/a-again identity-changed"],
+    );
+    repo.git(&["mv", "apps/c", "apps/moved"]);
+    repo.write("clusters/prod/c.yaml", &ks("c", "./apps/moved", &[]));
+    step(&repo, "a folder moved", vec![]);
+    repo.write(
+        "apps/moved/kustomization.yaml",
+        "namespace: c\nresources: [widget.yaml]\n",
+    );
+    step(
+        &repo,
+        "and built smaller",
+        vec!["ConfigMap/c/c-second left-build"],
+    );
+
+    let range = format!("{start}..HEAD");
+    let each = repo.run(&["cutover", "--each", &range, "--format", "json"]);
+    assert!(each.code == 0 || each.code == 1, "{}", each.stderr);
+    let doc: Value = serde_json::from_str(&each.stdout).unwrap();
+    let steps = doc["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), expected.len());
+    let line: Vec<String> = repo
+        .git(&["rev-list", "--first-parent", "--reverse", &range])
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let mut from = start;
+    for ((report, to), deletes) in steps.iter().zip(&line).zip(&expected) {
+        let alone = repo.run(&["cutover", "--from", &from, "--to", to, "--format", "json"]);
+        let alone: Value = serde_json::from_str(&alone.stdout).unwrap();
+        assert_eq!(report, &alone, "{from}..{to}");
+        let subject = repo.git(&["log", "-1", "--format=%s", to]);
+        assert_eq!(deleted(report), *deletes, "{}: {report:#}", subject.trim());
+        from = to.clone();
+    }
+}

@@ -1,0 +1,154 @@
+//! Builds of Flux Kustomizations kept from one revision of a history for the next
+//! (`cutover --each`): a Kustomization built from the same folder with the same spec, none of
+//! whose files changed since, builds what it built before (the build reads the tree through
+//! the calls a `Footprint` records, and nothing else but the cluster-scoped kinds of the
+//! tree's CRDs), so the objects it handed on then are handed on again instead of being read,
+//! parsed and transformed again.
+//!
+//! Only builds that succeed are kept: a failure's message names the revision it was read
+//! from.
+
+use std::borrow::Cow;
+use std::collections::{BTreeSet, HashMap};
+
+use super::{BuildError, Builder, FluxSpec, Resource, Warning};
+use crate::tree::{Changes, FileTree, Footprint};
+
+/// The builds made over one tree, to replay over the next.
+#[derive(Debug, Default)]
+pub struct Remembered {
+    /// The tree they were made over; `None` when nothing is kept.
+    tree: Option<FileTree>,
+    /// What else the builds depended on: the view of the tree (its `spec.ignore`), the
+    /// cluster-scoped kinds and whether objects were kept whole.
+    context: Context,
+    builds: HashMap<String, Vec<Kept>>,
+}
+
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct Context {
+    view: Option<String>,
+    cluster_kinds: BTreeSet<String>,
+    whole: bool,
+}
+
+#[derive(Debug)]
+struct Kept {
+    spec: FluxSpec,
+    footprint: Footprint,
+    emitted: Vec<Resource>,
+    warnings: Vec<Warning>,
+}
+
+/// A build of one tree that replays what it may of `Remembered` builds of an earlier one and
+/// keeps its own for the next.
+#[derive(Debug)]
+pub struct Remembering {
+    before: Remembered,
+    /// How this tree differs from the earlier one.
+    changes: Changes,
+    now: Remembered,
+    /// How many builds were replayed and how many made.
+    pub replayed: usize,
+    pub built: usize,
+}
+
+impl Remembering {
+    /// What the builds of this tree leave for the next.
+    pub fn into_remembered(self) -> Remembered {
+        self.now
+    }
+}
+
+impl<'a> Builder<'a> {
+    /// Starts remembering the builds of this builder's tree, which must be `recording` (else
+    /// nothing is kept or replayed), replaying those of `before` where they hold. `view`
+    /// names the view of the tree the builder reads (the artifact's `spec.ignore`).
+    pub fn remembering(&self, before: Remembered, view: Option<String>) -> Remembering {
+        let context = Context {
+            view,
+            cluster_kinds: self.cluster_kinds.clone(),
+            whole: self.whole,
+        };
+        let recording = self.tree.is_recording();
+        let (before, changes) = match &before.tree {
+            Some(old) if recording && before.context == context => {
+                let changes = old.changes(self.tree);
+                (before, changes)
+            }
+            _ => (Remembered::default(), Changes::default()),
+        };
+        Remembering {
+            before,
+            changes,
+            now: Remembered {
+                tree: recording.then(|| self.tree.clone()),
+                context,
+                builds: HashMap::new(),
+            },
+            replayed: 0,
+            built: 0,
+        }
+    }
+
+    /// `build_owner`, replayed from `memo` when the same folder was built with the same spec
+    /// and none of the files it read changed; otherwise built, and kept when it succeeds.
+    /// Without `memo`, `build_owner`. Objects are handed to `emit` borrowed where they are
+    /// kept: one that is not changed on the way is not copied.
+    pub fn build_owner_remembered(
+        &mut self,
+        memo: Option<&mut Remembering>,
+        dir: &str,
+        spec: &FluxSpec,
+        emit: &mut dyn FnMut(Cow<'_, Resource>),
+    ) -> Result<(), BuildError> {
+        let Some(memo) = memo.filter(|m| m.now.tree.is_some()) else {
+            return self.build_owner(dir, spec, &mut |r| emit(Cow::Owned(r)));
+        };
+        let changes = &memo.changes;
+        let same = memo.before.builds.get_mut(dir).and_then(|kept| {
+            let at = kept
+                .iter()
+                .position(|k| k.spec == *spec && k.footprint.holds_over(changes))?;
+            Some(kept.swap_remove(at))
+        });
+        if let Some(kept) = same {
+            self.warnings.extend(kept.warnings.iter().cloned());
+            for r in &kept.emitted {
+                emit(Cow::Borrowed(r));
+            }
+            memo.replayed += 1;
+            memo.now
+                .builds
+                .entry(dir.to_string())
+                .or_default()
+                .push(kept);
+            return Ok(());
+        }
+        memo.built += 1;
+        self.tree.take_footprint();
+        let warned = self.warnings.len();
+        let mut emitted = Vec::new();
+        let built = self.build_owner(dir, spec, &mut |r: Resource| {
+            emitted.push(r);
+            if let Some(r) = emitted.last() {
+                emit(Cow::Borrowed(r));
+            }
+        });
+        let footprint = self.tree.take_footprint();
+        if built.is_ok() {
+            let kept = Kept {
+                spec: spec.clone(),
+                footprint,
+                emitted,
+                warnings: self.warnings[warned..].to_vec(),
+            };
+            memo.now
+                .builds
+                .entry(dir.to_string())
+                .or_default()
+                .push(kept);
+        }
+        built
+    }
+}
