@@ -218,8 +218,10 @@ class Row:
                 self.failed = f"over the limit ({self.limit:.0f} s)"
                 return
             if code not in self.ok_codes:
-                first = next((l for l in err.splitlines() if l.strip()), "")
-                self.failed = f"exit {code}: {first.strip()[:160]}"
+                first = next((l for l in err.splitlines() if l.strip()), "").strip()
+                marked = [l for l in err.splitlines() if l.lstrip().startswith("✗")]
+                many = f"{len(marked)} objects failed, the first: " if len(marked) > 1 else ""
+                self.failed = f"exit {code}: {many}{first.lstrip('✗ ')[:200]}".replace("|", "\\|")
                 self.error = err
                 return
         self.times.append(wall)
@@ -312,7 +314,15 @@ def public(spec):
             entry = next((f"clusters/{c.name}" for c in sorted((path / "clusters").iterdir()) if c.is_dir()), None)
     if entry is None:
         raise SystemExit(f"--repo-dir {spec}: no entry found (kubernetes/flux/cluster or clusters/<x>): give DIR:ENTRY")
-    return {"layout": "public", "scale": None, "path": str(path), "entry": entry, "name": path.name}
+    # Every tool runs on a clone of its HEAD sharing its objects, under a plain name: nothing is
+    # written to the clone given, and flate refuses a folder name with `+` in it ("illegal name").
+    head = git(path, "rev-parse", "HEAD").strip()
+    copy = WORK / "public" / re.sub(r"[^A-Za-z0-9._-]", "-", path.name)
+    if not (copy / ".git").exists() or git(copy, "rev-parse", "HEAD").strip() != head:
+        shutil.rmtree(copy, ignore_errors=True)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "clone", "-q", "--shared", str(path), str(copy)], check=True)
+    return {"layout": "public", "scale": None, "path": str(copy), "entry": entry, "name": path.name}
 
 
 def base_worktree(repo):
