@@ -157,11 +157,11 @@ def versions(tools):
 
 # ---------------------------------------------------------------- timing
 
-def run_full(cmd, cwd=None, env=None, limit=None):
+def run_full(cmd, cwd=None, env=None, limit=None, stdout=subprocess.DEVNULL):
     """One run of `cmd`: wall time (s), error output, exit code (None: over `limit` seconds, its
     process group killed)."""
     start = time.perf_counter()
-    proc = subprocess.Popen([str(c) for c in cmd], cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen([str(c) for c in cmd], cwd=cwd, env=env, stdout=stdout,
                             stderr=subprocess.PIPE, start_new_session=True)
     try:
         _, err = proc.communicate(timeout=limit)
@@ -178,13 +178,13 @@ def _cpu(before, after):
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def timed(cmd, cwd=None, env=None, limit=None):
+def timed(cmd, cwd=None, env=None, limit=None, stdout=subprocess.DEVNULL):
     """(wall s, CPU s, peak MiB, code, err) of one run. CPU (user+sys) is the rusage of the
     waited children, which holds the command and every process it waited for; peak RSS is the
     command's own, from GNU time (the children's ru_maxrss is a maximum over all of them)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     wrapped = ["/usr/bin/time", "-f", "%M", *map(str, cmd)]
-    elapsed, err, code = run_full(wrapped, cwd=cwd, env=env, limit=limit)
+    elapsed, err, code = run_full(wrapped, cwd=cwd, env=env, limit=limit, stdout=stdout)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = _cpu(before, after)
     lines = err.rstrip("\n").split("\n")
@@ -199,9 +199,10 @@ def timed(cmd, cwd=None, env=None, limit=None):
 class Row:
     """The runs of one command (or of a series of commands timed as one: `cmds`)."""
 
-    def __init__(self, name, cmds, ok_codes=(0,), setup=None, cwd=None, env=None, limit=None, note=""):
+    def __init__(self, name, cmds, ok_codes=(0,), setup=None, cwd=None, env=None, limit=None, verify=None):
+        """verify(stdout) says why a run that exited well did not do the work (None: it did)."""
         self.name, self.cmds, self.ok_codes, self.setup = name, cmds, ok_codes, setup
-        self.cwd, self.env, self.limit, self.note = cwd, env, limit, note
+        self.cwd, self.env, self.limit, self.verify = cwd, env, limit, verify
         self.times, self.cpus, self.peak, self.failed = [], [], 0.0, None
 
     def run(self):
@@ -212,16 +213,27 @@ class Row:
         wall = cpu = 0.0
         for cmd in self.cmds:
             left = None if self.limit is None else max(self.limit - wall, 1.0)
-            t, c, m, code, err = timed(cmd, cwd=self.cwd, env=self.env, limit=left)
+            if self.verify:
+                with open(WORK / "stdout.txt", "wb") as out:
+                    t, c, m, code, err = timed(cmd, cwd=self.cwd, env=self.env, limit=left, stdout=out)
+                why = self.verify((WORK / "stdout.txt").read_text(errors="replace"))
+                if why and code in self.ok_codes:
+                    self.failed = why
+                    return
+            else:
+                t, c, m, code, err = timed(cmd, cwd=self.cwd, env=self.env, limit=left)
             wall, cpu, self.peak = wall + t, cpu + c, max(self.peak, m)
             if code is None:
                 self.failed = f"over the limit ({self.limit:.0f} s)"
                 return
             if code not in self.ok_codes:
-                first = next((l for l in err.splitlines() if l.strip()), "").strip()
+                lines = [l.strip() for l in err.splitlines() if l.strip()]
+                # A Python traceback's last line says what failed; otherwise the first line does.
+                first = (lines[-1] if "Traceback (most recent call last)" in err else lines[0]) if lines else ""
                 marked = [l for l in err.splitlines() if l.lstrip().startswith("✗")]
                 many = f"{len(marked)} objects failed, the first: " if len(marked) > 1 else ""
-                self.failed = f"exit {code}: {many}{first.lstrip('✗ ')[:200]}".replace("|", "\\|")
+                first = re.sub(r"\s+", " ", first.lstrip("✗ "))
+                self.failed = f"exit {code}: {many}{first[:120]}".replace("|", "\\|")
                 self.error = err
                 return
         self.times.append(wall)
@@ -279,7 +291,8 @@ def generated_pr(repo, n):
             "data:\n  reason: a small change, as a pull request makes\n")
         git(pr, "add", "-A")
         git(pr, "commit", "-q", "--no-verify", "-m", "a small change")
-    return {"layout": "gen_repo", "scale": n, "path": str(pr), "entry": "clusters/dev", "name": f"gen_repo {n:,}"}
+    return {"layout": "gen_repo", "scale": n, "path": str(pr), "entry": "clusters/dev", "flux_local_entry": "clusters",
+            "name": f"gen_repo {n:,}"}
 
 
 def shape(layout, scale, log=print):
@@ -441,14 +454,30 @@ def run_shape(info, tools, runs, limit, helm_modes=("off", "on"), log=print):
                            cwd=repo, limit=limit)]
         if mode == "off" and "flux-local" in tools:
             flenv = dict(env, PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}")
-            load.append(Row("flux-local get ks", [[tools["flux-local"], "get", "ks", "--path", entry]],
-                            cwd=repo, env=flenv, limit=limit))
-            change.append(Row("flux-local diff ks", [[tools["flux-local"], "diff", "ks", "--path", entry,
-                                                      "--path-orig", base / entry]], any_code,
-                              cwd=repo, env=flenv, limit=limit))
+            # flux-local finds Flux Kustomizations in the files under --path (it does not follow
+            # a kustomization.yaml's resources out of it): the generated repositories' are in
+            # clusters/base, beside the entry clusters/dev.
+            fl = info.get("flux_local_entry", entry)
+            found = lambda out: ("finds no Flux Kustomization under --path " + fl
+                                 if "no Kustomization objects found" in out else None)
+            load.append(Row("flux-local get ks", [[tools["flux-local"], "get", "ks", "--path", fl]],
+                            cwd=repo, env=flenv, limit=limit, verify=found))
+            change.append(Row("flux-local diff ks", [[tools["flux-local"], "diff", "ks", "--path", fl,
+                                                      "--path-orig", base / fl]], any_code,
+                              cwd=repo, env=flenv, limit=limit, verify=found))
         if mode == "off" and "kubectl" in tools and paths[0]:
             load.append(Row(f"kubectl kustomize × {len(paths[0])} Kustomization paths",
                             [[tools["kubectl"], "kustomize", repo / p] for p in paths[0]], limit=limit))
+        if mode == "on":
+            # What the Helm-on rows measure: how many releases fluxwave rendered (offline, a
+            # public repository's chart sources cannot be pulled).
+            p = subprocess.run([*fw, "build", "--format", "json"], env=fwenv, capture_output=True, text=True)
+            try:
+                left = json.loads(p.stdout).get("notRendered", [])
+            except ValueError:
+                left = []
+            if left:
+                result.setdefault("unrendered", {})[mode] = (len(left), re.sub(r"\s+", " ", left[0].get("why", ""))[:120].replace("|", "\\|"))
         log(f"{info['name']}, Helm {mode}: {len(load) + len(change)} commands × {runs} runs")
         in_turns(load, runs)
         in_turns(change, runs)
@@ -459,6 +488,11 @@ def run_shape(info, tools, runs, limit, helm_modes=("off", "on"), log=print):
 
 
 # ---------------------------------------------------------------- the report
+
+# The fluxwave command each peer command is compared with.
+REFERENCE = {"flate build ks": "build", "flate diff ks": "diff", "flux-local get ks": "check",
+             "flux-local diff ks": "diff", "kubectl kustomize": "build"}
+
 
 def _find(rows, prefix):
     return next((r for r in rows if r.name.startswith(prefix)), None)
@@ -489,11 +523,13 @@ def report(results, tools, missing, runs, limit, machine, skipped):
         "and `diff ks`; and `kubectl kustomize` of every Flux Kustomization's path, one after another",
         f"(one number: what kustomize-controller's build costs without Flux's extras). Median of {runs}",
         "runs (min–max) / CPU (user+sys, median) / peak RSS; a peer over "
-        f"{limit:.0f} s is stopped and recorded as over the limit. ×: the peer's median over fluxwave's",
-        "(`build` for the full builds, `diff` for the diffs). Helm off: fluxwave `--no-helm` (flate has",
+        f"{limit:.0f} s is stopped and recorded as over the limit. ×: the peer's median over that of the",
+        "fluxwave command named (in the same Helm mode and cache state). Helm off: fluxwave `--no-helm` (flate has",
         "no switch: it renders HelmReleases whose charts it can get either way; flux-local's `get`/`diff",
         "ks` render none). Helm on (repositories with HelmReleases): fluxwave renders with `helm`, with an",
-        "empty `--cache` per run and warm.",
+        "empty `--cache` per run and warm. flate runs with its defaults, which leave Secrets and CRDs",
+        "out of its output (`--skip-secrets`, `--skip-crds`); fluxwave's `build` writes them. flux-local",
+        "gives each `kustomize`/`flux` command it runs 20 s (a constant of its own): a TimeoutError is that.",
         "",
         f"Machine: {machine}.",
         "",
@@ -512,14 +548,20 @@ def report(results, tools, missing, runs, limit, machine, skipped):
         name = _layout(info)
         out.append(f"| {name} | | floor: read every byte ({files:,} files, {mib:.1f} MiB) | {floor_t:.3f} s | |")
         for mode, groups in res["modes"].items():
-            for group, ref in (("load", "fluxwave build"), ("change", "fluxwave diff")):
+            for group in ("load", "change"):
                 rows = groups[group]
                 for r in rows:
+                    ref = REFERENCE.get(r.name.split(",")[0].split(" ×")[0])
                     # A cached peer against fluxwave with its cache in the same state.
                     cache = next((c for c in ("empty cache", "warm cache") if c in r.name), None)
-                    ours = _find(rows, ref + (f", {cache}" if cache and mode == "on" else ""))
-                    ratio = "" if r.name.startswith("fluxwave") else _ratio(r, ours)
+                    ours = ref and _find(rows, f"fluxwave {ref}" + (f", {cache}" if cache and mode == "on" else ""))
+                    ratio = _ratio(r, ours)
+                    ratio = f"{ratio} `{ref}`" if ratio else ""
                     out.append(f"| {name} | {mode} | `{r.name}` | {r.cell()} | {ratio} |")
+            unrendered = res.get("unrendered", {}).get(mode)
+            if unrendered:
+                out.append(f"| {name} | {mode} | fluxwave left {unrendered[0]} of {info['helmreleases']} HelmReleases "
+                           f"unrendered: {unrendered[1]} | | |")
         built, skipped_paths = res["paths"]
         if skipped_paths:
             out.append(f"| {name} | | kubectl kustomize: {len(skipped_paths)} of {len(built) + len(skipped_paths)} "
@@ -538,7 +580,7 @@ def peer_targets(results):
             return
         if not ours.ok or not peer.ok:
             why = f"fluxwave: {ours.failed}" if not ours.ok else f"{peer.name}: {peer.failed}"
-            out.append(f"| {text} | {name} | not judged ({why}) | — |")
+            out.append(f"| {text} | {name} | not judged ({why.split(':')[0]}: {why.split(':')[1].strip()}, see above) | — |")
             return
         ratio = peer.median / ours.median
         out.append(f"| {text} | {name} | {ratio:.1f}× ({ours.median:.3f} s vs {peer.median:.3f} s) | "

@@ -218,7 +218,9 @@ def machine():
     cpu = next((l.split(":", 1)[1].strip() for l in Path("/proc/cpuinfo").read_text().splitlines()
                 if l.startswith("model name")), platform.processor())
     kv = subprocess.run(["kubectl", "version", "--client"], capture_output=True, text=True).stdout.split("\n")
-    return (f"{cpu}, {os.cpu_count()} cores, Linux {platform.release()}; "
+    mem = next((int(l.split()[1]) / 2**20 for l in Path("/proc/meminfo").read_text().splitlines()
+                if l.startswith("MemTotal:")), 0)
+    return (f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB, Linux {platform.release()}; "
             f"{platform.python_implementation()} {platform.python_version()}; "
             + "; ".join(l.strip() for l in kv if l.strip()))
 
