@@ -201,7 +201,7 @@ class Row:
     """The runs of one command (or of a series of commands timed as one: `cmds`)."""
 
     def __init__(self, name, cmds, ok_codes=(0,), setup=None, cwd=None, env=None, limit=None, verify=None):
-        """verify(stdout) says why a run that exited well did not do the work (None: it did)."""
+        """verify(stdout, stderr) says why a run that exited well did not do the work (None: it did)."""
         self.name, self.cmds, self.ok_codes, self.setup = name, cmds, ok_codes, setup
         self.cwd, self.env, self.limit, self.verify = cwd, env, limit, verify
         self.times, self.cpus, self.peak, self.failed = [], [], 0.0, None
@@ -217,7 +217,7 @@ class Row:
             if self.verify:
                 with open(WORK / "stdout.txt", "wb") as out:
                     t, c, m, code, err = timed(cmd, cwd=self.cwd, env=self.env, limit=left, stdout=out)
-                why = self.verify((WORK / "stdout.txt").read_text(errors="replace"))
+                why = self.verify((WORK / "stdout.txt").read_text(errors="replace"), err)
                 if why and code in self.ok_codes:
                     self.failed = why
                     return
@@ -463,8 +463,14 @@ def run_shape(info, tools, runs, limit, helm_modes=("off", "on"), log=print):
             # a kustomization.yaml's resources out of it): the generated repositories' are in
             # clusters/base, beside the entry clusters/dev.
             fl = info.get("flux_local_entry", entry)
-            found = lambda out: ("finds no Flux Kustomization under --path " + fl
-                                 if "no Kustomization objects found" in out else None)
+            # It also exits 0 or 1 (a diff) when a kustomize/flux command it ran failed or went
+            # over its own 20 s limit.
+            def found(out, err):
+                if "no Kustomization objects found" in out:
+                    return "finds no Flux Kustomization under --path " + fl
+                if "Traceback (most recent call last)" in err:
+                    return "its run failed: " + [l for l in err.splitlines() if l.strip()][-1].strip()[:100]
+                return None
             load.append(Row("flux-local get ks", [[tools["flux-local"], "get", "ks", "--path", fl]],
                             cwd=repo, env=flenv, limit=limit, verify=found))
             change.append(Row("flux-local diff ks", [[tools["flux-local"], "diff", "ks", "--path", fl,
