@@ -3,6 +3,8 @@
 
     python3 bench/run.py [--sizes 1000,10000,100000] [--runs 5] [--large-runs 3] [--out BENCHMARKS.md]
                          [--against OTHER_BINARY]
+                         [--shapes ks-tree,operator,tenants] [--scales 1,10,100] [--repo-dir DIR[:ENTRY]]...
+                         [--flux2-src DIR] [--peer-limit 300] [--peer-runs N] [--helm off,on] [--no-peers]
 
 Generates repositories with ../shared/bench/gen_repo.py (cached under target/bench/), then
 times, in one run: `fluxwave waves`, `plan`, `apply` (on a fresh copy each time), `check`
@@ -11,6 +13,12 @@ binary has it); `baseline_render.py --print-waves` and `--emit-waves` (fresh cop
 `kubectl kustomize` of the flat app tier where it finishes within --kustomize-limit seconds;
 and the floor: reading every byte of the tree once. Medians of --runs runs, peak memory of
 each process (ru_maxrss), ratios against the peer. Writes a Markdown report.
+
+Then, against the peers of issue 18 (bench/peers.py: flate, flux-local, `kubectl kustomize` of
+each Flux Kustomization, got into target/bench/bin/ by the benchmark's own set-up), on the
+generated repositories with a small change on top, the public layouts of bench/shapes.py
+(--shapes at --scales) and the public clones of --repo-dir: the section "Against flate and
+flux-local" of the report, with its own targets.
 """
 import argparse
 import os
@@ -21,6 +29,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import peers
 
 ROOT = Path(__file__).resolve().parent.parent
 # ../shared/bench beside the checkout, or two levels up from a worktree (/work/wt/<name>);
@@ -85,17 +95,8 @@ def fresh_copy(src, dst):
 
 
 def read_floor(repo, runs):
-    """Median time to read every file of the tree once (the floor for any tool)."""
-    times = []
-    files = [p for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts]
-    for _ in range(runs):
-        start = time.perf_counter()
-        total = 0
-        for p in files:
-            with open(p, "rb") as f:
-                total += len(f.read())
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), total / 2**20
+    """Median time to read every file of the tree once (the floor for any tool), and its MiB."""
+    return peers.read_floor(repo, runs)[:2]
 
 
 def has_command(name):
@@ -134,6 +135,17 @@ def main():
     ap.add_argument("--against", metavar="BIN",
                     help="another fluxwave binary (an earlier build): its plan, check and cutover run in "
                          "turns with this build's, and the report gains a table of the two")
+    ap.add_argument("--shapes", default="", help="public layouts of bench/shapes.py, e.g. ks-tree,operator,tenants")
+    ap.add_argument("--scales", default="1,10,100", help="the scales --shapes are made at")
+    ap.add_argument("--repo-dir", action="append", default=[], metavar="DIR[:ENTRY]",
+                    help="a public clone (repeatable): its HEAD~1..HEAD is the change the diffs compare; "
+                         "ENTRY, the Flux entry folder, is guessed when not given")
+    ap.add_argument("--flux2-src", metavar="DIR", help="a clone of fluxcd/flux2 to build the flux CLI from "
+                    "(flux-local shells out to it; `go install` of it is refused)")
+    ap.add_argument("--peer-limit", type=float, default=300.0, help="seconds a peer command may take (then: over the limit)")
+    ap.add_argument("--peer-runs", type=int, help="runs of each command against the peers (default: --runs)")
+    ap.add_argument("--helm", default="off,on", help="Helm rendering modes against the peers")
+    ap.add_argument("--no-peers", action="store_true", help="leave the peers out")
     a = ap.parse_args()
     if not SHARED.exists():
         raise SystemExit(f"{SHARED} not found: the benchmarks need the shared bench scripts")
@@ -142,7 +154,7 @@ def main():
     cutover = has_command("cutover")
     # --kustomize-limit 0 leaves kubectl kustomize out.
     rows, kustomize_ok = [], a.kustomize_limit > 0
-    for n in [int(s) for s in a.sizes.split(",")]:
+    for n in [int(s) for s in a.sizes.split(",") if s]:
         repo, applied = generate(n)
         runs = a.runs if n < 100_000 or a.large_runs is None else a.large_runs
         scratch = WORK / f"scratch-{n}"
@@ -175,7 +187,42 @@ def main():
         shutil.rmtree(scratch, ignore_errors=True)
         rows.append(r)
         print(f"{n}: " + ", ".join(f"{k} {v[0]:.3f}s" for k, v in r.items() if k != "floor" and isinstance(v, tuple)), flush=True)
-    write_report(Path(a.out), rows, cutover, a.runs, a.large_runs or a.runs, a.against)
+    section = [] if a.no_peers else against_peers(a, [n for n in (r["n"] for r in rows)])
+    write_report(Path(a.out), rows, cutover, a.runs, a.large_runs or a.runs, a.against, section)
+
+
+def against_peers(a, sizes):
+    """The report's section against flate, flux-local and kubectl kustomize."""
+    tools, missing = peers.setup(a.flux2_src)
+    infos, skipped = [], []
+    for n in sizes:
+        repo, _ = generate(n)
+        infos.append(peers.generated_pr(repo, n))
+    for layout in [s for s in a.shapes.split(",") if s]:
+        for k in [int(s) for s in a.scales.split(",") if s]:
+            info, why = peers.shape(layout, k)
+            if info:
+                info["name"] = f"{layout} ×{k}"
+                infos.append(info)
+            else:
+                skipped.append((f"{layout} ×{k}", why))
+    infos += [peers.public(d) for d in a.repo_dir]
+    results = []
+    for info in infos:
+        runs = a.peer_runs or (a.runs if (info.get("scale") or 0) < 100_000 or a.large_runs is None else a.large_runs)
+        results.append(peers.run_shape(info, tools, runs, a.peer_limit, [m for m in a.helm.split(",") if m]))
+    return peers.report(results, tools, missing, a.peer_runs or a.runs, a.peer_limit, machine(), skipped)
+
+
+def machine():
+    cpu = next((l.split(":", 1)[1].strip() for l in Path("/proc/cpuinfo").read_text().splitlines()
+                if l.startswith("model name")), platform.processor())
+    kv = subprocess.run(["kubectl", "version", "--client"], capture_output=True, text=True).stdout.split("\n")
+    mem = next((int(l.split()[1]) / 2**20 for l in Path("/proc/meminfo").read_text().splitlines()
+                if l.startswith("MemTotal:")), 0)
+    return (f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB, Linux {platform.release()}; "
+            f"{platform.python_implementation()} {platform.python_version()}; "
+            + "; ".join(l.strip() for l in kv if l.strip()))
 
 
 def against(other, repo, applied, runs):
@@ -198,10 +245,7 @@ def fmt(v):
     return "—" if v is None else f"{v[0]:.3f} s / {v[1]:.0f} MiB"
 
 
-def write_report(out, rows, cutover, runs, large_runs, other=None):
-    cpu = next((l.split(":", 1)[1].strip() for l in Path("/proc/cpuinfo").read_text().splitlines()
-                if l.startswith("model name")), platform.processor())
-    kv = subprocess.run(["kubectl", "version", "--client"], capture_output=True, text=True).stdout.split("\n")
+def write_report(out, rows, cutover, runs, large_runs, other=None, section=()):
     lines = [
         "# Benchmarks",
         "",
@@ -212,9 +256,7 @@ def write_report(out, rows, cutover, runs, large_runs, other=None):
         "on a fresh copy; `check` and `cutover` on the applied tree (cutover between the flat commit",
         "and the applied one, its git objects packed as in a clone).",
         "",
-        f"Machine: {cpu}, {os.cpu_count()} cores, Linux {platform.release()}; "
-        f"{platform.python_implementation()} {platform.python_version()}; "
-        + "; ".join(l.strip() for l in kv if l.strip()) + ".",
+        f"Machine: {machine()}.",
         "",
         "| services | files / MiB | floor (read every byte) | fluxwave waves | peer --print-waves | ratio | "
         "fluxwave plan | fluxwave apply | peer --emit-waves | ratio | fluxwave check | "
@@ -238,6 +280,7 @@ def write_report(out, rows, cutover, runs, large_runs, other=None):
                 lines.append(f"| {r['n']:,} | `{cmd}` | {fmt(ours)} | {fmt(theirs)} | {ours[0] / theirs[0]:.2f} |")
         lines.append("")
     lines += targets({r["n"]: r for r in rows}, cutover)
+    lines += section
     # The hand-written analysis (from "## Notes" on) survives a new run.
     old = out.read_text() if out.exists() else ""
     notes = old[old.index(NOTES):] if NOTES in old else ""
