@@ -176,8 +176,13 @@ def kustomization(resources, **extra):
     return k
 
 
-def component(resources):
-    return {"apiVersion": COMPONENT_API, "kind": "Component", "resources": resources}
+def component(resources, components=()):
+    c = {"apiVersion": COMPONENT_API, "kind": "Component"}
+    if components:
+        c["components"] = list(components)
+    if resources:
+        c["resources"] = resources
+    return c
 
 
 def flux_source_ref(namespace="flux-system"):
@@ -456,7 +461,7 @@ def ks_tree(tree, rng, scale, local_charts):
     # A child Kustomization reads substituteFrom in its own namespace: each namespace gets a
     # copy of the settings, filled in by cluster-apps' substitution from flux-system's.
     # flux-system has the original in the entry and goes without.
-    tree.put("kubernetes/components/common/kustomization.yaml", component(["./alerts"]))
+    tree.put("kubernetes/components/common/kustomization.yaml", component([], ["./alerts"]))
     tree.put("kubernetes/components/cluster-settings/kustomization.yaml", component(["./cluster-settings.yaml"]))
     tree.put("kubernetes/components/cluster-settings/cluster-settings.yaml", configmap(
         "cluster-settings", None, {k: "${%s}" % k for k in settings["data"]}))
