@@ -20,14 +20,15 @@ here imitates the shape of a kind of public repository (our own content, never t
   by `${VOLSYNC_CAPACITY:=5Gi}` and friends) and `gatus` (an endpoint ConfigMap with the nested
   default `${GATUS_SUBDOMAIN:=${APP}}`). flux-operator and a flux-instance HelmRelease whose
   `instance.sync.path` names the entry live in `flux-system`. Scale 1 is 25 namespaces, 85
-  Flux Kustomizations and 72 HelmReleases; scale K repeats the 24 namespaces other than
-  flux-system K times (`media`, `media-2`, ...).
+  Flux Kustomizations, 68 HelmReleases and 412 files; scale K repeats the 24 namespaces
+  other than flux-system K times (`media`, `media-2`, ...).
 - `operator`: a Flux Operator fleet. `clusters/production/flux-instance.yaml` is a
   FluxInstance whose `spec.sync.path` is `clusters/production`, which also holds
   `infrastructure.yaml` (controllers, then configs) and `apps.yaml` (`./apps/production`, a
   Kustomize overlay of `apps/base/<app>`, with values patches). Scale 1 is 10 infrastructure
   controllers and 30 apps (two of three a HelmRelease from a HelmRepository, the rest plain
-  manifests with a PVC); scale K has 30×K apps.
+  manifests with a PVC): 3 Flux Kustomizations, 30 HelmReleases, 162 files; scale K has
+  30×K apps, all in the one `apps` Kustomization.
 - `tenants`: the Flux multi-tenancy layout. `clusters/production/` is `flux bootstrap`'s
   `flux-system/` (the sync only; the controllers' manifests are no part of the benchmark),
   `infrastructure.yaml` and `tenants.yaml`; `tenants/base/<team>/{rbac.yaml,sync.yaml,
@@ -35,7 +36,8 @@ here imitates the shape of a kind of public repository (our own content, never t
   keeps its own ServiceAccount and `targetNamespace` but reads `./teams/<team>/production`
   from the flux-system GitRepository instead of a repository of its own, so the whole tree
   builds offline (cross-namespace source references must stay allowed). Scale 1 is 10 tenants
-  of 5 apps each (the public example has one); scale K has 10×K tenants.
+  of 5 apps each (the public example has one): 14 Flux Kustomizations, 11 HelmReleases,
+  271 files; scale K has 10×K tenants.
 
 `--local-charts` makes every HelmRelease use the small chart written to `charts/app`
 (`spec.chart.spec.chart: ./charts/app` from GitRepository flux-system: a Deployment, a
@@ -45,7 +47,7 @@ Without it the charts are remote and only a tool's non-Helm path can judge them.
 OUT_DIR (absent or empty) becomes a git repository with two commits on `main`: `HEAD~1` the
 base and `HEAD` a pull request's kind of change: one HelmRelease's values edited, one
 resource edited, and one app removed from the kustomization that lists it (its folder
-deleted), so its objects, a PersistentVolumeClaim among them, are pruned. Same arguments,
+deleted too, but in `tenants`, where the tenant's staging still lists it), so its objects, a PersistentVolumeClaim among them, are pruned. Same arguments,
 same bytes and same commit ids (fixed seed, author, committer and dates). Prints one line of
 JSON: layout, scale, path, entry (the folder holding the cluster's Flux entry, relative to
 OUT_DIR), kustomizations and helmreleases (the Flux objects written in HEAD's files; the
