@@ -17,6 +17,9 @@ use crate::fs::Undecodable;
 use crate::yaml::Text;
 
 mod ignore;
+mod objects;
+
+pub use objects::GitObjects;
 
 pub use ignore::{Matcher, IGNORE_FILE};
 
@@ -456,10 +459,28 @@ pub fn first_parent_steps(root: &Path, range: &str) -> Result<Vec<String>> {
     Ok(steps)
 }
 
-/// The subject line of commit `rev`.
-pub fn subject(root: &Path, rev: &str) -> Result<String> {
-    let out = run_git(root, &["log", "-1", "--format=%s", "--end-of-options", rev])?;
-    Ok(String::from_utf8_lossy(&out).trim().to_string())
+/// The subject line of each commit of `steps` after the first (as `first_parent_steps`
+/// gives them), by commit id: one git run for the whole history.
+pub fn subjects(root: &Path, steps: &[String]) -> Result<HashMap<String, String>> {
+    let (Some(first), Some(last)) = (steps.first(), steps.last()) else {
+        return Ok(HashMap::new());
+    };
+    let out = run_git(
+        root,
+        &[
+            "log",
+            "--first-parent",
+            "--format=%H%x00%s",
+            "--end-of-options",
+            last,
+            &format!("^{first}"),
+        ],
+    )?;
+    Ok(String::from_utf8_lossy(&out)
+        .lines()
+        .filter_map(|l| l.split_once('\0'))
+        .map(|(id, s)| (id.to_string(), s.trim().to_string()))
+        .collect())
 }
 
 fn run_git(root: &Path, args: &[&str]) -> Result<Vec<u8>> {
@@ -637,27 +658,47 @@ impl FileTree {
     /// id) from there and adding the ones it reads: two revisions that share most files read
     /// each from git once.
     pub fn from_git_sharing(root: &Path, rev: &str, blobs_read: &mut Blobs) -> Result<FileTree> {
-        require_git(root)?;
-        let spec = format!("{rev}^{{commit}}");
-        let oid = git(root)
-            .args([
-                "rev-parse",
-                "--verify",
-                "--quiet",
-                "--end-of-options",
-                &spec,
-            ])
-            .stderr(Stdio::null())
-            .output()
-            .map_err(|e| Error::git(&["rev-parse"], cannot_run(&e)))?;
-        if !oid.status.success() {
-            return Err(Error::Usage(format!(
+        FileTree::from_git_reading(root, rev, blobs_read, None)
+    }
+
+    /// `from_git_sharing`, reading the objects through `objects` when given (one git
+    /// process for every revision of a history) instead of running git for each.
+    pub fn from_git_reading(
+        root: &Path,
+        rev: &str,
+        blobs_read: &mut Blobs,
+        mut objects: Option<&mut GitObjects>,
+    ) -> Result<FileTree> {
+        let missing_rev = || {
+            Error::Usage(format!(
                 "revision `{rev}` does not exist in {} (try a branch, a tag or a commit id)",
                 root.display()
-            )));
-        }
-        let oid = String::from_utf8_lossy(&oid.stdout).trim().to_string();
-        let listing = run_git(root, &["ls-tree", "-r", "-z", "--end-of-options", &oid])?;
+            ))
+        };
+        let (oid, listing) = match objects.as_deref_mut() {
+            Some(objects) => objects.commit(rev)?.ok_or_else(missing_rev)?,
+            None => {
+                require_git(root)?;
+                let spec = format!("{rev}^{{commit}}");
+                let oid = git(root)
+                    .args([
+                        "rev-parse",
+                        "--verify",
+                        "--quiet",
+                        "--end-of-options",
+                        &spec,
+                    ])
+                    .stderr(Stdio::null())
+                    .output()
+                    .map_err(|e| Error::git(&["rev-parse"], cannot_run(&e)))?;
+                if !oid.status.success() {
+                    return Err(missing_rev());
+                }
+                let oid = String::from_utf8_lossy(&oid.stdout).trim().to_string();
+                let listing = run_git(root, &["ls-tree", "-r", "-z", "--end-of-options", &oid])?;
+                (oid, listing)
+            }
+        };
         let mut paths = Vec::new();
         let mut blobs = Vec::new();
         // `.sourceignore` files are read apart: not decoded as manifests are (`decoded`).
@@ -713,7 +754,12 @@ impl FileTree {
                 .map_or("", |i| paths[i].as_str());
             format!("{short}:{path}")
         };
-        let contents = cat_blobs(root, &missing, &|b| shown(&paths, &blobs, b))?;
+        let mut read_blobs =
+            |ids: &[String], name: &dyn Fn(&str) -> String| match objects.as_deref_mut() {
+                Some(objects) => objects.blobs(ids, name),
+                None => cat_blobs(root, ids, name),
+            };
+        let contents = read_blobs(&missing, &|b| shown(&paths, &blobs, b))?;
         // A blob that is not text as kustomize reads it is unreadable in this tree (and read
         // again by the next, which is rare).
         let mut bad = HashMap::new();
@@ -727,9 +773,7 @@ impl FileTree {
                 }
             }
         }
-        let ignores = cat_blobs(root, &ignore_blobs, &|b| {
-            shown(&ignore_paths, &ignore_blobs, b)
-        })?;
+        let ignores = read_blobs(&ignore_blobs, &|b| shown(&ignore_paths, &ignore_blobs, b))?;
         let files = paths
             .into_iter()
             .zip(blobs)

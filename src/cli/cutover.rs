@@ -53,9 +53,13 @@ pub fn run_each(
 ) -> Result<Outcome> {
     let steps = crate::tree::first_parent_steps(root, range)?;
     let reports = cutover::analyse_steps(root, &steps, envs)?;
+    let subjects = match format {
+        ReportFormat::Text => crate::tree::subjects(root, &steps).unwrap_or_default(),
+        ReportFormat::Json => Default::default(),
+    };
     for (i, (pair, report)) in steps.windows(2).zip(&reports).enumerate() {
         if let ReportFormat::Text = format {
-            let subject = crate::tree::subject(root, &pair[1]).unwrap_or_default();
+            let subject = subjects.get(&pair[1]).map_or("", String::as_str);
             let head = format!(
                 "== step {} of {}: {} {}\n",
                 i + 1,

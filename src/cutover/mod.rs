@@ -18,7 +18,7 @@ use crate::flux::discover::{self, Environment};
 use crate::flux::inventory::{self, Inventory, Owner};
 pub use crate::kustomize::object::ObjectId;
 use crate::kustomize::Remembered;
-use crate::tree::{Blobs, FileTree, Footprint};
+use crate::tree::{Blobs, FileTree, Footprint, GitObjects};
 pub use rules::Deletion;
 
 #[derive(Debug, Clone, Serialize)]
@@ -178,11 +178,12 @@ pub fn analyse_steps(
         return Ok(Vec::new());
     };
     let mut blobs = Blobs::default();
-    let mut old = FileTree::from_git_sharing(root, first, &mut blobs)?;
+    let mut objects = GitObjects::open(root)?;
+    let mut old = FileTree::from_git_reading(root, first, &mut blobs, Some(&mut objects))?;
     let mut older: Vec<Kept> = Vec::new();
     let mut out = Vec::with_capacity(steps.len().saturating_sub(1));
     for pair in steps.windows(2) {
-        let new = FileTree::from_git_sharing(root, &pair[1], &mut blobs)?;
+        let new = FileTree::from_git_reading(root, &pair[1], &mut blobs, Some(&mut objects))?;
         let config = config_in_force(root, &old, &new)?;
         let (built, newer) = Builds::of_reusing(
             &old,
