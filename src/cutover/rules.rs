@@ -392,7 +392,7 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
         .zip(&out)
         .filter(|((id, _), d)| d.is_some() && id.kind == "CustomResourceDefinition")
         .filter_map(|((id, e), _)| {
-            let (g, k, _) = crd_kind(e.whole.as_ref()?)?;
+            let (g, k, _) = crd_kind(e.whole.as_deref()?)?;
             Some((g, k, *id))
         })
         .collect();

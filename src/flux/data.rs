@@ -753,7 +753,7 @@ mod tests {
             file: "apps/x.yaml".into(),
             index: 0,
             facts: Default::default(),
-            whole: whole.map(Box::new),
+            whole: whole.map(std::sync::Arc::new),
             release: None,
         };
         let pvc = id("", "PersistentVolumeClaim", "db", "data");

@@ -16,7 +16,7 @@ use super::{Kustomization, SourceRef, KUSTOMIZE_GROUP};
 use crate::kustomize::envsubst::Lookup;
 use crate::kustomize::object::{kept_whole, Facts, ObjectId};
 use crate::kustomize::{BuildError, Builder, FluxSpec, Resource, Warning};
-use crate::kustomize::{Remembered, Remembering};
+use crate::kustomize::{Remembered, Remembering, Shared};
 use crate::tree::{FileTree, Footprint};
 
 /// A Flux Kustomization as the cluster would hold it after this revision is applied.
@@ -202,7 +202,8 @@ pub struct Entry {
     pub file: Arc<str>,
     pub index: usize,
     pub facts: Facts,
-    pub whole: Option<Box<Value>>,
+    /// Shared with the build it came from when it is kept for a history's next step.
+    pub whole: Option<Arc<Value>>,
     /// For a HelmRelease, what its chart renders (or why it is not rendered), once
     /// `helm::render` has run over the inventory.
     pub release: Option<Arc<super::release::Release>>,
@@ -217,6 +218,7 @@ impl Entry {
         variables: &Option<Vec<String>>,
         id: &ObjectId,
         r: Cow<'_, Resource>,
+        shared: Option<&Shared>,
         whole: bool,
     ) -> Entry {
         let mut facts = r.facts(false);
@@ -228,8 +230,13 @@ impl Entry {
             file: file.clone(),
             facts,
             index: r.index,
-            whole: (whole || kept_whole(&id.group, &id.kind))
-                .then(|| Box::new(r.into_owned().value)),
+            whole: (whole || kept_whole(&id.group, &id.kind)).then(|| match (r, shared) {
+                // An object kept for the next step as it is built is shared, not copied.
+                (Cow::Borrowed(r), Some(cell)) => {
+                    cell.get_or_init(|| Arc::new(r.value.clone())).clone()
+                }
+                (r, _) => Arc::new(r.into_owned().value),
+            }),
             release: None,
         }
     }
@@ -711,33 +718,27 @@ fn build_pass(
             failure: None,
             undefined: BTreeSet::new(),
             whole,
+            file: Arc::from(""),
         };
         let (queued, warned, duplicated) =
             (queue.len(), extra_warnings.len(), inv.duplicates.len());
         let mut recorded = 0;
-        let mut file: Arc<str> = Arc::from("");
         builder.start_owner();
         let spec = owner.flux_spec(format!("{where_} ({})", owner.id));
         let dir = path.trim_end_matches('/');
-        let built = builder.build_owner_remembered(memo.as_mut(), dir, &spec, &mut |r: Cow<
-            '_,
-            Resource,
-        >| {
+        let mut each = |r: Cow<'_, Resource>, shared: Option<&Shared>| {
             recorded += 1;
-            // The objects of a file come together: its path is shared.
-            if *file != *r.file {
-                file = Arc::from(r.file.as_str());
-            }
             record(
                 &mut inv,
                 &mut queue,
                 &mut extra_warnings,
                 &mut sources,
                 &mut building,
-                &file,
                 r,
+                shared,
             );
-        });
+        };
+        let built = builder.build_owner_remembered(memo.as_mut(), dir, &spec, &mut each);
         let undefined = std::mem::take(&mut building.undefined);
         let built = built
             .map_err(|e| e.to_string())
@@ -902,22 +903,29 @@ struct Building<'a> {
     undefined: BTreeSet<String>,
     /// Whether its entries keep their objects whole (`build_whole`).
     whole: bool,
+    /// The file of the object being recorded: the objects of a file come together, and
+    /// share its path.
+    file: Arc<str>,
 }
 
-/// Records object `r` of the build of `building`, written in `file`: its variables are
-/// substituted, then a Flux Kustomization becomes an owner to build next, any other object
-/// an entry of the inventory unless an earlier owner has it already; a ConfigMap or Secret
-/// is a `substituteFrom` source for the owners that read it.
+/// Records object `r` of the build of `building`: its variables are substituted, then a Flux
+/// Kustomization becomes an owner to build next, any other object an entry of the inventory
+/// unless an earlier owner has it already; a ConfigMap or Secret is a `substituteFrom`
+/// source for the owners that read it. `shared` holds its whole value when the build is
+/// remembered (see `Entry::new`).
 fn record(
     inv: &mut Inventory,
     queue: &mut VecDeque<ObjectId>,
     warnings: &mut Vec<Warning>,
     sources: &mut BTreeMap<ObjectId, (Arc<ObjectId>, Source)>,
     building: &mut Building,
-    file: &Arc<str>,
     mut r: Cow<'_, Resource>,
+    shared: Option<&Shared>,
 ) {
-    let owner = building.owner;
+    if *building.file != *r.file {
+        building.file = Arc::from(r.file.as_str());
+    }
+    let (owner, file) = (building.owner, &building.file.clone());
     // The variables it needs as written (the lints read them), before they are substituted.
     let written = building.vars.is_some().then(|| r.facts(true).variables);
     let mut unknown = BTreeSet::new();
@@ -998,12 +1006,12 @@ fn record(
                     "{id} is applied by both {first} and {owner}; Flux counts it as {first}'s"
                 ),
             });
-            let entry = Entry::new(owner, file, &written, &id, r, building.whole);
+            let entry = Entry::new(owner, file, &written, &id, r, shared, building.whole);
             inv.duplicates.push((id, entry));
         }
         btree_map::Entry::Occupied(_) => {}
         btree_map::Entry::Vacant(v) => {
-            let entry = Entry::new(owner, file, &written, v.key(), r, building.whole);
+            let entry = Entry::new(owner, file, &written, v.key(), r, shared, building.whole);
             v.insert(entry);
         }
     }

@@ -21,7 +21,7 @@ pub mod target;
 mod transform;
 mod types;
 
-pub use remember::{Remembered, Remembering};
+pub use remember::{Remembered, Remembering, Shared};
 pub use resolve::{resolve, resolve_under, Ref};
 pub use resource::Resource;
 

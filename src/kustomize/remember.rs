@@ -10,6 +10,9 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, OnceLock};
+
+use serde_json::Value;
 
 use super::{BuildError, Builder, FluxSpec, Resource, Warning};
 use crate::tree::{Changes, FileTree, Footprint};
@@ -36,9 +39,13 @@ struct Context {
 struct Kept {
     spec: FluxSpec,
     footprint: Footprint,
-    emitted: Vec<Resource>,
+    emitted: Vec<(Resource, Shared)>,
     warnings: Vec<Warning>,
 }
+
+/// An object of a kept build as the inventory keeps it whole, made once and shared by every
+/// revision whose build replays it unchanged.
+pub type Shared = OnceLock<Arc<Value>>;
 
 /// A build of one tree that replays what it may of `Remembered` builds of an earlier one and
 /// keeps its own for the next.
@@ -94,16 +101,17 @@ impl<'a> Builder<'a> {
     /// `build_owner`, replayed from `memo` when the same folder was built with the same spec
     /// and none of the files it read changed; otherwise built, and kept when it succeeds.
     /// Without `memo`, `build_owner`. Objects are handed to `emit` borrowed where they are
-    /// kept: one that is not changed on the way is not copied.
+    /// kept, with the cell their whole value is shared in: one that is not changed on the way
+    /// is not copied.
     pub fn build_owner_remembered(
         &mut self,
         memo: Option<&mut Remembering>,
         dir: &str,
         spec: &FluxSpec,
-        emit: &mut dyn FnMut(Cow<'_, Resource>),
+        emit: &mut dyn FnMut(Cow<'_, Resource>, Option<&Shared>),
     ) -> Result<(), BuildError> {
         let Some(memo) = memo.filter(|m| m.now.tree.is_some()) else {
-            return self.build_owner(dir, spec, &mut |r| emit(Cow::Owned(r)));
+            return self.build_owner(dir, spec, &mut |r| emit(Cow::Owned(r), None));
         };
         let changes = &memo.changes;
         let same = memo.before.builds.get_mut(dir).and_then(|kept| {
@@ -114,8 +122,8 @@ impl<'a> Builder<'a> {
         });
         if let Some(kept) = same {
             self.warnings.extend(kept.warnings.iter().cloned());
-            for r in &kept.emitted {
-                emit(Cow::Borrowed(r));
+            for (r, shared) in &kept.emitted {
+                emit(Cow::Borrowed(r), Some(shared));
             }
             memo.replayed += 1;
             memo.now
@@ -130,9 +138,9 @@ impl<'a> Builder<'a> {
         let warned = self.warnings.len();
         let mut emitted = Vec::new();
         let built = self.build_owner(dir, spec, &mut |r: Resource| {
-            emitted.push(r);
-            if let Some(r) = emitted.last() {
-                emit(Cow::Borrowed(r));
+            emitted.push((r, Shared::new()));
+            if let Some((r, shared)) = emitted.last() {
+                emit(Cow::Borrowed(r), Some(shared));
             }
         });
         let footprint = self.tree.take_footprint();
