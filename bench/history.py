@@ -15,11 +15,17 @@ commit changes (`git diff --name-only`); every other one (a removed owner, a del
 Namespace, a changed patch or variable elsewhere) is printed for a look by hand. The summary counts the verdicts; `--show` prints the commits of
 one kind with their deletions, for checking each against `git show --stat COMMIT`.
 
+With `--each`, the same history is also judged by one `cutover --each OLDEST..HEAD`, and
+every step's report is compared with the separate run's (they must be identical, byte for
+byte as JSON values); its time is the median of `--each-runs` runs, and the time per commit
+after the first is (time of the whole range - time of its first step alone) / (steps - 1).
+
 Read-only: the clone is never written (cutover reads both revisions from git).
 """
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -36,6 +42,8 @@ def main():
     ap.add_argument("--commits", type=int, default=300)
     ap.add_argument("--out")
     ap.add_argument("--show", choices=["flagged", "incomplete", "all"])
+    ap.add_argument("--each", action="store_true", help="compare with one `cutover --each` run and time it")
+    ap.add_argument("--each-runs", type=int, default=3)
     a = ap.parse_args()
 
     commits = git(a.repo, "rev-list", "--first-parent", f"--max-count={a.commits + 1}", "HEAD").split()
@@ -52,6 +60,7 @@ def main():
         if run.returncode in (0, 1):
             doc = json.loads(run.stdout)
             changed = set(git(a.repo, "diff", "--no-renames", "--name-only", parent, commit).split("\n"))
+            r["doc"] = doc
             r["verdict"] = doc["verdict"]
             r["environments"] = doc["environments"]
             r["deletions"] = [
@@ -77,6 +86,8 @@ def main():
         "seconds": {"total": round(sum(r["seconds"] for r in results), 1),
                     "max": max((r["seconds"] for r in results), default=0)},
     }
+    if a.each:
+        summary["each"] = each(a, commits, results)
     print(json.dumps(summary, indent=2))
     for c, d in unexplained[:40]:
         print(f"unexplained: {c} {d}")
@@ -93,9 +104,43 @@ def main():
                     print(f"    {w[:200]}")
                 if r.get("error"):
                     print(f'  error: {r["error"]}')
+    for r in results:
+        r.pop("doc", None)
     if a.out:
         with open(a.out, "w") as f:
             json.dump({"summary": summary, "results": results}, f, indent=1)
+
+
+def each(a, commits, results):
+    """`cutover --each` over the whole history: its steps compared with the separate runs,
+    and its time."""
+    oldest, first = commits[-1], commits[-2]
+
+    def timed(range_):
+        times, out = [], None
+        for _ in range(a.each_runs):
+            start = time.monotonic()
+            run = subprocess.run([a.bin, "--repo", a.repo, "cutover", "--each", range_, "--format", "json"],
+                                 capture_output=True, text=True)
+            times.append(time.monotonic() - start)
+            if run.returncode not in (0, 1):
+                raise SystemExit(f"cutover --each {range_}: exit {run.returncode}\n{run.stderr}")
+            out = json.loads(run.stdout)
+        return statistics.median(times), out
+
+    whole, doc = timed(f"{oldest}..HEAD")
+    alone, _ = timed(f"{oldest}..{first}")
+    steps = doc["steps"]
+    # `results` runs newest first; the steps oldest first.
+    separate = list(reversed(results))
+    mismatched = [r["commit"][:10] for r, s in zip(separate, steps) if r.get("doc") != s]
+    if len(steps) != len(separate):
+        mismatched.append(f"{len(steps)} steps for {len(separate)} pairs")
+    n = len(steps)
+    return {"steps": n, "mismatched": mismatched, "seconds": round(whole, 3),
+            "first_step_seconds": round(alone, 3),
+            "ms_per_commit_after_first": round((whole - alone) / max(n - 1, 1) * 1000, 2),
+            "separate_ms_per_commit": round(sum(r["seconds"] for r in results) / max(len(results), 1) * 1000, 1)}
 
 
 if __name__ == "__main__":
