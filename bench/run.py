@@ -145,6 +145,9 @@ def main():
     ap.add_argument("--peer-limit", type=float, default=300.0, help="seconds a peer command may take (then: over the limit)")
     ap.add_argument("--peer-runs", type=int, help="runs of each command against the peers (default: --runs)")
     ap.add_argument("--helm", default="off,on", help="Helm rendering modes against the peers")
+    ap.add_argument("--helm-max-scale", type=int, default=10,
+                    help="Helm rendering on only for the shapes of bench/shapes.py up to this scale (their charts "
+                         "are in the tree); the public clones' charts cannot be pulled offline")
     ap.add_argument("--no-peers", action="store_true", help="leave the peers out")
     a = ap.parse_args()
     if not SHARED.exists():
@@ -210,7 +213,10 @@ def against_peers(a, sizes):
     results = []
     for info in infos:
         runs = a.peer_runs or (a.runs if (info.get("scale") or 0) < 100_000 or a.large_runs is None else a.large_runs)
-        results.append(peers.run_shape(info, tools, runs, a.peer_limit, [m for m in a.helm.split(",") if m]))
+        modes = [m for m in a.helm.split(",") if m]
+        if info.get("layout") not in a.shapes.split(",") or (info.get("scale") or 0) > a.helm_max_scale:
+            modes = [m for m in modes if m != "on"]
+        results.append(peers.run_shape(info, tools, runs, a.peer_limit, modes))
     return peers.report(results, tools, missing, a.peer_runs or a.runs, a.peer_limit, machine(), skipped)
 
 
