@@ -148,6 +148,19 @@ pub enum BuildError {
         document: usize,
         missing: &'static str,
     },
+    /// A folder listed under `resources` whose kustomization is a Component, or one listed
+    /// under `components` whose kustomization is not (kustomize's
+    /// `KustTarget.accumulateDirectory`: "expected kind != 'Component' for path", "expected
+    /// kind 'Component' for path ... but got"). `what` names the entry, `kustomization` the
+    /// folder's kustomization file. The kustomization a build starts from may be either kind.
+    #[error("{what} `{entry}`: `{kustomization}` is {is}; kustomize fails: {says}")]
+    WrongKind {
+        what: String,
+        entry: String,
+        kustomization: String,
+        is: String,
+        says: String,
+    },
     /// A kustomization, manifest or patch that kustomize would not read: the file, and what
     /// is wrong with it.
     #[error("{0}")]
@@ -629,13 +642,21 @@ impl<'a> Builder<'a> {
         failed.map_or(Ok(()), Err)
     }
 
-    /// `build_dir`, handing each object to `emit` in build order.
-    fn stream_dir(&mut self, dir: &str, emit: &mut Emit) -> Result<(), BuildError> {
+    /// The folder `dir` that entry `entry` of `resources` (named `what`) lists, built as
+    /// `build_dir` builds it, each object handed to `emit` in build order. Its kustomization
+    /// may not be a Component (see `check_kind`).
+    fn stream_dir(
+        &mut self,
+        dir: &str,
+        (what, entry): (&str, &str),
+        emit: &mut Emit,
+    ) -> Result<(), BuildError> {
         let file = self
             .kustomization_file(dir)?
             .ok_or_else(|| BuildError::NoKustomization(dir.to_string()))?;
         self.nested(dir, &file, |b| {
             let k = b.read_for_kustomize(&file)?;
+            check_kind((what, entry), dir, &file, &k, false)?;
             b.stream_map(dir, &file, &k, None, emit)
         })
     }
@@ -705,10 +726,19 @@ impl<'a> Builder<'a> {
         result
     }
 
-    /// The kustomization `file` of `dir` built over `acc` (a component's list).
-    fn build_kustomization(&mut self, dir: &str, file: &str, mut acc: Vec<Resource>) -> Built {
+    /// The component `file` of `dir`, which entry `entry` of `components` (named `what`)
+    /// lists, built over `acc` (the list of the kustomization it is a component of). Its
+    /// kustomization must be a Component (see `check_kind`).
+    pub(super) fn build_component(
+        &mut self,
+        dir: &str,
+        file: &str,
+        (what, entry): (&str, &str),
+        mut acc: Vec<Resource>,
+    ) -> Built {
         self.nested(dir, file, |b| {
             let k = b.read_for_kustomize(file)?;
+            check_kind((what, entry), dir, file, &k, true)?;
             b.resources(dir, file, &k, &mut |r| acc.push(r))?;
             b.transform(file, dir, &k, acc, None)
         })
@@ -759,7 +789,7 @@ impl<'a> Builder<'a> {
             .collect();
         let mut ahead = Ahead::default();
         for field in ["resources", "bases"] {
-            for entry in list(k, field, file)? {
+            for (i, entry) in list(k, field, file)?.iter().enumerate() {
                 let Some((entry, path)) = self.local_entry(
                     file,
                     dir,
@@ -774,7 +804,8 @@ impl<'a> Builder<'a> {
                     ahead.next(self, &files);
                     self.load_file(&path)?.into_iter().for_each(&mut *emit);
                 } else if self.tree.is_dir(&path) {
-                    self.stream_dir(&path, emit)?;
+                    let what = format!("{file}: {field}[{i}]");
+                    self.stream_dir(&path, (&what, entry), emit)?;
                 } else {
                     return Err(BuildError::MissingResource {
                         file: file.to_string(),
@@ -1002,6 +1033,46 @@ fn is_local_relative(path: &str) -> bool {
             .strip_prefix("file://")
             .unwrap_or(&lower)
             .starts_with('/')
+}
+
+/// Kustomize's check of a folder one kustomization lists (`KustTarget.accumulateDirectory`,
+/// since components came, kustomize v3.8; v5.8 still): a folder under `components` must hold
+/// a Component ("expected kind 'Component' for path '...' but got '...'"), one under
+/// `resources` (or `bases`) must not ("expected kind != 'Component' for path '...'"). Its
+/// kind is `Kustomization` when it says none (`Kustomization.FixKustomization`). Only listed
+/// folders are checked: `kustomize build` of a Component's own folder builds it, and so does
+/// Flux at a `spec.path` (fluxcd/pkg's generator keeps the kind it finds). `what` and `entry`
+/// name the entry, `file` is the kustomization of `dir`.
+fn check_kind(
+    (what, entry): (&str, &str),
+    dir: &str,
+    file: &str,
+    k: &Map<String, Value>,
+    component: bool,
+) -> Result<(), BuildError> {
+    let kind = match k.get("kind").and_then(Value::as_str) {
+        None | Some("") => "Kustomization",
+        Some(kind) => kind,
+    };
+    let path = if dir.is_empty() { "." } else { dir };
+    let (is, says) = match (component, kind == "Component") {
+        (true, false) => (
+            format!("a {kind}, not a Component"),
+            format!("expected kind 'Component' for path '{path}' but got '{kind}'"),
+        ),
+        (false, true) => (
+            "a Component, which only `components` may list".to_string(),
+            format!("expected kind != 'Component' for path '{path}'"),
+        ),
+        _ => return Ok(()),
+    };
+    Err(BuildError::WrongKind {
+        what: what.to_string(),
+        entry: entry.to_string(),
+        kustomization: file.to_string(),
+        is,
+        says,
+    })
 }
 
 fn list<'v>(k: &'v Map<String, Value>, field: &str, file: &str) -> Result<&'v [Value], String> {
@@ -1484,5 +1555,79 @@ mod tests {
             .build_owner("app", &labelled, &mut |r| out.push(r))
             .unwrap();
         assert_eq!(out[0].value["metadata"]["labels"]["team"], "media");
+    }
+
+    /// Kustomize's `KustTarget.accumulateDirectory`: a folder reached through `resources`
+    /// (or `bases`) must not be a Component, one reached through `components` must be one;
+    /// the folder a build starts from may be either (`kustomize build` of a Component, or a
+    /// Flux `spec.path` holding one, builds).
+    #[test]
+    fn a_folder_is_a_component_only_where_components_lists_it() {
+        const COMPONENT: &str = "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n";
+        let tree = FileTree::from_files([
+            (
+                "components/common/kustomization.yaml",
+                format!("{COMPONENT}resources: [./alerts]\n").leak() as &str,
+            ),
+            (
+                "components/common/alerts/kustomization.yaml",
+                format!("{COMPONENT}resources: [cm.yaml]\n").leak(),
+            ),
+            ("components/common/alerts/cm.yaml", CM),
+            (
+                "apps/kustomization.yaml",
+                "components: [../components/common]\n",
+            ),
+            ("base/kustomization.yaml", "resources: [cm.yaml]\n"),
+            ("base/cm.yaml", CM),
+            ("wrong/kustomization.yaml", "components: [../base]\n"),
+            (
+                "generated/c/kustomization.yaml",
+                format!("{COMPONENT}resources: [cm.yaml]\n").leak(),
+            ),
+            ("generated/c/cm.yaml", CM),
+        ]);
+        let err = |dir: &str| Builder::new(&tree).build_flux_path(dir).unwrap_err();
+        assert_eq!(
+            err("apps"),
+            BuildError::WrongKind {
+                what: "components/common/kustomization.yaml: resources[0]".into(),
+                entry: "./alerts".into(),
+                kustomization: "components/common/alerts/kustomization.yaml".into(),
+                is: "a Component, which only `components` may list".into(),
+                says: "expected kind != 'Component' for path 'components/common/alerts'".into(),
+            }
+        );
+        assert_eq!(
+            err("wrong").to_string(),
+            "wrong/kustomization.yaml: components[0] `../base`: `base/kustomization.yaml` is a \
+             Kustomization, not a Component; kustomize fails: expected kind 'Component' for \
+             path 'base' but got 'Kustomization'"
+        );
+        // Flux's generated kustomization lists the sub-folder under `resources`.
+        assert!(matches!(err("generated"), BuildError::WrongKind { .. }));
+        // A spec.components entry is named as the spec's.
+        let spec = FluxSpec {
+            what: "ks.yaml (Kustomization/flux-system/app)".into(),
+            components: vec!["../../base".into()],
+            ..FluxSpec::default()
+        };
+        let e = Builder::new(&tree)
+            .build_owner("generated/c", &spec, &mut |_| {})
+            .unwrap_err();
+        assert!(
+            e.to_string().starts_with(
+                "ks.yaml (Kustomization/flux-system/app): spec.components[0] `../../base`:"
+            ),
+            "{e}"
+        );
+        // A Component built on its own builds.
+        for dir in ["components/common/alerts", "generated/c"] {
+            assert_eq!(Builder::new(&tree).build_dir(dir).map(|o| o.len()), Ok(1));
+            assert_eq!(
+                Builder::new(&tree).build_flux_path(dir).map(|o| o.len()),
+                Ok(1)
+            );
+        }
     }
 }

@@ -42,15 +42,15 @@ impl Builder<'_> {
             else {
                 continue;
             };
+            let what = Appended::name(appended, file, "components", i);
             let kfile = self.kustomization_file(&path)?.ok_or_else(|| {
-                let what = Appended::name(appended, file, "components", i);
                 if self.tree.is_dir(&path) {
                     format!("{what}: component `{entry}` has no kustomization.yaml")
                 } else {
                     format!("{what}: component `{entry}` does not exist")
                 }
             })?;
-            acc = self.build_kustomization(&path, &kfile, acc)?;
+            acc = self.build_component(&path, &kfile, (&what, entry), acc)?;
         }
         self.generators(file, k, &mut acc)?;
         // Everything accumulated: kustomize appends each object to the list, refusing an
