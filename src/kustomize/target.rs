@@ -54,6 +54,11 @@ impl PatchTarget {
         parse_target(v, what).map(PatchTarget)
     }
 
+    /// Whether the target reads labels or annotations (a selector of either).
+    pub fn reads_metadata_maps(&self) -> bool {
+        self.0.labels.is_some() || self.0.annotations.is_some()
+    }
+
     /// Whether the target selects `obj` (every field given must match).
     pub fn matches(&self, obj: &ObjectRef) -> bool {
         let t = &self.0;
