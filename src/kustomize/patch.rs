@@ -99,12 +99,16 @@ impl Builder<'_> {
             // document selects by, else all.
             let by_name = match &target {
                 Some(t) => t.exact_name(),
-                None => Some(doc.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("")),
+                None => Some(
+                    doc.pointer("/metadata/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or(""),
+                ),
             };
             let candidates: Vec<usize> = match by_name {
-                Some(name) if !self.plain_patches => names
-                    .get_or_insert_with(|| Names::of(&acc))
-                    .named(name),
+                Some(name) if !self.plain_patches => {
+                    names.get_or_insert_with(|| Names::of(&acc)).named(name)
+                }
                 _ => (0..acc.len()).collect(),
             };
             if let Value::Array(ops) = &doc {
@@ -376,6 +380,9 @@ pub fn json6902(doc: &mut Value, ops: &[Value]) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod differential;
 
 #[cfg(test)]
 mod tests {
