@@ -92,6 +92,9 @@ pub struct Builder<'a> {
     stack: Vec<String>,
     /// How many times a patch asked whether it selects an object (see `patch::Names`).
     pub(crate) patch_checks: usize,
+    /// Whether every patch asks every object, without `patch::Names`: the plain loop the
+    /// index must agree with (the tests build both ways and compare).
+    pub(crate) plain_patches: bool,
     /// Whether every object is kept whole as it is loaded (see `keep_objects_whole`).
     whole: bool,
 }
@@ -306,6 +309,7 @@ impl<'a> Builder<'a> {
             cluster_kinds: BTreeSet::new(),
             stack: Vec::new(),
             patch_checks: 0,
+            plain_patches: false,
             whole: false,
         }
     }

@@ -2,6 +2,7 @@
 //! delete`/`replace`) and JSON 6902, applied to the objects a target selects.
 
 use serde_json::{Map, Value};
+use std::collections::HashMap;
 
 use super::object::group_of;
 use super::target::PatchTarget;
@@ -10,21 +11,23 @@ use crate::tree::FileTree;
 use crate::yaml;
 
 /// Where every name of a build's objects is (the name it has, and those it had before a
-/// prefix, a suffix or a namespace changed it): the objects a strategic-merge patch without
-/// a `target` may select, since it selects by its own header's name. One patch per wave
-/// over one Kustomization per wave would otherwise ask every object of every patch: a
-/// quadratic build for the environment of 100,000 waves. A merge leaves names as they are
-/// (it drops the header's name and namespace), so the index holds until a `$patch: delete`
-/// or a JSON 6902 patch, after which it is made again.
+/// prefix, a suffix or a namespace changed it): the objects a patch may select when it
+/// selects by one name — a strategic-merge patch without a `target` by its own header's
+/// name, a `target` by a name with no pattern in it (`PatchTarget::exact_name`). One patch
+/// per object over one kustomization would otherwise ask every object of every patch: a
+/// quadratic build for an app tier of a thousand releases, each with its values patch, or
+/// for the environment of 100,000 waves. The index follows the objects: a patch that
+/// renames one moves it to its new name (later patches select it by that name, as
+/// kustomize applies each patch to the objects as the earlier ones left them); a
+/// `$patch: delete` drops the index, to be made again when next asked.
 #[derive(Debug, Default)]
 pub(super) struct Names {
-    at: std::collections::HashMap<String, Vec<usize>>,
+    at: HashMap<String, Vec<usize>>,
 }
 
 impl Names {
     fn of(acc: &[Resource]) -> Names {
-        let mut at: std::collections::HashMap<String, Vec<usize>> =
-            std::collections::HashMap::new();
+        let mut at: HashMap<String, Vec<usize>> = HashMap::new();
         for (i, r) in acc.iter().enumerate() {
             let mut names: Vec<&str> = std::iter::once(r.meta_str("name"))
                 .chain(r.previous.iter().map(|(n, _)| n.as_str()))
@@ -37,12 +40,38 @@ impl Names {
         }
         Names { at }
     }
+
+    /// The objects that have or had `name`, in their order.
+    fn named(&self, name: &str) -> Vec<usize> {
+        self.at.get(name).cloned().unwrap_or_default()
+    }
+
+    /// Object `i` (`r`) was named `old` before a patch: it is found by its name now.
+    fn renamed(&mut self, i: usize, old: &str, r: &Resource) {
+        let new = r.meta_str("name");
+        let had = |n: &str| r.previous.iter().any(|(p, _)| p == n);
+        if old == new {
+            return;
+        }
+        if !had(old) {
+            if let Some(v) = self.at.get_mut(old) {
+                if let Ok(k) = v.binary_search(&i) {
+                    v.remove(k);
+                }
+            }
+        }
+        let v = self.at.entry(new.to_string()).or_default();
+        if let Err(k) = v.binary_search(&i) {
+            v.insert(k, i);
+        }
+    }
 }
 
 impl Builder<'_> {
     /// `text` applied to `acc`: every document to the objects `target` selects, or, without
-    /// one, to those its header names. `names` indexes `acc` for the latter (made on first
-    /// use, dropped when a patch may have renamed or removed an object).
+    /// one, to those its header names. `names` indexes `acc` for a document that selects by
+    /// one name (made on first use, kept as the patches rename objects, dropped when one
+    /// removes objects); every other document asks every object.
     pub(super) fn apply_patch(
         &mut self,
         what: &str,
@@ -58,85 +87,94 @@ impl Builder<'_> {
             )
         })?;
         for doc in docs.into_iter().filter(|d| !d.is_null()) {
-            match (&doc, &target) {
-                (Value::Array(ops), Some(t)) => {
-                    *names = None;
-                    for r in acc.iter_mut() {
-                        self.patch_checks += 1;
-                        if r.selected_by(t) {
-                            r.make_whole(self.tree)?;
-                            json6902(&mut r.value, ops).map_err(|e| format!("{what}: {e}"))?;
-                        }
-                    }
+            if let (Value::Array(_), None) = (&doc, &target) {
+                return Err(format!("{what}: a JSON 6902 patch needs a `target`").into());
+            }
+            if !doc.is_array() && !doc.is_object() {
+                return Err(
+                    format!("{what}: a patch must be a mapping or a list of operations").into(),
+                );
+            }
+            // The objects that may be selected, in their order: those of the one name the
+            // document selects by, else all.
+            let by_name = match &target {
+                Some(t) => t.exact_name(),
+                None => Some(
+                    doc.pointer("/metadata/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or(""),
+                ),
+            };
+            let candidates: Vec<usize> = match by_name {
+                Some(name) if !self.plain_patches => {
+                    names.get_or_insert_with(|| Names::of(&acc)).named(name)
                 }
-                (Value::Array(_), None) => {
-                    return Err(format!("{what}: a JSON 6902 patch needs a `target`").into())
-                }
-                (Value::Object(_), _) => {
-                    // The objects that may be selected: all with a target, else those of the
-                    // header's name.
-                    let candidates: Vec<usize> = match (&target, doc.pointer("/metadata/name")) {
-                        (None, Some(Value::String(name))) => names
-                            .get_or_insert_with(|| Names::of(&acc))
-                            .at
-                            .get(name)
-                            .cloned()
-                            .unwrap_or_default(),
-                        (None, _) => Vec::new(),
-                        (Some(_), _) => (0..acc.len()).collect(),
-                    };
-                    let mut selected = Vec::new();
-                    for i in candidates {
-                        self.patch_checks += 1;
-                        let r = &acc[i];
-                        let selects = match &target {
-                            Some(t) => r.selected_by(t),
-                            None => own_match(&doc, r),
-                        };
-                        if selects {
-                            selected.push(i);
-                        }
-                    }
-                    let delete = doc.get("$patch").and_then(Value::as_str) == Some("delete");
-                    if target.is_none() && selected.is_empty() {
-                        return Err(format!(
-                            "{what}: the patch's target {}/{} is not in the build",
-                            doc.get("kind").and_then(Value::as_str).unwrap_or("?"),
-                            doc.pointer("/metadata/name")
-                                .and_then(Value::as_str)
-                                .unwrap_or("?"),
-                        )
-                        .into());
-                    }
-                    if delete {
-                        *names = None;
-                        let mut i = 0;
-                        acc.retain(|_| {
-                            i += 1;
-                            selected.binary_search(&(i - 1)).is_err()
-                        });
-                        continue;
-                    }
-                    let mut patch = doc.clone();
-                    if let Some(meta) = patch.get_mut("metadata").and_then(Value::as_object_mut) {
-                        meta.remove("name");
-                        meta.remove("namespace");
-                    }
-                    if let Some(p) = patch.as_object_mut() {
-                        p.remove("apiVersion");
-                        p.remove("kind");
-                    }
-                    for i in selected {
-                        let r = &mut acc[i];
+                _ => (0..acc.len()).collect(),
+            };
+            if let Value::Array(ops) = &doc {
+                for i in candidates {
+                    self.patch_checks += 1;
+                    let r = &mut acc[i];
+                    if target.as_ref().is_some_and(|t| r.selected_by(t)) {
+                        let old = r.meta_str("name").to_string();
                         r.make_whole(self.tree)?;
-                        merge(&mut r.value, &patch);
+                        json6902(&mut r.value, ops).map_err(|e| format!("{what}: {e}"))?;
+                        if let Some(n) = names.as_mut() {
+                            n.renamed(i, &old, r);
+                        }
                     }
                 }
-                _ => {
-                    return Err(format!(
-                        "{what}: a patch must be a mapping or a list of operations"
-                    )
-                    .into())
+                continue;
+            }
+            let mut selected = Vec::new();
+            for i in candidates {
+                self.patch_checks += 1;
+                let r = &acc[i];
+                let selects = match &target {
+                    Some(t) => r.selected_by(t),
+                    None => own_match(&doc, r),
+                };
+                if selects {
+                    selected.push(i);
+                }
+            }
+            let delete = doc.get("$patch").and_then(Value::as_str) == Some("delete");
+            if target.is_none() && selected.is_empty() {
+                return Err(format!(
+                    "{what}: the patch's target {}/{} is not in the build",
+                    doc.get("kind").and_then(Value::as_str).unwrap_or("?"),
+                    doc.pointer("/metadata/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("?"),
+                )
+                .into());
+            }
+            if delete {
+                *names = None;
+                let mut i = 0;
+                acc.retain(|_| {
+                    i += 1;
+                    selected.binary_search(&(i - 1)).is_err()
+                });
+                continue;
+            }
+            let mut patch = doc.clone();
+            if let Some(meta) = patch.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.remove("name");
+                meta.remove("namespace");
+            }
+            if let Some(p) = patch.as_object_mut() {
+                p.remove("apiVersion");
+                p.remove("kind");
+            }
+            for i in selected {
+                let r = &mut acc[i];
+                let old = r.meta_str("name").to_string();
+                r.make_whole(self.tree)?;
+                merge(&mut r.value, &patch);
+                // A merge keeps the name, unless it replaces or removes all of `metadata`.
+                if let Some(n) = names.as_mut() {
+                    n.renamed(i, &old, r);
                 }
             }
         }
@@ -342,6 +380,9 @@ pub fn json6902(doc: &mut Value, ops: &[Value]) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod differential;
 
 #[cfg(test)]
 mod tests {

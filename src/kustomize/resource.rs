@@ -3,6 +3,7 @@
 //! the rest.
 
 use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 
 use super::object::{
     group_of, kept_whole, string_map, version_of, Facts, ObjectId, KUSTOMIZE_GROUP,
@@ -169,10 +170,16 @@ impl Resource {
     }
 
     pub(super) fn selected_by(&self, target: &PatchTarget) -> bool {
-        let (labels, annotations) = (
-            string_map(&self.value, "labels"),
-            string_map(&self.value, "annotations"),
-        );
+        // The maps are made only for a target with a selector: a patch asks every object
+        // of a build, and most targets select by kind and name alone.
+        let (labels, annotations) = if target.reads_metadata_maps() {
+            (
+                string_map(&self.value, "labels"),
+                string_map(&self.value, "annotations"),
+            )
+        } else {
+            (BTreeMap::new(), BTreeMap::new())
+        };
         let api = self.api_version();
         let current = (self.meta_str("name"), self.meta_str("namespace"));
         std::iter::once(current)

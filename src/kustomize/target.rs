@@ -54,6 +54,22 @@ impl PatchTarget {
         parse_target(v, what).map(PatchTarget)
     }
 
+    /// The one name the target selects, when it gives a name with no regular-expression
+    /// syntax: kustomize anchors a target's name (`^name$`), so such a name matches only
+    /// itself. Letters, digits, `-` and `_` are literal in a pattern; a `.` is not (`a.b`
+    /// selects `axb` too), so a name holding one is not exact.
+    pub fn exact_name(&self) -> Option<&str> {
+        let (name, _) = self.0.name.as_ref()?;
+        name.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            .then_some(name.as_str())
+    }
+
+    /// Whether the target reads labels or annotations (a selector of either).
+    pub fn reads_metadata_maps(&self) -> bool {
+        self.0.labels.is_some() || self.0.annotations.is_some()
+    }
+
     /// Whether the target selects `obj` (every field given must match).
     pub fn matches(&self, obj: &ObjectRef) -> bool {
         let t = &self.0;

@@ -137,12 +137,14 @@ impl Builder<'_> {
             "annotations",
             k.get("commonAnnotations").unwrap_or(&Value::Null),
         );
+        // The names as namespace and affixes left them, indexed again for these patches.
+        let mut names = None;
         for (i, entry) in list(k, "patchesJson6902", file)?.iter().enumerate() {
             let what = format!("{file}: patchesJson6902[{i}]");
             let text = patch_text(self.tree, dir, entry, &what)?;
             let target = target_of(entry, &what)?
                 .ok_or_else(|| format!("{what}: a JSON 6902 patch needs a `target`"))?;
-            acc = self.apply_patch(&what, &text, Some(target), acc, &mut None)?;
+            acc = self.apply_patch(&what, &text, Some(target), acc, &mut names)?;
             patched = true;
         }
         if patched {
