@@ -135,6 +135,7 @@ def main():
     ap.add_argument("--against", metavar="BIN",
                     help="another fluxwave binary (an earlier build): its plan, check and cutover run in "
                          "turns with this build's, and the report gains a table of the two")
+    ap.add_argument("--peer-sizes", help="the generated repositories timed against the peers (default: --sizes)")
     ap.add_argument("--shapes", default="", help="public layouts of bench/shapes.py, e.g. ks-tree,operator,tenants")
     ap.add_argument("--scales", default="1,10,100", help="the scales --shapes are made at")
     ap.add_argument("--repo-dir", action="append", default=[], metavar="DIR[:ENTRY]",
@@ -190,7 +191,8 @@ def main():
         shutil.rmtree(scratch, ignore_errors=True)
         rows.append(r)
         print(f"{n}: " + ", ".join(f"{k} {v[0]:.3f}s" for k, v in r.items() if k != "floor" and isinstance(v, tuple)), flush=True)
-    section = [] if a.no_peers else against_peers(a, [n for n in (r["n"] for r in rows)])
+    sizes = [int(s) for s in a.peer_sizes.split(",") if s] if a.peer_sizes is not None else [r["n"] for r in rows]
+    section = [] if a.no_peers else against_peers(a, sizes)
     write_report(Path(a.out), rows, cutover, a.runs, a.large_runs or a.runs, a.against, section)
 
 
