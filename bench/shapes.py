@@ -156,6 +156,15 @@ class Tree:
             del self.files[p]
             del self.objects[p]
 
+    def unlist(self, listing, entry, folder=None):
+        """Takes `entry` out of the resources of kustomization `listing` (what a PR that retires
+        an app does), and the app's `folder` with it when given."""
+        k = self.objects[listing][0]
+        k["resources"] = [r for r in k["resources"] if r != entry]
+        self.put(listing, k)
+        if folder:
+            self.remove_dir(folder)
+
     def count(self, api_prefix, kind):
         return sum(1 for path, docs in self.objects.items() if path not in self.patches for d in docs
                    if d.get("kind") == kind and str(d.get("apiVersion", "")).startswith(api_prefix))
@@ -660,11 +669,7 @@ def ks_tree_change(tree, names):
     cm = tree.objects[resource][0]
     cm["data"]["generation"] = "2"
     tree.put(resource, cm)
-    listing = "kubernetes/apps/media/kustomization.yaml"
-    k = tree.objects[listing][0]
-    k["resources"] = [r for r in k["resources"] if r != "./subtitles/ks.yaml"]
-    tree.put(listing, k)
-    tree.remove_dir("kubernetes/apps/media/subtitles")
+    tree.unlist("kubernetes/apps/media/kustomization.yaml", "./subtitles/ks.yaml", "kubernetes/apps/media/subtitles")
     return "bump wiki and scale it to two replicas, edit the cilium config, retire subtitles"
 
 
@@ -787,11 +792,7 @@ def operator_change(tree, apps):
     dep = tree.objects[edited][0]
     dep["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["memory"] = "256Mi"
     tree.put(edited, dep)
-    listing = "apps/production/kustomization.yaml"
-    k = tree.objects[listing][0]
-    k["resources"] = [r for r in k["resources"] if r != "../base/billing"]
-    tree.put(listing, k)
-    tree.remove_dir("apps/base/billing")
+    tree.unlist("apps/production/kustomization.yaml", "../base/billing", "apps/base/billing")
     return "podinfo to three replicas in production, more memory for checkout, retire billing"
 
 
@@ -932,10 +933,7 @@ def tenants_change(tree, teams):
     dep["spec"]["template"]["spec"]["containers"][0]["image"] = "ghcr.io/example-org/web:2.0.0"
     tree.put(edited, dep)
     # The dev team moves its database out: production stops listing it (staging keeps it).
-    listing = f"teams/{TEAMS[0]}/production/kustomization.yaml"
-    k = tree.objects[listing][0]
-    k["resources"] = [r for r in k["resources"] if r != "../base/db"]
-    tree.put(listing, k)
+    tree.unlist(f"teams/{TEAMS[0]}/production/kustomization.yaml", "../base/db")
     return f"more memory for {TEAMS[1]}'s cache, a new web image for {TEAMS[2]}, {TEAMS[0]} retires its database"
 
 
