@@ -55,9 +55,6 @@ pub struct Remembering {
     /// How this tree differs from the earlier one.
     changes: Changes,
     now: Remembered,
-    /// How many builds were replayed and how many made.
-    pub replayed: usize,
-    pub built: usize,
 }
 
 impl Remembering {
@@ -93,8 +90,6 @@ impl<'a> Builder<'a> {
                 context,
                 builds: HashMap::new(),
             },
-            replayed: 0,
-            built: 0,
         }
     }
 
@@ -125,7 +120,6 @@ impl<'a> Builder<'a> {
             for (r, shared) in &kept.emitted {
                 emit(Cow::Borrowed(r), Some(shared));
             }
-            memo.replayed += 1;
             memo.now
                 .builds
                 .entry(dir.to_string())
@@ -133,7 +127,6 @@ impl<'a> Builder<'a> {
                 .push(kept);
             return Ok(());
         }
-        memo.built += 1;
         self.tree.take_footprint();
         let warned = self.warnings.len();
         let mut emitted = Vec::new();
