@@ -334,10 +334,11 @@ impl Builds {
         Ok(Builds::of_reusing(old, new, config, overrides, whole, Vec::new(), false)?.0)
     }
 
-    /// `of`, taking the builds of `old` from `older` where an environment is the same, and
-    /// when `keep` (for the next step of a history) giving back, for each environment of
-    /// `pairs` in order, the builds of its Flux Kustomizations in `new` remembered: the next
-    /// step replays those whose files did not change (`inventory::build_remembering`).
+    /// `of`, for a step of a history when `keep` (and not `whole`): the builds of `old` are
+    /// taken from `older` where an environment is the same, and for each environment of
+    /// `pairs` in order the builds of its Flux Kustomizations in `new` are given back
+    /// remembered: the next step replays those whose files did not change
+    /// (`inventory::build_remembering`).
     fn of_reusing(
         old: &FileTree,
         new: &FileTree,
@@ -403,23 +404,18 @@ impl Builds {
                 .iter()
                 .position(|k| k.environment == *env)
                 .map(|i| older.swap_remove(i));
-            let (o, n, remembered) = match reused {
-                Some(k) if in_old && keep && !whole => {
-                    let (n, now) = remembering(new, k.remembered);
-                    (k.inventory, n, now)
-                }
-                Some(k) if in_old => (k.inventory, build(new), Remembered::default()),
-                // The first step of a history: the newer revision replays the older's builds.
-                _ if keep && !whole => {
-                    let (o, before) = if in_old {
-                        remembering(old, Remembered::default())
-                    } else {
-                        (Inventory::default(), Remembered::default())
-                    };
-                    let (n, now) = remembering(new, before);
-                    (o, n, now)
-                }
-                _ => std::thread::scope(|s| {
+            // A history's steps replay what the step before built; its first step replays
+            // the older revision's builds in the newer.
+            let (o, n, remembered) = if keep && !whole {
+                let (o, before) = match reused {
+                    Some(k) if in_old => (k.inventory, k.remembered),
+                    _ if in_old => remembering(old, Remembered::default()),
+                    _ => (Inventory::default(), Remembered::default()),
+                };
+                let (n, now) = remembering(new, before);
+                (o, n, now)
+            } else {
+                std::thread::scope(|s| {
                     let o = s.spawn(|| {
                         if in_old {
                             build(old)
@@ -430,7 +426,7 @@ impl Builds {
                     let n = build(new);
                     let o = o.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
                     (o, n, Remembered::default())
-                }),
+                })
             };
             if keep {
                 newer.push((env.clone(), remembered));
