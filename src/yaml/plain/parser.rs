@@ -366,6 +366,10 @@ impl<'a> Parser<'a> {
     /// A scalar or flow collection starting at `pos`, on one line: (node, end position).
     fn inline(&self, pos: usize, end: usize, flow: bool) -> Option<(Node<'a>, usize)> {
         let b = self.bytes();
+        // Nothing left on the line (`[` ending the text): not a value this reader reads.
+        if pos >= end {
+            return None;
+        }
         match b[pos] {
             q @ (b'"' | b'\'') => {
                 let close = pos + 1 + self.src[pos + 1..end].find(q as char)?;

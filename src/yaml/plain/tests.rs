@@ -429,3 +429,12 @@ fn values_decline_what_a_reader_could_type_otherwise() {
     );
     assert!(same_values("a: |\n  x\n   y\nb: [1, c]\n"));
 }
+
+/// A flow collection left open at the very end of the text (no line break after it): the
+/// reader declines, as it does for every text it does not read, and never reads past the end.
+#[test]
+fn declines_a_flow_collection_open_at_the_end() {
+    for text in ["a: [", "a: [b, ", "a: [b,", "a: {", "a: {b: ", "- [", "a: [[", "a: [b, ["] {
+        assert!(super::parse_all(text).is_none(), "{text:?}");
+    }
+}
