@@ -16,6 +16,8 @@
 //! the document is masked, keys and structure kept. Documents are read one at a time (split
 //! at `---` / `...` lines, as YAML splits them), so a broken document spoils only itself.
 
+use std::borrow::Cow;
+
 use serde_saphyr::granit_parser::{Event, Parser};
 
 /// Byte ranges of `text` that hold secret values, sorted, on character boundaries.
@@ -99,10 +101,11 @@ fn suspicious(doc: &str) -> bool {
 }
 
 /// A node of a parsed document, with the byte span of every scalar.
-enum Node {
-    Scalar(String, (usize, usize)),
-    Seq(Vec<Node>),
-    Map(Vec<(Node, Node)>),
+#[derive(Debug, PartialEq)]
+enum Node<'a> {
+    Scalar(Cow<'a, str>, (usize, usize)),
+    Seq(Vec<Node<'a>>),
+    Map(Vec<(Node<'a>, Node<'a>)>),
     /// An alias (`*a`) or a merge key's target: what it stands for is elsewhere.
     Alias((usize, usize)),
 }
@@ -114,6 +117,84 @@ const MAX_NESTING: usize = 3;
 /// The secret ranges of a document read as YAML, relative to `doc`; `None` when it does not
 /// parse, or when a Secret may be in it but cannot be located.
 fn structure(doc: &str, depth: usize) -> Option<Vec<(usize, usize)>> {
+    // The plain reader reads most manifests at a fraction of the parser's cost; what it
+    // declines (anchors, tags, escapes, block scalars...) the parser reads. Both give the
+    // same tree and spans where the plain reader reads (`plain_and_parser_agree`).
+    let (roots, anchors) = match plain_tree(doc) {
+        Some(roots) => (roots, false),
+        None => parsed_tree(doc)?,
+    };
+    let mut found = Found {
+        ranges: Vec::new(),
+        unsure: false,
+        depth,
+    };
+    for root in &roots {
+        found.walk(root);
+    }
+    // An anchor or alias in a document that names a Secret: the value may be written where
+    // it is anchored, outside the Secret's data.
+    if found.unsure || (anchors && doc.to_ascii_lowercase().contains("secret")) {
+        return None;
+    }
+    Some(found.ranges)
+}
+
+/// The documents of `doc` as the plain-subset reader reads them, or `None` where it declines
+/// (a block scalar too: its tree keeps no span).
+fn plain_tree(doc: &str) -> Option<Vec<Node<'_>>> {
+    use crate::yaml::plain::Node as Plain;
+    let base = doc.as_ptr() as usize;
+    fn tree<'a>(node: &Plain<'a>, base: usize) -> Option<Node<'a>> {
+        Some(match node {
+            Plain::Scalar { text, span, .. } => Node::Scalar(Cow::Borrowed(text), *span),
+            Plain::Block(_) => return None,
+            Plain::Seq(items) => {
+                Node::Seq(items.iter().map(|n| tree(n, base)).collect::<Option<_>>()?)
+            }
+            Plain::Map(entries) => Node::Map(
+                entries
+                    .iter()
+                    .map(|(k, v)| {
+                        let key =
+                            Node::Scalar(Cow::Borrowed(k), (k.as_ptr() as usize - base, k.len()));
+                        Some((key, tree(v, base)?))
+                    })
+                    .collect::<Option<_>>()?,
+            ),
+        })
+    }
+    crate::yaml::plain::documents(doc)?
+        .iter()
+        .map(|n| tree(n, base))
+        .collect()
+}
+
+/// For the differential tests: wherever the plain reader reads a document of `text`, the
+/// parser reads the same tree, with the same spans and no anchor (an empty document, which
+/// the plain reader leaves out, is the parser's scalar of no bytes, which masks nothing). Returns
+/// whether the plain reader read any document.
+#[cfg(test)]
+pub(crate) fn plain_agrees(text: &str) -> bool {
+    let mut read = false;
+    for (start, end) in documents(text) {
+        let doc = &text[start..end];
+        let Some(fast) = plain_tree(doc) else {
+            continue;
+        };
+        let (mut slow, anchors) = parsed_tree(doc)
+            .unwrap_or_else(|| panic!("the plain reader read what the parser refuses:\n{doc}"));
+        slow.retain(|n| !matches!(n, Node::Scalar(_, (_, 0))));
+        assert!(!anchors, "{doc}");
+        assert_eq!(fast, slow, "differs on:\n{doc}");
+        read = true;
+    }
+    read
+}
+
+/// The documents of `doc` as the YAML parser reads them, and whether an anchor or alias is
+/// in them; `None` when it does not parse.
+fn parsed_tree(doc: &str) -> Option<(Vec<Node<'_>>, bool)> {
     let mut parser = Parser::new_from_str(doc);
     // The collections being built, each with its pending mapping key.
     let mut stack: Vec<(Node, Option<Node>)> = Vec::new();
@@ -128,7 +209,7 @@ fn structure(doc: &str, depth: usize) -> Option<Vec<(usize, usize)>> {
         let node = match event {
             Event::Scalar(value, _, anchor, _) => {
                 anchors |= anchor != 0;
-                Node::Scalar(value.into_owned(), span(&at)?)
+                Node::Scalar(value, span(&at)?)
             }
             Event::Alias(_) | Event::UnresolvedAlias(_) => {
                 anchors = true;
@@ -156,20 +237,7 @@ fn structure(doc: &str, depth: usize) -> Option<Vec<(usize, usize)>> {
             _ => roots.push(node),
         }
     }
-    let mut found = Found {
-        ranges: Vec::new(),
-        unsure: false,
-        depth,
-    };
-    for root in &roots {
-        found.walk(root);
-    }
-    // An anchor or alias in a document that names a Secret: the value may be written where
-    // it is anchored, outside the Secret's data.
-    if found.unsure || (anchors && doc.to_ascii_lowercase().contains("secret")) {
-        return None;
-    }
-    Some(found.ranges)
+    Some((roots, anchors))
 }
 
 struct Found {
@@ -277,7 +345,7 @@ impl Found {
     }
 }
 
-fn key(node: &Node) -> Option<&str> {
+fn key<'a>(node: &'a Node<'_>) -> Option<&'a str> {
     match node {
         Node::Scalar(k, _) => Some(k),
         _ => None,

@@ -15,7 +15,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use de::De;
-use parser::{Node, Parser, Style};
+pub(crate) use parser::Node;
+use parser::{Parser, Style};
 
 /// ASCII without tabs or carriage returns: the only text the reader reads.
 fn in_charset(text: &str) -> bool {
@@ -42,6 +43,15 @@ pub fn parse_all(text: &str) -> Option<Vec<Value>> {
     }
     let mut p = Parser::new(text);
     p.documents()?.iter().map(value).collect()
+}
+
+/// Every document of `text` as the reader's tree, whose scalars and keys borrow the text
+/// (their spans are offsets into it), empty ones left out; or declines, as `parse_all` does.
+pub(crate) fn documents(text: &str) -> Option<Vec<Node<'_>>> {
+    if !in_charset(text) {
+        return None;
+    }
+    Parser::new(text).documents()
 }
 
 /// A single-document file (a mapping, no `---`) as an untyped value, or declines; values as

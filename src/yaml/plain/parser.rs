@@ -1,13 +1,13 @@
 //! The plain block-YAML subset parsed into a small tree of `Node`s that borrow the text.
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Style {
+pub(crate) enum Style {
     Plain,
     Quoted,
 }
 
 #[derive(Debug)]
-pub(super) enum Node<'a> {
+pub(crate) enum Node<'a> {
     Scalar {
         text: &'a str,
         style: Style,

@@ -430,11 +430,71 @@ fn values_decline_what_a_reader_could_type_otherwise() {
     assert!(same_values("a: |\n  x\n   y\nb: [1, c]\n"));
 }
 
+/// A manifest file with the secret places masking looks for: a Secret's data, environment
+/// values, an annotation that holds a Secret, SOPS values.
+fn secret_places(r: &mut Rng) -> String {
+    let mut t = manifest(r);
+    t.push_str(r.pick(&[
+        "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: s\nstringData:\n  pw: hunter2\n  \"token\": 'abc def'\n",
+        "---\nkind: secret\ndata: {pw: aHVudGVyMg==}\n",
+        "---\nkind: List\nitems:\n  - kind: Secret\n    data:\n      pw: aHVudGVyMg==\n  - kind: ConfigMap\n    data: {a: b}\n",
+        "---\nkind: ConfigMap\nmetadata:\n  annotations:\n    last-applied: '{\"kind\": \"Secret\", \"data\": {\"pw\": \"x\"}}'\n",
+        "---\nspec:\n  env:\n    - {name: A, value: \"a b\"}\n    - name: B\n      value: 'c'\n",
+        "---\nkind: Secret\nsops:\n  age: []\n  version: 3.8.1\ndata:\n  k: ENC[AES256_GCM,data:x=,type:str]\n",
+    ]));
+    t
+}
+
+#[test]
+fn masking_reads_manifests_as_the_parser_does() {
+    let (accepted, mutants_accepted) = differential(
+        0xF1A5_0000_0002,
+        600,
+        secret_places,
+        crate::redact::plain_agrees,
+    );
+    assert!(
+        accepted > 500,
+        "generated manifests are read fast: {accepted}"
+    );
+    assert!(
+        mutants_accepted > 1000,
+        "mutants exercise the fast path: {mutants_accepted}"
+    );
+}
+
+#[test]
+fn masking_reads_every_example_and_fixture_yaml_file_as_the_parser_does() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut dirs = vec![root.join("examples"), root.join("tests/fixtures")];
+    let (mut files, mut accepted) = (0, 0);
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+                let Ok(text) = std::fs::read_to_string(&path) else {
+                    continue;
+                };
+                files += 1;
+                accepted += usize::from(crate::redact::plain_agrees(&text));
+            }
+        }
+    }
+    assert!(
+        files >= 50 && accepted * 2 >= files,
+        "{accepted} of {files} read fast"
+    );
+}
+
 /// A flow collection left open at the very end of the text (no line break after it): the
 /// reader declines, as it does for every text it does not read, and never reads past the end.
 #[test]
 fn declines_a_flow_collection_open_at_the_end() {
     for text in ["a: [", "a: [b, ", "a: [b,", "a: {", "a: {b: ", "- [", "a: [[", "a: [b, ["] {
         assert!(super::parse_all(text).is_none(), "{text:?}");
+        assert!(super::documents(text).is_none(), "{text:?}");
+        assert!(!crate::redact::plain_agrees(text), "{text:?}");
     }
 }
