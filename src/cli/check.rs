@@ -57,7 +57,8 @@ pub fn run(
         }
         Format::Text => {
             let colour = super::terminal::colour(std::io::stdout().is_terminal());
-            before_counts(render::text(&findings, colour), &findings, &built)
+            render::write_text(&findings, colour, out).map_err(io)?;
+            format!("{built}{}", render::summary(&findings))
         }
         Format::Github => {
             // The checked revision is the working tree.

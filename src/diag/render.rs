@@ -197,8 +197,26 @@ impl Diagnostic for Shown<'_> {
     }
 }
 
-/// The text of `check`: every finding through miette, then the counts.
-pub fn text(findings: &[Finding], colour: bool) -> String {
+/// Each finding with its snippet, written to `out` as it is rendered (the counts are the
+/// caller's: `summary`). Rendered in runs on every core, a batch at a time, so a report of
+/// many findings is never held whole: masking a snippet reads its document, the costly part.
+/// Findings come sorted by file, so the windows a run makes are shared as in one pass.
+pub fn write_text(
+    findings: &[Finding],
+    colour: bool,
+    out: &mut impl std::io::Write,
+) -> std::io::Result<()> {
+    for batch in findings.chunks(FINDINGS_PER_RUN * RUNS_PER_BATCH) {
+        let runs: Vec<&[Finding]> = batch.chunks(FINDINGS_PER_RUN).collect();
+        for text in crate::par::map(&runs, |run| text_of(run, colour)) {
+            out.write_all(text.as_bytes())?;
+        }
+    }
+    Ok(())
+}
+
+/// The findings of one run, one after another.
+fn text_of(findings: &[Finding], colour: bool) -> String {
     let handler = handler(Some(colour));
     let mut made = Windows::default();
     let mut s = String::new();
@@ -211,9 +229,13 @@ pub fn text(findings: &[Finding], colour: bool) -> String {
         let shown = Shown { finding: f, source };
         let _ = writeln!(s, "{:?}", Render(&handler, &shown));
     }
-    s.push_str(&summary(findings));
     s
 }
+
+/// Findings rendered one after another by one thread, and runs in a batch (enough for
+/// `par::map` to spread them).
+const FINDINGS_PER_RUN: usize = 64;
+const RUNS_PER_BATCH: usize = 64;
 
 /// `N errors, M warnings`.
 pub fn summary(findings: &[Finding]) -> String {
