@@ -825,19 +825,15 @@ impl FileTree {
             })
             .collect();
         // Read on every core: at 100,000 services this is 260,000 files.
-        let texts = crate::par::map(&paths, |path| -> Result<Option<Decoded>> {
-            let full = root.join(path);
-            // Links are not followed (git records a link, not what it points at), and
-            // only regular files are read: a FIFO would block the read forever.
-            if !full
-                .symlink_metadata()
-                .is_ok_and(|m| m.file_type().is_file())
-            {
-                return Ok(None);
-            }
-            let bytes = crate::fs::read_regular(&full, path)?;
-            Ok(bytes.map(|b| decoded(path, b)))
-        });
+        // Links are not followed (git records a link, not what it points at), and only
+        // regular files are read: a FIFO would block the read forever.
+        let texts = crate::par::map_with(
+            &paths,
+            || crate::fs::Listed::new(root),
+            |listed, path| -> Result<Option<Decoded>> {
+                Ok(listed.read(path)?.map(|b| decoded(path, b)))
+            },
+        );
         let mut files = Vec::new();
         for (path, text) in paths.into_iter().zip(texts) {
             if let Some(text) = text? {

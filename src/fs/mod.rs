@@ -163,6 +163,68 @@ impl Folder {
     }
 }
 
+/// The regular files of a repository read by the path a listing gave, each opened relative
+/// to its folder, which is opened once for a run of paths in it (a listing is sorted, so the
+/// files of a folder come together): one short lookup per file, where reading by the whole
+/// path walks it twice (its metadata, then its contents).
+pub struct Listed {
+    root: PathBuf,
+    folder: Option<(String, Folder)>,
+}
+
+impl Listed {
+    pub fn new(root: &Path) -> Listed {
+        Listed {
+            root: root.to_path_buf(),
+            folder: None,
+        }
+    }
+
+    /// The file at `rel` (a `/`-separated path under the root), `Ok(None)` when it is not a
+    /// regular file: a link (never followed), a FIFO, socket or device, or nothing at all.
+    /// Read as `read_regular` reads (the size bound included).
+    pub fn read(&mut self, rel: &str) -> Result<Option<Vec<u8>>> {
+        let (dir, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+        if self.folder.as_ref().is_none_or(|(d, _)| d != dir) {
+            self.folder = Some((dir.to_string(), Folder::open(&self.root.join(dir))));
+        }
+        let full = self.root.join(rel);
+        #[cfg(unix)]
+        if let Some((_, Folder { fd: Some(fd), .. })) = &self.folder {
+            use rustix::fs::{openat, Mode, OFlags};
+            let flags = OFlags::RDONLY
+                | OFlags::NOFOLLOW
+                | OFlags::NONBLOCK
+                | OFlags::NOCTTY
+                | OFlags::CLOEXEC;
+            return match openat(fd, name, flags, Mode::empty()) {
+                Ok(fd) => {
+                    use std::io::Read;
+                    let file = std::fs::File::from(fd);
+                    let meta = file
+                        .metadata()
+                        .map_err(|e| crate::error::Error::io(&full, e))?;
+                    if !meta.is_file() {
+                        return Ok(None);
+                    }
+                    check_regular(&meta, rel)?;
+                    read_bounded(file.take(meta.len()), meta.len(), &full, rel).map(Some)
+                }
+                // A link (`NOFOLLOW`), or gone since it was listed.
+                Err(rustix::io::Errno::LOOP | rustix::io::Errno::NOENT) => Ok(None),
+                Err(e) => Err(crate::error::Error::io(&full, e.into())),
+            };
+        }
+        if !full
+            .symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_file())
+        {
+            return Ok(None);
+        }
+        read_regular(&full, rel)
+    }
+}
+
 /// Whether `path` (which exists) lies inside `root` once every link in it is resolved: a
 /// linked folder must not lead fluxwave out of the repository.
 pub fn inside(root: &Path, path: &Path) -> bool {
