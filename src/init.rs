@@ -404,7 +404,7 @@ fn app_tier<'a>(
         }
         return None;
     };
-    let written = written_doc(tree, owner).unwrap_or_else(|| owner.object.clone());
+    let written = written_doc(tree, owner).unwrap_or_else(|| (*owner.object).clone());
     Some(AppTierFound {
         dir: owner.path.clone(),
         owner,
@@ -451,7 +451,7 @@ fn grouped<'a>(tree: &FileTree, flat: &[(&'a Owner, usize)]) -> Option<AppTierFo
     };
     Some(AppTierFound {
         dir,
-        written: written_doc(tree, owner).unwrap_or_else(|| owner.object.clone()),
+        written: written_doc(tree, owner).unwrap_or_else(|| (*owner.object).clone()),
         owner,
         files,
         layout,

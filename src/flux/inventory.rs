@@ -51,8 +51,9 @@ pub struct Owner {
     /// For one that reads an ExternalArtifact made from this repository: the repository
     /// files the artifact is made of and the file of its ArtifactGenerator, sorted.
     pub artifact_files: Vec<String>,
-    /// As its parent's build holds it, `postBuild` variables substituted.
-    pub object: Value,
+    /// As its parent's build holds it, `postBuild` variables substituted (shared by the
+    /// copies of the owner a build and a history's steps make).
+    pub object: Arc<Value>,
     /// The `${VAR}`s it needs as written, when its parent substitutes (see `Facts`).
     pub variables: Vec<String>,
 }
@@ -89,7 +90,7 @@ impl Owner {
             unmodelled: Vec::new(),
             build_error: None,
             artifact_files: Vec::new(),
-            object: k.object,
+            object: Arc::new(k.object),
             variables: Vec::new(),
             id,
         })
@@ -221,7 +222,13 @@ impl Entry {
         shared: Option<&Shared>,
         whole: bool,
     ) -> Entry {
-        let mut facts = r.facts(false);
+        // An object kept for the next step as it is built is shared, not copied, and what
+        // is derived from it is derived once.
+        let cell = Shared::of(&r, shared);
+        let mut facts = match cell {
+            Some(cell) => cell.facts(&r, false),
+            None => r.facts(false),
+        };
         if let Some(v) = variables {
             facts.variables.clone_from(v);
         }
@@ -230,12 +237,9 @@ impl Entry {
             file: file.clone(),
             facts,
             index: r.index,
-            whole: (whole || kept_whole(&id.group, &id.kind)).then(|| match (r, shared) {
-                // An object kept for the next step as it is built is shared, not copied.
-                (Cow::Borrowed(r), Some(cell)) => {
-                    cell.get_or_init(|| Arc::new(r.value.clone())).clone()
-                }
-                (r, _) => Arc::new(r.into_owned().value),
+            whole: (whole || kept_whole(&id.group, &id.kind)).then(|| match cell {
+                Some(cell) => cell.whole(&r),
+                None => Arc::new(r.into_owned().value),
             }),
             release: None,
         }
@@ -351,7 +355,7 @@ fn unreachable_owner(env_path: &str) -> Owner {
         unmodelled: Vec::new(),
         build_error: None,
         artifact_files: Vec::new(),
-        object: Value::Null,
+        object: Arc::new(Value::Null),
         variables: Vec::new(),
     }
 }
@@ -927,7 +931,13 @@ fn record(
     }
     let (owner, file) = (building.owner, &building.file.clone());
     // The variables it needs as written (the lints read them), before they are substituted.
-    let written = building.vars.is_some().then(|| r.facts(true).variables);
+    let written = building
+        .vars
+        .is_some()
+        .then(|| match Shared::of(&r, shared) {
+            Some(cell) => cell.facts(&r, true).variables,
+            None => r.facts(true).variables,
+        });
     let mut unknown = BTreeSet::new();
     if let (Some(vars), Some(needed)) = (&building.vars, &written) {
         if vars.runs {
@@ -941,7 +951,10 @@ fn record(
     if let Some(vars) = building
         .vars
         .as_ref()
-        .filter(|_| substitute::may_change(&r.value))
+        .filter(|_| match Shared::of(&r, shared) {
+            Some(cell) => cell.may_change(&r, substitute::may_change),
+            None => substitute::may_change(&r.value),
+        })
     {
         match substitute::object(&mut r.to_mut().value, vars) {
             Ok(out) => unknown = out.in_identity(),
@@ -951,7 +964,11 @@ fn record(
             }
         }
     }
-    let Some(id) = r.id() else {
+    let id = match Shared::of(&r, shared) {
+        Some(cell) => cell.id(&r),
+        None => r.id(),
+    };
+    let Some(id) = id else {
         warnings.push(Warning {
             path: r.file.clone(),
             feature: "unnamed object".into(),
@@ -985,9 +1002,17 @@ fn record(
             .or_insert_with(|| (owner.clone(), source));
     }
     if Kustomization::is(&r.value) {
-        if let Some(mut child) =
-            Owner::from_value(&r.value, Some((**owner).clone()), &r.file, r.index)
-        {
+        let declared = || Owner::from_value(&r.value, Some((**owner).clone()), &r.file, r.index);
+        // The Kustomization an object of a replayed build declares is read once, for the
+        // owner that first built it.
+        let child = match Shared::of(&r, shared) {
+            Some(cell) => cell
+                .derived(|| (owner.clone(), declared()))
+                .filter(|(first, _)| first == owner)
+                .map_or_else(declared, |(_, child)| child.clone()),
+            None => declared(),
+        };
+        if let Some(mut child) = child {
             child.variables = written.unwrap_or_default();
             if !inv.owners.contains_key(&child.id) {
                 queue.push_back(child.id.clone());

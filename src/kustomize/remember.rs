@@ -8,12 +8,14 @@
 //! Only builds that succeed are kept: a failure's message names the revision it was read
 //! from.
 
+use std::any::Any;
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
+use super::object::{Facts, ObjectId};
 use super::{BuildError, Builder, FluxSpec, Resource, Warning};
 use crate::tree::{Changes, FileTree, Footprint};
 
@@ -43,9 +45,59 @@ struct Kept {
     warnings: Vec<Warning>,
 }
 
-/// An object of a kept build as the inventory keeps it whole, made once and shared by every
-/// revision whose build replays it unchanged.
-pub type Shared = OnceLock<Arc<Value>>;
+/// What the inventory derives from an object of a kept build, made once and shared by every
+/// revision whose build replays the object unchanged: its whole value as the inventory keeps
+/// it, its facts and its id. Each is asked of the object as it was built (see `of`).
+#[derive(Debug, Default)]
+pub struct Shared {
+    whole: OnceLock<Arc<Value>>,
+    /// `Resource::facts(false)` and `(true)`.
+    facts: [OnceLock<Facts>; 2],
+    id: OnceLock<Option<ObjectId>>,
+    /// Whether substitution may change it (see `may_change`).
+    may_change: OnceLock<bool>,
+    /// What a later layer derives from it (the Flux Kustomization it declares, say).
+    derived: OnceLock<Box<dyn Any + Send + Sync>>,
+}
+
+impl Shared {
+    /// The whole value of `r`, the object this cell was made for.
+    pub fn whole(&self, r: &Resource) -> Arc<Value> {
+        self.whole.get_or_init(|| Arc::new(r.value.clone())).clone()
+    }
+
+    /// `r.facts(substituted)` of `r`, the object this cell was made for.
+    pub fn facts(&self, r: &Resource, substituted: bool) -> Facts {
+        self.facts[usize::from(substituted)]
+            .get_or_init(|| r.facts(substituted))
+            .clone()
+    }
+
+    /// `r.id()` of `r`, the object this cell was made for.
+    pub fn id(&self, r: &Resource) -> Option<ObjectId> {
+        self.id.get_or_init(|| r.id()).clone()
+    }
+
+    /// `test(r)` of `r`, the object this cell was made for: whether substitution may change
+    /// it (the test is the caller's: this layer does not substitute).
+    pub fn may_change(&self, r: &Resource, test: impl FnOnce(&Value) -> bool) -> bool {
+        *self.may_change.get_or_init(|| test(&r.value))
+    }
+
+    /// What `make` derives from the object this cell was made for, made by the first call;
+    /// `None` when that call made a value of another type.
+    pub fn derived<T: Any + Send + Sync>(&self, make: impl FnOnce() -> T) -> Option<&T> {
+        self.derived.get_or_init(|| Box::new(make())).downcast_ref()
+    }
+
+    /// The cell of `r` when `r` is still the object it was made for: borrowed from the kept
+    /// build, not changed on the way (by substitution, say).
+    // The `Cow` itself is asked: whether it still borrows the kept object.
+    #[allow(clippy::ptr_arg)]
+    pub fn of<'s>(r: &Cow<'_, Resource>, shared: Option<&'s Shared>) -> Option<&'s Shared> {
+        shared.filter(|_| matches!(r, Cow::Borrowed(_)))
+    }
+}
 
 /// A build of one tree that replays what it may of `Remembered` builds of an earlier one and
 /// keeps its own for the next.
@@ -131,7 +183,7 @@ impl<'a> Builder<'a> {
         let warned = self.warnings.len();
         let mut emitted = Vec::new();
         let built = self.build_owner(dir, spec, &mut |r: Resource| {
-            emitted.push((r, Shared::new()));
+            emitted.push((r, Shared::default()));
             if let Some((r, shared)) = emitted.last() {
                 emit(Cow::Borrowed(r), Some(shared));
             }

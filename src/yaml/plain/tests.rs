@@ -492,7 +492,9 @@ fn masking_reads_every_example_and_fixture_yaml_file_as_the_parser_does() {
 /// reader declines, as it does for every text it does not read, and never reads past the end.
 #[test]
 fn declines_a_flow_collection_open_at_the_end() {
-    for text in ["a: [", "a: [b, ", "a: [b,", "a: {", "a: {b: ", "- [", "a: [[", "a: [b, ["] {
+    for text in [
+        "a: [", "a: [b, ", "a: [b,", "a: {", "a: {b: ", "- [", "a: [[", "a: [b, [",
+    ] {
         assert!(super::parse_all(text).is_none(), "{text:?}");
         assert!(super::documents(text).is_none(), "{text:?}");
         assert!(!crate::redact::plain_agrees(text), "{text:?}");
