@@ -60,6 +60,9 @@ pub fn parse_value(text: &str) -> Option<Value> {
     if !in_charset(text) {
         return None;
     }
+    // A marker line before the one document starts it, as in most kustomization files;
+    // the value does not depend on where the text starts.
+    let text = text.strip_prefix("---\n").unwrap_or(text);
     value(&Parser::new(text).document()?)
 }
 
@@ -94,8 +97,8 @@ fn value(node: &Node<'_>) -> Option<Value> {
 }
 
 /// A plain scalar that every YAML reader resolves to this string: not a null, a boolean
-/// (1.1 or 1.2), or anything number- or date-like. `50m`, `1Gi` (a letter no number has)
-/// and `3.8.1` (two dots: no number, no date) are strings.
+/// (1.1 or 1.2), or anything number- or date-like. `50m`, `1Gi` (a letter no number has),
+/// `3.8.1` (two dots: no number, no date) and `./app` (a slash) are strings.
 pub(super) fn plain_string(text: &str) -> Option<&str> {
     let first = text.as_bytes().first().copied()?;
     let reserved = [
@@ -107,8 +110,10 @@ pub(super) fn plain_string(text: &str) -> Option<&str> {
         && !text.contains("..")
         && !text.ends_with('.');
     let number_like = first.is_ascii_digit() && text.bytes().all(numeric) && !version;
+    // No number, boolean, null or date of YAML 1.1 or 1.2 has a `/` in it: `./app` and
+    // `../../components/common` (most of a kustomization's paths) are strings.
     if number_like
-        || matches!(first, b'.' | b'+' | b'-')
+        || matches!(first, b'.' | b'+' | b'-') && !text.contains('/')
         || text.len() <= 5 && reserved.iter().any(|r| r.eq_ignore_ascii_case(text))
     {
         return None;

@@ -393,7 +393,13 @@ fn reads_single_documents_as_serde_saphyr_does() {
         mutants_accepted > 100,
         "mutants exercise the fast path: {mutants_accepted}"
     );
-    assert!(super::parse_value("---\na: b\n").is_none());
+    // A marker line before the one document (how most kustomization files start) is read.
+    for text in ["---\na: b\n", "---\n# c\na: ./x\nb: [../y, ./z.yaml]\n"] {
+        let slow: serde_json::Value = serde_saphyr::from_str(text).unwrap();
+        assert_eq!(super::parse_value(text), Some(slow), "{text}");
+    }
+    assert!(super::parse_value("---\n---\na: b\n").is_none());
+    assert!(super::parse_value("--- # c\na: b\n").is_none());
     assert!(super::parse_value("a: b\n---\nc: d\n").is_none());
     assert!(super::parse_value("- a\n").is_none());
 }
@@ -409,6 +415,10 @@ fn values_decline_what_a_reader_could_type_otherwise() {
         "a: 1e3\n",
         "a: -1\n",
         "a: .inf\n",
+        "a: .5\n",
+        "a: -.5e3\n",
+        "a: +1\n",
+        "a: .NaN\n",
         "a: 2024-01-01\n",
         "a: 0x1f\n",
         "a: True\n",
@@ -428,6 +438,15 @@ fn values_decline_what_a_reader_could_type_otherwise() {
         Some(vec![serde_json::json!({"a": "x\n y\n", "b": [1, "c"]})])
     );
     assert!(same_values("a: |\n  x\n   y\nb: [1, c]\n"));
+    // A slash makes a string of what a dot starts.
+    let paths = "resources:\n  - ./app\n  - ../../components/common\n  - .x/y\n";
+    assert_eq!(
+        super::parse_all(paths),
+        Some(vec![
+            serde_json::json!({"resources": ["./app", "../../components/common", ".x/y"]})
+        ])
+    );
+    assert!(same_values(paths));
 }
 
 /// A manifest file with the secret places masking looks for: a Secret's data, environment
