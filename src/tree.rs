@@ -798,6 +798,11 @@ impl FileTree {
     /// disk (a tracked file deleted on disk is absent, as it would be after a commit).
     pub fn from_worktree(root: &Path) -> Result<FileTree> {
         require_git(root)?;
+        FileTree::listed_worktree(root)
+    }
+
+    /// `from_worktree` of a `root` git has said is in a working tree.
+    fn listed_worktree(root: &Path) -> Result<FileTree> {
         let listing = run_git(
             root,
             &[
@@ -848,7 +853,7 @@ impl FileTree {
     /// is read the same way.
     pub fn from_worktree_or_dir(root: &Path) -> Result<FileTree> {
         match git_state(root) {
-            GitState::WorkTree => return FileTree::from_worktree(root),
+            GitState::WorkTree => return FileTree::listed_worktree(root),
             GitState::NotARepository => {}
             // A repository git cannot read is not read as a plain folder: that would take
             // in what git ignores, and judge another tree than the one committed.
