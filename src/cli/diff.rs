@@ -14,6 +14,7 @@ use serde::Serialize;
 use super::{io, Outcome, JSON_VERSION};
 use crate::cutover::{self, Deletion, Report, Verdict};
 use crate::error::Result;
+use crate::flux::inventory::Keep;
 use crate::kustomize::object::ObjectId;
 use crate::objects::{self, Change, Kind};
 use crate::plural::count;
@@ -38,7 +39,7 @@ pub fn run(
     format: Format,
     out: &mut impl Write,
 ) -> Result<Outcome> {
-    let (report, found) = cutover::analyse_with(root, from, to, &[], true, objects::diff)?;
+    let (report, found) = cutover::analyse_with(root, from, to, &[], Keep::Whole, objects::diff)?;
     let changes: Vec<Change> = found.into_iter().flatten().collect();
     let verdicts: HashMap<(&str, &ObjectId), &Deletion> = report
         .deletions

@@ -15,7 +15,7 @@ use serde::Serialize;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::flux::discover::{self, Environment};
-use crate::flux::inventory::{self, Inventory, Owner};
+use crate::flux::inventory::{self, Inventory, Keep, Owner};
 pub use crate::kustomize::object::ObjectId;
 use crate::kustomize::Remembered;
 use crate::tree::{Blobs, FileTree, Footprint, GitObjects};
@@ -117,18 +117,18 @@ pub fn analyse(
     to: Option<&str>,
     overrides: &[(String, String)],
 ) -> Result<Report> {
-    Ok(analyse_with(root, from, to, overrides, false, |_, _| ())?.0)
+    Ok(analyse_with(root, from, to, overrides, Keep::Facts, |_, _| ())?.0)
 }
 
 /// `analyse`, handing each environment's two builds (older, newer) to `inspect` before they
-/// are judged, every object kept whole when `whole` (`inventory::build_whole`): what a
+/// are judged, keeping of every object what `kept` says (`inventory::build_as`): what a
 /// command that shows the objects themselves needs, built once with the verdicts.
 pub fn analyse_with<T>(
     root: &Path,
     from: &str,
     to: Option<&str>,
     overrides: &[(String, String)],
-    whole: bool,
+    kept: Keep,
     mut inspect: impl FnMut(&Inventory, &Inventory) -> T,
 ) -> Result<(Report, Vec<T>)> {
     // Blobs both revisions hold are read from git once.
@@ -141,7 +141,7 @@ pub fn analyse_with<T>(
     drop(blobs);
     let change = format!("{from} -> {}", to.unwrap_or("the working tree"));
     let config = config_in_force(root, &old, &new)?;
-    let built = Builds::of(&old, &new, config.as_ref(), overrides, whole)?;
+    let built = Builds::of(&old, &new, config.as_ref(), overrides, kept)?;
     // The texts are not read again: at 100,000 services they are 270 MB.
     drop((old, new));
     let seen = built.pairs.iter().map(|(o, n)| inspect(o, n)).collect();
@@ -190,7 +190,7 @@ pub fn analyse_steps(
             &new,
             config.as_ref(),
             overrides,
-            false,
+            Keep::Facts,
             std::mem::take(&mut older),
             true,
         )?;
@@ -221,7 +221,7 @@ pub fn compare(
     config: Option<&Config>,
     change: &str,
 ) -> Result<Report> {
-    Ok(Builds::of(old, new, config, &[], false)?.judge(change))
+    Ok(Builds::of(old, new, config, &[], Keep::Facts)?.judge(change))
 }
 
 /// Sorts deletions by data loss first, then by environment, owner and object. Each
@@ -329,12 +329,12 @@ impl Builds {
         new: &FileTree,
         config: Option<&Config>,
         overrides: &[(String, String)],
-        whole: bool,
+        kept: Keep,
     ) -> Result<Builds> {
-        Ok(Builds::of_reusing(old, new, config, overrides, whole, Vec::new(), false)?.0)
+        Ok(Builds::of_reusing(old, new, config, overrides, kept, Vec::new(), false)?.0)
     }
 
-    /// `of`, for a step of a history when `keep` (and not `whole`): the builds of `old` are
+    /// `of`, for a step of a history when `keep` (with `kept` the facts): the builds of `old` are
     /// taken from `older` where an environment is the same, and for each environment of
     /// `pairs` in order the builds of its Flux Kustomizations in `new` are given back
     /// remembered: the next step replays those whose files did not change
@@ -344,7 +344,7 @@ impl Builds {
         new: &FileTree,
         config: Option<&Config>,
         overrides: &[(String, String)],
-        whole: bool,
+        kept: Keep,
         mut older: Vec<Kept>,
         keep: bool,
     ) -> Result<(Builds, Vec<(Environment, Remembered)>)> {
@@ -387,11 +387,7 @@ impl Builds {
             // Both revisions are built side by side; an entry the older one lacks applied
             // nothing there.
             let build = |tree: &FileTree| {
-                let mut inv = if whole {
-                    inventory::build_whole(tree, env)
-                } else {
-                    inventory::build(tree, env)
-                };
+                let mut inv = inventory::build_as(tree, env, kept);
                 crate::helm::render(&mut inv, tree);
                 inv
             };
@@ -406,7 +402,7 @@ impl Builds {
                 .map(|i| older.swap_remove(i));
             // A history's steps replay what the step before built; its first step replays
             // the older revision's builds in the newer.
-            let (o, n, remembered) = if keep && !whole {
+            let (o, n, remembered) = if keep && kept == Keep::Facts {
                 let (o, before) = match reused {
                     Some(k) if in_old => (k.inventory, k.remembered),
                     _ if in_old => remembering(old, Remembered::default()),

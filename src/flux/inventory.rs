@@ -191,9 +191,30 @@ pub fn flux_id(namespace: &str, name: &str) -> ObjectId {
     }
 }
 
+/// What an inventory keeps of each object besides its facts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep {
+    /// The objects of the kinds of `kept_whole`, whole: what the rules and lints read.
+    Facts,
+    /// Every object whole, as the commands that print what is built need it.
+    Whole,
+}
+
+impl Keep {
+    /// Whether the builder must hand on every object whole for this.
+    fn whole_objects(self) -> bool {
+        self != Keep::Facts
+    }
+
+    /// Whether the entry of object `id` keeps it whole.
+    fn keeps_whole(self, id: &ObjectId) -> bool {
+        self == Keep::Whole || kept_whole(&id.group, &id.kind)
+    }
+}
+
 /// One object of an inventory: who applies it, where it is written, and what the rules and
-/// lints read of it (the object itself is kept only for the kinds of `kept_whole`, or for
-/// every kind in an inventory built to be printed, `build_whole`).
+/// lints read of it (the object itself is kept only for the kinds of `kept_whole`, or as
+/// `Keep` says).
 #[derive(Debug, Clone)]
 pub struct Entry {
     /// Shared by every object of the owner.
@@ -219,7 +240,7 @@ impl Entry {
         id: &ObjectId,
         r: Cow<'_, Resource>,
         shared: Option<&Shared>,
-        whole: bool,
+        keep: Keep,
     ) -> Entry {
         let mut facts = r.facts(false);
         if let Some(v) = variables {
@@ -230,7 +251,7 @@ impl Entry {
             file: file.clone(),
             facts,
             index: r.index,
-            whole: (whole || kept_whole(&id.group, &id.kind)).then(|| match (r, shared) {
+            whole: keep.keeps_whole(id).then(|| match (r, shared) {
                 // An object kept for the next step as it is built is shared, not copied.
                 (Cow::Borrowed(r), Some(cell)) => {
                     cell.get_or_init(|| Arc::new(r.value.clone())).clone()
@@ -362,7 +383,7 @@ fn unreachable_owner(env_path: &str) -> Owner {
 /// tree with those files added under `ARTIFACTS`, and their paths are given back as the
 /// repository files they copy.
 pub fn build(tree: &FileTree, env: &Environment) -> Inventory {
-    build_keeping(tree, env, false, None).0
+    build_as(tree, env, Keep::Facts)
 }
 
 /// `build`, replaying the builds of Flux Kustomizations that `before` kept of an earlier
@@ -373,7 +394,7 @@ pub fn build_remembering(
     env: &Environment,
     before: Remembered,
 ) -> (Inventory, Remembered) {
-    let (inv, now) = build_keeping(tree, env, false, Some(before));
+    let (inv, now) = build_keeping(tree, env, Keep::Facts, Some(before));
     (inv, now.unwrap_or_default())
 }
 
@@ -381,26 +402,31 @@ pub fn build_remembering(
 /// is built need it; the others keep only the facts, as a large app tier's specs are most of
 /// its memory.
 pub fn build_whole(tree: &FileTree, env: &Environment) -> Inventory {
-    build_keeping(tree, env, true, None).0
+    build_as(tree, env, Keep::Whole)
 }
 
-/// `build`, keeping every object whole when `whole`, remembering builds when given `before`.
+/// `build`, keeping of each object what `keep` says.
+pub fn build_as(tree: &FileTree, env: &Environment, keep: Keep) -> Inventory {
+    build_keeping(tree, env, keep, None).0
+}
+
+/// `build`, keeping of each object what `keep` says, remembering builds when given `before`.
 /// Only the first pass over the repository's own files is remembered: the builds over the
 /// files of ExternalArtifacts, and the passes that know sources from an earlier one, are
 /// made afresh.
 fn build_keeping(
     tree: &FileTree,
     env: &Environment,
-    whole: bool,
+    keep: Keep,
     before: Option<Remembered>,
 ) -> (Inventory, Option<Remembered>) {
-    let (inv, remembered) = build_with(tree, env, &BTreeMap::new(), whole, before);
-    (build_artifacts(tree, env, whole, inv), remembered)
+    let (inv, remembered) = build_with(tree, env, &BTreeMap::new(), keep, before);
+    (build_artifacts(tree, env, keep, inv), remembered)
 }
 
 /// `inv`, an environment's build, built again over the files of the ExternalArtifacts its
 /// ArtifactGenerators make, when they make any (see `build`).
-fn build_artifacts(tree: &FileTree, env: &Environment, whole: bool, inv: Inventory) -> Inventory {
+fn build_artifacts(tree: &FileTree, env: &Environment, keep: Keep, inv: Inventory) -> Inventory {
     // A generator copies from its source's artifact: what `.sourceignore` hides is not there.
     let source = match inv.owners.values().find(|o| o.parent.is_none()) {
         Some(root) => super::source::artifact(tree, &root.file, root.source()),
@@ -430,7 +456,7 @@ fn build_artifacts(tree: &FileTree, env: &Environment, whole: bool, inv: Invento
         }
         prefixes.insert((namespace.clone(), name.clone()), prefix);
     }
-    let (mut inv, _) = build_with(&combined, env, &prefixes, whole, None);
+    let (mut inv, _) = build_with(&combined, env, &prefixes, keep, None);
     // Paths in the artifacts are the repository files they copy, and a message names an
     // artifact's file by the artifact, not by the folder it is built in.
     let back = |file: &str| copies.get(file).cloned();
@@ -585,7 +611,7 @@ fn build_with(
     tree: &FileTree,
     env: &Environment,
     artifacts: &BTreeMap<(String, String), String>,
-    whole: bool,
+    keep: Keep,
     mut before: Option<Remembered>,
 ) -> (Inventory, Option<Remembered>) {
     let mut cluster = BTreeMap::new();
@@ -594,7 +620,7 @@ fn build_with(
     loop {
         pass += 1;
         let (mut inv, sources, missed, kept) =
-            build_pass(tree, env, artifacts, &cluster, whole, before.take());
+            build_pass(tree, env, artifacts, &cluster, keep, before.take());
         remembered = remembered.or(kept);
         let found_later = missed.iter().any(|id| sources.contains_key(id));
         if !found_later || pass == 3 {
@@ -614,7 +640,7 @@ fn build_pass(
     env: &Environment,
     artifacts: &BTreeMap<(String, String), String>,
     cluster: &BTreeMap<ObjectId, Source>,
-    whole: bool,
+    keep: Keep,
     before: Option<Remembered>,
 ) -> (
     Inventory,
@@ -635,7 +661,7 @@ fn build_pass(
     }
     let tree = &artifact;
     let mut builder = Builder::new(tree);
-    if whole {
+    if keep.whole_objects() {
         builder.keep_objects_whole();
     }
     let mut memo = before.map(|b| builder.remembering(b, view));
@@ -717,7 +743,7 @@ fn build_pass(
             vars,
             failure: None,
             undefined: BTreeSet::new(),
-            whole,
+            keep,
             file: Arc::from(""),
         };
         let (queued, warned, duplicated) =
@@ -901,8 +927,8 @@ struct Building<'a> {
     /// The variables its objects need that nothing sets: Flux's strict substitution fails
     /// the build on them. Its objects are kept (the lints read them), but it is not built.
     undefined: BTreeSet<String>,
-    /// Whether its entries keep their objects whole (`build_whole`).
-    whole: bool,
+    /// What its entries keep of their objects.
+    keep: Keep,
     /// The file of the object being recorded: the objects of a file come together, and
     /// share its path.
     file: Arc<str>,
@@ -1006,12 +1032,12 @@ fn record(
                     "{id} is applied by both {first} and {owner}; Flux counts it as {first}'s"
                 ),
             });
-            let entry = Entry::new(owner, file, &written, &id, r, shared, building.whole);
+            let entry = Entry::new(owner, file, &written, &id, r, shared, building.keep);
             inv.duplicates.push((id, entry));
         }
         btree_map::Entry::Occupied(_) => {}
         btree_map::Entry::Vacant(v) => {
-            let entry = Entry::new(owner, file, &written, v.key(), r, shared, building.whole);
+            let entry = Entry::new(owner, file, &written, v.key(), r, shared, building.keep);
             v.insert(entry);
         }
     }
