@@ -4,6 +4,7 @@
 //! one object that moves, not one removed and one added, as Flux sees it (the newer owner
 //! adopts it; whether the older prunes it first is cutover's verdict).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -50,35 +51,86 @@ impl Built {
 /// the Flux Kustomizations they apply included, sorted by owner and id. An object two owners
 /// apply is listed under each: Flux applies it twice.
 pub fn of(inv: &Inventory) -> Vec<Built> {
-    let mut out = Vec::with_capacity(inv.objects.len() + inv.owners.len());
     let substituted = substituted_secrets(inv);
-    let built = |owner: &ObjectId, id: &ObjectId, file: &str, raw: &Value| {
-        let mut object = raw.clone();
-        // kustomize-controller decrypts a SOPS-encrypted object and applies it without its
-        // `sops` block; its values, ciphertext here, are masked all the same.
-        let sops = is_sops(raw);
-        if let (true, Value::Object(map)) = (sops, &mut object) {
-            map.remove("sops");
-        }
-        // Substituted values first: they are masked where they stand, not their whole string.
-        let mut masked = substituted
-            .get(owner)
-            .is_some_and(|values| crate::redact::mask_values(&mut object, values));
-        masked |= crate::redact::mask_object(&mut object) || sops;
+    applied(inv)
+        .iter()
+        .map(|a| a.built(&inv.env, a.raw, &substituted))
+        .collect()
+}
+
+/// One object as its owner applies it, as the inventory holds it, before it is copied and
+/// masked (`Applied::built`).
+struct Applied<'a> {
+    owner: &'a ObjectId,
+    id: &'a ObjectId,
+    file: Cow<'a, str>,
+    /// The object as built, unmasked.
+    raw: &'a Value,
+    /// For an object of a rendered release: the HelmRelease, and the strings of its values
+    /// that come from Secrets (masked wherever they stand).
+    release: Option<(&'a ObjectId, &'a [String])>,
+}
+
+impl Applied<'_> {
+    /// The object `raw` (this one's value) as it is shown: its Secret values masked.
+    fn built(
+        &self,
+        environment: &str,
+        raw: &Value,
+        substituted: &BTreeMap<ObjectId, Vec<String>>,
+    ) -> Built {
+        let (object, masked) = shown(
+            raw,
+            substituted.get(self.owner).map(Vec::as_slice),
+            self.release.map(|(_, strings)| strings),
+        );
         Built {
-            environment: inv.env.clone(),
-            owner: owner.clone(),
-            id: id.clone(),
-            file: file.to_string(),
+            environment: environment.to_string(),
+            owner: self.owner.clone(),
+            id: self.id.clone(),
+            file: self.file.to_string(),
             object,
             raw: raw.clone(),
             masked,
-            release: None,
+            release: self.release.map(|(id, _)| id.clone()),
         }
-    };
+    }
+
+    /// It as a change of `kind` without a diff, named by its `apiVersion` as shown.
+    fn listed(
+        &self,
+        environment: &str,
+        kind: Kind,
+        substituted: &BTreeMap<ObjectId, Vec<String>>,
+    ) -> Change {
+        let api_version = self
+            .built(environment, self.raw, substituted)
+            .api_version()
+            .to_string();
+        Change::of(
+            environment,
+            kind,
+            self.id,
+            api_version,
+            self.owner,
+            &self.file,
+        )
+    }
+}
+
+/// Every object the Flux Kustomizations of `inv` apply, in the order of `of`: an entry that
+/// does not hold its object is left out (what its chart renders is not).
+fn applied(inv: &Inventory) -> Vec<Applied<'_>> {
+    let mut out = Vec::with_capacity(inv.objects.len() + inv.owners.len());
     for (id, o) in &inv.owners {
         if let Some(parent) = &o.parent {
-            out.push(built(parent, id, &o.file, &o.object));
+            out.push(Applied {
+                owner: parent,
+                id,
+                file: Cow::Borrowed(&o.file),
+                raw: &o.object,
+                release: None,
+            });
         }
     }
     let entries = inv
@@ -87,27 +139,55 @@ pub fn of(inv: &Inventory) -> Vec<Built> {
         .chain(inv.duplicates.iter().map(|(id, e)| (id, e)));
     for (id, e) in entries {
         // Every entry of a `build_whole` inventory holds its object.
-        if let Some(whole) = &e.whole {
-            out.push(built(&e.owner, id, &e.file, whole));
+        if let Some(whole) = e.whole.as_deref() {
+            out.push(Applied {
+                owner: &e.owner,
+                id,
+                file: Cow::Borrowed(&e.file),
+                raw: whole,
+                release: None,
+            });
         }
         // What its chart renders, under the HelmRelease, as its owner applies the release.
         if let Some(r) = e.release.as_deref().and_then(Release::rendered) {
             for o in &r.objects {
-                let file = format!(
-                    "{} (HelmRelease {}/{}, chart {}: {})",
-                    e.file, id.namespace, id.name, r.chart, o.template
-                );
-                let mut b = built(&e.owner, &o.id, &file, &o.value);
-                if crate::redact::mask_values(&mut b.object, &r.secret_strings) {
-                    b.masked = true;
-                }
-                b.release = Some(id.clone());
-                out.push(b);
+                out.push(Applied {
+                    owner: &e.owner,
+                    id: &o.id,
+                    file: Cow::Owned(format!(
+                        "{} (HelmRelease {}/{}, chart {}: {})",
+                        e.file, id.namespace, id.name, r.chart, o.template
+                    )),
+                    raw: &o.value,
+                    release: Some((id, &r.secret_strings)),
+                });
             }
         }
     }
-    out.sort_by(|a, b| (&a.owner, &a.id).cmp(&(&b.owner, &b.id)));
+    out.sort_by(|a, b| (a.owner, a.id).cmp(&(b.owner, b.id)));
     out
+}
+
+/// `raw` as it is shown, and whether masking changed it: the values of the Secrets its owner
+/// substitutes from masked where they stand (`substituted`), then every Secret value
+/// (`redact::mask_object`), then, for an object of a rendered release, the strings of its
+/// values that come from Secrets (`release`).
+fn shown(raw: &Value, substituted: Option<&[String]>, release: Option<&[String]>) -> (Value, bool) {
+    let mut object = raw.clone();
+    // kustomize-controller decrypts a SOPS-encrypted object and applies it without its
+    // `sops` block; its values, ciphertext here, are masked all the same.
+    let sops = is_sops(raw);
+    if let (true, Value::Object(map)) = (sops, &mut object) {
+        map.remove("sops");
+    }
+    // Substituted values first: they are masked where they stand, not their whole string.
+    let mut masked =
+        substituted.is_some_and(|values| crate::redact::mask_values(&mut object, values));
+    masked |= crate::redact::mask_object(&mut object) || sops;
+    if let Some(strings) = release {
+        masked |= crate::redact::mask_values(&mut object, strings);
+    }
+    (object, masked)
 }
 
 /// The values of the Secrets of `inv` each owner substitutes from (`postBuild.substituteFrom`
@@ -189,74 +269,113 @@ pub struct Change {
     pub kustomization_deleted: Option<String>,
 }
 
+impl Change {
+    /// Object `id` of `owner` (from `file`), changing as `kind` says.
+    fn of(
+        environment: &str,
+        kind: Kind,
+        id: &ObjectId,
+        api_version: String,
+        owner: &ObjectId,
+        file: &str,
+    ) -> Change {
+        Change {
+            environment: environment.to_string(),
+            id: id.clone(),
+            api_version,
+            change: kind,
+            owner: owner.clone(),
+            previous_owner: None,
+            file: file.to_string(),
+            previous_file: None,
+            diff: String::new(),
+            secret_keys: Vec::new(),
+            kustomization_deleted: None,
+        }
+    }
+}
+
 /// What changes between `old` and `new`, two builds of one environment (`old` empty when the
-/// environment is new), in owner and id order.
+/// environment is new), in owner and id order. Only the objects that change are copied.
 pub fn diff(old: &Inventory, new: &Inventory) -> Vec<Change> {
-    let env = if new.env.is_empty() {
+    let environment = if new.env.is_empty() {
         &old.env
     } else {
         &new.env
     };
+    let [was, is] = [substituted_secrets(old), substituted_secrets(new)];
     // An object is matched by its id; one two owners apply is compared as its first
     // owner's (the one Flux counts it as).
-    let index = |built: Vec<Built>, inv: &Inventory| -> BTreeMap<ObjectId, Built> {
+    fn index<'a>(
+        applied: Vec<Applied<'a>>,
+        inv: &Inventory,
+    ) -> BTreeMap<&'a ObjectId, Applied<'a>> {
         let mut by_id = BTreeMap::new();
-        for b in built {
-            let first = inv.objects.get(&b.id).is_none_or(|e| *e.owner == b.owner);
+        for a in applied {
+            let first = inv.objects.get(a.id).is_none_or(|e| *e.owner == *a.owner);
             if first {
-                by_id.entry(b.id.clone()).or_insert(b);
+                by_id.entry(a.id).or_insert(a);
             }
         }
         by_id
-    };
-    let before = index(of(old), old);
-    let mut after = index(of(new), new);
-    let mut out = Vec::new();
-    let change = |b: &Built, kind: Kind| Change {
-        environment: env.clone(),
-        id: b.id.clone(),
-        api_version: b.api_version().to_string(),
-        change: kind,
-        owner: b.owner.clone(),
-        previous_owner: None,
-        file: b.file.clone(),
-        previous_file: None,
-        diff: String::new(),
-        secret_keys: Vec::new(),
-        kustomization_deleted: None,
-    };
+    }
+    let before = index(applied(old), old);
+    let mut after = index(applied(new), new);
+    let mut changes = Vec::new();
     for (id, a) in before {
-        let Some(b) = after.remove(&id) else {
-            let mut c = change(&a, Kind::Removed);
-            if old.owners.contains_key(&id) {
+        let Some(b) = after.remove(id) else {
+            let mut c = a.listed(environment, Kind::Removed, &was);
+            if old.owners.contains_key(id) {
                 // The reason names it as its objects' owner: "its owner X is removed (...)".
                 c.kustomization_deleted =
-                    crate::cutover::rules::kustomization_deleted(old, new, &id)
+                    crate::cutover::rules::kustomization_deleted(old, new, id)
                         .map(|why| why.strip_prefix("its owner ").unwrap_or(&why).to_string());
             }
-            out.push(c);
+            changes.push(c);
             continue;
         };
         if a.raw == b.raw && a.owner == b.owner {
             continue;
         }
-        let mut c = change(&b, Kind::Modified);
-        if a.owner != b.owner {
-            c.previous_owner = Some(a.owner.clone());
-        }
-        if a.file != b.file {
-            c.previous_file = Some(a.file.clone());
-        }
-        let (ya, yb) = (a.yaml(), b.yaml());
-        if ya != yb {
-            c.diff = crate::unified::unified_diff(&label(&id), &ya, &yb);
-        }
-        c.secret_keys = changed_secret_keys(&a.raw, &b.raw);
-        out.push(c);
+        changes.extend(modified(
+            environment,
+            &a.built(environment, a.raw, &was),
+            &b.built(environment, b.raw, &is),
+        ));
     }
-    out.extend(after.values().map(|b| change(b, Kind::Added)));
-    out.sort_by(|a, b| (&a.owner, &a.id).cmp(&(&b.owner, &b.id)));
-    out
+    for b in after.values() {
+        changes.push(b.listed(environment, Kind::Added, &is));
+    }
+    changes.sort_by(|a, b| (&a.owner, &a.id).cmp(&(&b.owner, &b.id)));
+    changes
+}
+
+/// What changes from `a` to `b`, one object of two builds, as shown: nothing when it is the
+/// same value with the same owner, else a modified object with the diff of its YAML.
+fn modified(environment: &str, a: &Built, b: &Built) -> Option<Change> {
+    if a.raw == b.raw && a.owner == b.owner {
+        return None;
+    }
+    let mut c = Change::of(
+        environment,
+        Kind::Modified,
+        &b.id,
+        b.api_version().to_string(),
+        &b.owner,
+        &b.file,
+    );
+    if a.owner != b.owner {
+        c.previous_owner = Some(a.owner.clone());
+    }
+    if a.file != b.file {
+        c.previous_file = Some(a.file.clone());
+    }
+    let (ya, yb) = (a.yaml(), b.yaml());
+    if ya != yb {
+        c.diff = crate::unified::unified_diff(&label(&b.id), &ya, &yb);
+    }
+    c.secret_keys = changed_secret_keys(&a.raw, &b.raw);
+    Some(c)
 }
 
 /// `kind/namespace/name` (`kind/name` for a cluster-scoped object), naming an object's diff.
