@@ -41,6 +41,13 @@ pub fn run(
 ) -> Result<Outcome> {
     let (report, found) = cutover::analyse_with(root, from, to, &[], Keep::Whole, objects::diff)?;
     let changes: Vec<Change> = found.into_iter().flatten().collect();
+    let (text, outcome) = shown(&report, &changes, format)?;
+    out.write_all(text.as_bytes()).map_err(io)?;
+    Ok(outcome)
+}
+
+/// The changes and cutover's report on them, as `format` prints them.
+fn shown(report: &Report, changes: &[Change], format: Format) -> Result<(String, Outcome)> {
     let verdicts: HashMap<(&str, &ObjectId), &Deletion> = report
         .deletions
         .iter()
@@ -66,18 +73,18 @@ pub fn run(
         .collect();
     let text = match format {
         Format::Json => {
-            let doc = Json::of(&report, &rows, &also);
+            let doc = Json::of(report, &rows, &also);
             serde_json::to_string_pretty(&doc).map_err(|e| io(e.into()))? + "\n"
         }
-        Format::Text => text(&report, &rows, &also),
-        Format::Github => github(&report, &rows, &also),
+        Format::Text => text(report, &rows, &also),
+        Format::Github => github(report, &rows, &also),
     };
-    out.write_all(text.as_bytes()).map_err(io)?;
-    Ok(if rows.is_empty() && also.is_empty() {
+    let outcome = if rows.is_empty() && also.is_empty() {
         Outcome::Clean
     } else {
         Outcome::Findings
-    })
+    };
+    Ok((text, outcome))
 }
 
 /// A change and cutover's verdict on it.
