@@ -2,17 +2,22 @@
 //! masked (`build`), and what changes in them between two builds of one environment
 //! (`diff`). An object is matched across the builds by its id; one whose owner changes is
 //! one object that moves, not one removed and one added, as Flux sees it (the newer owner
-//! adopts it; whether the older prunes it first is cutover's verdict).
+//! adopts it; whether the older prunes it first is cutover's verdict). `diff` holds each
+//! revision by its objects' prints (`Keep::Prints`), not by the objects: it reads again only
+//! the objects that change, and must come to what comparing whole objects comes to.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 use serde_json::Value;
 
-use crate::flux::inventory::Inventory;
+use crate::cutover::{self, Analysed, Report};
+use crate::error::{Error, Result};
+use crate::flux::inventory::{self, Inventory, Keep, Print};
 use crate::flux::release::Release;
 use crate::flux::substitute::Source;
-use crate::kustomize::object::{is_sops, ObjectId};
+use crate::kustomize::object::{digest, is_sops, ObjectId};
 
 /// One object as its owner applies it.
 #[derive(Debug, Clone)]
@@ -54,7 +59,7 @@ pub fn of(inv: &Inventory) -> Vec<Built> {
     let substituted = substituted_secrets(inv);
     applied(inv)
         .iter()
-        .map(|a| a.built(&inv.env, a.raw, &substituted))
+        .filter_map(|a| Some(a.built(&inv.env, a.raw?, &substituted)))
         .collect()
 }
 
@@ -64,8 +69,10 @@ struct Applied<'a> {
     owner: &'a ObjectId,
     id: &'a ObjectId,
     file: Cow<'a, str>,
-    /// The object as built, unmasked.
-    raw: &'a Value,
+    /// The object as built, unmasked, where the inventory holds it.
+    raw: Option<&'a Value>,
+    /// Its print, where the inventory holds that (`Keep::Prints`).
+    print: Option<&'a Print>,
     /// For an object of a rendered release: the HelmRelease, and the strings of its values
     /// that come from Secrets (masked wherever they stand).
     release: Option<(&'a ObjectId, &'a [String])>,
@@ -96,6 +103,26 @@ impl Applied<'_> {
         }
     }
 
+    /// What its print says of it (`object::digest`), from its value where it has no print.
+    fn digest(&self) -> Option<[u8; 32]> {
+        match (self.print, self.raw) {
+            (Some(p), _) => Some(p.digest),
+            (None, raw) => raw.map(digest),
+        }
+    }
+
+    /// What masks it besides its own Secret values: the values its owner substitutes from
+    /// Secrets, and the secret strings of its release (see `shown`).
+    fn masks<'s>(
+        &'s self,
+        substituted: &'s BTreeMap<ObjectId, Vec<String>>,
+    ) -> (Option<&'s [String]>, Option<&'s [String]>) {
+        (
+            substituted.get(self.owner).map(Vec::as_slice),
+            self.release.map(|(_, strings)| strings),
+        )
+    }
+
     /// It as a change of `kind` without a diff, named by its `apiVersion` as shown.
     fn listed(
         &self,
@@ -103,10 +130,21 @@ impl Applied<'_> {
         kind: Kind,
         substituted: &BTreeMap<ObjectId, Vec<String>>,
     ) -> Change {
-        let api_version = self
-            .built(environment, self.raw, substituted)
-            .api_version()
-            .to_string();
+        let api_version = match (self.print, self.raw) {
+            // Masking reads each string on its own (but for a Secret's data and a SOPS
+            // block): the `apiVersion` shows as it shows in the whole object.
+            (Some(p), _) => {
+                let (masks, release) = self.masks(substituted);
+                let head = serde_json::json!({ "apiVersion": &*p.api_version });
+                let (head, _) = shown(&head, masks, release);
+                head["apiVersion"].as_str().unwrap_or("").to_string()
+            }
+            (None, Some(raw)) => self
+                .built(environment, raw, substituted)
+                .api_version()
+                .to_string(),
+            (None, None) => String::new(),
+        };
         Change::of(
             environment,
             kind,
@@ -116,10 +154,22 @@ impl Applied<'_> {
             &self.file,
         )
     }
+
+    /// It as a side of a comparison: as shown when the inventory holds its value, else the
+    /// entry to read again.
+    fn side(&self, environment: &str, substituted: &BTreeMap<ObjectId, Vec<String>>) -> Side {
+        match self.raw {
+            Some(raw) => Side::Built(Box::new(self.built(environment, raw, substituted))),
+            None => Side::Entry {
+                owner: self.owner.clone(),
+                file: self.file.to_string(),
+            },
+        }
+    }
 }
 
 /// Every object the Flux Kustomizations of `inv` apply, in the order of `of`: an entry that
-/// does not hold its object is left out (what its chart renders is not).
+/// holds neither its object nor its print is left out (what its chart renders is not).
 fn applied(inv: &Inventory) -> Vec<Applied<'_>> {
     let mut out = Vec::with_capacity(inv.objects.len() + inv.owners.len());
     for (id, o) in &inv.owners {
@@ -128,7 +178,8 @@ fn applied(inv: &Inventory) -> Vec<Applied<'_>> {
                 owner: parent,
                 id,
                 file: Cow::Borrowed(&o.file),
-                raw: &o.object,
+                raw: Some(&o.object),
+                print: None,
                 release: None,
             });
         }
@@ -138,13 +189,15 @@ fn applied(inv: &Inventory) -> Vec<Applied<'_>> {
         .iter()
         .chain(inv.duplicates.iter().map(|(id, e)| (id, e)));
     for (id, e) in entries {
-        // Every entry of a `build_whole` inventory holds its object.
-        if let Some(whole) = e.whole.as_deref() {
+        // Every entry of a `build_whole` inventory holds its object, every entry of a
+        // `Keep::Prints` one its print.
+        if e.whole.is_some() || e.print.is_some() {
             out.push(Applied {
                 owner: &e.owner,
                 id,
                 file: Cow::Borrowed(&e.file),
-                raw: whole,
+                raw: e.whole.as_deref(),
+                print: e.print.as_deref(),
                 release: None,
             });
         }
@@ -158,7 +211,8 @@ fn applied(inv: &Inventory) -> Vec<Applied<'_>> {
                         "{} (HelmRelease {}/{}, chart {}: {})",
                         e.file, id.namespace, id.name, r.chart, o.template
                     )),
-                    raw: &o.value,
+                    raw: Some(&o.value),
+                    print: None,
                     release: Some((id, &r.secret_strings)),
                 });
             }
@@ -295,15 +349,210 @@ impl Change {
     }
 }
 
+/// What changes from revision `from` to `to` (the working tree when `None`) of the repository
+/// at `root`, environment after environment, and cutover's report on the change (as
+/// `cutover::analyse` makes it, from the same builds). Each revision is built keeping every
+/// object's print, not the object (`Keep::Prints`); the objects whose prints do not settle
+/// what changes are built again, whole, once the verdicts have freed the rest.
+pub fn changes(
+    root: &Path,
+    from: &str,
+    to: Option<&str>,
+    overrides: &[(String, String)],
+) -> Result<(Report, Vec<Change>)> {
+    finish(cutover::analyse_with(
+        root,
+        from,
+        to,
+        overrides,
+        Keep::Prints,
+        found,
+        builds_again,
+    )?)
+}
+
+/// `changes` between two trees (older, newer), built keeping of each object what `kept`
+/// says: its print, as `changes` does, or the object itself: the plain comparison that the
+/// one by prints must agree with.
+#[cfg(test)]
+pub fn changes_between(
+    trees: (crate::tree::FileTree, crate::tree::FileTree),
+    change: &str,
+    kept: Keep,
+) -> Result<(Report, Vec<Change>)> {
+    finish(cutover::analyse_trees(
+        trees,
+        None,
+        &[],
+        change,
+        kept,
+        found,
+        builds_again,
+    )?)
+}
+
+/// What `diff` finds in an environment's two builds, and the objects to read again from each.
+type Found = (Diff, [BTreeSet<ObjectId>; 2]);
+
+fn found(old: &Inventory, new: &Inventory) -> Found {
+    let found = diff(old, new);
+    let wanted = found.wanted();
+    (found, wanted)
+}
+
+/// Whether an environment is built again to read objects (the revisions are kept for it).
+fn builds_again(found: &[Found]) -> bool {
+    found
+        .iter()
+        .any(|(_, wanted)| wanted.iter().any(|ids| !ids.is_empty()))
+}
+
+/// The changes of every environment analysed, the objects their prints did not settle read
+/// from the environment built again, keeping them whole (`Keep::These`). Helm is not run
+/// again: what a chart renders is held whole.
+fn finish(analysed: Analysed<Found>) -> Result<(Report, Vec<Change>)> {
+    let Analysed {
+        report,
+        found,
+        trees,
+    } = analysed;
+    let mut changes = Vec::new();
+    for (env, (found, wanted)) in found {
+        let again = |side: usize| match &trees {
+            Some((old, new)) if !wanted[side].is_empty() => {
+                let tree = if side == 0 { old } else { new };
+                inventory::build_as(tree, &env, Keep::These(&wanted[side]))
+            }
+            _ => Inventory::default(),
+        };
+        let [old, new] = std::thread::scope(|s| {
+            let old = s.spawn(|| again(0));
+            let new = again(1);
+            [
+                old.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                new,
+            ]
+        });
+        changes.extend(found.finish([&old, &new]).map_err(|e| {
+            Error::Usage(format!(
+                "internal error: {e}; nothing was printed. Please report this with the repository's layout"
+            ))
+        })?);
+    }
+    Ok((report, changes))
+}
+
+/// What changes between two builds of one environment, as `diff` finds it: the changes, and
+/// the objects to read before the rest can be told (`wanted`, `finish`).
+struct Diff {
+    environment: String,
+    changes: Vec<Change>,
+    /// Objects of both builds whose values must be compared and that a build holds by
+    /// their print only.
+    pending: Vec<Pending>,
+    /// The Secret values each owner substitutes, in the older build and the newer.
+    substituted: [BTreeMap<ObjectId, Vec<String>>; 2],
+}
+
+/// An object of both builds, to be compared by value.
+struct Pending {
+    id: ObjectId,
+    /// In the older build and the newer.
+    sides: [Side; 2],
+}
+
+enum Side {
+    /// As shown, read from the build that held it.
+    Built(Box<Built>),
+    /// Held by its print: the entry of `owner` (from `file`) to read again.
+    Entry { owner: ObjectId, file: String },
+}
+
+impl Diff {
+    /// The ids of the objects to read from each build (the older, the newer): the builds
+    /// `finish` needs keep at least these whole (`Keep::These`).
+    fn wanted(&self) -> [BTreeSet<ObjectId>; 2] {
+        let mut out: [BTreeSet<ObjectId>; 2] = Default::default();
+        for p in &self.pending {
+            for (ids, side) in out.iter_mut().zip(&p.sides) {
+                if let Side::Entry { .. } = side {
+                    ids.insert(p.id.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// Every change, in owner and id order, the objects of `wanted` read from `builds` (the
+    /// older, the newer): the builds `diff` was given, made again keeping them whole. `Err`
+    /// names an object such a build does not hold.
+    fn finish(self, builds: [&Inventory; 2]) -> Result<Vec<Change>, String> {
+        let Diff {
+            environment,
+            mut changes,
+            pending,
+            substituted,
+        } = self;
+        for p in pending {
+            let mut shown = Vec::with_capacity(2);
+            for ((side, inv), subs) in p.sides.into_iter().zip(builds).zip(&substituted) {
+                shown.push(match side {
+                    Side::Built(b) => *b,
+                    Side::Entry { owner, file } => {
+                        let raw = held(inv, &owner, &p.id).ok_or_else(|| {
+                            format!(
+                                "{}: not found again in the build of {environment} ({owner})",
+                                label(&p.id)
+                            )
+                        })?;
+                        let a = Applied {
+                            owner: &owner,
+                            id: &p.id,
+                            file: Cow::Borrowed(&file),
+                            raw: Some(raw),
+                            print: None,
+                            release: None,
+                        };
+                        a.built(&environment, raw, subs)
+                    }
+                });
+            }
+            if let [a, b] = shown.as_slice() {
+                changes.extend(modified(&environment, a, b));
+            }
+        }
+        changes.sort_by(|a, b| (&a.owner, &a.id).cmp(&(&b.owner, &b.id)));
+        Ok(changes)
+    }
+}
+
+/// The value of object `id` as `owner` applies it in `inv`, where its entry holds it.
+fn held<'a>(inv: &'a Inventory, owner: &ObjectId, id: &ObjectId) -> Option<&'a Value> {
+    let entry = match inv.objects.get(id) {
+        Some(e) if *e.owner == *owner => Some(e),
+        _ => inv
+            .duplicates
+            .iter()
+            .find(|(i, e)| i == id && *e.owner == *owner)
+            .map(|(_, e)| e),
+    };
+    entry?.whole.as_deref()
+}
+
 /// What changes between `old` and `new`, two builds of one environment (`old` empty when the
-/// environment is new), in owner and id order. Only the objects that change are copied.
-pub fn diff(old: &Inventory, new: &Inventory) -> Vec<Change> {
+/// environment is new), but for the objects that must be read before they can be told
+/// (`Diff::wanted`, `Diff::finish`). Builds that keep every object whole (`Keep::Whole`)
+/// leave none: every object is compared by its value. Builds that keep prints
+/// (`Keep::Prints`) come to the same changes: two objects with one print are one object
+/// (`object::digest`), and two whose prints differ are compared by value once read.
+fn diff(old: &Inventory, new: &Inventory) -> Diff {
     let environment = if new.env.is_empty() {
         &old.env
     } else {
         &new.env
     };
-    let [was, is] = [substituted_secrets(old), substituted_secrets(new)];
+    let substituted = [substituted_secrets(old), substituted_secrets(new)];
+    let [was, is] = &substituted;
     // An object is matched by its id; one two owners apply is compared as its first
     // owner's (the one Flux counts it as).
     fn index<'a>(
@@ -321,10 +570,10 @@ pub fn diff(old: &Inventory, new: &Inventory) -> Vec<Change> {
     }
     let before = index(applied(old), old);
     let mut after = index(applied(new), new);
-    let mut changes = Vec::new();
+    let (mut changes, mut pending) = (Vec::new(), Vec::new());
     for (id, a) in before {
         let Some(b) = after.remove(id) else {
-            let mut c = a.listed(environment, Kind::Removed, &was);
+            let mut c = a.listed(environment, Kind::Removed, was);
             if old.owners.contains_key(id) {
                 // The reason names it as its objects' owner: "its owner X is removed (...)".
                 c.kustomization_deleted =
@@ -334,20 +583,46 @@ pub fn diff(old: &Inventory, new: &Inventory) -> Vec<Change> {
             changes.push(c);
             continue;
         };
-        if a.raw == b.raw && a.owner == b.owner {
+        if let (Some(x), Some(y)) = (a.raw, b.raw) {
+            if x == y && a.owner == b.owner {
+                continue;
+            }
+            changes.extend(modified(
+                environment,
+                &a.built(environment, x, was),
+                &b.built(environment, y, is),
+            ));
             continue;
         }
-        changes.extend(modified(
-            environment,
-            &a.built(environment, a.raw, &was),
-            &b.built(environment, b.raw, &is),
-        ));
+        // One print: one object, key order included. Unless it moves, nothing changes; when
+        // it does, masked by the same values it shows the same.
+        let same = a.digest().is_some_and(|d| Some(d) == b.digest());
+        if same && a.owner == b.owner {
+            continue;
+        }
+        if same && a.masks(was) == b.masks(is) {
+            let mut c = b.listed(environment, Kind::Modified, is);
+            c.previous_owner = Some(a.owner.clone());
+            if a.file != b.file {
+                c.previous_file = Some(a.file.to_string());
+            }
+            changes.push(c);
+            continue;
+        }
+        pending.push(Pending {
+            id: id.clone(),
+            sides: [a.side(environment, was), b.side(environment, is)],
+        });
     }
     for b in after.values() {
-        changes.push(b.listed(environment, Kind::Added, &is));
+        changes.push(b.listed(environment, Kind::Added, is));
     }
-    changes.sort_by(|a, b| (&a.owner, &a.id).cmp(&(&b.owner, &b.id)));
-    changes
+    Diff {
+        environment: environment.clone(),
+        changes,
+        pending,
+        substituted,
+    }
 }
 
 /// What changes from `a` to `b`, one object of two builds, as shown: nothing when it is the

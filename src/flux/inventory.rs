@@ -14,7 +14,7 @@ use super::discover::{self, Environment};
 use super::substitute::{self, Source, Variables};
 use super::{Kustomization, SourceRef, KUSTOMIZE_GROUP};
 use crate::kustomize::envsubst::Lookup;
-use crate::kustomize::object::{kept_whole, Facts, ObjectId};
+use crate::kustomize::object::{digest, is_sops, kept_whole, Facts, ObjectId};
 use crate::kustomize::{BuildError, Builder, FluxSpec, Resource, Warning};
 use crate::kustomize::{Remembered, Remembering, Shared};
 use crate::tree::{FileTree, Footprint};
@@ -193,22 +193,59 @@ pub fn flux_id(namespace: &str, name: &str) -> ObjectId {
 
 /// What an inventory keeps of each object besides its facts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Keep {
+pub enum Keep<'a> {
     /// The objects of the kinds of `kept_whole`, whole: what the rules and lints read.
     Facts,
     /// Every object whole, as the commands that print what is built need it.
     Whole,
+    /// Every object's print (`Entry::print`), and whole the objects of `Facts` and the
+    /// Secrets not encrypted with SOPS: what `diff` compares two builds by. An app tier's
+    /// objects held whole are gigabytes, their prints megabytes, and a Secret's values are
+    /// masked wherever an owner substitutes them (`objects::substituted_secrets`).
+    Prints,
+    /// Whole the objects of `Facts` and those of these ids: the objects `diff` shows, built
+    /// again once their prints have told that they change.
+    These(&'a BTreeSet<ObjectId>),
 }
 
-impl Keep {
+impl Keep<'_> {
     /// Whether the builder must hand on every object whole for this.
     fn whole_objects(self) -> bool {
         self != Keep::Facts
     }
 
-    /// Whether the entry of object `id` keeps it whole.
-    fn keeps_whole(self, id: &ObjectId) -> bool {
-        self == Keep::Whole || kept_whole(&id.group, &id.kind)
+    /// Whether the entry of object `id`, `value` as built, keeps it whole.
+    fn keeps_whole(self, id: &ObjectId, value: &Value) -> bool {
+        kept_whole(&id.group, &id.kind)
+            || match self {
+                Keep::Facts => false,
+                Keep::Whole => true,
+                Keep::Prints => id.group.is_empty() && id.kind == "Secret" && !is_sops(value),
+                Keep::These(ids) => ids.contains(id),
+            }
+    }
+}
+
+/// What `diff` keeps of an object it does not keep whole (`Keep::Prints`): enough to tell
+/// whether it changes, and to list it when it comes or goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Print {
+    /// The object as built (`object::digest`).
+    pub digest: [u8; 32],
+    /// Its `apiVersion` (empty when that is not a string).
+    pub api_version: Box<str>,
+}
+
+impl Print {
+    pub fn of(value: &Value) -> Print {
+        Print {
+            digest: digest(value),
+            api_version: value
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .into(),
+        }
     }
 }
 
@@ -225,6 +262,8 @@ pub struct Entry {
     pub facts: Facts,
     /// Shared with the build it came from when it is kept for a history's next step.
     pub whole: Option<Arc<Value>>,
+    /// In an inventory built with `Keep::Prints`, its print.
+    pub print: Option<Box<Print>>,
     /// For a HelmRelease, what its chart renders (or why it is not rendered), once
     /// `helm::render` has run over the inventory.
     pub release: Option<Arc<super::release::Release>>,
@@ -246,12 +285,14 @@ impl Entry {
         if let Some(v) = variables {
             facts.variables.clone_from(v);
         }
+        let print = (keep == Keep::Prints).then(|| Box::new(Print::of(&r.value)));
         Entry {
             owner: owner.clone(),
             file: file.clone(),
             facts,
             index: r.index,
-            whole: keep.keeps_whole(id).then(|| match (r, shared) {
+            print,
+            whole: keep.keeps_whole(id, &r.value).then(|| match (r, shared) {
                 // An object kept for the next step as it is built is shared, not copied.
                 (Cow::Borrowed(r), Some(cell)) => {
                     cell.get_or_init(|| Arc::new(r.value.clone())).clone()
@@ -928,7 +969,7 @@ struct Building<'a> {
     /// the build on them. Its objects are kept (the lints read them), but it is not built.
     undefined: BTreeSet<String>,
     /// What its entries keep of their objects.
-    keep: Keep,
+    keep: Keep<'a>,
     /// The file of the object being recorded: the objects of a file come together, and
     /// share its path.
     file: Arc<str>,
