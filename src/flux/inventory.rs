@@ -228,24 +228,62 @@ impl Keep<'_> {
 
 /// What `diff` keeps of an object it does not keep whole (`Keep::Prints`): enough to tell
 /// whether it changes, and to list it when it comes or goes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Print {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Print<'a> {
     /// The object as built (`object::digest`).
     pub digest: [u8; 32],
     /// Its `apiVersion` (empty when that is not a string).
-    pub api_version: Box<str>,
+    pub api_version: &'a str,
 }
 
-impl Print {
-    pub fn of(value: &Value) -> Print {
-        Print {
-            digest: digest(value),
-            api_version: value
-                .get("apiVersion")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .into(),
+/// The prints of an inventory's objects (`Entry::print`), in lists of `PRINTS` rather than an
+/// allocation each: among the whole objects a build makes and frees, hundreds of thousands
+/// of small allocations that stay would keep its memory from being given back (and one list
+/// doubling as it grows would hold twice what it needs).
+#[derive(Debug, Clone, Default)]
+pub struct Prints {
+    /// Each digest, and its `apiVersion`'s place in `api_versions`.
+    lists: Vec<Vec<([u8; 32], u32)>>,
+    api_versions: Vec<Box<str>>,
+    known: BTreeMap<Box<str>, u32>,
+}
+
+const PRINTS: usize = 4096;
+
+impl Prints {
+    /// Adds the print of `value`; its place among them.
+    fn add(&mut self, value: &Value) -> usize {
+        let api_version = value
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let at = match self.known.get(api_version) {
+            Some(&at) => at,
+            None => {
+                let at = u32::try_from(self.api_versions.len()).unwrap_or(u32::MAX);
+                self.api_versions.push(api_version.into());
+                self.known.insert(api_version.into(), at);
+                at
+            }
+        };
+        if self.lists.last().is_none_or(|l| l.len() == PRINTS) {
+            self.lists.push(Vec::with_capacity(PRINTS));
         }
+        let full = PRINTS * (self.lists.len() - 1);
+        let list = self.lists.last_mut().map_or(0, |list| {
+            list.push((digest(value), at));
+            list.len()
+        });
+        full + list - 1
+    }
+
+    /// The print at `at` (an `Entry::print`).
+    pub fn get(&self, at: usize) -> Option<Print<'_>> {
+        let (digest, api_version) = self.lists.get(at / PRINTS)?.get(at % PRINTS)?;
+        Some(Print {
+            digest: *digest,
+            api_version: self.api_versions.get(*api_version as usize)?,
+        })
     }
 }
 
@@ -262,8 +300,8 @@ pub struct Entry {
     pub facts: Facts,
     /// Shared with the build it came from when it is kept for a history's next step.
     pub whole: Option<Arc<Value>>,
-    /// In an inventory built with `Keep::Prints`, its print.
-    pub print: Option<Box<Print>>,
+    /// In an inventory built with `Keep::Prints`, where its print is in `Inventory::prints`.
+    pub print: Option<usize>,
     /// For a HelmRelease, what its chart renders (or why it is not rendered), once
     /// `helm::render` has run over the inventory.
     pub release: Option<Arc<super::release::Release>>,
@@ -285,13 +323,12 @@ impl Entry {
         if let Some(v) = variables {
             facts.variables.clone_from(v);
         }
-        let print = (keep == Keep::Prints).then(|| Box::new(Print::of(&r.value)));
         Entry {
             owner: owner.clone(),
             file: file.clone(),
             facts,
             index: r.index,
-            print,
+            print: None,
             whole: keep.keeps_whole(id, &r.value).then(|| match (r, shared) {
                 // An object kept for the next step as it is built is shared, not copied.
                 (Cow::Borrowed(r), Some(cell)) => {
@@ -319,6 +356,8 @@ pub struct Inventory {
     /// What each ConfigMap and Secret of the build holds, as `postBuild.substituteFrom` and a
     /// HelmRelease's `valuesFrom` read it.
     pub sources: BTreeMap<ObjectId, Source>,
+    /// The prints of its entries, when it is built with `Keep::Prints`.
+    pub prints: Prints,
 }
 
 impl Inventory {
@@ -1063,6 +1102,7 @@ fn record(
         }
         return;
     }
+    let print = (building.keep == Keep::Prints).then(|| inv.prints.add(&r.value));
     match inv.objects.entry(id) {
         btree_map::Entry::Occupied(e) if e.get().owner != *owner => {
             let (id, first) = (e.key().clone(), &e.get().owner);
@@ -1073,12 +1113,14 @@ fn record(
                     "{id} is applied by both {first} and {owner}; Flux counts it as {first}'s"
                 ),
             });
-            let entry = Entry::new(owner, file, &written, &id, r, shared, building.keep);
+            let mut entry = Entry::new(owner, file, &written, &id, r, shared, building.keep);
+            entry.print = print;
             inv.duplicates.push((id, entry));
         }
         btree_map::Entry::Occupied(_) => {}
         btree_map::Entry::Vacant(v) => {
-            let entry = Entry::new(owner, file, &written, v.key(), r, shared, building.keep);
+            let mut entry = Entry::new(owner, file, &written, v.key(), r, shared, building.keep);
+            entry.print = print;
             v.insert(entry);
         }
     }
