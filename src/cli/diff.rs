@@ -38,8 +38,14 @@ pub fn run(
     format: Format,
     out: &mut impl Write,
 ) -> Result<Outcome> {
-    let (report, found) = cutover::analyse_with(root, from, to, &[], true, objects::diff)?;
-    let changes: Vec<Change> = found.into_iter().flatten().collect();
+    let (report, changes) = objects::changes(root, from, to, &[])?;
+    let (text, outcome) = shown(&report, &changes, format)?;
+    out.write_all(text.as_bytes()).map_err(io)?;
+    Ok(outcome)
+}
+
+/// The changes and cutover's report on them, as `format` prints them.
+fn shown(report: &Report, changes: &[Change], format: Format) -> Result<(String, Outcome)> {
     let verdicts: HashMap<(&str, &ObjectId), &Deletion> = report
         .deletions
         .iter()
@@ -65,18 +71,18 @@ pub fn run(
         .collect();
     let text = match format {
         Format::Json => {
-            let doc = Json::of(&report, &rows, &also);
+            let doc = Json::of(report, &rows, &also);
             serde_json::to_string_pretty(&doc).map_err(|e| io(e.into()))? + "\n"
         }
-        Format::Text => text(&report, &rows, &also),
-        Format::Github => github(&report, &rows, &also),
+        Format::Text => text(report, &rows, &also),
+        Format::Github => github(report, &rows, &also),
     };
-    out.write_all(text.as_bytes()).map_err(io)?;
-    Ok(if rows.is_empty() && also.is_empty() {
+    let outcome = if rows.is_empty() && also.is_empty() {
         Outcome::Clean
     } else {
         Outcome::Findings
-    })
+    };
+    Ok((text, outcome))
 }
 
 /// A change and cutover's verdict on it.
@@ -500,4 +506,190 @@ fn longest_run(s: &str, ch: char) -> usize {
         best = best.max(run);
     }
     best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{shown, Format};
+    use crate::flux::inventory::Keep;
+    use crate::objects;
+    use crate::tree::FileTree;
+
+    fn ks(name: &str, extra: &str) -> String {
+        format!("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {{name: {name}, namespace: flux-system}}\nspec:\n  path: ./{name}\n  prune: true\n  sourceRef: {{kind: GitRepository, name: flux-system}}\n{extra}")
+    }
+
+    fn deployment(name: &str, image: &str, replicas: u32) -> String {
+        format!("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\n  namespace: default\n  annotations:\n    token: ${{TOKEN}}\nspec:\n  replicas: {replicas}\n  template:\n    spec:\n      containers:\n        - name: {name}\n          image: {image}\n")
+    }
+
+    fn config_map(name: &str, data: &str) -> String {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: default\ndata:\n{data}")
+    }
+
+    fn sops_secret(data: &str, mac: &str) -> String {
+        format!("apiVersion: v1\nkind: Secret\nmetadata:\n  name: sealed\n  namespace: default\nstringData:\n  password: ENC[AES256_GCM,data:{data},iv:aXY=,tag:dGFn,type:str]\nsops:\n  mac: ENC[AES256_GCM,data:{mac},iv:aXY=,tag:dGFn,type:str]\n  version: 3.8.1\n")
+    }
+
+    fn release(size: &str) -> String {
+        format!("apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: web\n  namespace: default\nspec:\n  chart:\n    spec:\n      chart: web\n      sourceRef: {{kind: HelmRepository, name: charts}}\n  values:\n    persistence:\n      data:\n        size: {size}\n")
+    }
+
+    const VARS: &str = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: vars\n  namespace: flux-system\nstringData:\n  TOKEN: tok-3f9a1c-plain\n  VERSION: apps/v1\n";
+    const PVC: &str = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: default\nspec:\n  resources:\n    requests:\n      storage: 1Gi\n";
+    const CONF: &str = "  app.ini: |\n    [server]\n    port = 80\n";
+
+    /// What no output may hold: the Secrets' values, plain, base64 or encrypted.
+    const HIDDEN: [&str; 8] = [
+        "tok-3f9a1c-plain",
+        "b2xkLXBhc3N3b3JkLXZhbHVl",
+        "bmV3LXBhc3N3b3JkLXZhbHVl",
+        "old-password-value",
+        "new-password-value",
+        "data:b2xkLXNvcHM=",
+        "data:bmV3LXNvcHM=",
+        "data:bWFjLTE=",
+    ];
+
+    fn files(list: &[(&str, String)]) -> FileTree {
+        FileTree::from_files(list.iter().map(|(p, t)| (*p, t.as_str())))
+    }
+
+    /// Two revisions of one environment: objects modified (a Deployment whose annotation is
+    /// a substituted Secret value, a Secret, a SOPS-encrypted Secret, a HelmRelease, a
+    /// ConfigMap whose keys only change order), added, removed (with and without their
+    /// Kustomization), and moved (as they were, masked alike or not, and modified on the
+    /// way).
+    fn revisions() -> (FileTree, FileTree) {
+        let secret = |password: &str| {
+            format!("apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n  namespace: default\ndata:\n  password: {password}\n")
+        };
+        let apps = ks(
+            "apps",
+            "  postBuild:\n    substituteFrom:\n      - kind: Secret\n        name: vars\n",
+        );
+        let old = files(&[
+            ("clusters/dev/kustomization.yaml", "resources: [vars.yaml, apps.yaml, db.yaml, gone.yaml]\n".into()),
+            ("clusters/dev/vars.yaml", VARS.into()),
+            ("clusters/dev/apps.yaml", apps.clone()),
+            ("clusters/dev/db.yaml", ks("db", "")),
+            ("clusters/dev/gone.yaml", ks("gone", "")),
+            ("apps/kustomization.yaml", "resources: [web.yaml, conf.yaml, secret.yaml, sealed.yaml, data.yaml, shared.yaml, order.yaml, cache.yaml, release.yaml]\n".into()),
+            ("apps/web.yaml", deployment("web", "example/web:1.0.0", 1)),
+            ("apps/conf.yaml", config_map("conf", CONF)),
+            ("apps/secret.yaml", secret("b2xkLXBhc3N3b3JkLXZhbHVl")),
+            ("apps/sealed.yaml", sops_secret("b2xkLXNvcHM=", "bWFjLTE=")),
+            ("apps/data.yaml", PVC.into()),
+            ("apps/shared.yaml", config_map("shared", "  a: b\n")),
+            ("apps/order.yaml", config_map("order", "  a: \"1\"\n  b: \"2\"\n")),
+            ("apps/cache.yaml", deployment("cache", "example/cache:1", 1)),
+            ("apps/release.yaml", release("1Gi")),
+            ("db/kustomization.yaml", "resources: [move.yaml]\n".into()),
+            ("db/move.yaml", config_map("move", "  c: d\n")),
+            ("gone/kustomization.yaml", "resources: [cm.yaml]\n".into()),
+            ("gone/cm.yaml", config_map("gone", "  e: f\n")),
+        ]);
+        let new = files(&[
+            ("clusters/dev/kustomization.yaml", "resources: [vars.yaml, apps.yaml, db.yaml, tools.yaml]\n".into()),
+            ("clusters/dev/vars.yaml", VARS.into()),
+            ("clusters/dev/apps.yaml", apps),
+            ("clusters/dev/db.yaml", ks("db", "")),
+            ("clusters/dev/tools.yaml", ks("tools", "")),
+            ("apps/kustomization.yaml", "resources: [web.yaml, conf.yaml, secret.yaml, sealed.yaml, order.yaml, release.yaml, fresh.yaml, worker.yaml]\n".into()),
+            ("apps/web.yaml", deployment("web", "example/web:1.1.0", 1)),
+            ("apps/conf.yaml", config_map("conf", CONF)),
+            ("apps/secret.yaml", secret("bmV3LXBhc3N3b3JkLXZhbHVl")),
+            ("apps/sealed.yaml", sops_secret("bmV3LXNvcHM=", "bWFjLTI=")),
+            ("apps/order.yaml", config_map("order", "  b: \"2\"\n  a: \"1\"\n")),
+            ("apps/release.yaml", release("2Gi")),
+            ("apps/fresh.yaml", config_map("fresh", "  g: h\n")),
+            ("apps/worker.yaml", deployment("worker", "example/worker:1", 1)),
+            ("db/kustomization.yaml", "resources: [shared.yaml, cache.yaml]\n".into()),
+            ("db/shared.yaml", config_map("shared", "  a: b\n")),
+            ("db/cache.yaml", deployment("cache", "example/cache:1", 2)),
+            ("tools/kustomization.yaml", "resources: [move.yaml]\n".into()),
+            ("tools/move.yaml", config_map("move", "  c: d\n")),
+        ]);
+        (old, new)
+    }
+
+    /// Every output of `diff` from `old` to `new`, built keeping what `kept` says.
+    fn outputs(old: &FileTree, new: &FileTree, kept: Keep) -> Vec<String> {
+        let trees = (old.clone(), new.clone());
+        let (report, changes) = objects::changes_between(trees, "old -> new", kept).unwrap();
+        [Format::Text, Format::Json, Format::Github]
+            .into_iter()
+            .map(|f| shown(&report, &changes, f).unwrap().0)
+            .collect()
+    }
+
+    #[test]
+    fn the_diff_by_prints_is_the_diff_of_whole_objects() {
+        let (old, new) = revisions();
+        for (a, b) in [(&old, &new), (&new, &old), (&old, &old)] {
+            let by_prints = outputs(a, b, Keep::Prints);
+            assert_eq!(by_prints, outputs(a, b, Keep::Whole));
+            for (out, h) in by_prints.iter().flat_map(|o| HIDDEN.map(|h| (o, h))) {
+                assert!(!out.contains(h), "{h}:\n{out}");
+            }
+        }
+        // The revisions hold every kind of change.
+        let json = &outputs(&old, &new, Keep::Prints)[1];
+        let doc: serde_json::Value = serde_json::from_str(json).unwrap();
+        let change = |kind: &str, name: &str| {
+            doc["changes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["kind"] == kind && c["name"] == name)
+                .unwrap_or_else(|| panic!("{kind}/{name}:\n{json}"))
+                .clone()
+        };
+        let modified = |kind: &str, name: &str| {
+            let c = change(kind, name);
+            assert_eq!(c["change"], "modified", "{c}");
+            c
+        };
+        assert!(modified("Deployment", "web")["diff"]
+            .as_str()
+            .unwrap()
+            .contains("+          image: example/web:1.1.0\n"));
+        assert_eq!(
+            modified("Secret", "db")["secretKeys"],
+            serde_json::json!(["data.password"])
+        );
+        assert_eq!(
+            modified("Secret", "sealed")["secretKeys"],
+            serde_json::json!(["stringData.password"])
+        );
+        assert!(
+            modified("HelmRelease", "web")["diff"]
+                .as_str()
+                .unwrap()
+                .contains("+        size: 2Gi\n"),
+            "{json}"
+        );
+        for (kind, name, from, diff) in [
+            ("ConfigMap", "shared", "apps", false),
+            ("ConfigMap", "move", "db", false),
+            ("Deployment", "cache", "apps", true),
+        ] {
+            let c = modified(kind, name);
+            assert_eq!(c["previousOwner"], format!("flux-system/{from}"), "{c}");
+            assert_eq!(c.get("diff").is_some(), diff, "{c}");
+        }
+        assert_eq!(change("ConfigMap", "fresh")["change"], "added");
+        // Masked as the newer owner substitutes: `apps/v1` is a value of its Secret.
+        assert_eq!(change("Deployment", "worker")["apiVersion"], "***");
+        assert_eq!(change("PersistentVolumeClaim", "data")["change"], "removed");
+        assert_eq!(change("ConfigMap", "gone")["change"], "removed");
+        let gone = change("Kustomization", "gone");
+        assert_eq!(
+            (&gone["change"], &gone["rule"]),
+            (&"removed".into(), &"left-build".into()),
+            "{gone}"
+        );
+        assert!(!json.contains("\"order\""), "{json}");
+        assert!(!json.contains("\"conf\""), "{json}");
+    }
 }

@@ -15,7 +15,7 @@ use serde::Serialize;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::flux::discover::{self, Environment};
-use crate::flux::inventory::{self, Inventory, Owner};
+use crate::flux::inventory::{self, Inventory, Keep, Owner};
 pub use crate::kustomize::object::ObjectId;
 use crate::kustomize::Remembered;
 use crate::tree::{Blobs, FileTree, Footprint, GitObjects};
@@ -117,38 +117,89 @@ pub fn analyse(
     to: Option<&str>,
     overrides: &[(String, String)],
 ) -> Result<Report> {
-    Ok(analyse_with(root, from, to, overrides, false, |_, _| ())?.0)
+    let inspect = |_: &Inventory, _: &Inventory| ();
+    Ok(analyse_with(root, from, to, overrides, Keep::Facts, inspect, |_| false)?.report)
 }
 
-/// `analyse`, handing each environment's two builds (older, newer) to `inspect` before they
-/// are judged, every object kept whole when `whole` (`inventory::build_whole`): what a
-/// command that shows the objects themselves needs, built once with the verdicts.
+/// A change analysed (`analyse_with`): cutover's report, what was found in each
+/// environment's builds, and the two revisions when they were kept.
+pub struct Analysed<T> {
+    pub report: Report,
+    /// In environment order, each with its environment.
+    pub found: Vec<(Environment, T)>,
+    /// The older revision and the newer, when they were asked for.
+    pub trees: Option<(FileTree, FileTree)>,
+}
+
+/// `analyse`, handing each environment's two builds (older, newer), keeping of every object
+/// what `kept` says (`inventory::build_as`), to `inspect` before they are judged: what a
+/// command that shows the objects themselves needs, built once with the verdicts. The
+/// revisions are kept when `keep` says that what was found needs them (to build an
+/// environment again), else freed before the verdicts.
 pub fn analyse_with<T>(
     root: &Path,
     from: &str,
     to: Option<&str>,
     overrides: &[(String, String)],
-    whole: bool,
+    kept: Keep,
+    inspect: impl FnMut(&Inventory, &Inventory) -> T,
+    keep: impl FnOnce(&[T]) -> bool,
+) -> Result<Analysed<T>> {
+    let (old, new) = revisions(root, from, to)?;
+    let config = config_in_force(root, &old, &new)?;
+    let change = change_of(from, to);
+    let mut analysed = analyse_trees(
+        (old, new),
+        config.as_ref(),
+        overrides,
+        &change,
+        kept,
+        inspect,
+        keep,
+    )?;
+    analysed.report.from = from.to_string();
+    analysed.report.to = to.unwrap_or("the working tree").to_string();
+    Ok(analysed)
+}
+
+/// `analyse_with` of two trees (older, newer), in the environments of `config` or else those
+/// discovered in them.
+pub fn analyse_trees<T>(
+    (old, new): (FileTree, FileTree),
+    config: Option<&Config>,
+    overrides: &[(String, String)],
+    change: &str,
+    kept: Keep,
     mut inspect: impl FnMut(&Inventory, &Inventory) -> T,
-) -> Result<(Report, Vec<T>)> {
-    // Blobs both revisions hold are read from git once.
+    keep: impl FnOnce(&[T]) -> bool,
+) -> Result<Analysed<T>> {
+    let mut built = Builds::of(&old, &new, config, overrides, kept)?;
+    let found: Vec<T> = built.pairs.iter().map(|(o, n)| inspect(o, n)).collect();
+    // Unless asked for, the texts are not read again: at 100,000 services they are 270 MB.
+    let trees = keep(&found).then_some((old, new));
+    let envs = std::mem::take(&mut built.envs);
+    Ok(Analysed {
+        report: built.judge(change),
+        found: envs.into_iter().zip(found).collect(),
+        trees,
+    })
+}
+
+/// Revision `from` and `to` (the working tree when `None`) of the repository at `root`; the
+/// blobs both hold are read from git once.
+fn revisions(root: &Path, from: &str, to: Option<&str>) -> Result<(FileTree, FileTree)> {
     let mut blobs = Blobs::default();
     let old = FileTree::from_git_sharing(root, from, &mut blobs)?;
     let new = match to {
         Some(rev) => FileTree::from_git_sharing(root, rev, &mut blobs)?,
         None => FileTree::from_worktree(root)?,
     };
-    drop(blobs);
-    let change = format!("{from} -> {}", to.unwrap_or("the working tree"));
-    let config = config_in_force(root, &old, &new)?;
-    let built = Builds::of(&old, &new, config.as_ref(), overrides, whole)?;
-    // The texts are not read again: at 100,000 services they are 270 MB.
-    drop((old, new));
-    let seen = built.pairs.iter().map(|(o, n)| inspect(o, n)).collect();
-    let mut report = built.judge(&change);
-    report.from = from.to_string();
-    report.to = to.unwrap_or("the working tree").to_string();
-    Ok((report, seen))
+    Ok((old, new))
+}
+
+/// A change's name in the runbook: `HEAD~1 -> HEAD`.
+fn change_of(from: &str, to: Option<&str>) -> String {
+    format!("{from} -> {}", to.unwrap_or("the working tree"))
 }
 
 /// The fluxwave.yaml in force for a change from `old` to `new`: the first that has the file
@@ -190,7 +241,7 @@ pub fn analyse_steps(
             &new,
             config.as_ref(),
             overrides,
-            false,
+            Keep::Facts,
             std::mem::take(&mut older),
             true,
         )?;
@@ -221,7 +272,7 @@ pub fn compare(
     config: Option<&Config>,
     change: &str,
 ) -> Result<Report> {
-    Ok(Builds::of(old, new, config, &[], false)?.judge(change))
+    Ok(Builds::of(old, new, config, &[], Keep::Facts)?.judge(change))
 }
 
 /// Sorts deletions by data loss first, then by environment, owner and object. Each
@@ -319,6 +370,8 @@ struct Builds {
     to: String,
     environments: Vec<String>,
     pairs: Vec<(Inventory, Inventory)>,
+    /// The environment of each pair.
+    envs: Vec<Environment>,
     incomplete: Vec<Incomplete>,
     warnings: Vec<EnvWarning>,
 }
@@ -329,12 +382,12 @@ impl Builds {
         new: &FileTree,
         config: Option<&Config>,
         overrides: &[(String, String)],
-        whole: bool,
+        kept: Keep,
     ) -> Result<Builds> {
-        Ok(Builds::of_reusing(old, new, config, overrides, whole, Vec::new(), false)?.0)
+        Ok(Builds::of_reusing(old, new, config, overrides, kept, Vec::new(), false)?.0)
     }
 
-    /// `of`, for a step of a history when `keep` (and not `whole`): the builds of `old` are
+    /// `of`, for a step of a history when `keep` (with `kept` the facts): the builds of `old` are
     /// taken from `older` where an environment is the same, and for each environment of
     /// `pairs` in order the builds of its Flux Kustomizations in `new` are given back
     /// remembered: the next step replays those whose files did not change
@@ -344,7 +397,7 @@ impl Builds {
         new: &FileTree,
         config: Option<&Config>,
         overrides: &[(String, String)],
-        whole: bool,
+        kept: Keep,
         mut older: Vec<Kept>,
         keep: bool,
     ) -> Result<(Builds, Vec<(Environment, Remembered)>)> {
@@ -358,6 +411,7 @@ impl Builds {
             )));
         }
         let mut pairs: Vec<(Inventory, Inventory)> = Vec::new();
+        let mut built = Vec::new();
         let mut incomplete = Vec::new();
         let mut warnings = Vec::new();
         let mut newer = Vec::new();
@@ -387,11 +441,7 @@ impl Builds {
             // Both revisions are built side by side; an entry the older one lacks applied
             // nothing there.
             let build = |tree: &FileTree| {
-                let mut inv = if whole {
-                    inventory::build_whole(tree, env)
-                } else {
-                    inventory::build(tree, env)
-                };
+                let mut inv = inventory::build_as(tree, env, kept);
                 crate::helm::render(&mut inv, tree);
                 inv
             };
@@ -406,7 +456,7 @@ impl Builds {
                 .map(|i| older.swap_remove(i));
             // A history's steps replay what the step before built; its first step replays
             // the older revision's builds in the newer.
-            let (o, n, remembered) = if keep && !whole {
+            let (o, n, remembered) = if keep && kept == Keep::Facts {
                 let (o, before) = match reused {
                     Some(k) if in_old => (k.inventory, k.remembered),
                     _ if in_old => remembering(old, Remembered::default()),
@@ -438,12 +488,14 @@ impl Builds {
             incomplete.extend(unseen);
             warnings.extend(unjudged);
             pairs.push((o, n));
+            built.push(env.clone());
         }
         let builds = Builds {
             from: old.label.clone(),
             to: new.label.clone(),
             environments: envs.into_iter().map(|e| e.name).collect(),
             pairs,
+            envs: built,
             incomplete,
             warnings,
         };
@@ -463,6 +515,7 @@ impl Builds {
             to,
             environments,
             mut pairs,
+            envs: _,
             incomplete,
             mut warnings,
         } = self;

@@ -14,7 +14,7 @@ use super::discover::{self, Environment};
 use super::substitute::{self, Source, Variables};
 use super::{Kustomization, SourceRef, KUSTOMIZE_GROUP};
 use crate::kustomize::envsubst::Lookup;
-use crate::kustomize::object::{kept_whole, Facts, ObjectId};
+use crate::kustomize::object::{digest, is_sops, kept_whole, Facts, ObjectId};
 use crate::kustomize::{BuildError, Builder, FluxSpec, Resource, Warning};
 use crate::kustomize::{Remembered, Remembering, Shared};
 use crate::tree::{FileTree, Footprint};
@@ -192,9 +192,105 @@ pub fn flux_id(namespace: &str, name: &str) -> ObjectId {
     }
 }
 
+/// What an inventory keeps of each object besides its facts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Keep<'a> {
+    /// The objects of the kinds of `kept_whole`, whole: what the rules and lints read.
+    Facts,
+    /// Every object whole, as the commands that print what is built need it.
+    Whole,
+    /// Every object's print (`Entry::print`), and whole the objects of `Facts` and the
+    /// Secrets not encrypted with SOPS: what `diff` compares two builds by. An app tier's
+    /// objects held whole are gigabytes, their prints megabytes, and a Secret's values are
+    /// masked wherever an owner substitutes them (`objects::substituted_secrets`).
+    Prints,
+    /// Whole the objects of `Facts` and those of these ids: the objects `diff` shows, built
+    /// again once their prints have told that they change.
+    These(&'a BTreeSet<ObjectId>),
+}
+
+impl Keep<'_> {
+    /// Whether the builder must hand on every object whole for this.
+    fn whole_objects(self) -> bool {
+        self != Keep::Facts
+    }
+
+    /// Whether the entry of object `id`, `value` as built, keeps it whole.
+    fn keeps_whole(self, id: &ObjectId, value: &Value) -> bool {
+        kept_whole(&id.group, &id.kind)
+            || match self {
+                Keep::Facts => false,
+                Keep::Whole => true,
+                Keep::Prints => id.group.is_empty() && id.kind == "Secret" && !is_sops(value),
+                Keep::These(ids) => ids.contains(id),
+            }
+    }
+}
+
+/// What `diff` keeps of an object it does not keep whole (`Keep::Prints`): enough to tell
+/// whether it changes, and to list it when it comes or goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Print<'a> {
+    /// The object as built (`object::digest`).
+    pub digest: [u8; 32],
+    /// Its `apiVersion` (empty when that is not a string).
+    pub api_version: &'a str,
+}
+
+/// The prints of an inventory's objects (`Entry::print`), in lists of `PRINTS` rather than an
+/// allocation each: among the whole objects a build makes and frees, hundreds of thousands
+/// of small allocations that stay would keep its memory from being given back (and one list
+/// doubling as it grows would hold twice what it needs).
+#[derive(Debug, Clone, Default)]
+pub struct Prints {
+    /// Each digest, and its `apiVersion`'s place in `api_versions`.
+    lists: Vec<Vec<([u8; 32], u32)>>,
+    api_versions: Vec<Box<str>>,
+    known: BTreeMap<Box<str>, u32>,
+}
+
+const PRINTS: usize = 4096;
+
+impl Prints {
+    /// Adds the print of `value`; its place among them.
+    fn add(&mut self, value: &Value) -> usize {
+        let api_version = value
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let at = match self.known.get(api_version) {
+            Some(&at) => at,
+            None => {
+                let at = u32::try_from(self.api_versions.len()).unwrap_or(u32::MAX);
+                self.api_versions.push(api_version.into());
+                self.known.insert(api_version.into(), at);
+                at
+            }
+        };
+        if self.lists.last().is_none_or(|l| l.len() == PRINTS) {
+            self.lists.push(Vec::with_capacity(PRINTS));
+        }
+        let full = PRINTS * (self.lists.len() - 1);
+        let list = self.lists.last_mut().map_or(0, |list| {
+            list.push((digest(value), at));
+            list.len()
+        });
+        full + list - 1
+    }
+
+    /// The print at `at` (an `Entry::print`).
+    pub fn get(&self, at: usize) -> Option<Print<'_>> {
+        let (digest, api_version) = self.lists.get(at / PRINTS)?.get(at % PRINTS)?;
+        Some(Print {
+            digest: *digest,
+            api_version: self.api_versions.get(*api_version as usize)?,
+        })
+    }
+}
+
 /// One object of an inventory: who applies it, where it is written, and what the rules and
-/// lints read of it (the object itself is kept only for the kinds of `kept_whole`, or for
-/// every kind in an inventory built to be printed, `build_whole`).
+/// lints read of it (the object itself is kept only for the kinds of `kept_whole`, or as
+/// `Keep` says).
 #[derive(Debug, Clone)]
 pub struct Entry {
     /// Shared by every object of the owner.
@@ -205,6 +301,8 @@ pub struct Entry {
     pub facts: Facts,
     /// Shared with the build it came from when it is kept for a history's next step.
     pub whole: Option<Arc<Value>>,
+    /// In an inventory built with `Keep::Prints`, where its print is in `Inventory::prints`.
+    pub print: Option<usize>,
     /// For a HelmRelease, what its chart renders (or why it is not rendered), once
     /// `helm::render` has run over the inventory.
     pub release: Option<Arc<super::release::Release>>,
@@ -220,7 +318,7 @@ impl Entry {
         id: &ObjectId,
         r: Cow<'_, Resource>,
         shared: Option<&Shared>,
-        whole: bool,
+        keep: Keep,
     ) -> Entry {
         // An object kept for the next step as it is built is shared, not copied, and what
         // is derived from it is derived once.
@@ -237,7 +335,8 @@ impl Entry {
             file: file.clone(),
             facts,
             index: r.index,
-            whole: (whole || kept_whole(&id.group, &id.kind)).then(|| match cell {
+            print: None,
+            whole: keep.keeps_whole(id, &r.value).then(|| match cell {
                 Some(cell) => cell.whole(&r),
                 None => Arc::new(r.into_owned().value),
             }),
@@ -261,6 +360,8 @@ pub struct Inventory {
     /// What each ConfigMap and Secret of the build holds, as `postBuild.substituteFrom` and a
     /// HelmRelease's `valuesFrom` read it.
     pub sources: BTreeMap<ObjectId, Source>,
+    /// The prints of its entries, when it is built with `Keep::Prints`.
+    pub prints: Prints,
 }
 
 impl Inventory {
@@ -366,7 +467,7 @@ fn unreachable_owner(env_path: &str) -> Owner {
 /// tree with those files added under `ARTIFACTS`, and their paths are given back as the
 /// repository files they copy.
 pub fn build(tree: &FileTree, env: &Environment) -> Inventory {
-    build_keeping(tree, env, false, None).0
+    build_as(tree, env, Keep::Facts)
 }
 
 /// `build`, replaying the builds of Flux Kustomizations that `before` kept of an earlier
@@ -377,7 +478,7 @@ pub fn build_remembering(
     env: &Environment,
     before: Remembered,
 ) -> (Inventory, Remembered) {
-    let (inv, now) = build_keeping(tree, env, false, Some(before));
+    let (inv, now) = build_keeping(tree, env, Keep::Facts, Some(before));
     (inv, now.unwrap_or_default())
 }
 
@@ -385,26 +486,31 @@ pub fn build_remembering(
 /// is built need it; the others keep only the facts, as a large app tier's specs are most of
 /// its memory.
 pub fn build_whole(tree: &FileTree, env: &Environment) -> Inventory {
-    build_keeping(tree, env, true, None).0
+    build_as(tree, env, Keep::Whole)
 }
 
-/// `build`, keeping every object whole when `whole`, remembering builds when given `before`.
+/// `build`, keeping of each object what `keep` says.
+pub fn build_as(tree: &FileTree, env: &Environment, keep: Keep) -> Inventory {
+    build_keeping(tree, env, keep, None).0
+}
+
+/// `build`, keeping of each object what `keep` says, remembering builds when given `before`.
 /// Only the first pass over the repository's own files is remembered: the builds over the
 /// files of ExternalArtifacts, and the passes that know sources from an earlier one, are
 /// made afresh.
 fn build_keeping(
     tree: &FileTree,
     env: &Environment,
-    whole: bool,
+    keep: Keep,
     before: Option<Remembered>,
 ) -> (Inventory, Option<Remembered>) {
-    let (inv, remembered) = build_with(tree, env, &BTreeMap::new(), whole, before);
-    (build_artifacts(tree, env, whole, inv), remembered)
+    let (inv, remembered) = build_with(tree, env, &BTreeMap::new(), keep, before);
+    (build_artifacts(tree, env, keep, inv), remembered)
 }
 
 /// `inv`, an environment's build, built again over the files of the ExternalArtifacts its
 /// ArtifactGenerators make, when they make any (see `build`).
-fn build_artifacts(tree: &FileTree, env: &Environment, whole: bool, inv: Inventory) -> Inventory {
+fn build_artifacts(tree: &FileTree, env: &Environment, keep: Keep, inv: Inventory) -> Inventory {
     // A generator copies from its source's artifact: what `.sourceignore` hides is not there.
     let source = match inv.owners.values().find(|o| o.parent.is_none()) {
         Some(root) => super::source::artifact(tree, &root.file, root.source()),
@@ -434,7 +540,7 @@ fn build_artifacts(tree: &FileTree, env: &Environment, whole: bool, inv: Invento
         }
         prefixes.insert((namespace.clone(), name.clone()), prefix);
     }
-    let (mut inv, _) = build_with(&combined, env, &prefixes, whole, None);
+    let (mut inv, _) = build_with(&combined, env, &prefixes, keep, None);
     // Paths in the artifacts are the repository files they copy, and a message names an
     // artifact's file by the artifact, not by the folder it is built in.
     let back = |file: &str| copies.get(file).cloned();
@@ -589,7 +695,7 @@ fn build_with(
     tree: &FileTree,
     env: &Environment,
     artifacts: &BTreeMap<(String, String), String>,
-    whole: bool,
+    keep: Keep,
     mut before: Option<Remembered>,
 ) -> (Inventory, Option<Remembered>) {
     let mut cluster = BTreeMap::new();
@@ -598,7 +704,7 @@ fn build_with(
     loop {
         pass += 1;
         let (mut inv, sources, missed, kept) =
-            build_pass(tree, env, artifacts, &cluster, whole, before.take());
+            build_pass(tree, env, artifacts, &cluster, keep, before.take());
         remembered = remembered.or(kept);
         let found_later = missed.iter().any(|id| sources.contains_key(id));
         if !found_later || pass == 3 {
@@ -618,7 +724,7 @@ fn build_pass(
     env: &Environment,
     artifacts: &BTreeMap<(String, String), String>,
     cluster: &BTreeMap<ObjectId, Source>,
-    whole: bool,
+    keep: Keep,
     before: Option<Remembered>,
 ) -> (
     Inventory,
@@ -639,7 +745,7 @@ fn build_pass(
     }
     let tree = &artifact;
     let mut builder = Builder::new(tree);
-    if whole {
+    if keep.whole_objects() {
         builder.keep_objects_whole();
     }
     let mut memo = before.map(|b| builder.remembering(b, view));
@@ -721,7 +827,7 @@ fn build_pass(
             vars,
             failure: None,
             undefined: BTreeSet::new(),
-            whole,
+            keep,
             file: Arc::from(""),
         };
         let (queued, warned, duplicated) =
@@ -905,8 +1011,8 @@ struct Building<'a> {
     /// The variables its objects need that nothing sets: Flux's strict substitution fails
     /// the build on them. Its objects are kept (the lints read them), but it is not built.
     undefined: BTreeSet<String>,
-    /// Whether its entries keep their objects whole (`build_whole`).
-    whole: bool,
+    /// What its entries keep of their objects.
+    keep: Keep<'a>,
     /// The file of the object being recorded: the objects of a file come together, and
     /// share its path.
     file: Arc<str>,
@@ -1021,6 +1127,7 @@ fn record(
         }
         return;
     }
+    let print = (building.keep == Keep::Prints).then(|| inv.prints.add(&r.value));
     match inv.objects.entry(id) {
         btree_map::Entry::Occupied(e) if e.get().owner != *owner => {
             let (id, first) = (e.key().clone(), &e.get().owner);
@@ -1031,12 +1138,14 @@ fn record(
                     "{id} is applied by both {first} and {owner}; Flux counts it as {first}'s"
                 ),
             });
-            let entry = Entry::new(owner, file, &written, &id, r, shared, building.whole);
+            let mut entry = Entry::new(owner, file, &written, &id, r, shared, building.keep);
+            entry.print = print;
             inv.duplicates.push((id, entry));
         }
         btree_map::Entry::Occupied(_) => {}
         btree_map::Entry::Vacant(v) => {
-            let entry = Entry::new(owner, file, &written, v.key(), r, shared, building.whole);
+            let mut entry = Entry::new(owner, file, &written, v.key(), r, shared, building.keep);
+            entry.print = print;
             v.insert(entry);
         }
     }

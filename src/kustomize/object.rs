@@ -251,6 +251,51 @@ pub fn kept_whole(group: &str, kind: &str) -> bool {
     )
 }
 
+/// The SHA-256 of `v` written out in a form that no other value has: each value tagged with
+/// its type, strings and lists and mappings led by their lengths, a mapping's keys in their
+/// order, numbers as they print. Two values with one digest are the same value, key order
+/// included, unless SHA-256 collides, which no one has ever made it do, by chance or on
+/// purpose: a change cannot hide behind a digest, even one crafted to. (One value may have
+/// two digests, its keys in another order, or `-0.0` for `0.0`: whoever finds two digests
+/// differ compares the values themselves.)
+pub fn digest(v: &Value) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    fn text(h: &mut Sha256, s: &str) {
+        h.update((s.len() as u64).to_le_bytes());
+        h.update(s.as_bytes());
+    }
+    fn feed(h: &mut Sha256, v: &Value) {
+        match v {
+            Value::Null => h.update([0]),
+            Value::Bool(b) => h.update([1, u8::from(*b)]),
+            Value::Number(n) => {
+                h.update([2]);
+                text(h, &n.to_string());
+            }
+            Value::String(s) => {
+                h.update([3]);
+                text(h, s);
+            }
+            Value::Array(items) => {
+                h.update([4]);
+                h.update((items.len() as u64).to_le_bytes());
+                items.iter().for_each(|item| feed(h, item));
+            }
+            Value::Object(map) => {
+                h.update([5]);
+                h.update((map.len() as u64).to_le_bytes());
+                for (key, value) in map {
+                    text(h, key);
+                    feed(h, value);
+                }
+            }
+        }
+    }
+    let mut h = Sha256::new();
+    feed(&mut h, v);
+    h.finalize().into()
+}
+
 /// Whether a manifest is SOPS-encrypted: a `sops` mapping with its `mac`.
 pub fn is_sops(v: &Value) -> bool {
     v.get("sops").and_then(|s| s.get("mac")).is_some()
