@@ -134,11 +134,8 @@ impl<'a> Applied<'a> {
         raw: &Value,
         substituted: &BTreeMap<ObjectId, Vec<String>>,
     ) -> Built {
-        let (object, masked) = shown(
-            raw,
-            substituted.get(self.owner).map(Vec::as_slice),
-            self.release().map(|(_, strings)| strings),
-        );
+        let (masks, release) = self.masks(substituted);
+        let (object, masked) = shown(raw, masks, release);
         Built {
             environment: environment.to_string(),
             owner: self.owner.clone(),

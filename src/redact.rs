@@ -119,7 +119,8 @@ const MAX_NESTING: usize = 3;
 fn structure(doc: &str, depth: usize) -> Option<Vec<(usize, usize)>> {
     // The plain reader reads most manifests at a fraction of the parser's cost; what it
     // declines (anchors, tags, escapes, block scalars...) the parser reads. Both give the
-    // same tree and spans where the plain reader reads (`plain_and_parser_agree`).
+    // same tree and spans where the plain reader reads (`plain_agrees`, which the
+    // differential tests run).
     let (roots, anchors) = match plain_tree(doc) {
         Some(roots) => (roots, false),
         None => parsed_tree(doc)?,

@@ -322,11 +322,7 @@ impl Entry {
     ) -> Entry {
         // An object kept for the next step as it is built is shared, not copied, and what
         // is derived from it is derived once.
-        let cell = Shared::of(&r, shared);
-        let mut facts = match cell {
-            Some(cell) => cell.facts(&r, false),
-            None => r.facts(false),
-        };
+        let mut facts = Shared::facts(shared, &r, false);
         if let Some(v) = variables {
             facts.variables.clone_from(v);
         }
@@ -336,10 +332,9 @@ impl Entry {
             facts,
             index: r.index,
             print: None,
-            whole: keep.keeps_whole(id, &r.value).then(|| match cell {
-                Some(cell) => cell.whole(&r),
-                None => Arc::new(r.into_owned().value),
-            }),
+            whole: keep
+                .keeps_whole(id, &r.value)
+                .then(|| Shared::whole(shared, r)),
             release: None,
         }
     }
@@ -1040,10 +1035,7 @@ fn record(
     let written = building
         .vars
         .is_some()
-        .then(|| match Shared::of(&r, shared) {
-            Some(cell) => cell.facts(&r, true).variables,
-            None => r.facts(true).variables,
-        });
+        .then(|| Shared::facts(shared, &r, true).variables);
     let mut unknown = BTreeSet::new();
     if let (Some(vars), Some(needed)) = (&building.vars, &written) {
         if vars.runs {
@@ -1057,10 +1049,7 @@ fn record(
     if let Some(vars) = building
         .vars
         .as_ref()
-        .filter(|_| match Shared::of(&r, shared) {
-            Some(cell) => cell.may_change(&r, substitute::may_change),
-            None => substitute::may_change(&r.value),
-        })
+        .filter(|_| Shared::may_change(shared, &r, substitute::may_change))
     {
         match substitute::object(&mut r.to_mut().value, vars) {
             Ok(out) => unknown = out.in_identity(),
@@ -1070,11 +1059,7 @@ fn record(
             }
         }
     }
-    let id = match Shared::of(&r, shared) {
-        Some(cell) => cell.id(&r),
-        None => r.id(),
-    };
-    let Some(id) = id else {
+    let Some(id) = Shared::id(shared, &r) else {
         warnings.push(Warning {
             path: r.file.clone(),
             feature: "unnamed object".into(),
@@ -1111,13 +1096,9 @@ fn record(
         let declared = || Owner::from_value(&r.value, Some((**owner).clone()), &r.file, r.index);
         // The Kustomization an object of a replayed build declares is read once, for the
         // owner that first built it.
-        let child = match Shared::of(&r, shared) {
-            Some(cell) => cell
-                .derived(|| (owner.clone(), declared()))
-                .filter(|(first, _)| first == owner)
-                .map_or_else(declared, |(_, child)| child.clone()),
-            None => declared(),
-        };
+        let child = Shared::derived(shared, &r, || (owner.clone(), declared()))
+            .filter(|(first, _)| first == owner)
+            .map_or_else(declared, |(_, child)| child.clone());
         if let Some(mut child) = child {
             child.variables = written.unwrap_or_default();
             if !inv.owners.contains_key(&child.id) {
@@ -1127,7 +1108,9 @@ fn record(
         }
         return;
     }
-    let print = (building.keep == Keep::Prints).then(|| inv.prints.add(&r.value));
+    // Only an object that becomes an entry gets a print.
+    let keep = building.keep;
+    let mut print = |r: &Resource| (keep == Keep::Prints).then(|| inv.prints.add(&r.value));
     match inv.objects.entry(id) {
         btree_map::Entry::Occupied(e) if e.get().owner != *owner => {
             let (id, first) = (e.key().clone(), &e.get().owner);
@@ -1138,13 +1121,15 @@ fn record(
                     "{id} is applied by both {first} and {owner}; Flux counts it as {first}'s"
                 ),
             });
-            let mut entry = Entry::new(owner, file, &written, &id, r, shared, building.keep);
+            let print = print(&r);
+            let mut entry = Entry::new(owner, file, &written, &id, r, shared, keep);
             entry.print = print;
             inv.duplicates.push((id, entry));
         }
         btree_map::Entry::Occupied(_) => {}
         btree_map::Entry::Vacant(v) => {
-            let mut entry = Entry::new(owner, file, &written, v.key(), r, shared, building.keep);
+            let print = print(&r);
+            let mut entry = Entry::new(owner, file, &written, v.key(), r, shared, keep);
             entry.print = print;
             v.insert(entry);
         }

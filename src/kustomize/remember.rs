@@ -60,42 +60,66 @@ pub struct Shared {
     derived: OnceLock<Box<dyn Any + Send + Sync>>,
 }
 
+/// Each of these asks `cell` when the build handed one on with `r` and `r` is still the
+/// object it was made for (borrowed from the kept build, not changed on the way, by
+/// substitution say); otherwise it asks `r`.
+// The `Cow` itself is asked: whether it still borrows the kept object.
+#[allow(clippy::ptr_arg)]
 impl Shared {
-    /// The whole value of `r`, the object this cell was made for.
-    pub fn whole(&self, r: &Resource) -> Arc<Value> {
-        self.whole.get_or_init(|| Arc::new(r.value.clone())).clone()
+    fn of<'s>(cell: Option<&'s Shared>, r: &Cow<'_, Resource>) -> Option<&'s Shared> {
+        cell.filter(|_| matches!(r, Cow::Borrowed(_)))
     }
 
-    /// `r.facts(substituted)` of `r`, the object this cell was made for.
-    pub fn facts(&self, r: &Resource, substituted: bool) -> Facts {
-        self.facts[usize::from(substituted)]
-            .get_or_init(|| r.facts(substituted))
-            .clone()
+    /// The whole value of `r`.
+    pub fn whole(cell: Option<&Shared>, r: Cow<'_, Resource>) -> Arc<Value> {
+        match Shared::of(cell, &r) {
+            Some(c) => c.whole.get_or_init(|| Arc::new(r.value.clone())).clone(),
+            None => Arc::new(r.into_owned().value),
+        }
     }
 
-    /// `r.id()` of `r`, the object this cell was made for.
-    pub fn id(&self, r: &Resource) -> Option<ObjectId> {
-        self.id.get_or_init(|| r.id()).clone()
+    /// `r.facts(substituted)`.
+    pub fn facts(cell: Option<&Shared>, r: &Cow<'_, Resource>, substituted: bool) -> Facts {
+        match Shared::of(cell, r) {
+            Some(c) => c.facts[usize::from(substituted)]
+                .get_or_init(|| r.facts(substituted))
+                .clone(),
+            None => r.facts(substituted),
+        }
     }
 
-    /// `test(r)` of `r`, the object this cell was made for: whether substitution may change
-    /// it (the test is the caller's: this layer does not substitute).
-    pub fn may_change(&self, r: &Resource, test: impl FnOnce(&Value) -> bool) -> bool {
-        *self.may_change.get_or_init(|| test(&r.value))
+    /// `r.id()`.
+    pub fn id(cell: Option<&Shared>, r: &Cow<'_, Resource>) -> Option<ObjectId> {
+        match Shared::of(cell, r) {
+            Some(c) => c.id.get_or_init(|| r.id()).clone(),
+            None => r.id(),
+        }
     }
 
-    /// What `make` derives from the object this cell was made for, made by the first call;
-    /// `None` when that call made a value of another type.
-    pub fn derived<T: Any + Send + Sync>(&self, make: impl FnOnce() -> T) -> Option<&T> {
-        self.derived.get_or_init(|| Box::new(make())).downcast_ref()
+    /// `test(r)`: whether substitution may change `r` (the test is the caller's: this layer
+    /// does not substitute).
+    pub fn may_change(
+        cell: Option<&Shared>,
+        r: &Cow<'_, Resource>,
+        test: impl FnOnce(&Value) -> bool,
+    ) -> bool {
+        match Shared::of(cell, r) {
+            Some(c) => *c.may_change.get_or_init(|| test(&r.value)),
+            None => test(&r.value),
+        }
     }
 
-    /// The cell of `r` when `r` is still the object it was made for: borrowed from the kept
-    /// build, not changed on the way (by substitution, say).
-    // The `Cow` itself is asked: whether it still borrows the kept object.
-    #[allow(clippy::ptr_arg)]
-    pub fn of<'s>(r: &Cow<'_, Resource>, shared: Option<&'s Shared>) -> Option<&'s Shared> {
-        shared.filter(|_| matches!(r, Cow::Borrowed(_)))
+    /// What `make` derives from `r` (a later layer's reading of it), made by the first call;
+    /// `None` without a cell, or when that call made a value of another type.
+    pub fn derived<'s, T: Any + Send + Sync>(
+        cell: Option<&'s Shared>,
+        r: &Cow<'_, Resource>,
+        make: impl FnOnce() -> T,
+    ) -> Option<&'s T> {
+        Shared::of(cell, r)?
+            .derived
+            .get_or_init(|| Box::new(make()))
+            .downcast_ref()
     }
 }
 
