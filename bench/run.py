@@ -109,8 +109,11 @@ def generate(n):
     if not (repo / ".git").exists():
         if repo.exists():
             shutil.rmtree(repo)
+        # Git's automatic gc runs in the foreground: detached, it is still repacking the
+        # repository when the copy below reads it, and the copy fails on vanished objects.
+        env = dict(os.environ, GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0="gc.autoDetach", GIT_CONFIG_VALUE_0="false")
         subprocess.run([sys.executable, str(SHARED / "gen_repo.py"), str(repo), "--services", str(n), "--git"],
-                       check=True, stdout=subprocess.DEVNULL)
+                       check=True, stdout=subprocess.DEVNULL, env=env)
     applied = WORK / f"applied-{n}"
     if not applied.exists():
         shutil.copytree(repo, applied, symlinks=True)
