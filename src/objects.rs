@@ -433,13 +433,6 @@ fn found(old: &Inventory, new: &Inventory) -> Found {
     (found, wanted)
 }
 
-/// Whether an environment is built again to read objects (the revisions are kept for it).
-fn builds_again(found: &[Found]) -> bool {
-    found
-        .iter()
-        .any(|(_, wanted)| wanted.iter().any(|ids| !ids.is_empty()))
-}
-
 /// The changes of every environment analysed, the objects their prints did not settle read
 /// from the environment built again, keeping them whole (`Keep::These`). Helm is not run
 /// again: what a chart renders is held whole.
@@ -583,19 +576,8 @@ fn diff(old: &Inventory, new: &Inventory) -> Diff {
     };
     let substituted = [substituted_secrets(old), substituted_secrets(new)];
     let [was, is] = &substituted;
-    // An object is matched by its id; one two owners apply is compared as its first
-    // owner's (the one Flux counts it as), and of what is left of one id, the first listed.
-    // In id order, so that the builds are walked side by side: a list, not a map, is what
-    // 100,000 services can afford for each build.
-    fn index<'a>(mut applied: Vec<Applied<'a>>, inv: &Inventory) -> Vec<Applied<'a>> {
-        applied.retain(|a| inv.objects.get(a.id).is_none_or(|e| *e.owner == *a.owner));
-        // Stable: the first listed of an id stays first.
-        applied.sort_by(|a, b| a.id.cmp(b.id));
-        applied.dedup_by(|later, first| later.id == first.id);
-        applied
-    }
-    let before = index(applied(old), old);
-    let mut after = index(applied(new), new).into_iter().peekable();
+    let (before, after) = in_id_order(old, new);
+    let mut after = after.into_iter().peekable();
     let (mut changes, mut pending) = (Vec::new(), Vec::new());
     for a in before {
         let id = a.id;
@@ -624,25 +606,23 @@ fn diff(old: &Inventory, new: &Inventory) -> Diff {
             ));
             continue;
         }
-        // One print: one object, key order included. Unless it moves, nothing changes; when
-        // it does, masked by the same values it shows the same.
-        let same = a.digest().is_some_and(|d| Some(d) == b.digest());
-        if same && a.owner == b.owner {
+        if is_pending(&a, &b, &substituted) {
+            pending.push(Pending {
+                id: id.clone(),
+                sides: [a.side(environment, was), b.side(environment, is)],
+            });
             continue;
         }
-        if same && a.masks(was) == b.masks(is) {
-            let mut c = b.listed(environment, Kind::Modified, is);
-            c.previous_owner = Some(a.owner.clone());
-            if a.file() != b.file() {
-                c.previous_file = Some(a.file().into_owned());
-            }
-            changes.push(c);
+        // One print, one object: unless it moves, nothing changes.
+        if a.owner == b.owner {
             continue;
         }
-        pending.push(Pending {
-            id: id.clone(),
-            sides: [a.side(environment, was), b.side(environment, is)],
-        });
+        let mut c = b.listed(environment, Kind::Modified, is);
+        c.previous_owner = Some(a.owner.clone());
+        if a.file() != b.file() {
+            c.previous_file = Some(a.file().into_owned());
+        }
+        changes.push(c);
     }
     for b in after {
         changes.push(b.listed(environment, Kind::Added, is));
@@ -653,6 +633,44 @@ fn diff(old: &Inventory, new: &Inventory) -> Diff {
         pending,
         substituted,
     }
+}
+
+/// What each build applies, in id order, so that the builds are walked side by side (a
+/// list, not a map, is what 100,000 services can afford for each build). An object is
+/// matched by its id; one two owners apply is compared as its first owner's (the one Flux
+/// counts it as), and of what is left of one id, the first listed.
+fn in_id_order<'a>(old: &'a Inventory, new: &'a Inventory) -> (Vec<Applied<'a>>, Vec<Applied<'a>>) {
+    fn index<'a>(mut applied: Vec<Applied<'a>>, inv: &Inventory) -> Vec<Applied<'a>> {
+        applied.retain(|a| inv.objects.get(a.id).is_none_or(|e| *e.owner == *a.owner));
+        // Stable: the first listed of an id stays first.
+        applied.sort_by(|a, b| a.id.cmp(b.id));
+        applied.dedup_by(|later, first| later.id == first.id);
+        applied
+    }
+    (index(applied(old), old), index(applied(new), new))
+}
+
+/// Whether `a` and `b`, one object of two builds that do not both hold its value, can be
+/// told apart only by reading it again: their prints differ, or it moves and is masked
+/// by other values (`Applied::masks`). Two with one print are one object, key order included,
+/// and masked by the same values it shows the same.
+fn is_pending(a: &Applied, b: &Applied, [was, is]: &[BTreeMap<ObjectId, Vec<String>>; 2]) -> bool {
+    let same = a.digest().is_some_and(|d| Some(d) == b.digest());
+    !(same && (a.owner == b.owner || a.masks(was) == b.masks(is)))
+}
+
+/// Whether `diff` of `old` and `new` leaves objects to read again (`Diff::wanted`): then the
+/// revisions are kept to build them again. The same walk as `diff`'s, finding nothing.
+fn builds_again(old: &Inventory, new: &Inventory) -> bool {
+    let substituted = [substituted_secrets(old), substituted_secrets(new)];
+    let (before, after) = in_id_order(old, new);
+    let mut after = after.iter().peekable();
+    before.iter().any(|a| {
+        while after.next_if(|b| b.id < a.id).is_some() {}
+        after.next_if(|b| b.id == a.id).is_some_and(|b| {
+            (a.raw().is_none() || b.raw().is_none()) && is_pending(a, b, &substituted)
+        })
+    })
 }
 
 /// What changes from `a` to `b`, one object of two builds, as shown: nothing when it is the

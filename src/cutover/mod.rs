@@ -117,8 +117,11 @@ pub fn analyse(
     to: Option<&str>,
     overrides: &[(String, String)],
 ) -> Result<Report> {
-    let inspect = |_: &Inventory, _: &Inventory| ();
-    Ok(analyse_with(root, from, to, overrides, Keep::Facts, inspect, |_| false)?.report)
+    let (inspect, again) = (
+        |_: &Inventory, _: &Inventory| (),
+        |_: &Inventory, _: &Inventory| false,
+    );
+    Ok(analyse_with(root, from, to, overrides, Keep::Facts, inspect, again)?.report)
 }
 
 /// A change analysed (`analyse_with`): cutover's report, what was found in each
@@ -134,8 +137,9 @@ pub struct Analysed<T> {
 /// `analyse`, handing each environment's two builds (older, newer), keeping of every object
 /// what `kept` says (`inventory::build_as`), to `inspect` before they are judged: what a
 /// command that shows the objects themselves needs, built once with the verdicts. The
-/// revisions are kept when `keep` says that what was found needs them (to build an
-/// environment again), else freed before the verdicts.
+/// revisions are kept when `again` says of some environment's builds that what `inspect`
+/// finds in them needs them (to build the environment again), else freed before `inspect`
+/// runs.
 pub fn analyse_with<T>(
     root: &Path,
     from: &str,
@@ -143,7 +147,7 @@ pub fn analyse_with<T>(
     overrides: &[(String, String)],
     kept: Keep,
     inspect: impl FnMut(&Inventory, &Inventory) -> T,
-    keep: impl FnOnce(&[T]) -> bool,
+    again: impl Fn(&Inventory, &Inventory) -> bool,
 ) -> Result<Analysed<T>> {
     let (old, new) = revisions(root, from, to)?;
     let config = config_in_force(root, &old, &new)?;
@@ -155,7 +159,7 @@ pub fn analyse_with<T>(
         &change,
         kept,
         inspect,
-        keep,
+        again,
     )?;
     analysed.report.from = from.to_string();
     analysed.report.to = to.unwrap_or("the working tree").to_string();
@@ -171,12 +175,17 @@ pub fn analyse_trees<T>(
     change: &str,
     kept: Keep,
     mut inspect: impl FnMut(&Inventory, &Inventory) -> T,
-    keep: impl FnOnce(&[T]) -> bool,
+    again: impl Fn(&Inventory, &Inventory) -> bool,
 ) -> Result<Analysed<T>> {
     let mut built = Builds::of(&old, &new, config, overrides, kept)?;
+    // Unless asked for, the texts are freed before anything is looked for in the builds: at
+    // 100,000 services they are 270 MB, held beside both builds and what is found.
+    let trees = built
+        .pairs
+        .iter()
+        .any(|(o, n)| again(o, n))
+        .then_some((old, new));
     let found: Vec<T> = built.pairs.iter().map(|(o, n)| inspect(o, n)).collect();
-    // Unless asked for, the texts are not read again: at 100,000 services they are 270 MB.
-    let trees = keep(&found).then_some((old, new));
     let envs = std::mem::take(&mut built.envs);
     Ok(Analysed {
         report: built.judge(change),
