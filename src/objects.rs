@@ -650,11 +650,14 @@ fn in_id_order<'a>(old: &'a Inventory, new: &'a Inventory) -> (Vec<Applied<'a>>,
     (index(applied(old), old), index(applied(new), new))
 }
 
-/// Whether `a` and `b`, one object of two builds that do not both hold its value, can be
-/// told apart only by reading it again: their prints differ, or it moves and is masked
-/// by other values (`Applied::masks`). Two with one print are one object, key order included,
-/// and masked by the same values it shows the same.
+/// Whether `a` and `b`, one object of two builds, can be told apart only by reading it
+/// again: the builds do not both hold its value, and their prints differ or it moves and is
+/// masked by other values (`Applied::masks`). Two with one print are one object, key order
+/// included, and masked by the same values it shows the same.
 fn is_pending(a: &Applied, b: &Applied, [was, is]: &[BTreeMap<ObjectId, Vec<String>>; 2]) -> bool {
+    if a.raw().is_some() && b.raw().is_some() {
+        return false;
+    }
     let same = a.digest().is_some_and(|d| Some(d) == b.digest());
     !(same && (a.owner == b.owner || a.masks(was) == b.masks(is)))
 }
@@ -667,9 +670,9 @@ fn builds_again(old: &Inventory, new: &Inventory) -> bool {
     let mut after = after.iter().peekable();
     before.iter().any(|a| {
         while after.next_if(|b| b.id < a.id).is_some() {}
-        after.next_if(|b| b.id == a.id).is_some_and(|b| {
-            (a.raw().is_none() || b.raw().is_none()) && is_pending(a, b, &substituted)
-        })
+        after
+            .next_if(|b| b.id == a.id)
+            .is_some_and(|b| is_pending(a, b, &substituted))
     })
 }
 

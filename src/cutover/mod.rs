@@ -117,10 +117,8 @@ pub fn analyse(
     to: Option<&str>,
     overrides: &[(String, String)],
 ) -> Result<Report> {
-    let (inspect, again) = (
-        |_: &Inventory, _: &Inventory| (),
-        |_: &Inventory, _: &Inventory| false,
-    );
+    let inspect = |_: &Inventory, _: &Inventory| ();
+    let again = |_: &Inventory, _: &Inventory| false;
     Ok(analyse_with(root, from, to, overrides, Keep::Facts, inspect, again)?.report)
 }
 
