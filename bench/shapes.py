@@ -962,6 +962,9 @@ def git(out, *args, when=0):
     stamp = f"{1767225600 + when} +0000"
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(out), "GIT_CONFIG_NOSYSTEM": "1",
            "GIT_CONFIG_GLOBAL": os.devnull, "LC_ALL": "C", "TZ": "UTC",
+           # no automatic gc: a detached one repacks .git while write() walks the tree, and
+           # main() runs gc itself once both commits are made
+           "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "gc.auto", "GIT_CONFIG_VALUE_0": "0",
            "GIT_AUTHOR_NAME": "Bench Author", "GIT_AUTHOR_EMAIL": "bench@example.net", "GIT_AUTHOR_DATE": stamp,
            "GIT_COMMITTER_NAME": "Bench Author", "GIT_COMMITTER_EMAIL": "bench@example.net",
            "GIT_COMMITTER_DATE": stamp}
