@@ -24,6 +24,8 @@
 //! given (both revisions of a cutover), so an environment added or removed by the change is
 //! still compared with the other side.
 
+use std::sync::Arc;
+
 use memchr::memmem;
 use serde_json::{json, Value};
 
@@ -31,7 +33,7 @@ use super::{normalize_path, Kustomization};
 use crate::config::Config;
 use crate::fs::{is_manifest, join};
 use crate::tree::FileTree;
-use crate::yaml;
+use crate::yaml::{self, PerText, Text};
 
 /// One Flux environment: an entry folder and the root Kustomization that applies it.
 #[derive(Debug, Clone, PartialEq)]
@@ -187,41 +189,23 @@ fn discover(tree: &FileTree) -> Vec<Environment> {
         if !is_instance && !is_release {
             continue;
         }
-        let Ok(docs) = yaml::parse_all(file, text) else {
-            continue;
-        };
-        for doc in &docs {
-            let Some((sync, namespace, what)) = operator_sync(doc) else {
-                continue;
-            };
-            let Some(path) = sync.get("path").and_then(Value::as_str).map(normalize_path) else {
-                continue;
-            };
-            if !tree.is_dir(&path) {
+        for op in operator_syncs(file, text).iter() {
+            if !tree.is_dir(&op.path) {
                 continue;
             }
-            let name = sync
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or(&namespace)
-                .to_string();
-            let kind = sync
-                .get("kind")
-                .and_then(Value::as_str)
-                .unwrap_or("GitRepository");
             let root = json!({
                 "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
                 "kind": "Kustomization",
-                "metadata": {"name": name, "namespace": namespace},
-                "spec": {"interval": "10m0s", "path": path, "prune": true,
-                         "sourceRef": {"kind": kind, "name": name}},
+                "metadata": {"name": op.name, "namespace": op.namespace},
+                "spec": {"interval": "10m0s", "path": op.path, "prune": true,
+                         "sourceRef": {"kind": op.kind, "name": op.name}},
             });
             add(
                 &mut found,
                 Environment {
-                    name: last_folder(&path, "cluster"),
-                    path,
-                    found: format!("{what} in {file}"),
+                    name: last_folder(&op.path, "cluster"),
+                    path: op.path.clone(),
+                    found: format!("{} in {file}", op.what),
                     root: Root::Generated(root),
                 },
             );
@@ -280,6 +264,53 @@ fn discover(tree: &FileTree) -> Vec<Environment> {
         }
     }
     found
+}
+
+/// What a Flux Operator sync written in a manifest says (see `operator_sync`).
+#[derive(Debug)]
+struct OperatorSync {
+    /// Its `path`, normalised.
+    path: String,
+    name: String,
+    namespace: String,
+    /// The kind of its source.
+    kind: String,
+    what: &'static str,
+}
+
+/// The operator syncs of the documents of `text` (the manifest `file`), with a path; none
+/// when it does not parse. Each text is parsed once (`PerText`): a history hands discovery
+/// hundreds of trees that share most of their files.
+fn operator_syncs(file: &str, text: &Text) -> Arc<Vec<OperatorSync>> {
+    static READ: PerText<Vec<OperatorSync>> = PerText::new();
+    READ.get(text, || {
+        let Ok(docs) = yaml::parse_all(file, text) else {
+            return Vec::new();
+        };
+        docs.iter()
+            .filter_map(|doc| {
+                let (sync, namespace, what) = operator_sync(doc)?;
+                let path = normalize_path(sync.get("path")?.as_str()?);
+                let name = sync
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or(&namespace)
+                    .to_string();
+                let kind = sync
+                    .get("kind")
+                    .and_then(Value::as_str)
+                    .unwrap_or("GitRepository")
+                    .to_string();
+                Some(OperatorSync {
+                    path,
+                    name,
+                    namespace,
+                    kind,
+                    what,
+                })
+            })
+            .collect()
+    })
 }
 
 /// A FluxInstance's `spec.sync`, or a flux-instance HelmRelease's `values.instance.sync`,

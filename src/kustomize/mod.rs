@@ -276,19 +276,25 @@ fn transforms(k: &Map<String, Value>) -> bool {
 impl<'a> Builder<'a> {
     pub fn new(tree: &'a FileTree) -> Builder<'a> {
         let mut cluster_kinds = BTreeSet::new();
-        // Cluster-scoped custom kinds are known from any CRD in the revision.
+        // Cluster-scoped custom kinds are known from any CRD in the revision, each file's
+        // read once for every tree that holds it (`PerText`).
+        static KINDS: yaml::PerText<Vec<String>> = yaml::PerText::new();
         let crd = memchr::memmem::Finder::new("CustomResourceDefinition");
         for (path, text) in tree.files() {
             if crd.find(text.as_bytes()).is_none() {
                 continue;
             }
-            // Not `take`: only builds count as loads.
-            let docs = yaml::parse_all(path, text).unwrap_or_default();
-            for doc in docs {
-                if let Some((_, kind, true)) = object::crd_kind(&doc) {
-                    cluster_kinds.insert(kind);
-                }
-            }
+            let kinds = KINDS.get(text, || {
+                // Not `take`: only builds count as loads.
+                let docs = yaml::parse_all(path, text).unwrap_or_default();
+                docs.iter()
+                    .filter_map(|doc| match object::crd_kind(doc) {
+                        Some((_, kind, true)) => Some(kind),
+                        _ => None,
+                    })
+                    .collect()
+            });
+            cluster_kinds.extend(kinds.iter().cloned());
         }
         Builder {
             cluster_kinds,

@@ -3,7 +3,8 @@
 //! turns its errors into located `SourceError`s. Writing is a small block-style emitter whose
 //! output is deterministic to the byte and quotes every scalar a YAML 1.1 reader would misread.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::de::{self, DeserializeOwned, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
@@ -17,6 +18,35 @@ pub mod plain;
 
 /// A parsed file's text, shared by every error that points into it.
 pub type Text = Arc<String>;
+
+/// What is derived from texts, kept by text: the trees a run reads share each file's text
+/// (one `Text` per git blob), so what is derived from a file that many trees hold (the
+/// revisions of a history) is made once. A text is known by its allocation, which its entry
+/// keeps alive so that no other text takes its address; an equal text in another allocation
+/// is derived again, which is only slower.
+pub struct PerText<T>(Mutex<BTreeMap<usize, (Text, Arc<T>)>>);
+
+impl<T> PerText<T> {
+    pub const fn new() -> PerText<T> {
+        PerText(Mutex::new(BTreeMap::new()))
+    }
+
+    /// What `make` derives from `text`, made on the first call for this text.
+    pub fn get(&self, text: &Text, make: impl FnOnce() -> T) -> Arc<T> {
+        let key = Arc::as_ptr(text) as usize;
+        let known = || self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, made)) = known().get(&key) {
+            return made.clone();
+        }
+        // Made without the lock: builds of two revisions run side by side.
+        let made = Arc::new(make());
+        known()
+            .entry(key)
+            .or_insert_with(|| (text.clone(), made))
+            .1
+            .clone()
+    }
+}
 
 /// Byte span of a location in `text` (the location's span when it has byte info, else the
 /// token that starts at its line and column).
@@ -927,6 +957,25 @@ fn plain_tail(s: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    /// A text's derivation is made once however many trees hold the text, and again for an
+    /// equal text in another allocation.
+    #[test]
+    fn what_is_derived_from_a_text_is_made_once_per_text() {
+        let made = std::cell::Cell::new(0);
+        let count = |t: &super::Text| {
+            made.set(made.get() + 1);
+            t.len()
+        };
+        let memo = super::PerText::new();
+        let a: super::Text = std::sync::Arc::new("kind: A\n".into());
+        let b: super::Text = std::sync::Arc::new("kind: A\n".into());
+        assert_eq!(*memo.get(&a, || count(&a)), 8);
+        assert_eq!(*memo.get(&a.clone(), || count(&a)), 8);
+        assert_eq!(made.get(), 1);
+        assert_eq!(*memo.get(&b, || count(&b)), 8);
+        assert_eq!(made.get(), 2);
+    }
+
     #[test]
     fn strings_of_several_lines_are_literal_blocks_that_read_back_the_same() {
         let strings = [
