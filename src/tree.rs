@@ -696,7 +696,7 @@ impl FileTree {
                 }
                 let oid = String::from_utf8_lossy(&oid.stdout).trim().to_string();
                 let listing = run_git(root, &["ls-tree", "-r", "-z", "--end-of-options", &oid])?;
-                (oid, listing)
+                (oid, Arc::new(listing))
             }
         };
         let mut paths = Vec::new();

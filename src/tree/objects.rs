@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Stdio};
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
 
@@ -20,7 +21,7 @@ pub struct GitObjects {
     prefix: Vec<String>,
     /// The recursive listing of each tree read, as `ls-tree -r -z` writes it with paths
     /// relative to the tree.
-    listings: HashMap<String, Vec<u8>>,
+    listings: HashMap<String, Arc<Vec<u8>>>,
 }
 
 const ARGS: [&str; 2] = ["cat-file", "--batch"];
@@ -110,7 +111,7 @@ impl GitObjects {
 
     /// The id of commit `rev`, and the listing of the tree under the folder read, as
     /// `git ls-tree -r -z <commit>` run there writes it. `None` when `rev` names no commit.
-    pub fn commit(&mut self, rev: &str) -> Result<Option<(String, Vec<u8>)>> {
+    pub fn commit(&mut self, rev: &str) -> Result<Option<(String, Arc<Vec<u8>>)>> {
         let none = |_: &str| String::new();
         let Some((id, _, body)) = self.read(&format!("{rev}^{{commit}}"), &none)? else {
             return Ok(None);
@@ -123,7 +124,7 @@ impl GitObjects {
         let mut at = tree;
         for part in self.prefix.clone() {
             let Some((_, kind, body)) = self.read(&at, &none)? else {
-                return Ok(Some((id, Vec::new())));
+                return Ok(Some((id, Arc::default())));
             };
             let next = (kind == "tree")
                 .then(|| entries(&body, self.id_len))
@@ -133,7 +134,7 @@ impl GitObjects {
                 .map(|e| e.id);
             match next {
                 Some(next) => at = next,
-                None => return Ok(Some((id, Vec::new()))),
+                None => return Ok(Some((id, Arc::default()))),
             }
         }
         let listing = self.listing(&at)?;
@@ -141,7 +142,7 @@ impl GitObjects {
     }
 
     /// The recursive listing of tree `id` (see `listings`).
-    fn listing(&mut self, id: &str) -> Result<Vec<u8>> {
+    fn listing(&mut self, id: &str) -> Result<Arc<Vec<u8>>> {
         if let Some(l) = self.listings.get(id) {
             return Ok(l.clone());
         }
@@ -174,6 +175,7 @@ impl GitObjects {
             out.extend_from_slice(e.name);
             out.push(0);
         }
+        let out = Arc::new(out);
         self.listings.insert(id.to_string(), out.clone());
         Ok(out)
     }
@@ -222,9 +224,11 @@ fn entries(body: &[u8], id_len: usize) -> Vec<TreeEntry<'_>> {
             break;
         }
         let mode = std::str::from_utf8(&rest[..space]).unwrap_or("");
+        const HEX: &[u8; 16] = b"0123456789abcdef";
         let id = rest[nul + 1..nul + 1 + id_len]
             .iter()
-            .map(|b| format!("{b:02x}"))
+            .flat_map(|b| [HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]])
+            .map(char::from)
             .collect();
         out.push(TreeEntry {
             mode,
