@@ -886,6 +886,18 @@ impl FileTree {
     /// exclusions). Only builds read it: what checks every file of the repository reads the
     /// tree itself.
     pub fn artifact(&self, spec_ignore: Option<&str>) -> FileTree {
+        self.artifact_after(spec_ignore, None)
+    }
+
+    /// `artifact`, made knowing `earlier`, an artifact view of another tree (the revision
+    /// before, in a history): when its view was made by the same rules, a file both trees
+    /// have is left out by this view when it is by that one (the rules judge paths only), so
+    /// only the files `earlier` lacks are judged.
+    pub fn artifact_after(
+        &self,
+        spec_ignore: Option<&str>,
+        earlier: Option<&FileTree>,
+    ) -> FileTree {
         let key = spec_ignore.map(str::to_string);
         let mut views = self
             .views
@@ -894,7 +906,7 @@ impl FileTree {
         let view = match views.iter().find(|(k, _)| *k == key) {
             Some((_, view)) => view.clone(),
             None => {
-                let view = Arc::new(self.view(spec_ignore));
+                let view = Arc::new(self.view(spec_ignore, earlier));
                 views.push((key, view.clone()));
                 view
             }
@@ -906,7 +918,7 @@ impl FileTree {
         }
     }
 
-    fn view(&self, spec_ignore: Option<&str>) -> View {
+    fn view(&self, spec_ignore: Option<&str>, earlier: Option<&FileTree>) -> View {
         let walked;
         let ignores: &BTreeMap<String, Text> = match &self.disk {
             Some(disk) => {
@@ -919,12 +931,33 @@ impl FileTree {
             ignores.iter().map(|(d, t)| (d.as_str(), t.as_str())),
             spec_ignore,
         );
-        let files = self.disk.is_none().then(|| {
-            self.files
+        let judged = earlier
+            .filter(|e| e.disk.is_none())
+            .and_then(|e| Some((e, e.hidden.as_deref()?)))
+            .filter(|(_, v)| v.matcher == matcher)
+            .and_then(|(e, v)| Some((&e.files, v.files.as_ref()?)));
+        let files = self.disk.is_none().then(|| match judged {
+            Some((theirs, their_hidden)) => {
+                // Both are in path order: one walk finds which paths `earlier` has.
+                let mut them = theirs.keys().peekable();
+                self.files
+                    .keys()
+                    .filter(|p| {
+                        while them.next_if(|q| q < p).is_some() {}
+                        match them.next_if(|q| q == p) {
+                            Some(_) => their_hidden.contains(*p),
+                            None => matcher.hides(p, false),
+                        }
+                    })
+                    .cloned()
+                    .collect()
+            }
+            None => self
+                .files
                 .keys()
                 .filter(|p| matcher.hides(p, false))
                 .cloned()
-                .collect()
+                .collect(),
         });
         View { matcher, files }
     }
@@ -1353,6 +1386,45 @@ mod tests {
         // A tree written to makes its views again.
         let t = t.with_file("apps/.sourceignore", "b.yaml\n");
         assert!(t.artifact(Some("tmp/x/\n")).is_file("apps/a.yaml"));
+    }
+
+    /// A view made knowing an earlier tree's view leaves out what the view made alone does:
+    /// with the same rules and files added, removed or kept, and with other rules (a changed
+    /// `.sourceignore` or `spec.ignore`), where the earlier judgement is not used.
+    #[test]
+    fn a_view_after_an_earlier_one_is_the_view_made_alone() {
+        let rules = (".sourceignore", "/logs/\n!logs/keep.yaml\n*.png\n");
+        let earlier = FileTree::from_files([
+            rules,
+            ("apps/a.yaml", ""),
+            ("apps/b.png", ""),
+            ("logs/a.yaml", ""),
+            ("logs/keep.yaml", ""),
+            ("tmp/x/a.yaml", ""),
+        ]);
+        let files = [
+            ("a/z.yaml", ""),
+            ("apps/a.yaml", ""),
+            ("apps/c.png", ""),
+            ("logs/a.yaml", ""),
+            ("logs/b.yaml", ""),
+            ("logs/keep.yaml", ""),
+            ("tmp/x/a.yaml", ""),
+        ];
+        let with_rules = |ignore: &'static str| {
+            FileTree::from_files(files.into_iter().chain([(".sourceignore", ignore)]))
+        };
+        let seen = |t: &FileTree| t.files().map(|(p, _)| p.to_string()).collect::<Vec<_>>();
+        let before = earlier.artifact(Some("tmp/\n"));
+        for spec in [None, Some("tmp/\n"), Some("a/\n")] {
+            for ignore in [rules.1, "/apps/\n"] {
+                let alone = with_rules(ignore).artifact(spec);
+                let after = with_rules(ignore).artifact_after(spec, Some(&before));
+                assert_eq!(seen(&after), seen(&alone), "spec.ignore {spec:?}");
+            }
+        }
+        let after = with_rules(rules.1).artifact_after(Some("tmp/\n"), Some(&before));
+        assert_eq!(seen(&after), ["a/z.yaml", "apps/a.yaml", "logs/keep.yaml"]);
     }
 
     /// A `.sourceignore` that changes is a change to every file under its folder.

@@ -731,10 +731,11 @@ fn build_pass(
     let root = root_of(tree, env);
     // What Flux builds is the artifact of the root's source.
     let view = super::source::spec_ignore(tree, &root.file, &root.source());
-    let mut artifact = tree.artifact(view.as_deref());
     // Remembered builds are kept with what they read, and replayed only in the context they
     // were made in: the repository's own files, with no sources known from an earlier pass.
     let before = before.filter(|_| artifacts.is_empty() && cluster.is_empty());
+    let mut artifact =
+        tree.artifact_after(view.as_deref(), before.as_ref().and_then(Remembered::tree));
     if before.is_some() {
         artifact = artifact.recording();
     }

@@ -123,6 +123,13 @@ impl Shared {
     }
 }
 
+impl Remembered {
+    /// The tree the builds were made over (an artifact view), when any were kept.
+    pub fn tree(&self) -> Option<&FileTree> {
+        self.tree.as_ref()
+    }
+}
+
 /// A build of one tree that replays what it may of `Remembered` builds of an earlier one and
 /// keeps its own for the next.
 #[derive(Debug)]

@@ -224,7 +224,7 @@ fn parse_list(list: &str, into: &mut Vec<Pattern>) {
 }
 
 /// What source-controller leaves out of the artifact of one source.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Matcher {
     /// In increasing priority (`gitignore.NewMatcher`).
     patterns: Vec<Pattern>,
