@@ -10,6 +10,16 @@ use std::path::{Path, PathBuf};
 
 use crate::error::Result;
 
+/// `bytes` as lowercase hex: a git object id, or a digest that names a cached file.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    bytes
+        .iter()
+        .flat_map(|b| [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 15)]])
+        .map(char::from)
+        .collect()
+}
+
 /// Whether a file is a YAML manifest by its name (`.yaml` or `.yml`).
 pub fn is_manifest(path: &str) -> bool {
     path.ends_with(".yaml") || path.ends_with(".yml")
@@ -502,6 +512,11 @@ pub fn join(dir: &str, rel: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::join;
+
+    #[test]
+    fn hex_is_two_lowercase_digits_a_byte() {
+        assert_eq!(super::hex(&[0x00, 0x0f, 0xab, 0xff]), "000fabff");
+    }
 
     #[test]
     fn joins_relative_paths_inside_the_repository() {

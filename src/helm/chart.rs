@@ -273,7 +273,7 @@ pub fn local(tree: &FileTree, path: &str, opts: &Options) -> Result<Fetched, Str
             text,
         ));
     }
-    let digest = hex(&hash.finalize());
+    let digest = crate::fs::hex(&hash.finalize());
     let name = path.rsplit('/').next().unwrap_or("chart");
     let dir = opts.cache.join("local").join(&digest[..32]).join(name);
     let version = chart_version(
@@ -478,7 +478,7 @@ fn fetched(dir: PathBuf) -> Result<Fetched, String> {
     );
     Ok(Fetched {
         dir,
-        digest: hex(&hash.finalize()),
+        digest: crate::fs::hex(&hash.finalize()),
         version,
     })
 }
@@ -571,10 +571,6 @@ pub fn slug(text: &str) -> String {
         })
         .take(80)
         .collect();
-    let digest = hex(&Sha256::digest(text.as_bytes()));
+    let digest = crate::fs::hex(&Sha256::digest(text.as_bytes()));
     format!("{}-{}", safe.trim_matches('.'), &digest[..12])
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -190,7 +190,7 @@ fn inputs(j: &Job, fetched: &BTreeMap<&Chart, Result<chart::Fetched, String>>) -
         h.update(part.as_bytes());
         h.update([0]);
     }
-    chart::hex(&h.finalize())
+    crate::fs::hex(&h.finalize())
 }
 
 fn job(id: &ObjectId, hr: &Value, inv: &Inventory) -> Job {
@@ -233,7 +233,7 @@ pub fn shorten(name: &str) -> String {
     if name.len() <= 53 {
         return name.to_string();
     }
-    let sum = chart::hex(&Sha256::digest(name.as_bytes()));
+    let sum = crate::fs::hex(&Sha256::digest(name.as_bytes()));
     let cut = name
         .char_indices()
         .map(|(i, _)| i)
@@ -279,7 +279,7 @@ fn render_one(
         key.update(part.as_bytes());
         key.update([0]);
     }
-    let key = chart::hex(&key.finalize());
+    let key = crate::fs::hex(&key.finalize());
     let cached = opts.cache.join("renders").join(format!("{key}.yaml"));
     // One render per key in this run: a cutover renders both revisions of an unchanged
     // release at once, and the second waits for the first.

@@ -224,12 +224,7 @@ fn entries(body: &[u8], id_len: usize) -> Vec<TreeEntry<'_>> {
             break;
         }
         let mode = std::str::from_utf8(&rest[..space]).unwrap_or("");
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        let id = rest[nul + 1..nul + 1 + id_len]
-            .iter()
-            .flat_map(|b| [HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]])
-            .map(char::from)
-            .collect();
+        let id = crate::fs::hex(&rest[nul + 1..nul + 1 + id_len]);
         out.push(TreeEntry {
             mode,
             name: &rest[space + 1..nul],
