@@ -931,33 +931,26 @@ impl FileTree {
             ignores.iter().map(|(d, t)| (d.as_str(), t.as_str())),
             spec_ignore,
         );
-        let judged = earlier
+        // Both trees are in path order: one walk finds which paths `earlier` has.
+        let mut judged = earlier
             .filter(|e| e.disk.is_none())
             .and_then(|e| Some((e, e.hidden.as_deref()?)))
             .filter(|(_, v)| v.matcher == matcher)
-            .and_then(|(e, v)| Some((&e.files, v.files.as_ref()?)));
-        let files = self.disk.is_none().then(|| match judged {
-            Some((theirs, their_hidden)) => {
-                // Both are in path order: one walk finds which paths `earlier` has.
-                let mut them = theirs.keys().peekable();
-                self.files
-                    .keys()
-                    .filter(|p| {
-                        while them.next_if(|q| q < p).is_some() {}
-                        match them.next_if(|q| q == p) {
-                            Some(_) => their_hidden.contains(*p),
-                            None => matcher.hides(p, false),
-                        }
-                    })
-                    .cloned()
-                    .collect()
-            }
-            None => self
-                .files
+            .and_then(|(e, v)| Some((e.files.keys().peekable(), v.files.as_ref()?)));
+        let files = self.disk.is_none().then(|| {
+            self.files
                 .keys()
-                .filter(|p| matcher.hides(p, false))
+                .filter(|p| {
+                    if let Some((theirs, their_hidden)) = &mut judged {
+                        while theirs.next_if(|q| q < p).is_some() {}
+                        if theirs.next_if(|q| q == p).is_some() {
+                            return their_hidden.contains(*p);
+                        }
+                    }
+                    matcher.hides(p, false)
+                })
                 .cloned()
-                .collect(),
+                .collect()
         });
         View { matcher, files }
     }
