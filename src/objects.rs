@@ -28,10 +28,9 @@ pub struct Built {
     pub id: ObjectId,
     /// The file it is written in (a generator's kustomization for what a generator makes).
     pub file: String,
-    /// The object, its Secret values masked (`redact::mask_object`).
+    /// The object, its Secret values masked (`redact::mask_object`). (The object as built,
+    /// unmasked, stays where the build holds it: compared, never printed.)
     pub object: Value,
-    /// The object as built, unmasked: compared, never printed.
-    raw: Value,
     /// Whether masking changed it.
     pub masked: bool,
     /// The HelmRelease whose chart renders it, for an object of a rendered release.
@@ -54,13 +53,13 @@ impl Built {
 
 /// Every object the Flux Kustomizations of `inv` (built with `inventory::build_whole`) apply,
 /// the Flux Kustomizations they apply included, sorted by owner and id. An object two owners
-/// apply is listed under each: Flux applies it twice.
-pub fn of(inv: &Inventory) -> Vec<Built> {
+/// apply is listed under each: Flux applies it twice. Each is copied and masked as it is
+/// taken, so that what shows them one at a time holds one at a time.
+pub fn of(inv: &Inventory) -> impl Iterator<Item = Built> + '_ {
     let substituted = substituted_secrets(inv);
     applied(inv)
-        .iter()
-        .filter_map(|a| Some(a.built(&inv.env, a.raw()?, &substituted)))
-        .collect()
+        .into_iter()
+        .filter_map(move |a| Some(a.built(&inv.env, a.raw()?, &substituted)))
 }
 
 /// One object as its owner applies it, as the inventory holds it, before it is copied and
@@ -142,7 +141,6 @@ impl<'a> Applied<'a> {
             id: self.id.clone(),
             file: self.file().into_owned(),
             object,
-            raw: raw.clone(),
             masked,
             release: self.release().map(|(id, _)| id.clone()),
         }
@@ -204,7 +202,10 @@ impl<'a> Applied<'a> {
     /// entry to read again.
     fn side(&self, environment: &str, substituted: &BTreeMap<ObjectId, Vec<String>>) -> Side {
         match self.raw() {
-            Some(raw) => Side::Built(Box::new(self.built(environment, raw, substituted))),
+            Some(raw) => Side::Built {
+                built: Box::new(self.built(environment, raw, substituted)),
+                raw: raw.clone(),
+            },
             None => Side::Entry {
                 owner: self.owner.clone(),
                 file: self.file().into_owned(),
@@ -488,8 +489,8 @@ struct Pending {
 }
 
 enum Side {
-    /// As shown, read from the build that held it.
-    Built(Box<Built>),
+    /// As shown, read from the build that held it, and as built.
+    Built { built: Box<Built>, raw: Value },
     /// Held by its print: the entry of `owner` (from `file`) to read again.
     Entry { owner: ObjectId, file: String },
 }
@@ -523,7 +524,7 @@ impl Diff {
             let mut shown = Vec::with_capacity(2);
             for ((side, inv), subs) in p.sides.into_iter().zip(builds).zip(&substituted) {
                 shown.push(match side {
-                    Side::Built(b) => *b,
+                    Side::Built { built, raw } => (*built, Cow::Owned(raw)),
                     Side::Entry { owner, file } => {
                         let raw = held(inv, &owner, &p.id).ok_or_else(|| {
                             format!(
@@ -536,12 +537,12 @@ impl Diff {
                             id: &p.id,
                             held: Held::Read(&file, raw),
                         };
-                        a.built(&environment, raw, subs)
+                        (a.built(&environment, raw, subs), Cow::Borrowed(raw))
                     }
                 });
             }
-            if let [a, b] = shown.as_slice() {
-                changes.extend(modified(&environment, a, b));
+            if let [(a, x), (b, y)] = shown.as_slice() {
+                changes.extend(modified(&environment, (a, x), (b, y)));
             }
         }
         changes.sort_by(|a, b| (&a.owner, &a.id).cmp(&(&b.owner, &b.id)));
@@ -601,8 +602,8 @@ fn diff(old: &Inventory, new: &Inventory) -> Diff {
             }
             changes.extend(modified(
                 environment,
-                &a.built(environment, x, was),
-                &b.built(environment, y, is),
+                (&a.built(environment, x, was), x),
+                (&b.built(environment, y, is), y),
             ));
             continue;
         }
@@ -676,10 +677,15 @@ fn builds_again(old: &Inventory, new: &Inventory) -> bool {
     })
 }
 
-/// What changes from `a` to `b`, one object of two builds, as shown: nothing when it is the
-/// same value with the same owner, else a modified object with the diff of its YAML.
-fn modified(environment: &str, a: &Built, b: &Built) -> Option<Change> {
-    if a.raw == b.raw && a.owner == b.owner {
+/// What changes from `a` to `b`, one object of two builds, as shown (`x` and `y` as built):
+/// nothing when it is the same value with the same owner, else a modified object with the
+/// diff of its YAML.
+fn modified(
+    environment: &str,
+    (a, x): (&Built, &Value),
+    (b, y): (&Built, &Value),
+) -> Option<Change> {
+    if x == y && a.owner == b.owner {
         return None;
     }
     let mut c = Change::of(
@@ -700,7 +706,7 @@ fn modified(environment: &str, a: &Built, b: &Built) -> Option<Change> {
     if ya != yb {
         c.diff = crate::unified::unified_diff(&label(&b.id), &ya, &yb);
     }
-    c.secret_keys = changed_secret_keys(&a.raw, &b.raw);
+    c.secret_keys = changed_secret_keys(x, y);
     Some(c)
 }
 

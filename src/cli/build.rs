@@ -42,6 +42,9 @@ pub fn run(
         env,
         &root.display().to_string(),
     )?;
+    // YAML is written as each environment is built, one object held at a time; JSON is one
+    // document, written once every object is built.
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, &mut *out);
     let mut built: Vec<Built> = Vec::new();
     let mut found = false;
     let mut known: Vec<String> = Vec::new();
@@ -93,11 +96,15 @@ pub fn run(
                 ));
             }
         }
-        built.extend(
-            objects::of(&inv)
-                .into_iter()
-                .filter(|b| wanted.as_ref().is_none_or(|w| *w == b.owner)),
-        );
+        for b in objects::of(&inv).filter(|b| wanted.as_ref().is_none_or(|w| *w == b.owner)) {
+            // What is written is of a Kustomization found: a `--kustomization` not found
+            // fails below with nothing written.
+            found = true;
+            match format {
+                Format::Yaml => write_yaml(&mut w, &b)?,
+                Format::Json => built.push(b),
+            }
+        }
     }
     if let (Some(w), false) = (&wanted, found) {
         known.sort();
@@ -110,47 +117,30 @@ pub fn run(
             known.join(", ")
         )));
     }
-    let mut w = std::io::BufWriter::with_capacity(1 << 16, &mut *out);
-    match format {
-        Format::Yaml => {
-            for b in &built {
-                let mut head = format!(
-                    "# owner: {}/{}, environment: {}, file: {}",
-                    b.owner.namespace, b.owner.name, b.environment, b.file
-                );
-                if b.masked {
-                    head.push_str(", secret values masked");
-                }
-                w.write_all(format!("---\n{}\n", one_line(&head)).as_bytes())
-                    .map_err(io)?;
-                w.write_all(b.yaml().as_bytes()).map_err(io)?;
-            }
-        }
-        Format::Json => {
-            let doc = Json {
-                version: JSON_VERSION,
-                environments: envs.iter().map(|e| e.name.as_str()).collect(),
-                objects: built.iter().map(JsonObject::of).collect(),
-                failed: failed
-                    .iter()
-                    .map(|(environment, kustomization, error)| JsonFailure {
-                        environment,
-                        kustomization,
-                        error,
-                    })
-                    .collect(),
-                not_rendered: not_rendered
-                    .iter()
-                    .map(|(environment, release, why)| JsonNotRendered {
-                        environment,
-                        release,
-                        why,
-                    })
-                    .collect(),
-            };
-            serde_json::to_writer_pretty(&mut w, &doc).map_err(|e| io(e.into()))?;
-            w.write_all(b"\n").map_err(io)?;
-        }
+    if format == Format::Json {
+        let doc = Json {
+            version: JSON_VERSION,
+            environments: envs.iter().map(|e| e.name.as_str()).collect(),
+            objects: built.iter().map(JsonObject::of).collect(),
+            failed: failed
+                .iter()
+                .map(|(environment, kustomization, error)| JsonFailure {
+                    environment,
+                    kustomization,
+                    error,
+                })
+                .collect(),
+            not_rendered: not_rendered
+                .iter()
+                .map(|(environment, release, why)| JsonNotRendered {
+                    environment,
+                    release,
+                    why,
+                })
+                .collect(),
+        };
+        serde_json::to_writer_pretty(&mut w, &doc).map_err(|e| io(e.into()))?;
+        w.write_all(b"\n").map_err(io)?;
     }
     w.flush().map_err(io)?;
     drop(w);
@@ -161,6 +151,21 @@ pub fn run(
         )));
     }
     Ok(Outcome::Clean)
+}
+
+/// `b` as a document of the YAML stream, after the comment naming its owner, environment and
+/// file.
+fn write_yaml(w: &mut impl Write, b: &Built) -> Result<()> {
+    let mut head = format!(
+        "# owner: {}/{}, environment: {}, file: {}",
+        b.owner.namespace, b.owner.name, b.environment, b.file
+    );
+    if b.masked {
+        head.push_str(", secret values masked");
+    }
+    w.write_all(format!("---\n{}\n", one_line(&head)).as_bytes())
+        .map_err(io)?;
+    w.write_all(b.yaml().as_bytes()).map_err(io)
 }
 
 /// `--kustomization NS/NAME` as the id of a Flux Kustomization.
