@@ -465,7 +465,6 @@ fn finish(analysed: Analysed<Found>) -> Result<(Report, Vec<Change>)> {
                 "internal error: {e}; nothing was printed. Please report this with the repository's layout"
             ))
         })?);
-        crate::par::drop_later([old, new]);
     }
     Ok((report, changes))
 }

@@ -35,11 +35,3 @@ pub fn map_with<T: Sync, S, R: Send>(
             .collect()
     })
 }
-
-/// Frees `value` on a thread of its own, not waited for: the objects of a large build take
-/// a tenth of a second and more to free, time the command need not spend before it answers.
-/// (Freeing has no effect but on memory; when no thread can be had, it is freed here.)
-pub fn drop_later<T: Send + 'static>(value: T) {
-    // A thread that cannot be spawned drops its closure, and `value` with it.
-    let _ = std::thread::Builder::new().spawn(move || drop(value));
-}

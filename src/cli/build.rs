@@ -105,7 +105,6 @@ pub fn run(
                 Format::Json => built.push(b),
             }
         }
-        crate::par::drop_later(inv);
     }
     if let (Some(w), false) = (&wanted, found) {
         known.sort();

@@ -527,64 +527,65 @@ impl Builds {
             mut warnings,
         } = self;
         // The objects of an environment are freed on another core while the rest is judged.
-        let mut deletions = Vec::new();
-        let mut removed = Vec::new();
-        for (o, n) in &mut pairs {
-            let found = rules::deletions(o, n);
-            if deletions.is_empty() {
-                deletions = found;
-            } else {
-                deletions.extend(found);
-            }
-            removed.extend(rules::removed_collecting_owners(o, n).into_iter().cloned());
-            // The runbook reads the owners only.
-            let objects = [Some(&mut *o), (!keep).then_some(&mut *n)].map(|inv| {
-                inv.map(|inv| {
-                    (
-                        std::mem::take(&mut inv.objects),
-                        std::mem::take(&mut inv.duplicates),
-                    )
-                })
-            });
-            crate::par::drop_later(objects);
-            for w in o.warnings.iter().chain(&n.warnings) {
-                let w = EnvWarning {
-                    environment: o.env.clone(),
-                    path: w.path.clone(),
-                    feature: w.feature.clone(),
-                    message: w.message.clone(),
-                };
-                if !warnings
-                    .iter()
-                    .any(|x: &EnvWarning| x.path == w.path && x.message == w.message)
-                {
-                    warnings.push(w);
+        std::thread::scope(|s| {
+            let mut deletions = Vec::new();
+            let mut removed = Vec::new();
+            for (o, n) in &mut pairs {
+                let found = rules::deletions(o, n);
+                if deletions.is_empty() {
+                    deletions = found;
+                } else {
+                    deletions.extend(found);
+                }
+                removed.extend(rules::removed_collecting_owners(o, n).into_iter().cloned());
+                // The runbook reads the owners only.
+                let objects = [Some(&mut *o), (!keep).then_some(&mut *n)].map(|inv| {
+                    inv.map(|inv| {
+                        (
+                            std::mem::take(&mut inv.objects),
+                            std::mem::take(&mut inv.duplicates),
+                        )
+                    })
+                });
+                s.spawn(move || drop(objects));
+                for w in o.warnings.iter().chain(&n.warnings) {
+                    let w = EnvWarning {
+                        environment: o.env.clone(),
+                        path: w.path.clone(),
+                        feature: w.feature.clone(),
+                        message: w.message.clone(),
+                    };
+                    if !warnings
+                        .iter()
+                        .any(|x: &EnvWarning| x.path == w.path && x.message == w.message)
+                    {
+                        warnings.push(w);
+                    }
                 }
             }
-        }
-        sort_deletions(&mut deletions);
-        warnings.sort_by(|a, b| {
-            (&a.environment, &a.path, &a.message).cmp(&(&b.environment, &b.path, &b.message))
-        });
-        removed.sort_by(|a, b| a.id.cmp(&b.id));
-        removed.dedup_by(|a, b| a.id == b.id);
-        let runbook = runbook::write(&deletions, &pairs, &removed, change);
-        let report = Report {
-            from,
-            to,
-            environments,
-            deletions,
-            incomplete,
-            warnings,
-            runbook,
-        };
-        let newer = if keep {
-            pairs.into_iter().map(|(_, n)| n).collect()
-        } else {
-            crate::par::drop_later(pairs);
-            Vec::new()
-        };
-        (report, newer)
+            sort_deletions(&mut deletions);
+            warnings.sort_by(|a, b| {
+                (&a.environment, &a.path, &a.message).cmp(&(&b.environment, &b.path, &b.message))
+            });
+            removed.sort_by(|a, b| a.id.cmp(&b.id));
+            removed.dedup_by(|a, b| a.id == b.id);
+            let runbook = runbook::write(&deletions, &pairs, &removed, change);
+            let report = Report {
+                from,
+                to,
+                environments,
+                deletions,
+                incomplete,
+                warnings,
+                runbook,
+            };
+            let newer = if keep {
+                pairs.into_iter().map(|(_, n)| n).collect()
+            } else {
+                Vec::new()
+            };
+            (report, newer)
+        })
     }
 }
 
