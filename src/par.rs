@@ -35,3 +35,55 @@ pub fn map_with<T: Sync, S, R: Send>(
             .collect()
     })
 }
+
+/// A value being freed on a thread of its own while the caller goes on: a large build's
+/// objects take a tenth of a second and more to free. Dropping it waits for that thread, so
+/// that nothing is still being freed when a command ends (the allocator's own exit runs on
+/// the heap then).
+#[must_use = "dropped at once, it waits for the value to be freed"]
+pub struct Freeing(Option<std::thread::JoinHandle<()>>);
+
+impl Freeing {
+    pub fn start<T: Send + 'static>(value: T) -> Freeing {
+        // A thread that cannot be spawned drops its closure, and `value` with it, here.
+        Freeing(std::thread::Builder::new().spawn(move || drop(value)).ok())
+    }
+}
+
+impl Drop for Freeing {
+    fn drop(&mut self) {
+        if let Some(thread) = self.0.take() {
+            // Freeing panics only where a drop does; that was reported on its thread.
+            let _ = thread.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{mpsc, Arc};
+
+    /// Sets its flag when it is freed, which waits for the word to go on.
+    struct Held(mpsc::Receiver<()>, Arc<AtomicBool>);
+
+    impl Drop for Held {
+        fn drop(&mut self) {
+            let _ = self.0.recv();
+            self.1.store(true, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn freeing_goes_on_beside_the_caller_and_is_done_once_dropped() {
+        let (go, wait) = mpsc::channel();
+        let freed = Arc::new(AtomicBool::new(false));
+        let freeing = super::Freeing::start(Held(wait, freed.clone()));
+        // The caller goes on while the value is being freed...
+        assert!(!freed.load(Ordering::SeqCst));
+        go.send(()).unwrap();
+        drop(freeing);
+        // ...and nothing is still being freed once the handle is gone.
+        assert!(freed.load(Ordering::SeqCst));
+    }
+}

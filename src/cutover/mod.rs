@@ -240,6 +240,9 @@ pub fn analyse_steps(
     let mut old = FileTree::from_git_reading(root, first, &mut blobs, Some(&mut objects))?;
     let mut older: Vec<Kept> = Vec::new();
     let mut out = Vec::with_capacity(steps.len().saturating_sub(1));
+    // What a step is done with is freed while the next is read and built (one step's
+    // objects more held at once, the time to free them taken off the history's).
+    let mut freeing: Vec<crate::par::Freeing> = Vec::new();
     for pair in steps.windows(2) {
         let new = FileTree::from_git_reading(root, &pair[1], &mut blobs, Some(&mut objects))?;
         let config = config_in_force(root, &old, &new)?;
@@ -252,8 +255,10 @@ pub fn analyse_steps(
             std::mem::take(&mut older),
             true,
         )?;
-        let (mut report, built_new) =
+        let (mut report, built_new, done) =
             built.judge_keeping(&format!("{} -> {}", pair[0], pair[1]), true);
+        // The step before's objects have been freed while this one was built.
+        drop(std::mem::replace(&mut freeing, done));
         report.from = pair[0].clone();
         report.to = pair[1].clone();
         out.push(report);
@@ -515,8 +520,13 @@ impl Builds {
     }
 
     /// `judge`, giving back the newer build of each environment when `keep` (the older
-    /// builds of a history's next step).
-    fn judge_keeping(self, change: &str, keep: bool) -> (Report, Vec<Inventory>) {
+    /// builds of a history's next step), and the objects of the builds it is done with, being
+    /// freed on other threads: dropped, it waits for them.
+    fn judge_keeping(
+        self,
+        change: &str,
+        keep: bool,
+    ) -> (Report, Vec<Inventory>, Vec<crate::par::Freeing>) {
         let Builds {
             from,
             to,
@@ -527,65 +537,64 @@ impl Builds {
             mut warnings,
         } = self;
         // The objects of an environment are freed on another core while the rest is judged.
-        std::thread::scope(|s| {
-            let mut deletions = Vec::new();
-            let mut removed = Vec::new();
-            for (o, n) in &mut pairs {
-                let found = rules::deletions(o, n);
-                if deletions.is_empty() {
-                    deletions = found;
-                } else {
-                    deletions.extend(found);
-                }
-                removed.extend(rules::removed_collecting_owners(o, n).into_iter().cloned());
-                // The runbook reads the owners only.
-                let objects = [Some(&mut *o), (!keep).then_some(&mut *n)].map(|inv| {
-                    inv.map(|inv| {
-                        (
-                            std::mem::take(&mut inv.objects),
-                            std::mem::take(&mut inv.duplicates),
-                        )
-                    })
-                });
-                s.spawn(move || drop(objects));
-                for w in o.warnings.iter().chain(&n.warnings) {
-                    let w = EnvWarning {
-                        environment: o.env.clone(),
-                        path: w.path.clone(),
-                        feature: w.feature.clone(),
-                        message: w.message.clone(),
-                    };
-                    if !warnings
-                        .iter()
-                        .any(|x: &EnvWarning| x.path == w.path && x.message == w.message)
-                    {
-                        warnings.push(w);
-                    }
+        let mut freeing = Vec::new();
+        let mut deletions = Vec::new();
+        let mut removed = Vec::new();
+        for (o, n) in &mut pairs {
+            let found = rules::deletions(o, n);
+            if deletions.is_empty() {
+                deletions = found;
+            } else {
+                deletions.extend(found);
+            }
+            removed.extend(rules::removed_collecting_owners(o, n).into_iter().cloned());
+            // The runbook reads the owners only.
+            let objects = [Some(&mut *o), (!keep).then_some(&mut *n)].map(|inv| {
+                inv.map(|inv| {
+                    (
+                        std::mem::take(&mut inv.objects),
+                        std::mem::take(&mut inv.duplicates),
+                    )
+                })
+            });
+            freeing.push(crate::par::Freeing::start(objects));
+            for w in o.warnings.iter().chain(&n.warnings) {
+                let w = EnvWarning {
+                    environment: o.env.clone(),
+                    path: w.path.clone(),
+                    feature: w.feature.clone(),
+                    message: w.message.clone(),
+                };
+                if !warnings
+                    .iter()
+                    .any(|x: &EnvWarning| x.path == w.path && x.message == w.message)
+                {
+                    warnings.push(w);
                 }
             }
-            sort_deletions(&mut deletions);
-            warnings.sort_by(|a, b| {
-                (&a.environment, &a.path, &a.message).cmp(&(&b.environment, &b.path, &b.message))
-            });
-            removed.sort_by(|a, b| a.id.cmp(&b.id));
-            removed.dedup_by(|a, b| a.id == b.id);
-            let runbook = runbook::write(&deletions, &pairs, &removed, change);
-            let report = Report {
-                from,
-                to,
-                environments,
-                deletions,
-                incomplete,
-                warnings,
-                runbook,
-            };
-            let newer = if keep {
-                pairs.into_iter().map(|(_, n)| n).collect()
-            } else {
-                Vec::new()
-            };
-            (report, newer)
-        })
+        }
+        sort_deletions(&mut deletions);
+        warnings.sort_by(|a, b| {
+            (&a.environment, &a.path, &a.message).cmp(&(&b.environment, &b.path, &b.message))
+        });
+        removed.sort_by(|a, b| a.id.cmp(&b.id));
+        removed.dedup_by(|a, b| a.id == b.id);
+        let runbook = runbook::write(&deletions, &pairs, &removed, change);
+        let report = Report {
+            from,
+            to,
+            environments,
+            deletions,
+            incomplete,
+            warnings,
+            runbook,
+        };
+        let newer = if keep {
+            pairs.into_iter().map(|(_, n)| n).collect()
+        } else {
+            Vec::new()
+        };
+        (report, newer, freeing)
     }
 }
 
