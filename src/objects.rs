@@ -57,9 +57,10 @@ impl Built {
 /// taken, so that what shows them one at a time holds one at a time.
 pub fn of(inv: &Inventory) -> impl Iterator<Item = Built> + '_ {
     let substituted = substituted_secrets(inv);
-    applied(inv)
-        .into_iter()
-        .filter_map(move |a| Some(a.built(&inv.env, a.raw()?, &substituted)))
+    applied(inv).into_iter().filter_map(move |a| {
+        let raw = a.raw()?;
+        Some(a.built(&inv.env, raw, &substituted))
+    })
 }
 
 /// One object as its owner applies it, as the inventory holds it, before it is copied and
@@ -99,13 +100,22 @@ impl<'a> Applied<'a> {
         }
     }
 
-    /// The object as built, unmasked, where the inventory holds it.
-    fn raw(&self) -> Option<&'a Value> {
+    /// The object as built, unmasked, where the inventory holds it (read back, when it is
+    /// held packed).
+    fn raw(&self) -> Option<Cow<'a, Value>> {
         match self.held {
-            Held::Owner(o) => Some(&o.object),
-            Held::Entry(e, _) => e.whole.as_deref(),
-            Held::Rendered(_, _, _, o) => Some(&o.value),
-            Held::Read(_, value) => Some(value),
+            Held::Owner(o) => Some(Cow::Borrowed(&o.object)),
+            Held::Entry(e, _) => e.value(),
+            Held::Rendered(_, _, _, o) => Some(Cow::Borrowed(&o.value)),
+            Held::Read(_, value) => Some(Cow::Borrowed(value)),
+        }
+    }
+
+    /// Whether the inventory holds the object (`raw` is `Some`), read back or not.
+    fn holds(&self) -> bool {
+        match self.held {
+            Held::Entry(e, _) => e.holds(),
+            _ => true,
         }
     }
 
@@ -126,11 +136,12 @@ impl<'a> Applied<'a> {
         }
     }
 
-    /// The object `raw` (this one's value) as it is shown: its Secret values masked.
+    /// The object `raw` (this one's value) as it is shown: its Secret values masked (in
+    /// place, when `raw` is owned).
     fn built(
         &self,
         environment: &str,
-        raw: &Value,
+        raw: Cow<'_, Value>,
         substituted: &BTreeMap<ObjectId, Vec<String>>,
     ) -> Built {
         let (masks, release) = self.masks(substituted);
@@ -150,7 +161,7 @@ impl<'a> Applied<'a> {
     fn digest(&self) -> Option<[u8; 32]> {
         match (self.print(), self.raw()) {
             (Some(p), _) => Some(p.digest),
-            (None, raw) => raw.map(digest),
+            (None, raw) => raw.map(|raw| digest(&raw)),
         }
     }
 
@@ -179,7 +190,7 @@ impl<'a> Applied<'a> {
             (Some(p), _) => {
                 let (masks, release) = self.masks(substituted);
                 let head = serde_json::json!({ "apiVersion": p.api_version });
-                let (head, _) = shown(&head, masks, release);
+                let (head, _) = shown(Cow::Owned(head), masks, release);
                 head["apiVersion"].as_str().unwrap_or("").to_string()
             }
             (None, Some(raw)) => self
@@ -203,8 +214,8 @@ impl<'a> Applied<'a> {
     fn side(&self, environment: &str, substituted: &BTreeMap<ObjectId, Vec<String>>) -> Side {
         match self.raw() {
             Some(raw) => Side::Built {
-                built: Box::new(self.built(environment, raw, substituted)),
-                raw: raw.clone(),
+                built: Box::new(self.built(environment, Cow::Borrowed(&raw), substituted)),
+                raw: raw.into_owned(),
             },
             None => Side::Entry {
                 owner: self.owner.clone(),
@@ -234,7 +245,7 @@ fn applied(inv: &Inventory) -> Vec<Applied<'_>> {
     for (id, e) in entries {
         // Every entry of a `build_whole` inventory holds its object, every entry of a
         // `Keep::Prints` one its print.
-        if e.whole.is_some() || e.print.is_some() {
+        if e.holds() || e.print.is_some() {
             out.push(Applied {
                 owner: &e.owner,
                 id,
@@ -260,11 +271,15 @@ fn applied(inv: &Inventory) -> Vec<Applied<'_>> {
 /// substitutes from masked where they stand (`substituted`), then every Secret value
 /// (`redact::mask_object`), then, for an object of a rendered release, the strings of its
 /// values that come from Secrets (`release`).
-fn shown(raw: &Value, substituted: Option<&[String]>, release: Option<&[String]>) -> (Value, bool) {
-    let mut object = raw.clone();
+fn shown(
+    raw: Cow<'_, Value>,
+    substituted: Option<&[String]>,
+    release: Option<&[String]>,
+) -> (Value, bool) {
     // kustomize-controller decrypts a SOPS-encrypted object and applies it without its
     // `sops` block; its values, ciphertext here, are masked all the same.
-    let sops = is_sops(raw);
+    let sops = is_sops(&raw);
+    let mut object = raw.into_owned();
     if let (true, Value::Object(map)) = (sops, &mut object) {
         map.remove("sops");
     }
@@ -535,9 +550,9 @@ impl Diff {
                         let a = Applied {
                             owner: &owner,
                             id: &p.id,
-                            held: Held::Read(&file, raw),
+                            held: Held::Read(&file, &raw),
                         };
-                        (a.built(&environment, raw, subs), Cow::Borrowed(raw))
+                        (a.built(&environment, Cow::Borrowed(&raw), subs), raw)
                     }
                 });
             }
@@ -551,7 +566,7 @@ impl Diff {
 }
 
 /// The value of object `id` as `owner` applies it in `inv`, where its entry holds it.
-fn held<'a>(inv: &'a Inventory, owner: &ObjectId, id: &ObjectId) -> Option<&'a Value> {
+fn held<'a>(inv: &'a Inventory, owner: &ObjectId, id: &ObjectId) -> Option<Cow<'a, Value>> {
     let entry = match inv.objects.get(id) {
         Some(e) if *e.owner == *owner => Some(e),
         _ => inv
@@ -560,7 +575,7 @@ fn held<'a>(inv: &'a Inventory, owner: &ObjectId, id: &ObjectId) -> Option<&'a V
             .find(|(i, e)| i == id && *e.owner == *owner)
             .map(|(_, e)| e),
     };
-    entry?.whole.as_deref()
+    entry?.value()
 }
 
 /// What changes between `old` and `new`, two builds of one environment (`old` empty when the
@@ -602,8 +617,8 @@ fn diff(old: &Inventory, new: &Inventory) -> Diff {
             }
             changes.extend(modified(
                 environment,
-                (&a.built(environment, x, was), x),
-                (&b.built(environment, y, is), y),
+                (&a.built(environment, Cow::Borrowed(&x), was), &x),
+                (&b.built(environment, Cow::Borrowed(&y), is), &y),
             ));
             continue;
         }
@@ -656,7 +671,7 @@ fn in_id_order<'a>(old: &'a Inventory, new: &'a Inventory) -> (Vec<Applied<'a>>,
 /// masked by other values (`Applied::masks`). Two with one print are one object, key order
 /// included, and masked by the same values it shows the same.
 fn is_pending(a: &Applied, b: &Applied, [was, is]: &[BTreeMap<ObjectId, Vec<String>>; 2]) -> bool {
-    if a.raw().is_some() && b.raw().is_some() {
+    if a.holds() && b.holds() {
         return false;
     }
     let same = a.digest().is_some_and(|d| Some(d) == b.digest());

@@ -754,6 +754,7 @@ mod tests {
             index: 0,
             facts: Default::default(),
             whole: whole.map(std::sync::Arc::new),
+            packed: None,
             print: None,
             release: None,
         };

@@ -15,6 +15,7 @@ use super::substitute::{self, Source, Variables};
 use super::{Kustomization, SourceRef, KUSTOMIZE_GROUP};
 use crate::kustomize::envsubst::Lookup;
 use crate::kustomize::object::{digest, is_sops, kept_whole, Facts, ObjectId};
+use crate::kustomize::packed::Packed;
 use crate::kustomize::{BuildError, Builder, FluxSpec, Resource, Warning};
 use crate::kustomize::{Remembered, Remembering, Shared};
 use crate::tree::{FileTree, Footprint};
@@ -197,7 +198,10 @@ pub fn flux_id(namespace: &str, name: &str) -> ObjectId {
 pub enum Keep<'a> {
     /// The objects of the kinds of `kept_whole`, whole: what the rules and lints read.
     Facts,
-    /// Every object whole, as the commands that print what is built need it.
+    /// Every object, as the commands that print what is built need it: whole the objects
+    /// of `Facts` and the Secrets (what `objects::substituted_secrets` reads), the others
+    /// packed (`Entry::packed`), a few times smaller than whole, read back one at a time as
+    /// they are printed.
     Whole,
     /// Every object's print (`Entry::print`), and whole the objects of `Facts` and the
     /// Secrets not encrypted with SOPS: what `diff` compares two builds by. An app tier's
@@ -220,7 +224,7 @@ impl Keep<'_> {
         kept_whole(&id.group, &id.kind)
             || match self {
                 Keep::Facts => false,
-                Keep::Whole => true,
+                Keep::Whole => id.group.is_empty() && id.kind == "Secret",
                 Keep::Prints => id.group.is_empty() && id.kind == "Secret" && !is_sops(value),
                 Keep::These(ids) => ids.contains(id),
             }
@@ -301,6 +305,8 @@ pub struct Entry {
     pub facts: Facts,
     /// Shared with the build it came from when it is kept for a history's next step.
     pub whole: Option<Arc<Value>>,
+    /// In an inventory built with `Keep::Whole`, the object when it is not kept whole.
+    pub packed: Option<Packed>,
     /// In an inventory built with `Keep::Prints`, where its print is in `Inventory::prints`.
     pub print: Option<usize>,
     /// For a HelmRelease, what its chart renders (or why it is not rendered), once
@@ -326,16 +332,35 @@ impl Entry {
         if let Some(v) = variables {
             facts.variables.clone_from(v);
         }
+        let index = r.index;
+        let (whole, packed) = if keep.keeps_whole(id, &r.value) {
+            (Some(Shared::whole(shared, r)), None)
+        } else {
+            (None, (keep == Keep::Whole).then(|| Packed::of(&r.value)))
+        };
         Entry {
             owner: owner.clone(),
             file: file.clone(),
             facts,
-            index: r.index,
+            index,
             print: None,
-            whole: keep
-                .keeps_whole(id, &r.value)
-                .then(|| Shared::whole(shared, r)),
+            whole,
+            packed,
             release: None,
+        }
+    }
+
+    /// Whether the entry holds the object (`value` is `Some`).
+    pub fn holds(&self) -> bool {
+        self.whole.is_some() || self.packed.is_some()
+    }
+
+    /// The object, where the entry holds it, whole or packed.
+    pub fn value(&self) -> Option<Cow<'_, Value>> {
+        match (&self.whole, &self.packed) {
+            (Some(whole), _) => Some(Cow::Borrowed(whole)),
+            (None, Some(packed)) => packed.value().map(Cow::Owned),
+            (None, None) => None,
         }
     }
 }
@@ -477,9 +502,9 @@ pub fn build_remembering(
     (inv, now.unwrap_or_default())
 }
 
-/// `build`, with every object kept whole (`Entry::whole`), as the commands that print what
-/// is built need it; the others keep only the facts, as a large app tier's specs are most of
-/// its memory.
+/// `build`, with every object held (`Entry::value`: whole or packed, `Keep::Whole`), as the
+/// commands that print what is built need it; the others keep only the facts, as a large
+/// app tier's specs are most of its memory.
 pub fn build_whole(tree: &FileTree, env: &Environment) -> Inventory {
     build_as(tree, env, Keep::Whole)
 }
@@ -1227,6 +1252,51 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// `Keep::Whole` packs most objects (`Entry::packed`): each reads back as the object
+    /// built, key order and numbers included, in every environment of the example and the
+    /// Flux fixtures, against the same builds keeping every object as built
+    /// (`Keep::These`).
+    #[test]
+    fn a_packed_object_reads_back_as_the_object_built() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut repos = vec![root.join("examples/homelab")];
+        for entry in std::fs::read_dir(root.join("tests/fixtures/flux")).unwrap() {
+            repos.push(entry.unwrap().path());
+        }
+        let shown = |v: &Value| serde_json::to_string(v).unwrap();
+        let (mut packed, mut entries) = (0, 0);
+        for repo in repos {
+            let tree = FileTree::from_worktree_or_dir(&repo).unwrap();
+            for env in discover::environments(&[&tree], None, &[]) {
+                let whole = build_as(&tree, &env, Keep::Whole);
+                let every = whole.objects.keys().cloned().collect::<BTreeSet<_>>();
+                let plain = build_as(&tree, &env, Keep::These(&every));
+                let of = |inv: &Inventory| -> Vec<(ObjectId, Arc<ObjectId>, Option<String>)> {
+                    inv.objects
+                        .iter()
+                        .chain(inv.duplicates.iter().map(|(id, e)| (id, e)))
+                        .map(|(id, e)| (id.clone(), e.owner.clone(), e.value().map(|v| shown(&v))))
+                        .collect()
+                };
+                let (got, want) = (of(&whole), of(&plain));
+                assert_eq!(got, want, "{} {}", repo.display(), env.name);
+                assert!(got.iter().all(|(_, _, v)| v.is_some()));
+                packed += whole
+                    .objects
+                    .values()
+                    .filter(|e| e.packed.is_some())
+                    .count();
+                entries += whole.objects.len();
+            }
+        }
+        // Most objects are packed, not all: the Secrets and the kinds the rules read stay
+        // whole.
+        assert!(
+            packed * 2 > entries && packed < entries,
+            "{packed} of {entries}"
+        );
     }
 
     #[test]

@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 
 pub mod envsubst;
 pub mod object;
+pub mod packed;
 mod patch;
 mod remember;
 mod resolve;
