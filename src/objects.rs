@@ -9,6 +9,7 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -22,12 +23,14 @@ use crate::kustomize::object::{digest, is_sops, ObjectId};
 /// One object as its owner applies it.
 #[derive(Debug, Clone)]
 pub struct Built {
-    pub environment: String,
-    /// The Flux Kustomization that applies it.
-    pub owner: ObjectId,
+    /// Shared by the objects of the environment.
+    pub environment: Arc<str>,
+    /// The Flux Kustomization that applies it, shared by its objects.
+    pub owner: Arc<ObjectId>,
     pub id: ObjectId,
-    /// The file it is written in (a generator's kustomization for what a generator makes).
-    pub file: String,
+    /// The file it is written in (a generator's kustomization for what a generator makes),
+    /// shared by its objects.
+    pub file: Arc<str>,
     /// The object, its Secret values masked (`redact::mask_object`). (The object as built,
     /// unmasked, stays where the build holds it: compared, never printed.)
     pub object: Value,
@@ -57,9 +60,10 @@ impl Built {
 /// taken, so that what shows them one at a time holds one at a time.
 pub fn of(inv: &Inventory) -> impl Iterator<Item = Built> + '_ {
     let substituted = substituted_secrets(inv);
+    let environment: Arc<str> = inv.env.as_str().into();
     applied(inv).into_iter().filter_map(move |a| {
         let raw = a.raw()?;
-        Some(a.built(&inv.env, raw, &substituted))
+        Some(a.built(&environment, raw, &substituted))
     })
 }
 
@@ -81,22 +85,33 @@ enum Held<'a> {
     /// What a HelmRelease's chart renders: the HelmRelease, its entry, the release and the
     /// object.
     Rendered(&'a ObjectId, &'a Entry, &'a Rendered, &'a release::Object),
-    /// An entry read again: its file and its value.
-    Read(&'a str, &'a Value),
+    /// An entry read again: its owner, its file and its value.
+    Read(&'a Arc<ObjectId>, &'a Arc<str>, &'a Value),
 }
 
 impl<'a> Applied<'a> {
-    /// The file it is written in (for what a chart renders, the HelmRelease's and the
-    /// template).
-    fn file(&self) -> Cow<'a, str> {
+    /// Its owner, shared with the entries of the inventory where they share it (a Flux
+    /// Kustomization's parent is not: each is its own).
+    fn shared_owner(&self) -> Arc<ObjectId> {
         match self.held {
-            Held::Owner(o) => Cow::Borrowed(&o.file),
-            Held::Entry(e, _) => Cow::Borrowed(&e.file),
-            Held::Rendered(id, e, r, o) => Cow::Owned(format!(
+            Held::Entry(e, _) | Held::Rendered(_, e, _, _) => e.owner.clone(),
+            Held::Read(owner, _, _) => owner.clone(),
+            Held::Owner(_) => Arc::new(self.owner.clone()),
+        }
+    }
+
+    /// The file it is written in (for what a chart renders, the HelmRelease's and the
+    /// template), shared with the entry where it has one.
+    fn file(&self) -> Arc<str> {
+        match self.held {
+            Held::Owner(o) => o.file.as_str().into(),
+            Held::Entry(e, _) => e.file.clone(),
+            Held::Rendered(id, e, r, o) => format!(
                 "{} (HelmRelease {}/{}, chart {}: {})",
                 e.file, id.namespace, id.name, r.chart, o.template
-            )),
-            Held::Read(file, _) => Cow::Borrowed(file),
+            )
+            .into(),
+            Held::Read(_, file, _) => file.clone(),
         }
     }
 
@@ -107,7 +122,7 @@ impl<'a> Applied<'a> {
             Held::Owner(o) => Some(Cow::Borrowed(&o.object)),
             Held::Entry(e, _) => e.value(),
             Held::Rendered(_, _, _, o) => Some(Cow::Borrowed(&o.value)),
-            Held::Read(_, value) => Some(Cow::Borrowed(value)),
+            Held::Read(_, _, value) => Some(Cow::Borrowed(value)),
         }
     }
 
@@ -140,17 +155,17 @@ impl<'a> Applied<'a> {
     /// place, when `raw` is owned).
     fn built(
         &self,
-        environment: &str,
+        environment: &Arc<str>,
         raw: Cow<'_, Value>,
         substituted: &BTreeMap<ObjectId, Vec<String>>,
     ) -> Built {
         let (masks, release) = self.masks(substituted);
         let (object, masked) = shown(raw, masks, release);
         Built {
-            environment: environment.to_string(),
-            owner: self.owner.clone(),
+            environment: environment.clone(),
+            owner: self.shared_owner(),
             id: self.id.clone(),
-            file: self.file().into_owned(),
+            file: self.file(),
             object,
             masked,
             release: self.release().map(|(id, _)| id.clone()),
@@ -180,7 +195,7 @@ impl<'a> Applied<'a> {
     /// It as a change of `kind` without a diff, named by its `apiVersion` as shown.
     fn listed(
         &self,
-        environment: &str,
+        environment: &Arc<str>,
         kind: Kind,
         substituted: &BTreeMap<ObjectId, Vec<String>>,
     ) -> Change {
@@ -204,22 +219,22 @@ impl<'a> Applied<'a> {
             kind,
             self.id,
             api_version,
-            self.owner,
-            &self.file(),
+            self.shared_owner(),
+            self.file(),
         )
     }
 
     /// It as a side of a comparison: as shown when the inventory holds its value, else the
     /// entry to read again.
-    fn side(&self, environment: &str, substituted: &BTreeMap<ObjectId, Vec<String>>) -> Side {
+    fn side(&self, environment: &Arc<str>, substituted: &BTreeMap<ObjectId, Vec<String>>) -> Side {
         match self.raw() {
             Some(raw) => Side::Built {
                 built: Box::new(self.built(environment, Cow::Borrowed(&raw), substituted)),
                 raw: raw.into_owned(),
             },
             None => Side::Entry {
-                owner: self.owner.clone(),
-                file: self.file().into_owned(),
+                owner: self.shared_owner(),
+                file: self.file(),
             },
         }
     }
@@ -349,19 +364,22 @@ impl Kind {
 
 /// One object that changes between two builds of an environment.
 #[derive(Debug, Clone)]
+/// (An environment's changes share its name, an owner's its id, a file's its path, with
+/// each other and the builds: a change that moves every object of an app tier makes
+/// hundreds of thousands.)
 pub struct Change {
-    pub environment: String,
+    pub environment: Arc<str>,
     pub id: ObjectId,
     pub api_version: String,
     pub change: Kind,
     /// Its owner in the newer build (the older, for one removed).
-    pub owner: ObjectId,
+    pub owner: Arc<ObjectId>,
     /// Its owner in the older build, when that is another (it moves).
-    pub previous_owner: Option<ObjectId>,
+    pub previous_owner: Option<Arc<ObjectId>>,
     /// Its file in the newer build (the older, for one removed).
-    pub file: String,
+    pub file: Arc<str>,
     /// Its file in the older build, when that is another.
-    pub previous_file: Option<String>,
+    pub previous_file: Option<Arc<str>>,
     /// The unified diff of its YAML, masked; empty when only its owner changes or only
     /// masked values do.
     pub diff: String,
@@ -375,21 +393,21 @@ pub struct Change {
 impl Change {
     /// Object `id` of `owner` (from `file`), changing as `kind` says.
     fn of(
-        environment: &str,
+        environment: &Arc<str>,
         kind: Kind,
         id: &ObjectId,
         api_version: String,
-        owner: &ObjectId,
-        file: &str,
+        owner: Arc<ObjectId>,
+        file: Arc<str>,
     ) -> Change {
         Change {
-            environment: environment.to_string(),
+            environment: environment.clone(),
             id: id.clone(),
             api_version,
             change: kind,
-            owner: owner.clone(),
+            owner,
             previous_owner: None,
-            file: file.to_string(),
+            file,
             previous_file: None,
             diff: String::new(),
             secret_keys: Vec::new(),
@@ -487,7 +505,7 @@ fn finish(analysed: Analysed<Found>) -> Result<(Report, Vec<Change>)> {
 /// What changes between two builds of one environment, as `diff` finds it: the changes, and
 /// the objects to read before the rest can be told (`wanted`, `finish`).
 struct Diff {
-    environment: String,
+    environment: Arc<str>,
     changes: Vec<Change>,
     /// Objects of both builds whose values must be compared and that a build holds by
     /// their print only.
@@ -507,7 +525,10 @@ enum Side {
     /// As shown, read from the build that held it, and as built.
     Built { built: Box<Built>, raw: Value },
     /// Held by its print: the entry of `owner` (from `file`) to read again.
-    Entry { owner: ObjectId, file: String },
+    Entry {
+        owner: Arc<ObjectId>,
+        file: Arc<str>,
+    },
 }
 
 impl Diff {
@@ -550,7 +571,7 @@ impl Diff {
                         let a = Applied {
                             owner: &owner,
                             id: &p.id,
-                            held: Held::Read(&file, &raw),
+                            held: Held::Read(&owner, &file, &raw),
                         };
                         (a.built(&environment, Cow::Borrowed(&raw), subs), raw)
                     }
@@ -585,11 +606,13 @@ fn held<'a>(inv: &'a Inventory, owner: &ObjectId, id: &ObjectId) -> Option<Cow<'
 /// (`Keep::Prints`) come to the same changes: two objects with one print are one object
 /// (`object::digest`), and two whose prints differ are compared by value once read.
 fn diff(old: &Inventory, new: &Inventory) -> Diff {
-    let environment = if new.env.is_empty() {
+    let environment: &Arc<str> = &if new.env.is_empty() {
         &old.env
     } else {
         &new.env
-    };
+    }
+    .as_str()
+    .into();
     let substituted = [substituted_secrets(old), substituted_secrets(new)];
     let [was, is] = &substituted;
     let (before, after) = in_id_order(old, new);
@@ -634,9 +657,10 @@ fn diff(old: &Inventory, new: &Inventory) -> Diff {
             continue;
         }
         let mut c = b.listed(environment, Kind::Modified, is);
-        c.previous_owner = Some(a.owner.clone());
-        if a.file() != b.file() {
-            c.previous_file = Some(a.file().into_owned());
+        c.previous_owner = Some(a.shared_owner());
+        let file = a.file();
+        if file != c.file {
+            c.previous_file = Some(file);
         }
         changes.push(c);
     }
@@ -696,7 +720,7 @@ fn builds_again(old: &Inventory, new: &Inventory) -> bool {
 /// nothing when it is the same value with the same owner, else a modified object with the
 /// diff of its YAML.
 fn modified(
-    environment: &str,
+    environment: &Arc<str>,
     (a, x): (&Built, &Value),
     (b, y): (&Built, &Value),
 ) -> Option<Change> {
@@ -708,8 +732,8 @@ fn modified(
         Kind::Modified,
         &b.id,
         b.api_version().to_string(),
-        &b.owner,
-        &b.file,
+        b.owner.clone(),
+        b.file.clone(),
     );
     if a.owner != b.owner {
         c.previous_owner = Some(a.owner.clone());

@@ -96,7 +96,7 @@ pub fn run(
                 ));
             }
         }
-        for b in objects::of(&inv).filter(|b| wanted.as_ref().is_none_or(|w| *w == b.owner)) {
+        for b in objects::of(&inv).filter(|b| wanted.as_ref().is_none_or(|w| *w == *b.owner)) {
             // What is written is of a Kustomization found: a `--kustomization` not found
             // fails below with nothing written.
             found = true;

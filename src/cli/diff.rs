@@ -55,15 +55,13 @@ fn shown(report: &Report, changes: &[Change], format: Format) -> Result<(String,
         .iter()
         .map(|c| Row {
             change: c,
-            deletion: verdicts.get(&(c.environment.as_str(), &c.id)).copied(),
+            deletion: verdicts.get(&(&*c.environment, &c.id)).copied(),
         })
         .collect();
     // What Flux deletes of objects the change leaves as they are: everything in a Namespace
     // that is deleted, every custom resource of a CRD that is deleted.
-    let listed: std::collections::HashSet<(&str, &ObjectId)> = changes
-        .iter()
-        .map(|c| (c.environment.as_str(), &c.id))
-        .collect();
+    let listed: std::collections::HashSet<(&str, &ObjectId)> =
+        changes.iter().map(|c| (&*c.environment, &c.id)).collect();
     let also: Vec<&Deletion> = report
         .deletions
         .iter()
@@ -256,7 +254,7 @@ impl<'a> JsonChange<'a> {
             change: c.change,
             environment: &c.environment,
             file: &c.file,
-            previous_owner: c.previous_owner.as_ref().map(short),
+            previous_owner: c.previous_owner.as_deref().map(short),
             previous_file: c.previous_file.as_deref(),
             diff: &c.diff,
             secret_keys: &c.secret_keys,
