@@ -42,10 +42,9 @@ pub fn run(
         env,
         &root.display().to_string(),
     )?;
-    // YAML is written as each environment is built, one object held at a time; JSON is one
-    // document, written once every object is built.
+    // YAML and JSON are written as each environment is built, one object held at a time.
     let mut w = std::io::BufWriter::with_capacity(1 << 16, &mut *out);
-    let mut built: Vec<Built> = Vec::new();
+    let mut json = JsonStream::new(envs.iter().map(|e| e.name.clone()).collect());
     let mut found = false;
     let mut known: Vec<String> = Vec::new();
     // (environment, Kustomization, why) of each that fails to build.
@@ -102,7 +101,7 @@ pub fn run(
             found = true;
             match format {
                 Format::Yaml => write_yaml(&mut w, &b)?,
-                Format::Json => built.push(b),
+                Format::Json => json.object(&mut w, &b)?,
             }
         }
     }
@@ -118,29 +117,23 @@ pub fn run(
         )));
     }
     if format == Format::Json {
-        let doc = Json {
-            version: JSON_VERSION,
-            environments: envs.iter().map(|e| e.name.as_str()).collect(),
-            objects: built.iter().map(JsonObject::of).collect(),
-            failed: failed
-                .iter()
-                .map(|(environment, kustomization, error)| JsonFailure {
-                    environment,
-                    kustomization,
-                    error,
-                })
-                .collect(),
-            not_rendered: not_rendered
-                .iter()
-                .map(|(environment, release, why)| JsonNotRendered {
-                    environment,
-                    release,
-                    why,
-                })
-                .collect(),
-        };
-        serde_json::to_writer_pretty(&mut w, &doc).map_err(|e| io(e.into()))?;
-        w.write_all(b"\n").map_err(io)?;
+        let failed: Vec<JsonFailure> = failed
+            .iter()
+            .map(|(environment, kustomization, error)| JsonFailure {
+                environment,
+                kustomization,
+                error,
+            })
+            .collect();
+        let not_rendered: Vec<JsonNotRendered> = not_rendered
+            .iter()
+            .map(|(environment, release, why)| JsonNotRendered {
+                environment,
+                release,
+                why,
+            })
+            .collect();
+        json.finish(&mut w, &failed, &not_rendered)?;
     }
     w.flush().map_err(io)?;
     drop(w);
@@ -219,16 +212,72 @@ fn one_line(s: &str) -> String {
         .collect()
 }
 
-#[derive(Serialize)]
-struct Json<'a> {
-    version: u32,
-    environments: Vec<&'a str>,
-    objects: Vec<JsonObject<'a>>,
-    /// The Kustomizations that fail to build (exit 2): what the others apply is printed.
-    failed: Vec<JsonFailure<'a>>,
-    /// The HelmReleases whose charts are not rendered, and why: their objects are not listed.
-    #[serde(rename = "notRendered")]
-    not_rendered: Vec<JsonNotRendered<'a>>,
+/// `--format json`'s document, written as it is made: its `objects` one at a time as each
+/// environment is built, then the Kustomizations that fail to build (`failed`, exit 2: what
+/// the others apply is printed) and the HelmReleases whose charts are not rendered, and why
+/// (`notRendered`: their objects are not listed). Byte for byte what serde_json's pretty
+/// printer makes of the whole document (a test compares them): each part is printed by it
+/// and indented to its depth, and a line break in a string it prints is `\n`, so every line
+/// break it writes is one of the document's.
+struct JsonStream {
+    environments: Vec<String>,
+    started: bool,
+    objects: usize,
+}
+
+impl JsonStream {
+    fn new(environments: Vec<String>) -> JsonStream {
+        JsonStream {
+            environments,
+            started: false,
+            objects: 0,
+        }
+    }
+
+    /// The document's head, once: nothing is written before an object is found, or before
+    /// the end (a `--kustomization` not found writes nothing).
+    fn start(&mut self, w: &mut impl Write) -> Result<()> {
+        if !self.started {
+            self.started = true;
+            let head = format!(
+                "{{\n  \"version\": {JSON_VERSION},\n  \"environments\": {},\n  \"objects\": [",
+                indented(&self.environments, 1)?
+            );
+            w.write_all(head.as_bytes()).map_err(io)?;
+        }
+        Ok(())
+    }
+
+    fn object(&mut self, w: &mut impl Write, b: &Built) -> Result<()> {
+        self.start(w)?;
+        let sep = if self.objects == 0 { "\n" } else { ",\n" };
+        self.objects += 1;
+        let item = format!("{sep}    {}", indented(&JsonObject::of(b), 2)?);
+        w.write_all(item.as_bytes()).map_err(io)
+    }
+
+    fn finish(
+        mut self,
+        w: &mut impl Write,
+        failed: &[JsonFailure],
+        not_rendered: &[JsonNotRendered],
+    ) -> Result<()> {
+        self.start(w)?;
+        let tail = format!(
+            "{}],\n  \"failed\": {},\n  \"notRendered\": {}\n}}\n",
+            if self.objects == 0 { "" } else { "\n  " },
+            indented(&failed, 1)?,
+            indented(&not_rendered, 1)?
+        );
+        w.write_all(tail.as_bytes()).map_err(io)
+    }
+}
+
+/// `v` as serde_json's pretty printer writes it `depth` levels deep, but for the indent of
+/// its first line.
+fn indented(v: &impl Serialize, depth: usize) -> Result<String> {
+    let text = serde_json::to_string_pretty(v).map_err(|e| io(e.into()))?;
+    Ok(text.replace('\n', &format!("\n{}", "  ".repeat(depth))))
 }
 
 #[derive(Serialize)]
@@ -280,6 +329,77 @@ impl<'a> JsonObject<'a> {
                 .as_ref()
                 .map(|r| format!("{}/{}", r.namespace, r.name)),
             object: &b.object,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn built(name: &str, object: Value) -> Built {
+        Built {
+            environment: "dev".into(),
+            owner: flux_id("flux-system", "apps").into(),
+            id: ObjectId {
+                group: String::new(),
+                kind: "ConfigMap".into(),
+                namespace: "apps".into(),
+                name: name.into(),
+            },
+            file: format!("apps/{name}.yaml").into(),
+            object,
+            masked: false,
+            release: None,
+        }
+    }
+
+    /// The document as it is written, against serde_json's pretty printing of it whole.
+    #[test]
+    fn the_json_written_as_it_is_made_is_the_pretty_printed_document() {
+        let objects = [
+            built(
+                "a",
+                json!({"kind": "ConfigMap", "data": {"k": "two\nlines", "e": {}}}),
+            ),
+            built(
+                "b",
+                json!({"kind": "ConfigMap", "data": [], "n": [1, 2.5, null]}),
+            ),
+        ];
+        let failed = [JsonFailure {
+            environment: "dev",
+            kustomization: "flux-system/broken",
+            error: "path `./x` does not exist",
+        }];
+        let not_rendered = [JsonNotRendered {
+            environment: "dev",
+            release: "apps/web",
+            why: "chart not found",
+        }];
+        for n in 0..=objects.len() {
+            for (failed, not_rendered) in [
+                (&failed[..0], &not_rendered[..0]),
+                (&failed[..], &not_rendered[..]),
+            ] {
+                let envs = vec!["dev".to_string(), "prod".to_string()];
+                let mut out = Vec::new();
+                let mut stream = JsonStream::new(envs.clone());
+                for b in &objects[..n] {
+                    stream.object(&mut out, b).unwrap();
+                }
+                stream.finish(&mut out, failed, not_rendered).unwrap();
+                let whole = json!({
+                    "version": JSON_VERSION,
+                    "environments": envs,
+                    "objects": objects[..n].iter().map(JsonObject::of).collect::<Vec<_>>(),
+                    "failed": failed,
+                    "notRendered": not_rendered,
+                });
+                let want = serde_json::to_string_pretty(&whole).unwrap() + "\n";
+                assert_eq!(String::from_utf8(out).unwrap(), want);
+            }
         }
     }
 }

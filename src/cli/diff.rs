@@ -39,13 +39,21 @@ pub fn run(
     out: &mut impl Write,
 ) -> Result<Outcome> {
     let (report, changes) = objects::changes(root, from, to, &[])?;
-    let (text, outcome) = shown(&report, &changes, format)?;
-    out.write_all(text.as_bytes()).map_err(io)?;
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, &mut *out);
+    let outcome = shown(&report, &changes, format, &mut w)?;
+    w.flush().map_err(io)?;
     Ok(outcome)
 }
 
-/// The changes and cutover's report on them, as `format` prints them.
-fn shown(report: &Report, changes: &[Change], format: Format) -> Result<(String, Outcome)> {
+/// The changes and cutover's report on them, written to `out` as `format` prints them (JSON
+/// as it is made: the document of a change that moves every object of a large app tier is
+/// hundreds of megabytes).
+fn shown(
+    report: &Report,
+    changes: &[Change],
+    format: Format,
+    out: &mut impl Write,
+) -> Result<Outcome> {
     let verdicts: HashMap<(&str, &ObjectId), &Deletion> = report
         .deletions
         .iter()
@@ -67,20 +75,21 @@ fn shown(report: &Report, changes: &[Change], format: Format) -> Result<(String,
         .iter()
         .filter(|d| !listed.contains(&(&*d.environment, &d.id)))
         .collect();
-    let text = match format {
+    match format {
         Format::Json => {
             let doc = Json::of(report, &rows, &also);
-            serde_json::to_string_pretty(&doc).map_err(|e| io(e.into()))? + "\n"
+            serde_json::to_writer_pretty(&mut *out, &doc).map_err(|e| io(e.into()))?;
+            out.write_all(b"\n")
         }
-        Format::Text => text(report, &rows, &also),
-        Format::Github => github(report, &rows, &also),
-    };
-    let outcome = if rows.is_empty() && also.is_empty() {
+        Format::Text => out.write_all(text(report, &rows, &also).as_bytes()),
+        Format::Github => out.write_all(github(report, &rows, &also).as_bytes()),
+    }
+    .map_err(io)?;
+    Ok(if rows.is_empty() && also.is_empty() {
         Outcome::Clean
     } else {
         Outcome::Findings
-    };
-    Ok((text, outcome))
+    })
 }
 
 /// A change and cutover's verdict on it.
@@ -176,7 +185,7 @@ struct Json<'a> {
     /// cutover's verdict: `safe`, `deletes` or `incomplete`.
     verdict: Verdict,
     summary: Summary,
-    changes: Vec<JsonChange<'a>>,
+    changes: JsonChanges<'a>,
     /// cutover's deletions of objects that do not change themselves (in a Namespace or of a
     /// CRD that is deleted), as `cutover --format json` lists them.
     #[serde(rename = "alsoDeleted")]
@@ -194,11 +203,20 @@ impl<'a> Json<'a> {
             environments: &r.environments,
             verdict: r.verdict(),
             summary: Summary::of(rows),
-            changes: rows.iter().map(JsonChange::of).collect(),
+            changes: JsonChanges(rows),
             also_deleted: also,
             incomplete: &r.incomplete,
             warnings: &r.warnings,
         }
+    }
+}
+
+/// The changes of `Json`, each made as it is written.
+struct JsonChanges<'a>(&'a [Row<'a>]);
+
+impl Serialize for JsonChanges<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(JsonChange::of))
     }
 }
 
@@ -617,7 +635,11 @@ mod tests {
         let (report, changes) = objects::changes_between(trees, "old -> new", kept).unwrap();
         [Format::Text, Format::Json, Format::Github]
             .into_iter()
-            .map(|f| shown(&report, &changes, f).unwrap().0)
+            .map(|f| {
+                let mut out = Vec::new();
+                shown(&report, &changes, f, &mut out).unwrap();
+                String::from_utf8(out).unwrap()
+            })
             .collect()
     }
 
