@@ -362,11 +362,10 @@ impl Kind {
     }
 }
 
-/// One object that changes between two builds of an environment.
+/// One object that changes between two builds of an environment. (An environment's changes
+/// share its name, an owner's its id, a file's its path, with each other and the builds: a
+/// change that moves every object of an app tier makes hundreds of thousands.)
 #[derive(Debug, Clone)]
-/// (An environment's changes share its name, an owner's its id, a file's its path, with
-/// each other and the builds: a change that moves every object of an app tier makes
-/// hundreds of thousands.)
 pub struct Change {
     pub environment: Arc<str>,
     pub id: ObjectId,

@@ -224,8 +224,8 @@ impl Keep<'_> {
         kept_whole(&id.group, &id.kind)
             || match self {
                 Keep::Facts => false,
-                Keep::Whole => id.group.is_empty() && id.kind == "Secret",
-                Keep::Prints => id.group.is_empty() && id.kind == "Secret" && !is_sops(value),
+                Keep::Whole => id.is("", "Secret"),
+                Keep::Prints => id.is("", "Secret") && !is_sops(value),
                 Keep::These(ids) => ids.contains(id),
             }
     }
