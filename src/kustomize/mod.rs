@@ -8,6 +8,7 @@
 //! never silently incomplete.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -98,6 +99,9 @@ pub struct Builder<'a> {
     pub(crate) plain_patches: bool,
     /// Whether every object is kept whole as it is loaded (see `keep_objects_whole`).
     whole: bool,
+    /// The documents of each patch text read so far: one patch is often applied by many
+    /// Kustomizations (a parent's `patches` that gives every child the same patch).
+    patches: HashMap<String, Arc<[Value]>>,
 }
 
 type Built = Result<Vec<Resource>, BuildError>;
@@ -318,6 +322,7 @@ impl<'a> Builder<'a> {
             patch_checks: 0,
             plain_patches: false,
             whole: false,
+            patches: HashMap::new(),
         }
     }
 

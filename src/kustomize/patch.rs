@@ -3,10 +3,11 @@
 
 use serde_json::{Map, Value};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::object::group_of;
 use super::target::PatchTarget;
-use super::{resolve, Builder, Built, Ref, Resource};
+use super::{resolve, BuildError, Builder, Built, Ref, Resource};
 use crate::tree::FileTree;
 use crate::yaml;
 
@@ -80,13 +81,8 @@ impl Builder<'_> {
         mut acc: Vec<Resource>,
         names: &mut Option<Names>,
     ) -> Built {
-        let docs: Vec<Value> = yaml::patch_documents(text).map_err(|e| {
-            format!(
-                "{what}: the patch is not valid YAML: {}",
-                yaml::brief_error(text, &e)
-            )
-        })?;
-        for doc in docs.into_iter().filter(|d| !d.is_null()) {
+        let docs = self.patch_documents(what, text)?;
+        for doc in docs.iter().filter(|d| !d.is_null()) {
             if let (Value::Array(_), None) = (&doc, &target) {
                 return Err(format!("{what}: a JSON 6902 patch needs a `target`").into());
             }
@@ -132,7 +128,7 @@ impl Builder<'_> {
                 let r = &acc[i];
                 let selects = match &target {
                     Some(t) => r.selected_by(t),
-                    None => own_match(&doc, r),
+                    None => own_match(doc, r),
                 };
                 if selects {
                     selected.push(i);
@@ -179,6 +175,23 @@ impl Builder<'_> {
             }
         }
         Ok(acc)
+    }
+
+    /// `yaml::patch_documents` of `text`, read once for each text in this builder.
+    fn patch_documents(&mut self, what: &str, text: &str) -> Result<Arc<[Value]>, BuildError> {
+        if let Some(docs) = self.patches.get(text) {
+            return Ok(docs.clone());
+        }
+        let docs: Arc<[Value]> = yaml::patch_documents(text)
+            .map_err(|e| {
+                format!(
+                    "{what}: the patch is not valid YAML: {}",
+                    yaml::brief_error(text, &e)
+                )
+            })?
+            .into();
+        self.patches.insert(text.to_string(), docs.clone());
+        Ok(docs)
     }
 }
 
