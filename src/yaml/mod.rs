@@ -748,7 +748,7 @@ fn literal_block(s: &str) -> Option<&'static str> {
 
 struct Emitter<'a> {
     out: String,
-    /// JSON pointer of the node being written.
+    /// JSON pointer of the node being written, kept only where there are comments to place.
     path: String,
     comments: &'a [(&'a str, &'a str)],
     /// Whether strings of several lines are literal blocks (`emit_for_reading`).
@@ -757,26 +757,31 @@ struct Emitter<'a> {
 
 impl Emitter<'_> {
     fn node(&mut self, value: &Value, indent: usize) {
-        let pad = " ".repeat(indent);
         match value {
             Value::Object(map) if !map.is_empty() => {
                 for (k, v) in map {
-                    self.out.push_str(&pad);
+                    self.pad(indent);
                     self.mapping_entry(k, v, indent);
                 }
             }
             Value::Array(items) if !items.is_empty() => {
                 for (i, v) in items.iter().enumerate() {
                     let len = self.path.len();
-                    self.path.push_str(&format!("/{i}"));
-                    self.out.push_str(&pad);
+                    if !self.comments.is_empty() {
+                        self.path.push('/');
+                        self.path.push_str(&i.to_string());
+                    }
+                    self.pad(indent);
                     self.out.push('-');
                     match v {
                         Value::Object(map) if !map.is_empty() => {
                             // The first key goes on the dash line; the rest align with it.
-                            let inner = " ".repeat(indent + 2);
                             for (n, (k, v)) in map.iter().enumerate() {
-                                self.out.push_str(if n == 0 { " " } else { &inner });
+                                if n == 0 {
+                                    self.out.push(' ');
+                                } else {
+                                    self.pad(indent + 2);
+                                }
                                 self.mapping_entry(k, v, indent + 2);
                             }
                         }
@@ -786,28 +791,33 @@ impl Emitter<'_> {
                 }
             }
             other => {
-                self.out.push_str(&pad);
-                self.out.push_str(&scalar(other));
+                self.pad(indent);
+                write_scalar(&mut self.out, other);
                 self.trailing_comment();
                 self.out.push('\n');
             }
         }
     }
 
+    fn pad(&mut self, indent: usize) {
+        self.out.extend(std::iter::repeat_n(' ', indent));
+    }
+
     fn mapping_entry(&mut self, k: &str, v: &Value, indent: usize) {
         let len = self.path.len();
-        self.path.push('/');
-        self.path.push_str(&k.replace('~', "~0").replace('/', "~1"));
-        let key = scalar(&Value::String(k.to_string()));
+        if !self.comments.is_empty() {
+            self.path.push('/');
+            self.path.push_str(&k.replace('~', "~0").replace('/', "~1"));
+        }
+        let at = self.out.len();
+        write_str_scalar(&mut self.out, k);
         // An implicit key is at most 1024 characters (YAML 1.2, 7.4.2); a longer one is
         // written as an explicit `? key` with its `:` on the next line, at the key's column.
-        if key.chars().count() > 1000 {
-            self.out.push_str("? ");
-            self.out.push_str(&key);
+        // (A text of at most 1000 bytes has at most 1000 characters.)
+        if self.out.len() - at > 1000 && self.out[at..].chars().count() > 1000 {
+            self.out.insert_str(at, "? ");
             self.out.push('\n');
-            self.out.push_str(&" ".repeat(indent));
-        } else {
-            self.out.push_str(&key);
+            self.pad(indent);
         }
         self.out.push(':');
         self.child(v, indent);
@@ -824,14 +834,13 @@ impl Emitter<'_> {
                 self.out.push('\n');
                 self.node(v, indent + 2);
             }
-            Value::String(s) if self.blocks && literal_block(s).is_some() => {
+            Value::String(s) if self.blocks && s.contains('\n') && literal_block(s).is_some() => {
                 self.out.push(' ');
                 self.out.push_str(literal_block(s).unwrap_or("|"));
                 self.out.push('\n');
-                let pad = " ".repeat(indent + 2);
                 for line in s.strip_suffix('\n').unwrap_or(s).split('\n') {
                     if !line.is_empty() {
-                        self.out.push_str(&pad);
+                        self.pad(indent + 2);
                         self.out.push_str(line);
                     }
                     self.out.push('\n');
@@ -839,7 +848,7 @@ impl Emitter<'_> {
             }
             _ => {
                 self.out.push(' ');
-                self.out.push_str(&scalar(v));
+                write_scalar(&mut self.out, v);
                 self.trailing_comment();
                 self.out.push('\n');
             }
@@ -868,27 +877,40 @@ fn comment_safe(c: char) -> bool {
 /// A scalar as YAML text: plain where every reader (1.1 and 1.2) reads it back as the same
 /// string, double-quoted otherwise.
 pub fn scalar(v: &Value) -> String {
+    let mut out = String::new();
+    write_scalar(&mut out, v);
+    out
+}
+
+/// `scalar(v)`, written at the end of `out`.
+fn write_scalar(out: &mut String, v: &Value) {
     match v {
-        Value::Null => "null".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => {
-            if plain_safe(s) {
-                s.clone()
-            } else {
-                double_quoted(s)
-            }
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => {
+            use std::fmt::Write;
+            let _ = write!(out, "{n}");
         }
-        Value::Array(_) => "[]".into(),
-        Value::Object(_) => "{}".into(),
+        Value::String(s) => write_str_scalar(out, s),
+        Value::Array(_) => out.push_str("[]"),
+        Value::Object(_) => out.push_str("{}"),
     }
 }
 
-/// A double-quoted YAML scalar. Every character YAML does not allow as is (controls, DEL,
-/// the C1 block, BOM, non-characters, LS and PS) is escaped: JSON's escaping, enough for JSON,
-/// leaves DEL and C1 raw, which a YAML reader refuses.
-fn double_quoted(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
+/// The string `s` as a scalar (`scalar`), written at the end of `out`.
+fn write_str_scalar(out: &mut String, s: &str) {
+    if plain_safe(s) {
+        out.push_str(s);
+    } else {
+        double_quoted(out, s);
+    }
+}
+
+/// A double-quoted YAML scalar, written at the end of `out`. Every character YAML does not
+/// allow as is (controls, DEL, the C1 block, BOM, non-characters, LS and PS) is escaped:
+/// JSON's escaping, enough for JSON, leaves DEL and C1 raw, which a YAML reader refuses.
+fn double_quoted(out: &mut String, s: &str) {
+    out.reserve(s.len() + 2);
     out.push('"');
     for c in s.chars() {
         match c {
@@ -897,13 +919,13 @@ fn double_quoted(s: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\t' => out.push_str("\\t"),
             c if c.is_control() || !comment_safe(c) => {
-                out.push_str(&format!("\\u{:04x}", u32::from(c)));
+                use std::fmt::Write;
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
             }
             c => out.push(c),
         }
     }
     out.push('"');
-    out
 }
 
 fn plain_safe(s: &str) -> bool {
@@ -912,12 +934,12 @@ fn plain_safe(s: &str) -> bool {
         // the merge key: a reader merges the mapping it names instead of keeping the key
         "<<",
     ];
-    if RESERVED.contains(&s.to_ascii_lowercase().as_str()) {
+    if RESERVED.iter().any(|r| r.eq_ignore_ascii_case(s)) {
         return false;
     }
     // Infinity and not-a-number: `.inf`, `-.Inf`, `.NaN`.
-    let unsigned = s.strip_prefix(['-', '+']).unwrap_or(s).to_ascii_lowercase();
-    if unsigned == ".inf" || unsigned == ".nan" {
+    let unsigned = s.strip_prefix(['-', '+']).unwrap_or(s);
+    if unsigned.eq_ignore_ascii_case(".inf") || unsigned.eq_ignore_ascii_case(".nan") {
         return false;
     }
     // Flux substitutes `${VAR}` in the text before parsing it: a quoted scalar stays a string
@@ -947,12 +969,17 @@ fn plain_safe(s: &str) -> bool {
     plain_tail(s) && !s.ends_with(' ') && !s.ends_with(':')
 }
 
+/// Whether `s` holds none of `: `, ` #`, a line break, a tab or a character a comment may not
+/// hold (`comment_safe`): one pass over its bytes, and over its characters only where it is
+/// not all ASCII.
 fn plain_tail(s: &str) -> bool {
-    !s.contains(": ")
-        && !s.contains(" #")
-        && !s.contains('\n')
-        && !s.contains('\t')
-        && s.chars().all(comment_safe)
+    let b = s.as_bytes();
+    let ascii_ok = b.iter().enumerate().all(|(i, &c)| match c {
+        b':' | b' ' => b.get(i + 1) != Some(if c == b':' { &b' ' } else { &b'#' }),
+        // controls, line breaks and tabs among them
+        c => c >= 0x20 && c != 0x7f,
+    });
+    ascii_ok && (s.is_ascii() || s.chars().all(comment_safe))
 }
 
 #[cfg(test)]
@@ -1247,5 +1274,34 @@ mod tests {
         // A file with only unknown fields blanked out reads: no problem is invented.
         let fine: Text = Arc::new("a: 1\n".into());
         assert!(parse_reporting_all::<Two>("f.yaml", &fine).is_ok());
+    }
+
+    /// The one-pass `plain_tail` says what the plain definition says, on every character
+    /// class it tells apart: ASCII, controls, C1, line separators, BOM and wide characters,
+    /// next to the blanks, colons and hashes it looks at in pairs.
+    #[test]
+    fn plain_tail_is_its_plain_definition() {
+        let plain = |s: &str| {
+            !s.contains(": ")
+                && !s.contains(" #")
+                && !s.contains('\n')
+                && !s.contains('\t')
+                && s.chars().all(super::comment_safe)
+        };
+        let parts = [
+            "a", " ", ":", "#", "\n", "\t", "\r", "\u{7f}", "\u{85}", "\u{a0}", "\u{2028}",
+            "\u{feff}", "é", "中", "🙂", "\u{0}",
+        ];
+        let mut checked = 0;
+        for a in parts {
+            for b in parts {
+                for c in parts {
+                    let s = format!("{a}{b}{c}");
+                    assert_eq!(super::plain_tail(&s), plain(&s), "{s:?}");
+                    checked += 1;
+                }
+            }
+        }
+        assert_eq!(checked, parts.len().pow(3));
     }
 }
