@@ -768,7 +768,7 @@ fn mask_in(v: &mut serde_json::Value, depth: usize) -> bool {
             hid = true;
         }
         // A string that may itself hold a Secret object or SOPS metadata.
-        Value::String(s) if s.contains("Secret") || s.contains("sops") => {
+        Value::String(s) if names_secret_or_sops(s) => {
             let found = ranges(s);
             if !found.is_empty() {
                 *s = masked(s, &found);
@@ -778,6 +778,13 @@ fn mask_in(v: &mut serde_json::Value, depth: usize) -> bool {
         _ => {}
     }
     hid
+}
+
+/// Whether `s` holds `Secret` or `sops`: one scan for their first letters.
+fn names_secret_or_sops(s: &str) -> bool {
+    let b = s.as_bytes();
+    memchr::memchr2_iter(b'S', b's', b)
+        .any(|i| b[i..].starts_with(b"Secret") || b[i..].starts_with(b"sops"))
 }
 
 /// Masks every occurrence of each of `values` (a Secret's values that a build substituted into
@@ -826,6 +833,21 @@ mod tests {
 
     fn shown(text: &str) -> String {
         masked(text, &ranges(text))
+    }
+
+    /// The scan for `Secret` and `sops` says what the plain searches say.
+    #[test]
+    fn the_secret_scan_is_its_plain_definition() {
+        let parts = ["S", "s", "Secret", "sops", "Secre", "sop", "ops", "é", " "];
+        for a in parts {
+            for b in parts {
+                for c in parts {
+                    let s = format!("{a}{b}{c}");
+                    let plain = s.contains("Secret") || s.contains("sops");
+                    assert_eq!(names_secret_or_sops(&s), plain, "{s:?}");
+                }
+            }
+        }
     }
 
     #[test]

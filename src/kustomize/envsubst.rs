@@ -673,7 +673,18 @@ fn glob(pattern: &str, name: &str) -> bool {
 /// Whether Flux's substitution could change `s` (it holds `${` or the `$$` escape): the
 /// others are left alone without parsing.
 pub fn may_change(s: &str) -> bool {
-    memchr::memchr(b'$', s.as_bytes()).is_some() && (s.contains("${") || s.contains("$$"))
+    dollar_then(s, |b| b == b'{' || b == b'$')
+}
+
+/// Whether `s` holds `${`, the opening of a variable.
+pub fn opens_variable(s: &str) -> bool {
+    dollar_then(s, |b| b == b'{')
+}
+
+/// Whether a `$` in `s` is followed by a byte `next` takes.
+fn dollar_then(s: &str, next: impl Fn(u8) -> bool) -> bool {
+    let b = s.as_bytes();
+    memchr::memchr_iter(b'$', b).any(|i| b.get(i + 1).is_some_and(|&n| next(n)))
 }
 
 /// The variables `s` needs in strict mode: those of every `${...}` whose operator is not a
@@ -688,7 +699,7 @@ pub fn needed(s: &str, out: &mut BTreeSet<String>) {
             args.iter().for_each(|a| walk(a, out));
         }
     }
-    if !s.contains("${") {
+    if !opens_variable(s) {
         return;
     }
     if let Ok(nodes) = parse(s) {
@@ -835,6 +846,26 @@ mod tests {
             ("*.yaml", "x.yml", false),
         ] {
             assert_eq!(glob(p, n), want, "{p} {n}");
+        }
+    }
+
+    /// The byte scans say what the plain searches say, on every arrangement of the bytes
+    /// they look at.
+    #[test]
+    fn dollar_scans_are_their_plain_definitions() {
+        let parts = ["$", "{", "}", "a", "é"];
+        for a in parts {
+            for b in parts {
+                for c in parts {
+                    let s = format!("{a}{b}{c}");
+                    assert_eq!(opens_variable(&s), s.contains("${"), "{s:?}");
+                    assert_eq!(
+                        may_change(&s),
+                        s.contains("${") || s.contains("$$"),
+                        "{s:?}"
+                    );
+                }
+            }
         }
     }
 
