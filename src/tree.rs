@@ -511,6 +511,39 @@ pub enum GitState {
     Refused(String),
 }
 
+/// `git ls-files` of the working tree at `root`: the files git tracks or would track. When
+/// git does not list them, what git makes of `root` (`git_state`, asked only then: the usual
+/// case, a working tree, costs one git run).
+fn worktree_listing(root: &Path) -> Result<std::result::Result<Vec<u8>, GitState>> {
+    let args = [
+        "ls-files",
+        "-z",
+        "--cached",
+        "--others",
+        "--exclude-standard",
+    ];
+    let out = match git(root)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+    {
+        Ok(out) => out,
+        Err(e) => return Ok(Err(GitState::Refused(cannot_run(&e)))),
+    };
+    if out.status.success() {
+        return Ok(Ok(out.stdout));
+    }
+    match git_state(root) {
+        // A working tree git fails to list: its own words.
+        GitState::WorkTree => Err(Error::git(
+            &args,
+            String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        )),
+        state => Ok(Err(state)),
+    }
+}
+
 /// Asks git what `root` is.
 pub fn git_state(root: &Path) -> GitState {
     let out = match git(root)
@@ -568,11 +601,18 @@ pub fn git_state(root: &Path) -> GitState {
 pub fn require_git(root: &Path) -> Result<()> {
     match git_state(root) {
         GitState::WorkTree => Ok(()),
-        GitState::NotARepository => Err(Error::Usage(format!(
+        state => Err(not_a_worktree(root, state)),
+    }
+}
+
+/// Why `root`, which git says is no working tree (`state`), cannot be read with git.
+fn not_a_worktree(root: &Path, state: GitState) -> Error {
+    match state {
+        GitState::Refused(why) => Error::Usage(why),
+        GitState::WorkTree | GitState::NotARepository => Error::Usage(format!(
             "{} is not inside a git repository: cutover compares two git revisions",
             root.display()
-        ))),
-        GitState::Refused(why) => Err(Error::Usage(why)),
+        )),
     }
 }
 
@@ -797,22 +837,14 @@ impl FileTree {
     /// The working tree under `root`: the files git tracks or would track, as they are on
     /// disk (a tracked file deleted on disk is absent, as it would be after a commit).
     pub fn from_worktree(root: &Path) -> Result<FileTree> {
-        require_git(root)?;
-        FileTree::listed_worktree(root)
+        match worktree_listing(root)? {
+            Ok(listing) => FileTree::listed_worktree(root, &listing),
+            Err(state) => Err(not_a_worktree(root, state)),
+        }
     }
 
-    /// `from_worktree` of a `root` git has said is in a working tree.
-    fn listed_worktree(root: &Path) -> Result<FileTree> {
-        let listing = run_git(
-            root,
-            &[
-                "ls-files",
-                "-z",
-                "--cached",
-                "--others",
-                "--exclude-standard",
-            ],
-        )?;
+    /// The tree of the working tree at `root` from git's `listing` of it.
+    fn listed_worktree(root: &Path, listing: &[u8]) -> Result<FileTree> {
         let mut folders = BTreeSet::new();
         let charts = chart_folders(
             listing
@@ -852,13 +884,13 @@ impl FileTree {
     /// it is on disk (links and `.git` left out), so a folder that is not yet a repository
     /// is read the same way.
     pub fn from_worktree_or_dir(root: &Path) -> Result<FileTree> {
-        match git_state(root) {
-            GitState::WorkTree => return FileTree::listed_worktree(root),
-            GitState::NotARepository => {}
+        match worktree_listing(root)? {
+            Ok(listing) => return FileTree::listed_worktree(root, &listing),
+            Err(GitState::WorkTree | GitState::NotARepository) => {}
             // A repository git cannot read is not read as a plain folder: that would take
             // in what git ignores, and judge another tree than the one committed.
-            GitState::Refused(why) if in_a_repository(root) => return Err(Error::Usage(why)),
-            GitState::Refused(_) => {}
+            Err(GitState::Refused(why)) if in_a_repository(root) => return Err(Error::Usage(why)),
+            Err(GitState::Refused(_)) => {}
         }
         let mut files = Vec::new();
         let mut folders = BTreeSet::new();
