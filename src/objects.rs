@@ -56,15 +56,29 @@ impl Built {
 
 /// Every object the Flux Kustomizations of `inv` (built with `inventory::build_whole`) apply,
 /// the Flux Kustomizations they apply included, sorted by owner and id. An object two owners
-/// apply is listed under each: Flux applies it twice. Each is copied and masked as it is
-/// taken, so that what shows them one at a time holds one at a time.
-pub fn of(inv: &Inventory) -> impl Iterator<Item = Built> + '_ {
+/// apply is listed under each: Flux applies it twice. Each is copied and masked, then handed
+/// to `make`, on every core at once, a run of objects at a time; what `make` makes of each is
+/// handed to `take` in that order. What is held at once is one run's objects.
+pub fn each<R: Send, E>(
+    inv: &Inventory,
+    make: impl Fn(Built) -> R + Sync,
+    mut take: impl FnMut(R) -> std::result::Result<(), E>,
+) -> std::result::Result<(), E> {
+    // Long enough that spreading it over the cores pays, short enough that what is held
+    // stays small.
+    const RUN: usize = 1024;
     let substituted = substituted_secrets(inv);
     let environment: Arc<str> = inv.env.as_str().into();
-    applied(inv).into_iter().filter_map(move |a| {
-        let raw = a.raw()?;
-        Some(a.built(&environment, raw, &substituted))
-    })
+    for run in applied(inv).chunks(RUN) {
+        let made = crate::par::map(run, |a| {
+            a.raw()
+                .map(|raw| make(a.built(&environment, raw, &substituted)))
+        });
+        for r in made.into_iter().flatten() {
+            take(r)?;
+        }
+    }
+    Ok(())
 }
 
 /// One object as its owner applies it, as the inventory holds it, before it is copied and

@@ -95,15 +95,23 @@ pub fn run(
                 ));
             }
         }
-        for b in objects::of(&inv).filter(|b| wanted.as_ref().is_none_or(|w| *w == *b.owner)) {
+        let make = |b: Built| {
+            let selected = wanted.as_ref().is_none_or(|w| *w == *b.owner);
+            selected.then(|| match format {
+                Format::Yaml => Ok(yaml_document(&b)),
+                Format::Json => json_item(&b),
+            })
+        };
+        objects::each(&inv, make, |text| {
+            let Some(text) = text else { return Ok(()) };
             // What is written is of a Kustomization found: a `--kustomization` not found
             // fails below with nothing written.
             found = true;
             match format {
-                Format::Yaml => write_yaml(&mut w, &b)?,
-                Format::Json => json.object(&mut w, &b)?,
+                Format::Yaml => w.write_all(text?.as_bytes()).map_err(io),
+                Format::Json => json.object(&mut w, &text?),
             }
-        }
+        })?;
     }
     if let (Some(w), false) = (&wanted, found) {
         known.sort();
@@ -148,7 +156,7 @@ pub fn run(
 
 /// `b` as a document of the YAML stream, after the comment naming its owner, environment and
 /// file.
-fn write_yaml(w: &mut impl Write, b: &Built) -> Result<()> {
+fn yaml_document(b: &Built) -> String {
     let mut head = format!(
         "# owner: {}/{}, environment: {}, file: {}",
         b.owner.namespace, b.owner.name, b.environment, b.file
@@ -156,9 +164,12 @@ fn write_yaml(w: &mut impl Write, b: &Built) -> Result<()> {
     if b.masked {
         head.push_str(", secret values masked");
     }
-    w.write_all(format!("---\n{}\n", one_line(&head)).as_bytes())
-        .map_err(io)?;
-    w.write_all(b.yaml().as_bytes()).map_err(io)
+    format!("---\n{}\n{}", one_line(&head), b.yaml())
+}
+
+/// `b` as an item of `--format json`'s `objects`, indented to its depth (see `JsonStream`).
+fn json_item(b: &Built) -> Result<String> {
+    indented(&JsonObject::of(b), 2)
 }
 
 /// `--kustomization NS/NAME` as the id of a Flux Kustomization.
@@ -248,12 +259,13 @@ impl JsonStream {
         Ok(())
     }
 
-    fn object(&mut self, w: &mut impl Write, b: &Built) -> Result<()> {
+    /// An item of `objects`, as `json_item` makes it.
+    fn object(&mut self, w: &mut impl Write, item: &str) -> Result<()> {
         self.start(w)?;
         let sep = if self.objects == 0 { "\n" } else { ",\n" };
         self.objects += 1;
-        let item = format!("{sep}    {}", indented(&JsonObject::of(b), 2)?);
-        w.write_all(item.as_bytes()).map_err(io)
+        w.write_all(format!("{sep}    {item}").as_bytes())
+            .map_err(io)
     }
 
     fn finish(
@@ -387,7 +399,7 @@ mod tests {
                 let mut out = Vec::new();
                 let mut stream = JsonStream::new(envs.clone());
                 for b in &objects[..n] {
-                    stream.object(&mut out, b).unwrap();
+                    stream.object(&mut out, &json_item(b).unwrap()).unwrap();
                 }
                 stream.finish(&mut out, failed, not_rendered).unwrap();
                 let whole = json!({
