@@ -19,6 +19,7 @@
 //!   objects as they are: a cutover report must name what Flux deletes, even when a Secret's
 //!   value was substituted into its name.
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 /// A writer that escapes and masks whole lines: bytes wait until their line ends (or the
@@ -59,7 +60,13 @@ impl<W: Write> Safe<W> {
     }
 
     fn emit(&mut self, upto: usize) -> io::Result<()> {
-        let text = String::from_utf8_lossy(&self.pending[..upto]);
+        // Checked as UTF-8 first (its ASCII runs are checked a word at a time); only text
+        // that is not is read again, its bad bytes replaced.
+        let bytes = &self.pending[..upto];
+        let text = match std::str::from_utf8(bytes) {
+            Ok(text) => Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(bytes),
+        };
         let text = if self.mask {
             crate::redact::mask_known(&text)
         } else {
@@ -208,12 +215,13 @@ pub fn diagnostic(text: &str, colour: bool) -> String {
 
 /// `text` as it may be shown: control characters escaped, no line a workflow command.
 pub fn shown(text: &str, colour: bool) -> String {
-    escape(text, colour, false)
+    escape(text, colour, false).into_owned()
 }
 
-fn escape(text: &str, colour: bool, commands: bool) -> String {
+/// `text` as it is written: as it is when nothing in it is escaped (most output).
+fn escape(text: &str, colour: bool, commands: bool) -> Cow<'_, str> {
     let text = if commands {
-        std::borrow::Cow::Borrowed(text)
+        Cow::Borrowed(text)
     } else {
         no_workflow_commands(text)
     };
@@ -222,7 +230,7 @@ fn escape(text: &str, colour: bool, commands: bool) -> String {
     let suspect =
         |b: &u8| *b < 0x20 && *b != b'\n' && *b != b'\t' || matches!(*b, 0x7f | 0xc2 | 0xd8 | 0xe2);
     if !text.as_bytes().iter().any(suspect) {
-        return text.into_owned();
+        return text;
     }
     let mut out = String::with_capacity(text.len());
     let mut rest: &str = &text;
@@ -241,13 +249,14 @@ fn escape(text: &str, colour: bool, commands: bool) -> String {
         rest = &rest[c.len_utf8()..];
     }
     out.push_str(rest);
-    out
+    out.into()
 }
 
 /// Every line that starts with `::` (after blanks), its first colon escaped.
-fn no_workflow_commands(text: &str) -> std::borrow::Cow<'_, str> {
+fn no_workflow_commands(text: &str) -> Cow<'_, str> {
     let starts = |line: &str| line.trim_start_matches([' ', '\t']).starts_with("::");
-    if !text.split('\n').any(starts) {
+    // Such a line holds `::`, which most output does not: one search says so.
+    if memchr::memmem::find(text.as_bytes(), b"::").is_none() || !text.split('\n').any(starts) {
         return text.into();
     }
     let lines: Vec<String> = text
