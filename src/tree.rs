@@ -1045,10 +1045,16 @@ impl FileTree {
     /// The text of the file at `path` (shared, not copied); `None` for an `unreadable` one.
     pub fn read(&self, path: &str) -> Option<Text> {
         self.note(|f| f.files.insert(path.to_string()));
-        if self.hides(path, false) || self.unreadable.contains_key(path) {
+        // A path the tree has no file at needs no verdict of the ignore rules (a build asks
+        // for many that are not there: `kustomization.yml`, `Kustomization`, ...).
+        let held = self.files.get(path);
+        if held.is_none() && self.disk.is_none()
+            || self.hides(path, false)
+            || self.unreadable.contains_key(path)
+        {
             return None;
         }
-        if let Some(text) = self.files.get(path) {
+        if let Some(text) = held {
             return Some(text.clone());
         }
         match &self.disk {
@@ -1059,16 +1065,15 @@ impl FileTree {
 
     pub fn is_file(&self, path: &str) -> bool {
         self.note(|f| f.files.insert(path.to_string()));
-        if self.hides(path, false) {
+        // As in `read`: no verdict for a path the tree has no file at.
+        let held = self.files.contains_key(path);
+        if !held && self.disk.is_none() || self.hides(path, false) {
             return false;
         }
-        self.files.contains_key(path)
-            || match &self.disk {
-                Some(disk) => {
-                    wanted(path) && !self.gone.contains(path) && disk.load(path).is_some()
-                }
-                None => false,
-            }
+        held || match &self.disk {
+            Some(disk) => wanted(path) && !self.gone.contains(path) && disk.load(path).is_some(),
+            None => false,
+        }
     }
 
     /// Whether some file lies under `dir` ("" is the root), or a file the tree does not
