@@ -126,15 +126,17 @@ struct Job {
 }
 
 fn render_with(inv: &mut Inventory, tree: &FileTree, opts: &Options) {
-    let jobs: Vec<Job> = inv
+    let releases: Vec<(&ObjectId, &Value)> = inv
         .objects
         .iter()
         .filter(|(id, _)| id.is(HELM_GROUP, "HelmRelease"))
-        .filter_map(|(id, e)| Some(job(id, e.whole.as_deref()?, inv)))
+        .filter_map(|(id, e)| Some((id, e.whole.as_deref()?)))
         .collect();
-    if jobs.is_empty() {
+    if releases.is_empty() {
         return;
     }
+    // Composing each release's values reads the inventory only: on every core.
+    let jobs: Vec<Job> = crate::par::map(&releases, |(id, hr)| job(id, hr, inv));
     // Each distinct chart is fetched once, in parallel; without helm, none is.
     let helm = opts.helm.as_deref();
     let charts: BTreeSet<&Chart> = jobs
@@ -150,9 +152,10 @@ fn render_with(inv: &mut Inventory, tree: &FileTree, opts: &Options) {
     let fetched: BTreeMap<&Chart, Result<chart::Fetched, String>> =
         charts.iter().copied().zip(fetched).collect();
     let helm_id = helm.map(binary_identity).unwrap_or_default();
-    let renders = pool(&jobs, |j| render_one(j, &fetched, opts, &helm_id));
-    for (j, render) in jobs.iter().zip(renders) {
-        let inputs = inputs(j, &fetched);
+    let renders = pool(&jobs, |j| {
+        (render_one(j, &fetched, opts, &helm_id), inputs(j, &fetched))
+    });
+    for (j, (render, inputs)) in jobs.iter().zip(renders) {
         if let Some(e) = inv.objects.get_mut(&j.id) {
             e.release = Some(Arc::new(Release { inputs, render }));
         }
