@@ -522,24 +522,13 @@ fn worktree_listing(root: &Path) -> Result<std::result::Result<Vec<u8>, GitState
         "--others",
         "--exclude-standard",
     ];
-    let out = match git(root)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
-    {
-        Ok(out) => out,
-        Err(e) => return Ok(Err(GitState::Refused(cannot_run(&e)))),
+    let failed = match run_git(root, &args) {
+        Ok(listing) => return Ok(Ok(listing)),
+        Err(e) => e,
     };
-    if out.status.success() {
-        return Ok(Ok(out.stdout));
-    }
     match git_state(root) {
         // A working tree git fails to list: its own words.
-        GitState::WorkTree => Err(Error::git(
-            &args,
-            String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        )),
+        GitState::WorkTree => Err(failed),
         state => Ok(Err(state)),
     }
 }
