@@ -122,6 +122,9 @@ struct Job {
     storage_namespace: String,
     include_crds: bool,
     values: Result<values::Composed, String>,
+    /// `values` as helm reads them on its standard input, JSON (empty when they cannot be
+    /// composed); the render's key and the release's inputs digest both take it.
+    values_json: String,
     hr: Value,
 }
 
@@ -175,7 +178,7 @@ fn inputs(j: &Job, fetched: &BTreeMap<&Chart, Result<chart::Fetched, String>>) -
         Err(e) => e.clone(),
     };
     let values = match &j.values {
-        Ok(v) => serde_json::to_string(&v.values).unwrap_or_default(),
+        Ok(_) => j.values_json.clone(),
         Err(e) => e.clone(),
     };
     let spec = |p: &str| j.hr.pointer(p).map(Value::to_string).unwrap_or_default();
@@ -217,6 +220,11 @@ fn job(id: &ObjectId, hr: &Value, inv: &Inventory) -> Job {
     // helm-controller installs the chart's `crds/` unless `install.crds` is `Skip` (its
     // default is `Create`).
     let include_crds = text("/spec/install/crds").as_deref() != Some("Skip");
+    let values = values::compose(hr, &id.namespace, &inv.sources);
+    let values_json = values
+        .as_ref()
+        .map(|v| serde_json::to_string(&v.values).unwrap_or_default())
+        .unwrap_or_default();
     Job {
         id: id.clone(),
         chart,
@@ -225,7 +233,8 @@ fn job(id: &ObjectId, hr: &Value, inv: &Inventory) -> Job {
         storage_namespace: text("/spec/storageNamespace").unwrap_or_else(|| id.namespace.clone()),
         namespace,
         include_crds,
-        values: values::compose(hr, &id.namespace, &inv.sources),
+        values,
+        values_json,
         hr: hr.clone(),
     }
 }
@@ -268,7 +277,7 @@ fn render_one(
         Some(Err(e)) => return Render::NotRendered(e.clone()),
         None => return Render::NotRendered("its chart was not fetched".into()),
     };
-    let values_json = serde_json::to_string(&values.values).unwrap_or_default();
+    let values_json = &j.values_json;
     let mut key = Sha256::new();
     for part in [
         helm_id,
@@ -276,7 +285,7 @@ fn render_one(
         &j.release_name,
         &j.namespace,
         if j.include_crds { "crds" } else { "" },
-        &values_json,
+        values_json,
         &j.values_files.join("\n"),
     ] {
         key.update(part.as_bytes());
@@ -316,7 +325,7 @@ fn render_one(
         }
         cmd.args(["--values", "-"]);
         let text =
-            run_with_input(cmd, &values_json).map_err(|e| format!("helm template fails: {e}"))?;
+            run_with_input(cmd, values_json).map_err(|e| format!("helm template fails: {e}"))?;
         keep(&cached, &text);
         Ok(text)
     });
