@@ -41,6 +41,10 @@ pub struct FileTree {
     /// Files kustomize cannot read as text (see `fs::decode`), with why. They are files of
     /// the tree (listed, `is_file`) that `read` does not give: a build that reads one fails.
     unreadable: Arc<BTreeMap<String, Undecodable>>,
+    /// The bytes of the files of a Helm chart whose text is not their bytes (a binary file,
+    /// a byte order mark): `helm template` reads a chart's files as bytes (`.Files.Get`), as
+    /// source-controller's artifact holds them.
+    raw: Arc<BTreeMap<String, Bytes>>,
     /// The folder read on demand, for a tree `on_disk`.
     disk: Option<Arc<Disk>>,
     /// Files of the folder that this tree does not have (`without_file`).
@@ -128,6 +132,15 @@ impl Disk {
     /// `fs::decode` reads it); `None` when it does not exist or cannot be read that way.
     fn read(&self, rel: &str) -> Option<Text> {
         self.load(rel).and_then(Result::ok)
+    }
+
+    /// The bytes of the file at `rel`, read as `load` reads (not kept: only a chart's files
+    /// are read this way).
+    fn bytes(&self, rel: &str) -> Option<Bytes> {
+        crate::fs::read_bytes(&self.root, rel)
+            .ok()
+            .flatten()
+            .map(Arc::new)
     }
 
     /// The file at `rel` as `read` reads it, or why its bytes are no text (`Some(Err)`: the
@@ -256,6 +269,23 @@ fn ignore_dir(path: &str) -> String {
 /// A file as read: its text, or why kustomize cannot read it as text.
 type Decoded = std::result::Result<Text, Undecodable>;
 
+/// A file's bytes, shared.
+pub type Bytes = Arc<Vec<u8>>;
+
+/// A file as read, with its bytes when a chart's file keeps them (`raw_of`).
+type Loaded = (Decoded, Option<(String, Bytes)>);
+
+/// Whether `bytes` are the bytes of their text as `fs::decode` reads it: UTF-8 without a
+/// byte order mark.
+fn plain(bytes: &[u8]) -> bool {
+    !bytes.starts_with(&[0xEF, 0xBB, 0xBF]) && std::str::from_utf8(bytes).is_ok()
+}
+
+/// The bytes of a chart's file to keep beside its text: those whose text is not their bytes.
+fn raw_of(path: &str, bytes: &[u8], charts: &[String]) -> Option<(String, Bytes)> {
+    (!plain(bytes) && in_chart(path, charts)).then(|| (path.to_string(), Arc::new(bytes.to_vec())))
+}
+
 /// A file's bytes as the tree reads them: a `.sourceignore` as source-controller reads it,
 /// bytes split into lines (fluxcd/pkg `sourceignore.ReadPatterns`, a `bufio.Scanner`, no
 /// decoding: a comment that is not UTF-8 leaves the patterns in force, and a pattern with
@@ -274,6 +304,7 @@ fn decoded(path: &str, bytes: Vec<u8>) -> Decoded {
 /// A tree of `files`: its files, `.sourceignore` files and unreadable files.
 fn tree_of(
     files: impl IntoIterator<Item = (String, Decoded)>,
+    raw: BTreeMap<String, Bytes>,
     folders: BTreeSet<String>,
     label: String,
 ) -> FileTree {
@@ -299,6 +330,7 @@ fn tree_of(
         files: Arc::new(kept),
         ignores: Arc::new(ignores),
         unreadable: Arc::new(unreadable),
+        raw: Arc::new(raw),
         folders,
         label,
         ..FileTree::default()
@@ -612,6 +644,7 @@ impl FileTree {
             files
                 .into_iter()
                 .map(|(p, t)| (p.to_string(), Ok(Arc::new(t.to_string())))),
+            BTreeMap::new(),
             BTreeSet::new(),
             "test".into(),
         )
@@ -644,6 +677,9 @@ impl FileTree {
     pub fn with_text(mut self, path: &str, text: Text) -> FileTree {
         self.written();
         self.gone.remove(path);
+        if self.raw.contains_key(path) {
+            Arc::make_mut(&mut self.raw).remove(path);
+        }
         if self.unreadable.contains_key(path) {
             Arc::make_mut(&mut self.unreadable).remove(path);
         }
@@ -662,12 +698,18 @@ impl FileTree {
         self.gone.remove(path);
         Arc::make_mut(&mut self.files).insert(path.to_string(), Text::default());
         Arc::make_mut(&mut self.unreadable).insert(path.to_string(), why);
+        if self.raw.contains_key(path) {
+            Arc::make_mut(&mut self.raw).remove(path);
+        }
         self
     }
 
     /// This tree without the file at `path`, as a removal would leave it.
     pub fn without_file(mut self, path: &str) -> FileTree {
         self.written();
+        if self.raw.contains_key(path) {
+            Arc::make_mut(&mut self.raw).remove(path);
+        }
         if self.unreadable.contains_key(path) {
             Arc::make_mut(&mut self.unreadable).remove(path);
         }
@@ -789,37 +831,46 @@ impl FileTree {
                 None => cat_blobs(root, ids, name),
             };
         let contents = read_blobs(&missing, &|b| shown(&paths, &blobs, b))?;
-        // A blob that is not text as kustomize reads it is unreadable in this tree (and read
-        // again by the next, which is rare).
-        let mut bad = HashMap::new();
+        // A blob whose text is not its bytes (no text as kustomize reads it, or a byte order
+        // mark) is read again by the next tree, which is rare: a chart's file keeps its bytes
+        // (`raw`), and the shared texts hold none.
+        let mut odd: HashMap<String, (Decoded, Bytes)> = HashMap::new();
         for (oid, bytes) in missing.into_iter().zip(contents) {
-            match crate::fs::decode(bytes) {
-                Ok(text) => {
+            if plain(&bytes) {
+                if let Ok(text) = crate::fs::decode(bytes) {
                     blobs_read.insert(oid, Arc::new(text));
                 }
-                Err(why) => {
-                    bad.insert(oid, why);
-                }
+            } else {
+                let kept = Arc::new(bytes.clone());
+                odd.insert(oid, (crate::fs::decode(bytes).map(Arc::new), kept));
             }
         }
         let ignores = read_blobs(&ignore_blobs, &|b| shown(&ignore_paths, &ignore_blobs, b))?;
-        let files = paths
+        let mut raw = BTreeMap::new();
+        let files: Vec<(String, Decoded)> = paths
             .into_iter()
             .zip(blobs)
             .filter_map(|(p, oid)| {
                 let read = match blobs_read.get(&oid) {
                     Some(text) => Ok(text.clone()),
-                    None => Err(*bad.get(&oid)?),
+                    None => {
+                        let (read, bytes) = odd.get(&oid)?;
+                        if in_chart(&p, &charts) {
+                            raw.insert(p.clone(), bytes.clone());
+                        }
+                        read.clone()
+                    }
                 };
                 Some((p, read))
             })
             .chain(ignore_paths.into_iter().zip(ignores).map(|(p, bytes)| {
                 let text = decoded(&p, bytes);
                 (p, text)
-            }));
+            }))
+            .collect();
         Ok(FileTree {
             commit: Some(short.clone()),
-            ..tree_of(files, folders, short)
+            ..tree_of(files, raw, folders, short)
         })
     }
 
@@ -856,17 +907,22 @@ impl FileTree {
         let texts = crate::par::map_with(
             &paths,
             || crate::fs::Listed::new(root),
-            |listed, path| -> Result<Option<Decoded>> {
-                Ok(listed.read(path)?.map(|b| decoded(path, b)))
+            |listed, path| -> Result<Option<Loaded>> {
+                Ok(listed.read(path)?.map(|b| {
+                    let raw = raw_of(path, &b, &charts);
+                    (decoded(path, b), raw)
+                }))
             },
         );
         let mut files = Vec::new();
+        let mut raw = BTreeMap::new();
         for (path, text) in paths.into_iter().zip(texts) {
-            if let Some(text) = text? {
+            if let Some((text, bytes)) = text? {
                 files.push((path.to_string(), text));
+                raw.extend(bytes);
             }
         }
-        Ok(tree_of(files, folders, "the working tree".into()))
+        Ok(tree_of(files, raw, folders, "the working tree".into()))
     }
 
     /// The working tree when `root` is in a git repository; else every file under `root` as
@@ -881,24 +937,31 @@ impl FileTree {
             Err(GitState::Refused(why)) if in_a_repository(root) => return Err(Error::Usage(why)),
             Err(GitState::Refused(_)) => {}
         }
-        let mut files = Vec::new();
-        let mut folders = BTreeSet::new();
+        let mut found = Vec::new();
         walk_files(root, true, |path, entry| {
-            if !listed(&path) {
-                add_folders(&mut folders, &path);
-                return Ok(());
-            }
+            found.push((path, entry.path()));
+            Ok(())
+        })?;
+        // A chart's every file is read, as from git (see `chart_folders`).
+        let charts = chart_folders(found.iter().map(|(p, _)| p.as_str()));
+        let mut files = Vec::new();
+        let mut raw = BTreeMap::new();
+        let mut folders = BTreeSet::new();
+        for (path, full) in found {
             if !wanted(&path) {
                 add_folders(&mut folders, &path);
             }
+            if !(listed(&path) || in_chart(&path, &charts)) {
+                continue;
+            }
             // Through the same size and file-type rules as every other read.
-            if let Some(bytes) = crate::fs::read_regular(&entry.path(), &path)? {
+            if let Some(bytes) = crate::fs::read_regular(&full, &path)? {
+                raw.extend(raw_of(&path, &bytes, &charts));
                 let text = decoded(&path, bytes);
                 files.push((path, text));
             }
-            Ok(())
-        })?;
-        Ok(tree_of(files, folders, "the working tree".into()))
+        }
+        Ok(tree_of(files, raw, folders, "the working tree".into()))
     }
 
     /// The artifact Flux builds from this tree: the same files less those source-controller
@@ -1029,6 +1092,25 @@ impl FileTree {
             }
             _ => None,
         }
+    }
+
+    /// The bytes of the file at `path`, as a Helm chart's files are read (`.Files.Get`, a
+    /// binary file, a template with a byte order mark): a file whose text is its bytes gives
+    /// its text, a file of a chart folder whose text is not gives its bytes; `None` for a file
+    /// the tree does not have or cannot read.
+    pub fn bytes(&self, path: &str) -> Option<Bytes> {
+        if let Some(bytes) = self.raw.get(path) {
+            self.note(|f| f.files.insert(path.to_string()));
+            return (!self.hides(path, false)).then(|| bytes.clone());
+        }
+        if let (Some(disk), false) = (&self.disk, self.files.contains_key(path)) {
+            if self.gone.contains(path) || self.hides(path, false) {
+                return None;
+            }
+            self.note(|f| f.files.insert(path.to_string()));
+            return disk.bytes(path);
+        }
+        self.read(path).map(|t| Arc::new(t.as_bytes().to_vec()))
     }
 
     /// The text of the file at `path` (shared, not copied); `None` for an `unreadable` one.
