@@ -546,7 +546,8 @@ fn build_artifacts(tree: &FileTree, env: &Environment, keep: Keep, inv: Inventor
     for ((namespace, name), files) in &made {
         let prefix = format!("{ARTIFACTS}/{namespace}/{name}");
         for (at, from) in files {
-            let path = format!("{prefix}/{at}");
+            // Joined as the generator joins it (`securejoin`): never out of its artifact.
+            let path = format!("{prefix}/{}", crate::flux::normalize_path(at));
             // The generator copies bytes: a file kustomize cannot read is copied as it is,
             // and fails the build that reads it.
             if let Some(text) = source.read(from) {

@@ -143,17 +143,48 @@ impl Kustomization {
     }
 }
 
-/// `./apps/` -> `apps`; `./` -> ``.
+/// A path in a source's artifact as Flux resolves it (`securejoin.SecureJoin` of the
+/// artifact's folder and the path, as kustomize-controller joins `spec.path` and
+/// source-controller a chart's path and values files): `./apps/` -> `apps`, `./` -> ``, and
+/// `..` never above the root (`../../etc` -> `etc`, `/etc` -> `etc`). Links are no concern:
+/// an artifact holds none.
 pub fn normalize_path(p: &str) -> String {
-    p.split('/')
-        .filter(|s| !s.is_empty() && *s != ".")
-        .collect::<Vec<_>>()
-        .join("/")
+    let mut parts: Vec<&str> = Vec::new();
+    for part in p.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            other => parts.push(other),
+        }
+    }
+    parts.join("/")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// cyphar/filepath-securejoin's `SecureJoin` on a root without links: `..` stops at the
+    /// root, an absolute path is read under it.
+    #[test]
+    fn paths_are_joined_as_securejoin_joins_them() {
+        for (path, joined) in [
+            ("./apps/", "apps"),
+            ("./", ""),
+            ("", ""),
+            ("apps//dev/./x", "apps/dev/x"),
+            ("../apps", "apps"),
+            ("../../../etc/passwd", "etc/passwd"),
+            ("/etc/passwd", "etc/passwd"),
+            ("a/../../b", "b"),
+            ("a/b/../c", "a/c"),
+            ("..", ""),
+        ] {
+            assert_eq!(normalize_path(path), joined, "{path:?}");
+        }
+    }
 
     #[test]
     fn reads_flux_kustomizations_only() {
