@@ -29,6 +29,9 @@ pub struct Config {
     pub waves: Waves,
     pub units: Vec<Unit>,
     pub check: CheckSettings,
+    /// `helm.allowHosts`: hosts charts may be pulled from when this revision is the base of a
+    /// comparison, beyond those its chart sources name.
+    pub helm_allow_hosts: Vec<String>,
     /// Text of fluxwave.yaml when there is one (for locating unit errors).
     pub text: Option<Text>,
 }
@@ -145,6 +148,19 @@ struct RawConfig {
     /// App-tier units with no ServiceDefinition, placed relative to an anchor.
     units: Option<Vec<RawUnit>>,
     check: Option<RawCheck>,
+    helm: Option<RawHelm>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(rename = "Helm")]
+/// How HelmReleases are rendered.
+struct RawHelm {
+    /// Hosts charts may be pulled from when this revision is the base of a comparison
+    /// (`check --base`, `diff`, `cutover`), beyond the hosts of its own HelmRepositories and
+    /// OCIRepositories: `ghcr.io` (any port) or `registry.example:5000`. Read from the base
+    /// revision only, never from the change under review (SECURITY.md).
+    allow_hosts: Option<Vec<String>>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -306,6 +322,7 @@ impl Default for Config {
             },
             units: vec![],
             check: CheckSettings::default(),
+            helm_allow_hosts: Vec::new(),
             text: None,
         }
     }
@@ -635,6 +652,14 @@ impl Config {
                 .map(|a| (a.namespace, a.name))
                 .collect();
             p.ignores(&mut config.check.ignore, check.ignore.unwrap_or_default());
+        }
+        if let Some(helm) = raw.helm {
+            config.helm_allow_hosts = helm
+                .allow_hosts
+                .unwrap_or_default()
+                .into_iter()
+                .map(|h| h.to_ascii_lowercase())
+                .collect();
         }
         if p.errors.is_empty() {
             Ok(config)

@@ -83,6 +83,17 @@ pub fn run(
         }
         for (id, e) in &inv.objects {
             let selected = wanted.as_ref().is_none_or(|w| *w == *e.owner);
+            let unchecked = e
+                .release
+                .as_deref()
+                .and_then(Release::rendered)
+                .and_then(|r| r.unchecked.as_deref());
+            if let (true, Some(why)) = (selected, unchecked) {
+                warn(format_args!(
+                    "fluxwave: warning: {}: HelmRelease {}/{}: {why}",
+                    env.name, id.namespace, id.name
+                ));
+            }
             if let (true, Some(why)) = (selected, e.release.as_deref().and_then(Release::why)) {
                 warn(format_args!(
                     "fluxwave: warning: {}: HelmRelease {}/{} is not rendered: {why}",

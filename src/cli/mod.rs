@@ -70,13 +70,65 @@ struct HelmArgs {
     /// Do not render HelmReleases: judge each by its values alone
     #[arg(long, global = true, env = "FLUXWAVE_NO_HELM", value_parser = clap::builder::FalseyValueParser::new())]
     no_helm: bool,
-    /// Never reach the network: charts come from this repository and the cache only
+    /// Never reach the network, nor let helm reach it: charts come from this repository and
+    /// the cache only
     #[arg(long, global = true, env = "FLUXWAVE_OFFLINE", value_parser = clap::builder::FalseyValueParser::new())]
     offline: bool,
     /// The folder of pulled charts and renders (default: $XDG_CACHE_HOME/fluxwave, else
     /// ~/.cache/fluxwave)
     #[arg(long, global = true, value_name = "DIR", env = "FLUXWAVE_CACHE")]
     cache: Option<PathBuf>,
+    /// A host charts may be pulled from (repeatable, or comma-separated; `*` for any). Without
+    /// it any host may be reached; comparing with a base revision (check --base, diff,
+    /// cutover), only the hosts of the base revision's chart sources and its fluxwave.yaml
+    /// helm.allowHosts, never hosts the change under review brings (SECURITY.md)
+    #[arg(
+        long = "allow-host",
+        global = true,
+        value_name = "HOST",
+        env = "FLUXWAVE_ALLOW_HOSTS",
+        value_delimiter = ','
+    )]
+    allow_hosts: Vec<String>,
+}
+
+impl HelmArgs {
+    /// The hosts this run may pull charts from; `base` is the revision a comparison starts
+    /// from (the one the cluster runs: reviewed and merged), whose chart sources are trusted.
+    fn hosts(&self, repo: &std::path::Path, base: Option<&str>) -> crate::helm::Hosts {
+        use crate::helm::Hosts;
+        let allowed: std::collections::BTreeSet<String> = self
+            .allow_hosts
+            .iter()
+            .map(|h| h.trim().to_ascii_lowercase())
+            .filter(|h| !h.is_empty())
+            .collect();
+        if allowed.contains("*") {
+            return Hosts::Any;
+        }
+        let Some(base) = base else {
+            return if allowed.is_empty() {
+                Hosts::Any
+            } else {
+                Hosts::Only(allowed)
+            };
+        };
+        let (repo, base) = (repo.to_path_buf(), base.to_string());
+        Hosts::later(move || {
+            let mut hosts = allowed.clone();
+            // A base that cannot be read trusts nothing more (the comparison itself then says
+            // why it cannot read it).
+            if let Ok(tree) =
+                crate::tree::FileTree::from_git_sharing(&repo, &base, &mut Default::default())
+            {
+                hosts.extend(crate::helm::source_hosts(&tree));
+                if let Ok(Some(config)) = crate::config::Config::from_tree(&tree) {
+                    hosts.extend(config.helm_allow_hosts);
+                }
+            }
+            hosts
+        })
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -350,10 +402,25 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
     let _ = miette::set_hook(Box::new(|_| Box::new(crate::diag::render::handler(None))));
     terminal::set_when(cli.color);
     let h = &cli.helm;
+    // The revision a comparison starts from.
+    let base = match &cli.command {
+        Command::Check { base, .. } => base.as_deref(),
+        Command::Cutover {
+            each: Some(range), ..
+        } => Some(range.split_once("..").map_or(range.as_str(), |(a, _)| a)),
+        Command::Cutover { from, .. } => Some(from.as_deref().unwrap_or("HEAD")),
+        Command::Diff { from, .. } => Some(from.as_str()),
+        _ => None,
+    };
     crate::helm::configure(if h.no_helm {
         crate::helm::Options::off()
     } else {
-        crate::helm::Options::new(h.helm.clone(), h.offline, h.cache.clone())
+        crate::helm::Options::new(
+            h.helm.clone(),
+            h.offline,
+            h.cache.clone(),
+            h.hosts(&cli.repo, base),
+        )
     });
     let stdout = std::io::stdout();
     let colour = terminal::colour(stdout.is_terminal());

@@ -517,6 +517,7 @@ mod tests {
                 })
                 .collect(),
             secret_strings: Vec::new(),
+            unchecked: None,
         }
     }
 

@@ -59,6 +59,8 @@ pub struct Rendered {
     pub objects: Vec<Object>,
     /// Strings the values took from Secrets: masked wherever the objects are printed.
     pub secret_strings: Vec<String>,
+    /// Why the values were not checked against the chart's schema, when they were not.
+    pub unchecked: Option<String>,
 }
 
 /// One object of a rendered release.

@@ -9,15 +9,25 @@
 //! HelmChart, read like `spec.chart.spec`. A GitRepository that is the environment's own
 //! source is this revision of this repository: its chart folder is read from the revision.
 //! Anything else is pulled with `helm pull` into the cache, once per chart and version.
+//!
+//! Nothing a repository writes names a path outside the cache or the chart: source addresses,
+//! chart names and versions pass `validate` first; a chart of this repository is found as
+//! source-controller joins its path to the artifact (`flux::normalize_path`); a pulled chart is
+//! looked for in its staging folder by what helm unpacked, not by a name; and `valuesFiles` are
+//! read from the chart (a pulled one) or the artifact (this repository's), as source-controller
+//! reads them, then merged into the chart's default values (see `with_values_files`).
 
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use super::command::Helm;
 use super::semver::{self, Constraint, Version};
+use super::validate::{self, Scheme};
 use super::Options;
 use crate::flux::inventory::Inventory;
+use crate::flux::normalize_path;
 use crate::kustomize::object::ObjectId;
 use crate::tree::FileTree;
 
@@ -36,6 +46,8 @@ pub enum Chart {
 pub struct Remote {
     /// `https://…` of a Helm repository, or the chart's `oci://host/path/name`.
     pub url: String,
+    /// The host `url` names (lower-case, with its port when it gives one).
+    pub host: String,
     /// The chart's name (for an OCI chart, the last part of its address).
     pub name: String,
     /// A version constraint, an exact version, or an OCI tag or digest (`sha256:…`).
@@ -55,13 +67,18 @@ impl Remote {
     }
 }
 
-/// The chart of HelmRelease `hr` (in `namespace`) and the values files of the chart it
-/// merges (`valuesFiles`), or why it cannot be found.
-pub fn resolve(
-    hr: &Value,
-    namespace: &str,
-    inv: &Inventory,
-) -> Result<(Chart, Vec<String>), String> {
+/// A HelmRelease's chart, and the values files of it that source-controller merges into its
+/// default values (`valuesFiles`).
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub chart: Chart,
+    pub values_files: Vec<String>,
+    /// `ignoreMissingValuesFiles`: a values file that is not there is passed over.
+    pub ignore_missing: bool,
+}
+
+/// The chart of HelmRelease `hr` (in `namespace`), or why it cannot be found.
+pub fn resolve(hr: &Value, namespace: &str, inv: &Inventory) -> Result<Resolved, String> {
     let text = |v: &Value, p: &str| {
         v.pointer(p)
             .and_then(Value::as_str)
@@ -81,32 +98,40 @@ pub fn resolve(
                     format!("its chart comes from {what}, which nothing in the build applies")
                 })?;
                 let url = text(src, "/spec/url");
-                if !url.starts_with("oci://") {
-                    return Err(format!("{what} has no oci:// spec.url"));
+                let host = validate::url(&url, Scheme::Oci).map_err(|e| format!("{what}: {e}"))?;
+                let digest = text(src, "/spec/ref/digest");
+                if !digest.is_empty() {
+                    validate::digest(&digest).map_err(|e| format!("{what}: {e}"))?;
                 }
                 let version = [
-                    ("/spec/ref/digest"),
-                    ("/spec/ref/semver"),
-                    ("/spec/ref/tag"),
+                    digest,
+                    text(src, "/spec/ref/semver"),
+                    text(src, "/spec/ref/tag"),
                 ]
-                .iter()
-                .map(|p| text(src, p))
+                .into_iter()
                 .find(|v| !v.is_empty())
                 .unwrap_or_else(|| "latest".into());
+                validate::version(&version).map_err(|e| format!("{what}: {e}"))?;
                 let chart_name = url
                     .trim_end_matches('/')
                     .rsplit('/')
                     .next()
                     .unwrap_or("")
                     .to_string();
+                validate::chart_name(&chart_name).map_err(|e| format!("{what}: {e}"))?;
                 let remote = Remote {
                     url,
+                    host,
                     name: chart_name,
                     version,
                     plain_http: src.pointer("/spec/insecure").and_then(Value::as_bool)
                         == Some(true),
                 };
-                Ok((Chart::Remote(remote), Vec::new()))
+                Ok(Resolved {
+                    chart: Chart::Remote(remote),
+                    values_files: Vec::new(),
+                    ignore_missing: false,
+                })
             }
             "HelmChart" => {
                 let src = source(inv, "HelmChart", &ns, &name).ok_or_else(|| {
@@ -128,11 +153,7 @@ pub fn resolve(
 }
 
 /// A HelmChart's spec (`spec.chart.spec` of a HelmRelease, or a HelmChart object's spec).
-fn from_chart_spec(
-    spec: &Value,
-    namespace: &str,
-    inv: &Inventory,
-) -> Result<(Chart, Vec<String>), String> {
+fn from_chart_spec(spec: &Value, namespace: &str, inv: &Inventory) -> Result<Resolved, String> {
     let text = |p: &str| {
         spec.pointer(p)
             .and_then(Value::as_str)
@@ -162,6 +183,11 @@ fn from_chart_spec(
             files.push(f.to_string());
         }
     }
+    let resolved = |chart: Chart| Resolved {
+        chart,
+        values_files: files.clone(),
+        ignore_missing: spec.get("ignoreMissingValuesFiles") == Some(&Value::Bool(true)),
+    };
     match kind.as_str() {
         "HelmRepository" => {
             let src = source(inv, "HelmRepository", &ns, &name).ok_or_else(|| {
@@ -171,14 +197,24 @@ fn from_chart_spec(
             if url.is_empty() {
                 return Err(format!("{what} has no spec.url"));
             }
+            let host =
+                validate::url(&url, Scheme::HelmRepository).map_err(|e| format!("{what}: {e}"))?;
+            validate::chart_name(&chart)?;
             let oci = text_of(src, "/spec/type") == "oci" || url.starts_with("oci://");
+            if oci && !url.starts_with("oci://") {
+                return Err(format!(
+                    "{what} is of type oci, and its spec.url is no oci:// address"
+                ));
+            }
             let version = match text("/version") {
                 v if v.is_empty() => "*".to_string(),
                 v => v,
             };
+            validate::version(&version)?;
             let remote = if oci {
                 Remote {
                     url: format!("{}/{chart}", url.trim_end_matches('/')),
+                    host,
                     name: chart,
                     version,
                     plain_http: src.pointer("/spec/insecure").and_then(Value::as_bool)
@@ -187,12 +223,13 @@ fn from_chart_spec(
             } else {
                 Remote {
                     url,
+                    host,
                     name: chart,
                     version,
                     plain_http: false,
                 }
             };
-            Ok((Chart::Remote(remote), files))
+            Ok(resolved(Chart::Remote(remote)))
         }
         "GitRepository" | "Bucket" => {
             let root = inv
@@ -208,11 +245,9 @@ fn from_chart_spec(
                     "its chart is at {chart} in {what}, which is not this repository: fluxwave reads charts from this repository, Helm repositories and OCI registries"
                 ));
             }
-            let path = chart
-                .trim_start_matches("./")
-                .trim_end_matches('/')
-                .to_string();
-            Ok((Chart::Local { path }, files))
+            Ok(resolved(Chart::Local {
+                path: normalize_path(&chart),
+            }))
         }
         "" => Err("its chart spec has no sourceRef kind".into()),
         other => Err(format!(
@@ -248,39 +283,44 @@ pub struct Fetched {
     pub version: String,
 }
 
+/// `path` below `dir` ("" for the root).
+fn join(dir: &str, path: &str) -> String {
+    if dir.is_empty() {
+        path.to_string()
+    } else {
+        format!("{dir}/{path}")
+    }
+}
+
 /// `Chart::Local` of `tree` written into the cache (a revision need not be checked out): its
-/// folder, named by the digest of its files, is written once.
+/// every file as bytes (binary files too, as the artifact holds them; links are in no
+/// artifact), in a folder named by the digest of its files and written once.
 pub fn local(tree: &FileTree, path: &str, opts: &Options) -> Result<Fetched, String> {
     let files: Vec<&str> = tree.files_under(path).collect();
-    if !files.iter().any(|f| *f == format!("{path}/Chart.yaml")) {
-        return Err(format!("{path}/Chart.yaml is not in the repository"));
+    let chart_yaml = join(path, "Chart.yaml");
+    if !files.contains(&chart_yaml.as_str()) {
+        return Err(format!("{chart_yaml} is not in the repository"));
     }
     let mut hash = Sha256::new();
-    let mut texts = Vec::new();
+    let mut contents = Vec::new();
     for f in &files {
-        let Some(text) = tree.read(f) else {
+        let Some(bytes) = tree.bytes(f) else {
             continue;
         };
         hash.update(f.as_bytes());
         hash.update([0]);
-        hash.update(text.as_bytes());
+        hash.update(bytes.as_slice());
         hash.update([0]);
-        texts.push((
-            f.strip_prefix(path)
-                .unwrap_or(f)
-                .trim_start_matches('/')
-                .to_string(),
-            text,
-        ));
+        let rel = if path.is_empty() {
+            f
+        } else {
+            f.strip_prefix(path).unwrap_or(f).trim_start_matches('/')
+        };
+        contents.push((rel.to_string(), bytes));
     }
     let digest = crate::fs::hex(&hash.finalize());
-    let name = path.rsplit('/').next().unwrap_or("chart");
-    let dir = opts.cache.join("local").join(&digest[..32]).join(name);
-    let version = chart_version(
-        tree.read(&format!("{path}/Chart.yaml"))
-            .as_deref()
-            .map(String::as_str),
-    );
+    let dir = opts.cache.join("local").join(&digest[..32]).join("chart");
+    let version = chart_version(tree.read(&chart_yaml).as_deref().map(String::as_str));
     if dir.join("Chart.yaml").is_file() {
         return Ok(Fetched {
             dir,
@@ -288,19 +328,12 @@ pub fn local(tree: &FileTree, path: &str, opts: &Options) -> Result<Fetched, Str
             version,
         });
     }
-    let staging = staging(&opts.cache)?;
-    let inner = staging.join(name);
-    for (rel, text) in &texts {
-        let to = inner.join(rel);
-        if let Some(parent) = to.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| format!("cannot write the chart cache: {e}"))?;
-        }
-        std::fs::write(&to, text.as_bytes())
-            .map_err(|e| format!("cannot write the chart cache: {e}"))?;
+    let staging = Staging::new(&opts.cache)?;
+    let inner = staging.0.join("chart");
+    for (rel, bytes) in &contents {
+        write_below(&inner, rel, bytes)?;
     }
     settle(&inner, &dir)?;
-    let _ = std::fs::remove_dir_all(&staging);
     Ok(Fetched {
         dir,
         digest,
@@ -308,7 +341,25 @@ pub fn local(tree: &FileTree, path: &str, opts: &Options) -> Result<Fetched, Str
     })
 }
 
-/// `remote` from the cache, or pulled into it with `helm pull` (never with `--offline`).
+/// Writes `bytes` at `rel` (a path of the tree's, `/`-separated, no `.` or `..` part) below
+/// `dir`.
+fn write_below(dir: &Path, rel: &str, bytes: &[u8]) -> Result<(), String> {
+    let mut to = dir.to_path_buf();
+    for part in rel.split('/') {
+        if part.is_empty() || part == "." || part == ".." {
+            return Err(format!("the chart file {rel} has no name fluxwave writes"));
+        }
+        to.push(part);
+    }
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| format!("cannot write the chart cache: {e}"))?;
+    }
+    std::fs::write(&to, bytes).map_err(|e| format!("cannot write the chart cache: {e}"))
+}
+
+/// `remote` from the cache, or pulled into it with `helm pull` (never with `--offline`, and
+/// only from a host this run may reach).
 pub fn remote(remote: &Remote, opts: &Options, helm: Option<&Path>) -> Result<Fetched, String> {
     let base = opts
         .cache
@@ -321,6 +372,7 @@ pub fn remote(remote: &Remote, opts: &Options, helm: Option<&Path>) -> Result<Fe
                 .contains(['x', 'X', '*', '>', '<', '=', '~', '^', '|', ' ', ',']));
     // A tag that is not a version (`latest`) moves; with the network it is pulled again.
     let mutable = !exact && remote.oci() && Constraint::parse(&remote.version).is_none();
+    // `remote.name` passed `validate::chart_name`: one path part, never `.` or `..`.
     let cached = |version: &str| {
         let dir = base.join(version_dir(version)).join(&remote.name);
         dir.join("Chart.yaml").is_file().then_some(dir)
@@ -350,51 +402,57 @@ pub fn remote(remote: &Remote, opts: &Options, helm: Option<&Path>) -> Result<Fe
             remote.label()
         ));
     }
+    if !opts.hosts.allows(&remote.host) {
+        return Err(format!(
+            "{} is not in the chart cache, and {} is not among the hosts this run may pull charts from ({}; --allow-host adds one)",
+            remote.label(),
+            remote.host,
+            opts.hosts
+        ));
+    }
     let Some(helm) = helm else {
         return Err(format!(
             "{} is not in the chart cache, and no helm is found to pull it",
             remote.label()
         ));
     };
+    let helm = Helm {
+        program: helm,
+        cache: &opts.cache,
+    };
     // A constraint on a Helm repository is resolved against its index first: the chart of
     // that version is then downloaded only when the cache lacks it.
     let mut remote = remote.clone();
     if !exact && !remote.oci() {
-        remote.version = latest_in_index(&remote, opts, helm)?;
+        remote.version = latest_in_index(&remote, &helm)?;
         if let Some(dir) = cached(&remote.version) {
             return fetched(dir);
         }
     }
     let remote = &remote;
     let exact = exact || !remote.oci();
-    let staging = staging(&opts.cache)?;
-    let mut cmd = std::process::Command::new(helm);
-    cmd.arg("pull");
-    if remote.oci() {
-        if remote.version.starts_with("sha256:") {
-            cmd.arg(format!("{}@{}", remote.url, remote.version));
-        } else {
-            cmd.arg(&remote.url).args(["--version", &remote.version]);
-        }
-        if remote.plain_http {
-            cmd.arg("--plain-http");
-        }
+    let staging = Staging::new(&opts.cache)?;
+    let cmd = if !remote.oci() {
+        helm.pull_from_repo(&remote.name, &remote.url, &remote.version, &staging.0)
+    } else if remote.version.starts_with("sha256:") {
+        let reference = format!("{}@{}", remote.url, remote.version);
+        helm.pull_oci(&reference, None, remote.plain_http, &staging.0)
     } else {
-        cmd.arg(&remote.name)
-            .args(["--repo", &remote.url, "--version", &remote.version]);
-    }
-    cmd.arg("--untar").arg("--untardir").arg(&staging);
+        helm.pull_oci(
+            &remote.url,
+            Some(&remote.version),
+            remote.plain_http,
+            &staging.0,
+        )
+    };
     let out = super::run(cmd).map_err(|e| format!("helm pull of {} fails: {e}", remote.label()))?;
-    let inner = staging.join(&remote.name);
-    if !inner.join("Chart.yaml").is_file() {
-        let _ = std::fs::remove_dir_all(&staging);
-        return Err(format!(
-            "helm pull of {} gave no chart {}: {}",
+    let inner = unpacked(&staging.0).ok_or_else(|| {
+        format!(
+            "helm pull of {} gave no chart: {}",
             remote.label(),
-            remote.name,
             out.trim()
-        ));
-    }
+        )
+    })?;
     let version = chart_version(
         std::fs::read_to_string(inner.join("Chart.yaml"))
             .ok()
@@ -410,37 +468,35 @@ pub fn remote(remote: &Remote, opts: &Options, helm: Option<&Path>) -> Result<Fe
         let _ = std::fs::remove_dir_all(base.join(version_dir(&key)));
     }
     settle(&inner, &dir)?;
-    let _ = std::fs::remove_dir_all(&staging);
     fetched(dir)
+}
+
+/// The chart folder `helm pull --untar` made in `staging`: the one folder (not a link) that
+/// holds a `Chart.yaml`, whatever the archive named it.
+fn unpacked(staging: &Path) -> Option<PathBuf> {
+    let mut found = std::fs::read_dir(staging)
+        .ok()?
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .filter(|p| {
+            p.join("Chart.yaml")
+                .symlink_metadata()
+                .is_ok_and(|m| m.is_file())
+        });
+    let first = found.next()?;
+    found.next().is_none().then_some(first)
 }
 
 /// The version of `remote`'s chart that its constraint picks in the repository's index, as
 /// `helm search repo` reads it (through repository settings kept in the cache, never the
 /// user's own).
-fn latest_in_index(remote: &Remote, opts: &Options, helm: &Path) -> Result<String, String> {
-    let settings = opts.cache.join("repositories");
+fn latest_in_index(remote: &Remote, helm: &Helm) -> Result<String, String> {
     let alias = slug(&remote.url);
-    let with_settings = |cmd: &mut std::process::Command| {
-        cmd.env("HELM_REPOSITORY_CONFIG", settings.join("repositories.yaml"))
-            .env("HELM_REPOSITORY_CACHE", settings.join("cache"));
-    };
-    let mut add = std::process::Command::new(helm);
-    add.args(["repo", "add", &alias, &remote.url, "--force-update"]);
-    with_settings(&mut add);
-    super::run(add).map_err(|e| format!("the index of {} cannot be read: {e}", remote.url))?;
-    let mut search = std::process::Command::new(helm);
+    super::run(helm.repo_add(&alias, &remote.url))
+        .map_err(|e| format!("the index of {} cannot be read: {e}", remote.url))?;
     let name = format!("{alias}/{}", remote.name);
-    search.args([
-        "search",
-        "repo",
-        &name,
-        "--version",
-        &remote.version,
-        "-o",
-        "json",
-    ]);
-    with_settings(&mut search);
-    let out = super::run(search)?;
+    let out = super::run(helm.search(&name, &remote.version))?;
     let found: Value =
         serde_json::from_str(&out).map_err(|e| format!("helm search printed {out}: {e}"))?;
     found
@@ -456,6 +512,128 @@ fn latest_in_index(remote: &Remote, opts: &Options, helm: &Path) -> Result<Strin
                 remote.name, remote.url, remote.version
             )
         })
+}
+
+/// `fetched` with its default values replaced by the merge of `files`, as source-controller
+/// packages a chart whose HelmChart lists `valuesFiles` (`OverwriteChartDefaultValues`: the
+/// chart's `values.yaml` is then not read unless it is listed). For a chart of this
+/// repository each file is a path in the artifact (`mergeFileValues`, joined as
+/// `securejoin` joins it); for a pulled chart, one of the chart's own files
+/// (`mergeChartValues`: its cleaned path is `values.yaml` or the name of one of the chart's
+/// files). The chart made is kept in the cache by the digest of its files.
+pub fn with_values_files(
+    fetched_chart: &Fetched,
+    resolved: &Resolved,
+    tree: &FileTree,
+    opts: &Options,
+) -> Result<Fetched, String> {
+    // source-controller's `OverwriteChartDefaultValues` replaces the chart's values file,
+    // and fails a chart that has none.
+    let has_values = fetched_chart
+        .dir
+        .join("values.yaml")
+        .symlink_metadata()
+        .is_ok_and(|m| m.is_file());
+    if !has_values {
+        return Err("failed to locate values file: values.yaml (valuesFiles replace it)".into());
+    }
+    let mut merged = Value::Object(serde_json::Map::new());
+    for f in &resolved.values_files {
+        let bytes = match &resolved.chart {
+            Chart::Local { .. } => tree.bytes(&normalize_path(f)).map(|b| b.to_vec()),
+            Chart::Remote(_) => chart_file(&fetched_chart.dir, f),
+        };
+        let Some(bytes) = bytes else {
+            if resolved.ignore_missing {
+                continue;
+            }
+            return Err(format!(
+                "no values file found at path '{}' (valuesFiles)",
+                f.chars().take(200).collect::<String>()
+            ));
+        };
+        let text = String::from_utf8(bytes)
+            .map_err(|_| format!("values file '{f}' (valuesFiles) is not UTF-8 text"))?;
+        let values = super::values::read_values(&text)
+            .map_err(|e| format!("unmarshaling values from '{f}' (valuesFiles) failed: {e}"))?;
+        super::values::merge(&mut merged, values);
+    }
+    let values = serde_json::to_string_pretty(&merged).unwrap_or_default();
+    let mut hash = Sha256::new();
+    hash.update(fetched_chart.digest.as_bytes());
+    hash.update([0]);
+    hash.update(values.as_bytes());
+    let key = crate::fs::hex(&hash.finalize());
+    let dir = opts.cache.join("valued").join(&key[..32]).join("chart");
+    if !dir.join("Chart.yaml").is_file() {
+        let staging = Staging::new(&opts.cache)?;
+        let inner = staging.0.join("chart");
+        let mut files = Vec::new();
+        walk(&fetched_chart.dir, &fetched_chart.dir, &mut files, 0)
+            .map_err(|e| format!("cannot read the chart cache: {e}"))?;
+        for (rel, bytes) in files {
+            if rel != "values.yaml" {
+                write_below(&inner, &rel, &bytes)?;
+            }
+        }
+        write_below(&inner, "values.yaml", values.as_bytes())?;
+        settle(&inner, &dir)?;
+    }
+    fetched(dir)
+}
+
+/// The file `name` of a pulled chart at `dir` as Helm's loader lists it among the chart's
+/// files (`chart.Files`, which `mergeChartValues` searches; `values.yaml` is the chart's
+/// values): `name` cleaned as Go's `filepath.Clean` cleans it must be a path of the chart
+/// that is not its `Chart.yaml`, `Chart.lock`, `values.schema.json`, requirements or a file
+/// of `templates/` or `charts/`. Read without following a link.
+fn chart_file(dir: &Path, name: &str) -> Option<Vec<u8>> {
+    let clean = go_clean(name);
+    let listed = clean == "values.yaml"
+        || !(clean.starts_with('/')
+            || clean == ".."
+            || clean.starts_with("../")
+            || clean.starts_with("templates/")
+            || clean.starts_with("charts/")
+            || [
+                "Chart.yaml",
+                "Chart.lock",
+                "values.schema.json",
+                "requirements.yaml",
+                "requirements.lock",
+                ".",
+            ]
+            .contains(&clean.as_str()));
+    if !listed {
+        return None;
+    }
+    crate::fs::read_bytes(dir, &clean).ok().flatten()
+}
+
+/// Go's `filepath.Clean` of a `/`-separated path: `.` parts and empty parts dropped, `..`
+/// taking the part before it off (above a relative root it stays; above `/` it is dropped).
+fn go_clean(p: &str) -> String {
+    let rooted = p.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for part in p.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => match parts.last() {
+                Some(&last) if last != ".." => {
+                    parts.pop();
+                }
+                _ if rooted => {}
+                _ => parts.push(".."),
+            },
+            other => parts.push(other),
+        }
+    }
+    let joined = parts.join("/");
+    match (rooted, joined.is_empty()) {
+        (true, _) => format!("/{joined}"),
+        (false, true) => ".".into(),
+        (false, false) => joined,
+    }
 }
 
 /// A cached chart folder, its digest (its files' bytes) and version.
@@ -519,12 +697,23 @@ fn chart_version(text: Option<&str>) -> String {
         .unwrap_or_default()
 }
 
-/// A fresh folder in the cache to stage a chart in before it is renamed into place.
-fn staging(cache: &Path) -> Result<PathBuf, String> {
-    let dir = cache.join("tmp").join(super::unique());
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| format!("cannot write the chart cache {}: {e}", cache.display()))?;
-    Ok(dir)
+/// A fresh folder in the cache to stage a chart in before it is renamed into place, removed
+/// with what is left in it when dropped (after the rename, or when the staging fails).
+struct Staging(PathBuf);
+
+impl Staging {
+    fn new(cache: &Path) -> Result<Staging, String> {
+        let dir = cache.join("tmp").join(super::unique());
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot write the chart cache {}: {e}", cache.display()))?;
+        Ok(Staging(dir))
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Renames a staged chart into place; another run that placed it first wins.

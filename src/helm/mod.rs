@@ -14,7 +14,10 @@
 //! values that cannot be read, a chart Helm refuses) is kept with the reason, never skipped.
 
 mod chart;
+mod command;
+mod schema;
 mod semver;
+mod validate;
 mod values;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -43,6 +46,103 @@ pub struct Options {
     /// Never reach the network: charts only from this repository and the cache.
     pub offline: bool,
     pub cache: PathBuf,
+    /// The hosts charts may be pulled from.
+    pub hosts: Hosts,
+}
+
+/// The hosts a run may pull charts from (`--allow-host`, and for a comparison with a base
+/// revision, the hosts of that revision's chart sources: see `cli`).
+#[derive(Clone, Default)]
+pub enum Hosts {
+    /// Any host the repository names.
+    #[default]
+    Any,
+    /// These hosts only: a name alone allows every port of it, `name:port` that port.
+    Only(BTreeSet<String>),
+    /// The hosts a function gives, asked the first time a chart is to be pulled (most runs
+    /// pull nothing: their charts are cached).
+    Later(Arc<Later>),
+}
+
+/// The hosts of `Hosts::Later`, worked out once.
+pub struct Later {
+    make: Box<dyn Fn() -> BTreeSet<String> + Send + Sync>,
+    hosts: OnceLock<BTreeSet<String>>,
+}
+
+impl Hosts {
+    /// The hosts `make` gives, when first needed.
+    pub fn later(make: impl Fn() -> BTreeSet<String> + Send + Sync + 'static) -> Hosts {
+        Hosts::Later(Arc::new(Later {
+            make: Box::new(make),
+            hosts: OnceLock::new(),
+        }))
+    }
+
+    fn list(&self) -> Option<&BTreeSet<String>> {
+        match self {
+            Hosts::Any => None,
+            Hosts::Only(hosts) => Some(hosts),
+            Hosts::Later(l) => Some(l.hosts.get_or_init(|| (l.make)())),
+        }
+    }
+
+    pub fn allows(&self, host: &str) -> bool {
+        let Some(hosts) = self.list() else {
+            return true;
+        };
+        let host = host.to_ascii_lowercase();
+        hosts.contains(&host) || hosts.contains(validate::host_name(&host))
+    }
+}
+
+impl std::fmt::Debug for Hosts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{self}")
+    }
+}
+
+impl std::fmt::Display for Hosts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.list() {
+            None => f.write_str("any host"),
+            Some(hosts) if hosts.is_empty() => f.write_str("none"),
+            Some(hosts) => {
+                let list: Vec<&str> = hosts.iter().map(String::as_str).collect();
+                f.write_str(&list.join(", "))
+            }
+        }
+    }
+}
+
+/// The hosts of the chart sources `tree` writes: the `spec.url` of every HelmRepository and
+/// OCIRepository among its manifests that is an address source-controller fetches.
+pub fn source_hosts(tree: &FileTree) -> BTreeSet<String> {
+    let mut hosts = BTreeSet::new();
+    for (path, text) in tree.files() {
+        if !(text.contains("HelmRepository") || text.contains("OCIRepository")) {
+            continue;
+        }
+        let Ok(docs) = crate::yaml::parse_all(path, text) else {
+            continue;
+        };
+        for doc in docs {
+            let kind = doc.get("kind").and_then(Value::as_str);
+            let scheme = match kind {
+                Some("HelmRepository") => validate::Scheme::HelmRepository,
+                Some("OCIRepository") => validate::Scheme::Oci,
+                _ => continue,
+            };
+            let group = doc.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+            if !group.starts_with("source.toolkit.fluxcd.io/") {
+                continue;
+            }
+            if let Some(url) = doc.pointer("/spec/url").and_then(Value::as_str) {
+                hosts.extend(validate::url(url, scheme).ok());
+            }
+        }
+    }
+    hosts
 }
 
 impl Options {
@@ -53,12 +153,18 @@ impl Options {
             helm: None,
             offline: true,
             cache: PathBuf::new(),
+            hosts: Hosts::Any,
         }
     }
 
     /// Rendering on, with `helm` (else the first `helm` on the PATH) and `cache` (else the
-    /// user's cache folder).
-    pub fn new(helm: Option<PathBuf>, offline: bool, cache: Option<PathBuf>) -> Options {
+    /// user's cache folder), pulling charts from `hosts` only.
+    pub fn new(
+        helm: Option<PathBuf>,
+        offline: bool,
+        cache: Option<PathBuf>,
+        hosts: Hosts,
+    ) -> Options {
         let helm = helm.or_else(|| on_path("helm"));
         let cache = cache.unwrap_or_else(default_cache);
         Options {
@@ -66,6 +172,7 @@ impl Options {
             helm,
             offline,
             cache,
+            hosts,
         }
     }
 }
@@ -115,8 +222,7 @@ pub fn render(inv: &mut Inventory, tree: &FileTree) {
 /// What one release needs to be rendered.
 struct Job {
     id: ObjectId,
-    chart: Result<Chart, String>,
-    values_files: Vec<String>,
+    chart: Result<chart::Resolved, String>,
     release_name: String,
     namespace: String,
     storage_namespace: String,
@@ -146,6 +252,7 @@ fn render_with(inv: &mut Inventory, tree: &FileTree, opts: &Options) {
         .iter()
         .filter(|_| helm.is_some())
         .filter_map(|j| j.chart.as_ref().ok())
+        .map(|r| &r.chart)
         .collect();
     let charts: Vec<&Chart> = charts.into_iter().collect();
     let fetched = pool(&charts, |c| match c {
@@ -156,7 +263,10 @@ fn render_with(inv: &mut Inventory, tree: &FileTree, opts: &Options) {
         charts.iter().copied().zip(fetched).collect();
     let helm_id = helm.map(binary_identity).unwrap_or_default();
     let renders = pool(&jobs, |j| {
-        (render_one(j, &fetched, opts, &helm_id), inputs(j, &fetched))
+        (
+            render_one(j, &fetched, tree, opts, &helm_id),
+            inputs(j, &fetched),
+        )
     });
     for (j, (render, inputs)) in jobs.iter().zip(renders) {
         if let Some(e) = inv.objects.get_mut(&j.id) {
@@ -170,12 +280,15 @@ fn render_with(inv: &mut Inventory, tree: &FileTree, opts: &Options) {
 /// release's name and namespaces, the CRD policy and the post-renderers.
 fn inputs(j: &Job, fetched: &BTreeMap<&Chart, Result<chart::Fetched, String>>) -> String {
     let mut h = Sha256::new();
-    let chart = match &j.chart {
-        Ok(c) => match fetched.get(c) {
-            Some(Ok(f)) if matches!(c, Chart::Local { .. }) => f.digest.clone(),
-            _ => format!("{c:?}"),
-        },
-        Err(e) => e.clone(),
+    let (chart, values_files) = match &j.chart {
+        Ok(r) => (
+            match fetched.get(&r.chart) {
+                Some(Ok(f)) if matches!(r.chart, Chart::Local { .. }) => f.digest.clone(),
+                _ => format!("{:?}", r.chart),
+            },
+            r.values_files.join("\n"),
+        ),
+        Err(e) => (e.clone(), String::new()),
     };
     let values = match &j.values {
         Ok(_) => j.values_json.clone(),
@@ -185,7 +298,7 @@ fn inputs(j: &Job, fetched: &BTreeMap<&Chart, Result<chart::Fetched, String>>) -
     for part in [
         chart,
         values,
-        j.values_files.join("\n"),
+        values_files,
         j.release_name.clone(),
         j.namespace.clone(),
         j.storage_namespace.clone(),
@@ -212,11 +325,7 @@ fn job(id: &ObjectId, hr: &Value, inv: &Inventory) -> Job {
         Some(t) => format!("{t}-{}", id.name),
         None => id.name.clone(),
     }));
-    let resolved = chart::resolve(hr, &id.namespace, inv);
-    let (chart, values_files) = match resolved {
-        Ok((c, f)) => (Ok(c), f),
-        Err(e) => (Err(e), Vec::new()),
-    };
+    let chart = chart::resolve(hr, &id.namespace, inv);
     // helm-controller installs the chart's `crds/` unless `install.crds` is `Skip` (its
     // default is `Create`).
     let include_crds = text("/spec/install/crds").as_deref() != Some("Skip");
@@ -228,7 +337,6 @@ fn job(id: &ObjectId, hr: &Value, inv: &Inventory) -> Job {
     Job {
         id: id.clone(),
         chart,
-        values_files,
         release_name,
         storage_namespace: text("/spec/storageNamespace").unwrap_or_else(|| id.namespace.clone()),
         namespace,
@@ -258,17 +366,26 @@ pub fn shorten(name: &str) -> String {
 fn render_one(
     j: &Job,
     fetched: &BTreeMap<&Chart, Result<chart::Fetched, String>>,
+    tree: &FileTree,
     opts: &Options,
     helm_id: &str,
 ) -> Render {
-    let chart = match &j.chart {
-        Ok(c) => c,
+    let resolved = match &j.chart {
+        Ok(r) => r,
         Err(e) => return Render::NotRendered(e.clone()),
     };
+    let chart = &resolved.chart;
     let values = match &j.values {
         Ok(v) => v,
         Err(e) => return Render::NotRendered(e.clone()),
     };
+    // helm-controller's install and upgrade refuse these (Helm's `ValidateReleaseName`; the
+    // API server, a namespace that is no DNS-1123 label): helm never sees them.
+    if let Err(e) =
+        validate::release_name(&j.release_name).and_then(|()| validate::namespace(&j.namespace))
+    {
+        return Render::NotRendered(e);
+    }
     let Some(helm) = &opts.helm else {
         return Render::NoHelm;
     };
@@ -277,6 +394,22 @@ fn render_one(
         Some(Err(e)) => return Render::NotRendered(e.clone()),
         None => return Render::NotRendered("its chart was not fetched".into()),
     };
+    let valued;
+    let got = if resolved.values_files.is_empty() {
+        got
+    } else {
+        match chart::with_values_files(got, resolved, tree, opts) {
+            Ok(f) => {
+                valued = f;
+                &valued
+            }
+            Err(e) => return Render::NotRendered(e),
+        }
+    };
+    // A schema that refers outside itself is not followed (see `schema`).
+    let unchecked = schema::outside_reference(&got.dir).map(|r| {
+        format!("its values are not checked against the chart's schema: {r}, which fluxwave does not fetch or read")
+    });
     let values_json = &j.values_json;
     let mut key = Sha256::new();
     for part in [
@@ -286,7 +419,7 @@ fn render_one(
         &j.namespace,
         if j.include_crds { "crds" } else { "" },
         values_json,
-        &j.values_files.join("\n"),
+        if unchecked.is_some() { "unchecked" } else { "" },
     ] {
         key.update(part.as_bytes());
         key.update([0]);
@@ -303,27 +436,17 @@ fn render_one(
         if let Ok(text) = std::fs::read_to_string(&cached) {
             return Ok(text);
         }
-        let mut cmd = std::process::Command::new(helm);
-        cmd.arg("template")
-            .arg(&j.release_name)
-            .arg(&got.dir)
-            .args(["--namespace", &j.namespace]);
-        if j.include_crds {
-            cmd.arg("--include-crds");
+        let cmd = command::Helm {
+            program: helm,
+            cache: &opts.cache,
         }
-        for f in &j.values_files {
-            let file = got.dir.join(f);
-            if !file.is_file() {
-                if j.hr.pointer("/spec/chart/spec/ignoreMissingValuesFiles")
-                    == Some(&Value::Bool(true))
-                {
-                    continue;
-                }
-                return Err(format!("the chart has no values file {f} (valuesFiles)"));
-            }
-            cmd.arg("--values").arg(file);
-        }
-        cmd.args(["--values", "-"]);
+        .template(
+            &j.release_name,
+            &got.dir,
+            &j.namespace,
+            j.include_crds,
+            unchecked.is_some(),
+        );
         let text =
             run_with_input(cmd, values_json).map_err(|e| format!("helm template fails: {e}"))?;
         keep(&cached, &text);
@@ -342,6 +465,7 @@ fn render_one(
             storage_namespace: j.storage_namespace.clone(),
             objects,
             secret_strings: values.secret_strings.clone(),
+            unchecked,
         }),
         Err(e) => Render::NotRendered(e),
     }

@@ -108,7 +108,7 @@ pub fn compose(
 }
 
 /// A values document: empty is an empty mapping (Helm's `ReadValues`).
-fn read_values(text: &str) -> Result<Value, String> {
+pub(super) fn read_values(text: &str) -> Result<Value, String> {
     if text.trim().is_empty() {
         return Ok(Value::Object(Map::new()));
     }

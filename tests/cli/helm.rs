@@ -11,7 +11,7 @@ use crate::common::{Run, TestRepo};
 use crate::helm_env::{self, ChartServer, Registry};
 
 /// Runs fluxwave with HelmRelease rendering on, helm from `helm_env`, the chart cache `cache`.
-fn run(repo: &TestRepo, cache: &Path, args: &[&str]) -> Run {
+pub(crate) fn run(repo: &TestRepo, cache: &Path, args: &[&str]) -> Run {
     let mut cmd = repo.command(args);
     cmd.env_remove("FLUXWAVE_NO_HELM")
         .env("FLUXWAVE_HELM", helm_env::helm())
@@ -20,7 +20,7 @@ fn run(repo: &TestRepo, cache: &Path, args: &[&str]) -> Run {
     repo.run_command(cmd)
 }
 
-fn json(run: &Run) -> Value {
+pub(crate) fn json(run: &Run) -> Value {
     serde_json::from_str(&run.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}\nstderr: {}", run.stdout, run.stderr))
 }
@@ -44,7 +44,7 @@ spec: {path: ./apps, prune: true, sourceRef: {kind: GitRepository, name: flux-sy
 /// A repository with one environment (`clusters/dev`) whose `apps` Kustomization applies
 /// `apps/`, holding `files` (path, text), with the fixture charts `charts` copied under
 /// `charts/`.
-fn repo(sources: &str, files: &[(&str, String)], charts: &[&str]) -> TestRepo {
+pub(crate) fn repo(sources: &str, files: &[(&str, String)], charts: &[&str]) -> TestRepo {
     let repo = TestRepo::empty();
     repo.write(
         "clusters/dev/kustomization.yaml",
@@ -76,7 +76,7 @@ fn write_apps(repo: &TestRepo, files: &[(&str, String)]) {
     repo.write("apps/kustomization.yaml", &list);
 }
 
-fn copy(from: &Path, to: &Path) {
+pub(crate) fn copy(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for e in std::fs::read_dir(from).unwrap() {
         let e = e.unwrap();
@@ -90,7 +90,7 @@ fn copy(from: &Path, to: &Path) {
 
 /// A HelmRelease in namespace `apps`; `chart` is its `spec.chart` or `spec.chartRef` block
 /// (two spaces in), `values` its `spec.values` block (four spaces in) or empty.
-fn release(name: &str, chart: &str, values: &str) -> String {
+pub(crate) fn release(name: &str, chart: &str, values: &str) -> String {
     let values = if values.is_empty() {
         String::new()
     } else {
@@ -111,7 +111,7 @@ fn store_repo() -> TestRepo {
     repo("", &[("store.yaml", store("store", ""))], &["store"])
 }
 
-fn local_chart(path: &str) -> String {
+pub(crate) fn local_chart(path: &str) -> String {
     format!("  chart:\n    spec:\n      chart: {path}\n      sourceRef: {{kind: GitRepository, name: flux-system, namespace: flux-system}}\n")
 }
 
@@ -204,7 +204,7 @@ fn gone(doc: &Value) -> Vec<String> {
         .collect()
 }
 
-fn cache() -> tempfile::TempDir {
+pub(crate) fn cache() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
 

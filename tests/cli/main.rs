@@ -24,6 +24,7 @@ mod fuzz;
 mod generate;
 mod helm;
 mod helm_env;
+mod helm_untrusted;
 mod homelab;
 mod hostile;
 mod hostile_apply;

@@ -1,0 +1,277 @@
+//! What a value read from a repository must be before it reaches `helm`, each rule the one the
+//! upstream controller or Helm applies to it: a value that fails is refused with the reason
+//! they give, and the release is not rendered. A repository is untrusted input (SECURITY.md):
+//! nothing it writes may become an option of helm, a path outside the chart, or an address
+//! of a kind source-controller would not fetch.
+
+use crate::config::is_dns_label;
+
+/// Helm's `validName` (`pkg/chartutil/validate_name.go`): labels joined by `.`.
+fn is_dns_subdomain(s: &str) -> bool {
+    !s.is_empty() && s.split('.').all(is_dns_label)
+}
+
+/// Helm's `ValidateReleaseName`, which helm-controller's install and upgrade run: at most 53
+/// characters, a DNS-1123 subdomain.
+pub fn release_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("its release name is empty".into());
+    }
+    if name.len() > 53 || !is_dns_subdomain(name) {
+        return Err(format!(
+            "its release name `{}` is invalid: Helm and helm-controller want at most 53 characters of lower-case letters, digits, `-` and `.`, starting and ending with a letter or digit",
+            shown(name)
+        ));
+    }
+    Ok(())
+}
+
+/// A namespace's name (`targetNamespace`, the HelmRelease's own): a DNS-1123 label of at
+/// most 63 characters, as the API server wants.
+pub fn namespace(name: &str) -> Result<(), String> {
+    if !is_dns_label(name) {
+        return Err(format!(
+            "its namespace `{}` is not a namespace name Kubernetes accepts (at most 63 lower-case letters, digits and `-`)",
+            shown(name)
+        ));
+    }
+    Ok(())
+}
+
+/// A chart's name, as Helm's `Metadata.Validate` wants it (`pkg/chart/metadata.go`): not
+/// empty, not `.` or `..`, and its own base name (no `/`). The name is looked up in a
+/// repository's index or appended to an OCI repository's address, never used as a path.
+pub fn chart_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\\']) {
+        return Err(format!(
+            "its chart name `{}` is not a name Helm accepts (a chart name has no `/` and is not `.` or `..`)",
+            shown(name)
+        ));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(format!(
+            "its chart name `{}` holds a control character",
+            shown(name)
+        ));
+    }
+    Ok(())
+}
+
+/// The kinds of address source-controller fetches a chart from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    /// A HelmRepository's `spec.url` (`^(http|https|oci)://.*$` in its CRD).
+    HelmRepository,
+    /// An OCIRepository's `spec.url` (`^oci://.*$`).
+    Oci,
+}
+
+/// A source's `spec.url`, as its CRD's pattern wants it, with a host fluxwave can name:
+/// `http://`, `https://` or `oci://` (`Scheme`), then an authority of ASCII letters, digits,
+/// `.`, `-`, `:`, `[`, `]` and `_` (user information is refused: a credential in an address is
+/// no address to fetch, and `user@host` hides which host is asked), and no white space,
+/// control character or `\` anywhere. Gives the host, lower-case, with its port.
+pub fn url(url: &str, scheme: Scheme) -> Result<String, String> {
+    let schemes: &[&str] = match scheme {
+        Scheme::HelmRepository => &["http://", "https://", "oci://"],
+        Scheme::Oci => &["oci://"],
+    };
+    let Some(rest) = schemes.iter().find_map(|s| url.strip_prefix(s)) else {
+        return Err(format!(
+            "its source's url `{}` is not {} (source-controller refuses it)",
+            shown(url),
+            match scheme {
+                Scheme::HelmRepository => "an http://, https:// or oci:// address",
+                Scheme::Oci => "an oci:// address",
+            }
+        ));
+    };
+    if url
+        .chars()
+        .any(|c| c.is_whitespace() || c.is_control() || c == '\\')
+    {
+        return Err(format!(
+            "its source's url `{}` holds white space, a control character or `\\`",
+            shown(url)
+        ));
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_ok = !authority.is_empty()
+        && authority
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || ".-:[]_".contains(c));
+    if !host_ok {
+        return Err(format!(
+            "its source's url `{}` names no host fluxwave can read (user information, or characters a host name does not have)",
+            shown(url)
+        ));
+    }
+    Ok(authority.to_ascii_lowercase())
+}
+
+/// `host` (lower-case, with its port when the address gives one) without its port.
+pub fn host_name(host: &str) -> &str {
+    if let Some(rest) = host.strip_prefix('[') {
+        // An IPv6 literal: `[::1]:5000`.
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    host.rsplit_once(':').map_or(host, |(h, _)| h)
+}
+
+/// An OCI digest, as an OCIRepository's `spec.ref.digest` or a HelmRelease pins it:
+/// `sha256:` and 64 lower-case hexadecimal digits (or `sha512:` and 128).
+pub fn digest(d: &str) -> Result<(), String> {
+    let ok = |hex: &str, n: usize| {
+        hex.len() == n
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    match d.split_once(':') {
+        Some(("sha256", hex)) if ok(hex, 64) => Ok(()),
+        Some(("sha512", hex)) if ok(hex, 128) => Ok(()),
+        _ => Err(format!("`{}` is not an OCI digest", shown(d))),
+    }
+}
+
+/// A version, constraint or tag as it is handed to helm (`--version=…`): printable, without
+/// white space at its ends, at most 128 characters.
+pub fn version(v: &str) -> Result<(), String> {
+    if v.len() > 128 || v.chars().any(char::is_control) || v.trim() != v {
+        return Err(format!(
+            "its chart version `{}` is not a version, a constraint or a tag",
+            shown(v)
+        ));
+    }
+    Ok(())
+}
+
+/// `text` for a message: at most 80 characters (a hostile name may be very long).
+fn shown(text: &str) -> String {
+    let mut out: String = text.chars().take(80).collect();
+    if out.len() < text.len() {
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Helm's own cases (`pkg/chartutil/validate_name_test.go`, `TestValidateReleaseName`).
+    #[test]
+    fn release_names_are_judged_as_helm_judges_them() {
+        for (name, ok) in [
+            ("", false),
+            ("release", true),
+            ("release-name", true),
+            ("release.name", true),
+            ("release.name.with.dots", true),
+            ("release-name-with-dashes", true),
+            ("1release", true),
+            ("release1", true),
+            ("Release", false),
+            ("-release", false),
+            ("release-", false),
+            (".release", false),
+            ("release.", false),
+            ("release_name", false),
+            ("release name", false),
+            ("release/name", false),
+            ("--post-renderer=/bin/sh", false),
+            ("--output-dir=/tmp", false),
+            (
+                "a-name-that-is-way-too-long-for-a-release-name-in-helm",
+                false,
+            ),
+            (
+                "a-name-that-is-exactly-53-characters-long-for-helm-ok",
+                true,
+            ),
+        ] {
+            assert_eq!(release_name(name).is_ok(), ok, "{name:?}");
+        }
+    }
+
+    #[test]
+    fn namespaces_are_dns_labels() {
+        for (name, ok) in [
+            ("apps", true),
+            ("kube-system", true),
+            ("a.b", false),
+            ("-n", false),
+            ("--namespace=x", false),
+            ("", false),
+            (&"a".repeat(64), false),
+            (&"a".repeat(63), true),
+        ] {
+            assert_eq!(namespace(name).is_ok(), ok, "{name:?}");
+        }
+    }
+
+    #[test]
+    fn chart_names_are_base_names() {
+        for (name, ok) in [
+            ("podinfo", true),
+            ("app-template", true),
+            ("-chart", true),
+            ("", false),
+            (".", false),
+            ("..", false),
+            ("../../etc", false),
+            ("a/b", false),
+            ("a\\b", false),
+            ("a\nb", false),
+        ] {
+            assert_eq!(chart_name(name).is_ok(), ok, "{name:?}");
+        }
+    }
+
+    #[test]
+    fn urls_are_of_the_schemes_source_controller_fetches() {
+        use Scheme::*;
+        assert_eq!(
+            url("https://charts.example.com/stable", HelmRepository).as_deref(),
+            Ok("charts.example.com")
+        );
+        assert_eq!(
+            url("oci://GHCR.io/org/charts", Oci).as_deref(),
+            Ok("ghcr.io")
+        );
+        assert_eq!(
+            url("http://127.0.0.1:5000/x", HelmRepository).as_deref(),
+            Ok("127.0.0.1:5000")
+        );
+        for bad in [
+            "file:///etc",
+            "ssh://git@host/x",
+            "s3://bucket/x",
+            "secrets://x",
+            "--repo=x",
+            "https://user@evil.example/x",
+            "https://allowed.example@evil.example/",
+            "https://",
+            "https://host name/",
+            "https://host\\@evil/",
+            "https://host/\nx",
+        ] {
+            assert!(url(bad, HelmRepository).is_err(), "{bad:?}");
+        }
+        assert!(url("https://charts.example.com", Oci).is_err());
+        assert_eq!(host_name("127.0.0.1:5000"), "127.0.0.1");
+        assert_eq!(host_name("[::1]:5000"), "::1");
+        assert_eq!(host_name("ghcr.io"), "ghcr.io");
+    }
+
+    #[test]
+    fn digests_and_versions() {
+        assert!(digest(&format!("sha256:{}", "a".repeat(64))).is_ok());
+        assert!(digest("sha256:abc").is_err());
+        assert!(digest(&format!("sha256:{}", "A".repeat(64))).is_err());
+        assert!(version("1.2.3").is_ok());
+        assert!(version(">=1.0.0 <2.0.0").is_ok());
+        assert!(version(" 1.0").is_err());
+        assert!(version("1\n").is_err());
+    }
+}
