@@ -5,6 +5,7 @@
 //! environment or Kustomization that is not there, a Kustomization whose build fails: what
 //! the others build is printed all the same).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::Path;
 
@@ -51,6 +52,9 @@ pub fn run(
     let mut failed: Vec<(String, String, String)> = Vec::new();
     // (environment, HelmRelease, why) of each whose chart is not rendered.
     let mut not_rendered: Vec<(String, String, String)> = Vec::new();
+    // The HelmReleases whose values are not checked against their chart's schema, by chart
+    // and why: said once for each chart, as most repositories install one chart many times.
+    let mut unchecked: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
     for env in &envs {
         let mut inv = inventory::build_whole(&tree, env);
         crate::helm::render(&mut inv, &tree);
@@ -83,16 +87,14 @@ pub fn run(
         }
         for (id, e) in &inv.objects {
             let selected = wanted.as_ref().is_none_or(|w| *w == *e.owner);
-            let unchecked = e
-                .release
-                .as_deref()
-                .and_then(Release::rendered)
-                .and_then(|r| r.unchecked.as_deref());
-            if let (true, Some(why)) = (selected, unchecked) {
-                warn(format_args!(
-                    "fluxwave: warning: {}: HelmRelease {}/{}: {why}",
-                    env.name, id.namespace, id.name
-                ));
+            let rendered = e.release.as_deref().and_then(Release::rendered);
+            if let (true, Some(r)) = (selected, rendered) {
+                if let Some(why) = &r.unchecked {
+                    unchecked
+                        .entry((r.chart.clone(), why.clone()))
+                        .or_default()
+                        .insert(format!("{}/{}", id.namespace, id.name));
+                }
             }
             if let (true, Some(why)) = (selected, e.release.as_deref().and_then(Release::why)) {
                 warn(format_args!(
@@ -123,6 +125,17 @@ pub fn run(
                 Format::Json => json.object(&mut w, &text?),
             }
         })?;
+    }
+    for ((chart, why), releases) in &unchecked {
+        let mut names: Vec<&str> = releases.iter().map(String::as_str).take(3).collect();
+        if releases.len() > 3 {
+            names.push("…");
+        }
+        warn(format_args!(
+            "fluxwave: warning: {} of chart {chart} ({}): {why}",
+            crate::plural::count(releases.len(), "HelmRelease"),
+            names.join(", ")
+        ));
     }
     if let (Some(w), false) = (&wanted, found) {
         known.sort();

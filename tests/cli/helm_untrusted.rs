@@ -462,8 +462,10 @@ fn a_charts_schema_never_makes_helm_fetch_or_read_anything() {
         for name in ["net", "disk"] {
             assert!(config_map(&built, name).is_some(), "{name}: {}", r.stderr);
             assert!(
-                r.stderr.lines().any(|l| l.contains(&format!("apps/{name}"))
-                    && l.contains("not checked against the chart's schema")),
+                r.stderr
+                    .lines()
+                    .any(|l| l.contains(&format!("chart {name} 1.0.0 (apps/{name})"))
+                        && l.contains("not checked against the chart's schema")),
                 "{name}: {}",
                 r.stderr
             );
