@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::{io, Outcome};
+use super::{io, markdown, Outcome};
 use crate::blast::{self, Blast, Detail, Model};
 use crate::config::{Config, Topology};
 use crate::error::{Error, Result};
@@ -328,12 +328,16 @@ fn to_json<'a>(which: Which, main: &'a [Section], others: &[Section]) -> Json<'a
     }
 }
 
+/// How a format writes a name: as it is in text, a code span in markdown.
+type Name = fn(&str) -> String;
+
 /// `a, b, c +4`, or `-` for none.
-fn abbreviated(model: &Model, units: &blast::Units) -> String {
+fn abbreviated(model: &Model, units: &blast::Units, name: Name) -> String {
     if units.count == 0 {
         return "-".into();
     }
-    let mut s = unit_list(model, units).join(", ");
+    let names: Vec<String> = unit_list(model, units).into_iter().map(name).collect();
+    let mut s = names.join(", ");
     if units.count > units.kept.len() {
         let _ = write!(s, " +{}", units.count - units.kept.len());
     }
@@ -344,7 +348,7 @@ fn abbreviated(model: &Model, units: &blast::Units) -> String {
 fn table(rows: &[Vec<String>], markdown: bool, out: &mut String) {
     let Some(head) = rows.first() else { return };
     if markdown {
-        let escape = |c: &String| c.replace('|', "\\|");
+        let escape = |c: &String| markdown::cell(c);
         let line = |r: &Vec<String>| {
             format!(
                 "| {} |\n",
@@ -377,23 +381,23 @@ fn table(rows: &[Vec<String>], markdown: bool, out: &mut String) {
     }
 }
 
-fn title(s: &Section) -> String {
+fn title(s: &Section, name: Name) -> String {
     match &s.environment {
-        Some((name, _)) => format!("{} ({name})", s.topology.as_str()),
+        Some((env, _)) => format!("{} ({})", s.topology.as_str(), name(env)),
         None => s.topology.as_str().to_string(),
     }
 }
 
-fn chain_line(s: &Section) -> String {
+fn chain_line(s: &Section, name: Name) -> String {
     let c = &s.blast.chain;
-    let names: Vec<&str> = c
+    let names: Vec<String> = c
         .kustomizations
         .iter()
-        .map(|&k| s.model.names[k].as_str())
+        .map(|&k| name(&s.model.names[k]))
         .collect();
     format!(
         "{}: {} ({}, {} of timeouts)",
-        title(s),
+        title(s, name),
         if names.is_empty() {
             "-".to_string()
         } else {
@@ -404,7 +408,14 @@ fn chain_line(s: &Section) -> String {
     )
 }
 
+/// The report as text, or as markdown (GitHub tables under `###` headings, every name from
+/// the repository a code span).
 fn text(main: &[Section], others: &[Section], markdown: bool) -> String {
+    let name: Name = if markdown {
+        markdown::code
+    } else {
+        str::to_string
+    };
     let mut out = String::new();
     let heading = |out: &mut String, text: &str| {
         if markdown {
@@ -415,7 +426,11 @@ fn text(main: &[Section], others: &[Section], markdown: bool) -> String {
     };
     for s in main {
         let what = match &s.environment {
-            Some((name, path)) => format!("environment {name} ({path}), topology current"),
+            Some((env, path)) => format!(
+                "environment {} ({}), topology current",
+                name(env),
+                name(path)
+            ),
             None => format!("topology {}", s.topology.as_str()),
         };
         heading(&mut out, &format!("What a failing unit blocks: {what}"));
@@ -431,26 +446,30 @@ fn text(main: &[Section], others: &[Section], markdown: bool) -> String {
         .to_vec()];
         let mut ungated = Vec::new();
         for u in &s.blast.units {
-            let name = s.model.unit_names[u.unit].clone();
+            let unit = name(&s.model.unit_names[u.unit]);
             if !u.gated {
-                ungated.push(name.clone());
+                ungated.push(unit.clone());
             }
-            let ks: Vec<&str> = u
+            let ks: Vec<String> = u
                 .kustomizations
                 .iter()
-                .map(|&k| s.model.names[k].as_str())
+                .map(|&k| name(&s.model.names[k]))
                 .collect();
             let shares = if u.shares.count == 0 {
                 "-".to_string()
             } else {
-                format!("{} ({})", u.shares.count, abbreviated(&s.model, &u.shares))
+                format!(
+                    "{} ({})",
+                    u.shares.count,
+                    abbreviated(&s.model, &u.shares, name)
+                )
             };
             rows.push(vec![
-                name,
+                unit,
                 ks.join(", "),
                 if u.gated { "yes" } else { "no" }.to_string(),
                 u.blocks.count.to_string(),
-                abbreviated(&s.model, &u.blocks),
+                abbreviated(&s.model, &u.blocks, name),
                 shares,
             ]);
         }
@@ -468,7 +487,7 @@ fn text(main: &[Section], others: &[Section], markdown: bool) -> String {
     heading(&mut out, "Totals");
     let all: Vec<&Section> = main.iter().chain(others).collect();
     let mut rows = vec![std::iter::once(String::new())
-        .chain(all.iter().map(|s| title(s)))
+        .chain(all.iter().map(|s| title(s, name)))
         .collect::<Vec<_>>()];
     let row = |label: &str, f: &dyn Fn(&Section) -> String| -> Vec<String> {
         std::iter::once(label.to_string())
@@ -481,7 +500,7 @@ fn text(main: &[Section], others: &[Section], markdown: bool) -> String {
         s.blast.totals.blocked.to_string()
     }));
     rows.push(row("worst unit", &|s| match s.blast.totals.worst {
-        Some((u, n)) => format!("{} ({n})", s.model.unit_names[u]),
+        Some((u, n)) => format!("{} ({n})", name(&s.model.unit_names[u])),
         None => "-".into(),
     }));
     rows.push(row("units sharing a gate (sum)", &|s| {
@@ -498,7 +517,7 @@ fn text(main: &[Section], others: &[Section], markdown: bool) -> String {
     out.push('\n');
     heading(&mut out, "Longest dependsOn chain (the sum of its timeouts: the worst time for a fresh cluster to converge)");
     for s in &all {
-        let line = chain_line(s);
+        let line = chain_line(s, name);
         if markdown {
             let _ = writeln!(out, "- {line}");
         } else {

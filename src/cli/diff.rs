@@ -11,7 +11,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::{io, Outcome, JSON_VERSION};
+use super::{io, markdown, Outcome, JSON_VERSION};
 use crate::cutover::{self, Deletion, Report, Verdict};
 use crate::error::Result;
 use crate::kustomize::object::ObjectId;
@@ -399,24 +399,22 @@ fn text(r: &Report, rows: &[Row], also: &[&Deletion]) -> String {
 }
 
 /// Markdown: a heading, the counts and cutover's verdict, a table of the changes, then the
-/// diffs folded away; cut short to fit a pull-request comment.
+/// diffs folded away; cut short to fit a pull-request comment. Every name, revision, reason
+/// and diff is written through `markdown`, so that none is read as markdown.
 fn github(r: &Report, rows: &[Row], also: &[&Deletion]) -> String {
     let summary = Summary::of(rows);
-    let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
     let mut s = format!(
-        "### fluxwave diff: `{}` → {}\n\n",
-        cell(&r.from).replace('`', "'"),
+        "### fluxwave diff: {} → {}\n\n",
+        markdown::code(&r.from),
         if r.to == "the working tree" {
             r.to.clone()
         } else {
-            format!("`{}`", cell(&r.to).replace('`', "'"))
+            markdown::code(&r.to)
         }
     );
+    let environments = markdown::codes(&r.environments);
     if rows.is_empty() && also.is_empty() {
-        s.push_str(&format!(
-            "No object changes in {}.\n",
-            r.environments.join(", ")
-        ));
+        s.push_str(&format!("No object changes in {environments}.\n"));
         return s;
     }
     let icon = match r.verdict() {
@@ -425,9 +423,8 @@ fn github(r: &Report, rows: &[Row], also: &[&Deletion]) -> String {
         Verdict::Deletes | Verdict::Incomplete => "⚠️",
     };
     s.push_str(&format!(
-        "**{}** in {}: {}.\n\n{icon} {}.\n\n",
+        "**{}** in {environments}: {}.\n\n{icon} {}.\n\n",
         count(rows.len(), "object"),
-        r.environments.join(", "),
         summary.line(),
         deletes_line(r, &summary)
     ));
@@ -437,13 +434,13 @@ fn github(r: &Report, rows: &[Row], also: &[&Deletion]) -> String {
     for row in rows.iter().take(GITHUB_ROWS) {
         let c = row.change;
         let mut change = match &c.previous_owner {
-            Some(prev) => format!("moved from `{}`", cell(&short(prev))),
+            Some(prev) => format!("moved from {}", markdown::code(&short(prev))),
             None => c.change.as_str().to_string(),
         };
         if !c.secret_keys.is_empty() {
             change.push_str(&format!(
-                " (Secret values change: `{}`)",
-                cell(&c.secret_keys.join("`, `"))
+                " (Secret values change: {})",
+                markdown::codes(&c.secret_keys)
             ));
         }
         let flux = match row.deletion {
@@ -454,12 +451,20 @@ fn github(r: &Report, rows: &[Row], also: &[&Deletion]) -> String {
             None if c.previous_owner.is_some() => "keeps it".into(),
             None => String::new(),
         };
-        s.push_str(&format!(
-            "| {} | `{}` | {change} | `{}` | {flux} |\n",
-            cell(&c.environment),
-            cell(&short(&c.owner)),
-            cell(&objects::label(&c.id)),
-        ));
+        let cells = [
+            markdown::code(&c.environment),
+            markdown::code(&short(&c.owner)),
+            change,
+            markdown::code(&objects::label(&c.id)),
+            flux,
+        ];
+        s.push('|');
+        for cell in cells {
+            s.push(' ');
+            s.push_str(&markdown::cell(&cell));
+            s.push_str(" |");
+        }
+        s.push('\n');
     }
     if rows.len() > GITHUB_ROWS {
         s.push_str(&format!(
@@ -475,11 +480,11 @@ fn github(r: &Report, rows: &[Row], also: &[&Deletion]) -> String {
         for d in also.iter().take(GITHUB_ROWS) {
             let mark = if d.stateful { "🛑 " } else { "" };
             s.push_str(&format!(
-                "- {mark}`{}` ({}, {}): {}\n",
-                cell(&objects::label(&d.id)),
-                cell(&d.environment),
+                "- {mark}{} ({}, {}): {}\n",
+                markdown::code(&objects::label(&d.id)),
+                markdown::code(&d.environment),
                 d.rule.code(),
-                cell(&d.reason)
+                markdown::code(&d.reason)
             ));
         }
         if also.len() > GITHUB_ROWS {
@@ -506,22 +511,12 @@ fn github(r: &Report, rows: &[Row], also: &[&Deletion]) -> String {
                 break;
             }
             shown += c.diff.len();
-            // A fence longer than any run of backticks in the diff.
-            let fence = "`".repeat(longest_run(&c.diff, '`').max(2) + 1);
-            s.push_str(&format!("{fence}diff\n{}{fence}\n\n", c.diff));
+            s.push_str(&markdown::fenced("diff", &c.diff));
+            s.push('\n');
         }
         s.push_str("</details>\n");
     }
     s
-}
-
-fn longest_run(s: &str, ch: char) -> usize {
-    let (mut best, mut run) = (0, 0);
-    for c in s.chars() {
-        run = if c == ch { run + 1 } else { 0 };
-        best = best.max(run);
-    }
-    best
 }
 
 #[cfg(test)]

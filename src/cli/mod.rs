@@ -8,6 +8,7 @@ mod check;
 mod cutover;
 mod diff;
 mod init;
+mod markdown;
 mod plan;
 mod render;
 mod schema;
@@ -637,15 +638,19 @@ fn machine_error(e: &Error, machine: Machine) -> String {
             serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
         }
         Machine::Markdown => {
-            let mut s = format!("**fluxwave could not compare the revisions:** {message}\n");
+            // The message quotes revisions, paths and the input: all in a code block.
+            let mut body = format!("{message}\n");
             for p in problems {
                 let place = match p.line_col() {
                     Some((line, col)) => format!("{}:{line}:{col}", p.path),
                     None => p.path.clone(),
                 };
-                s.push_str(&format!("- `{place}`: {}\n", p.message));
+                body.push_str(&format!("{place}: {}\n", p.message));
             }
-            s
+            format!(
+                "**fluxwave could not compare the revisions:**\n\n{}",
+                markdown::fenced("text", &body)
+            )
         }
         Machine::Github if problems.is_empty() => {
             crate::diag::render::github_error(None, None, &message, None)

@@ -151,7 +151,7 @@ pub fn when_of(args: &[std::ffi::OsString]) -> When {
 }
 
 /// Whether a character is written as `\uXXXX`.
-fn is_unsafe(c: char) -> bool {
+pub(super) fn is_unsafe(c: char) -> bool {
     matches!(c,
         '\u{0}'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}'
         | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::json;
 
-use super::{io, Format, Outcome};
+use super::{io, markdown, Format, Outcome};
 use crate::config::Topology;
 use crate::error::Result;
 use crate::graph::NodeKind;
@@ -82,7 +82,7 @@ fn text(repo: &Repo, plan: &Plan) -> String {
         s.extend(std::iter::repeat_n(' ', 8 - n.kind.as_str().len() + 2));
         s.push_str(placed);
         s.push_str("  ");
-        g.write_reason(i, &above, &mut s);
+        g.write_reason(i, &above, crate::graph::backticked, &mut s);
         s.push('\n');
     }
     let unplaced = plan.placed.iter().filter(|p| !**p).count();
@@ -93,21 +93,21 @@ fn text(repo: &Repo, plan: &Plan) -> String {
         g.nodes.len() - unplaced,
         unplaced
     ));
-    s.push_str(&topology_line(repo, plan));
+    s.push_str(&topology_line(repo, plan, str::to_string));
     s
 }
 
-/// The topology in one line, and the units nothing waits for.
-fn topology_line(repo: &Repo, plan: &Plan) -> String {
+/// The topology in one line, and the units nothing waits for; each name as `name` writes it.
+fn topology_line(repo: &Repo, plan: &Plan, name: fn(&str) -> String) -> String {
     let config = &repo.config;
     let mut s = match config.topology {
         Topology::Waves => format!(
-            "topology: waves (one Flux Kustomization per wave, {}<N>)\n",
-            config.waves.name_prefix
+            "topology: waves (one Flux Kustomization per wave, {})\n",
+            name(&format!("{}<N>", config.waves.name_prefix))
         ),
         Topology::Units => format!(
-            "topology: units (one Flux Kustomization per unit, {}<unit>, {})\n",
-            config.waves.unit_name_prefix,
+            "topology: units (one Flux Kustomization per unit, {}, {})\n",
+            name(&format!("{}<unit>", config.waves.unit_name_prefix)),
             plan.describe_groups()
         ),
     };
@@ -118,8 +118,8 @@ fn topology_line(repo: &Repo, plan: &Plan) -> String {
         .enumerate()
         .filter(|(_, n)| !n.gating)
         .map(|(i, n)| match plan.layout.group_of[i] {
-            Some(gr) => format!("{} ({})", n.name, plan.groups()[gr].name),
-            None => n.name.clone(),
+            Some(gr) => format!("{} ({})", name(&n.name), name(&plan.groups()[gr].name)),
+            None => name(&n.name),
         })
         .collect();
     if !not_gating.is_empty() {
@@ -167,7 +167,8 @@ fn json(repo: &Repo, plan: &Plan) -> String {
     serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
 }
 
-/// The wave table of `--format markdown`: one row per placed node, its main file first.
+/// The wave table of `--format markdown`: one row per placed node, its main file first;
+/// every file and node name a code span (`markdown`).
 fn markdown(repo: &Repo, plan: &Plan) -> String {
     let g = &repo.graph;
     let mut s =
@@ -180,14 +181,10 @@ fn markdown(repo: &Repo, plan: &Plan) -> String {
         let main = format!("{}.yaml", n.name);
         files.sort_by_key(|f| (*f != main, *f));
         let file = match files.split_first() {
-            Some((first, [])) => format!("`{first}`"),
-            Some((first, rest)) => format!(
-                "`{first}` (+ {})",
-                rest.iter()
-                    .map(|f| format!("`{f}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            Some((first, [])) => markdown::code(first),
+            Some((first, rest)) => {
+                format!("{} (+ {})", markdown::code(first), markdown::codes(rest))
+            }
             None => String::new(),
         };
         let wave = if last_wave != Some(n.wave) {
@@ -201,15 +198,29 @@ fn markdown(repo: &Repo, plan: &Plan) -> String {
             NodeKind::Database => "database",
             NodeKind::Unit => "unit",
         };
+        let mut reason = String::new();
+        g.write_reason(
+            i,
+            above(repo),
+            |out, name| out.push_str(&markdown::code(name)),
+            &mut reason,
+        );
         s.push_str(&format!(
-            "| {wave} | {file} | {kind} | {} |\n",
-            g.reason(i, above(repo)).replace('|', "\\|")
+            "| {wave} | {} | {kind} | {} |\n",
+            markdown::cell(&file),
+            markdown::cell(&reason)
         ));
     }
     let unplaced: Vec<String> = order(repo)
         .into_iter()
         .filter(|&i| !plan.placed[i])
-        .map(|i| format!("`{}` (w{})", g.nodes[i].name, g.nodes[i].wave))
+        .map(|i| {
+            format!(
+                "{} (w{})",
+                markdown::code(&g.nodes[i].name),
+                g.nodes[i].wave
+            )
+        })
         .collect();
     if !unplaced.is_empty() {
         s.push_str(&format!(
@@ -219,10 +230,10 @@ fn markdown(repo: &Repo, plan: &Plan) -> String {
     }
     s.push('\n');
     s.push_str(
-        &topology_line(repo, plan)
+        &topology_line(repo, plan, markdown::code)
             .replace('\n', "\n\n")
             .trim_end()
-            .replace("topology: ", "Topology: "),
+            .replacen("topology: ", "Topology: ", 1),
     );
     s.push('\n');
     s

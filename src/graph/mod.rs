@@ -345,18 +345,24 @@ impl Graph {
     /// Why a node is in its wave, in words (the Reason column of `waves --format markdown`).
     pub fn reason(&self, i: usize, unit_above: impl Fn(&str) -> bool) -> String {
         let mut s = String::new();
-        self.write_reason(i, unit_above, &mut s);
+        self.write_reason(i, unit_above, backticked, &mut s);
         s
     }
 
-    /// `reason`, appended to `out` (written piece by piece: `waves` writes one per node).
-    pub fn write_reason(&self, i: usize, unit_above: impl Fn(&str) -> bool, out: &mut String) {
+    /// `reason`, appended to `out`, each name written by `name` (`backticked`, or as the
+    /// format quotes names); written piece by piece: `waves` writes one per node.
+    pub fn write_reason(
+        &self,
+        i: usize,
+        unit_above: impl Fn(&str) -> bool,
+        name: impl Fn(&mut String, &str),
+        out: &mut String,
+    ) {
         use std::fmt::Write as _;
         let node = &self.nodes[i];
         let name_wave = |out: &mut String, j: usize| {
-            out.push('`');
-            out.push_str(&self.nodes[j].name);
-            let _ = write!(out, "` (w{})", self.nodes[j].wave);
+            name(out, &self.nodes[j].name);
+            let _ = write!(out, " (w{})", self.nodes[j].wave);
         };
         match node.kind {
             NodeKind::Unit => match node.edges.first().map(|e| e.to) {
@@ -374,9 +380,8 @@ impl Graph {
             NodeKind::Database if node.edges.is_empty() => {
                 out.push_str("database leaf");
                 for (k, &d) in node.dependants.iter().enumerate() {
-                    out.push_str(if k == 0 { "; strictly below `" } else { ", `" });
-                    out.push_str(&self.nodes[d].name);
-                    out.push('`');
+                    out.push_str(if k == 0 { "; strictly below " } else { ", " });
+                    name(out, &self.nodes[d].name);
                 }
             }
             _ if node.edges.is_empty() => out.push_str("no dependencies (leaf)"),
@@ -396,6 +401,13 @@ impl Graph {
     pub fn max_wave(&self) -> usize {
         self.nodes.iter().map(|n| n.wave).max().unwrap_or(0)
     }
+}
+
+/// A name in backticks, as `reason` writes it.
+pub fn backticked(out: &mut String, name: &str) {
+    out.push('`');
+    out.push_str(name);
+    out.push('`');
 }
 
 #[cfg(test)]

@@ -309,5 +309,6 @@ fn what_a_deleted_namespace_takes_is_listed_too() {
     let text = repo.run(&["diff", "--from", "HEAD"]);
     assert!(text.stdout.contains("Flux also deletes, though they do not change\n  dev — owner flux-system/apps: ConfigMap/team/settings (namespace-deleted)"), "{}", text.stdout);
     let github = repo.run(&["diff", "--from", "HEAD", "--format", "github"]);
-    assert!(github.stdout.contains("Unchanged objects Flux also deletes (1):\n\n- `ConfigMap/team/settings` (dev, namespace-deleted)"), "{}", github.stdout);
+    // Names, and the reason that quotes them, are code spans (see tests/cli/markdown.rs).
+    assert!(github.stdout.contains("Unchanged objects Flux also deletes (1):\n\n- `ConfigMap/team/settings` (`dev`, namespace-deleted): `its Namespace team is deleted, and Kubernetes deletes everything inside (opt-outs do not help)`\n"), "{}", github.stdout);
 }

@@ -199,10 +199,11 @@ fn a_revision_that_does_not_exist_is_said_in_the_format_asked() {
     }
     let run = repo.run(&["diff", "--from", "nosuchrev", "--format", "github"]);
     assert_eq!(run.code, 2);
+    // The message quotes the revision: it stands in a code block, whole.
     assert!(
         run.stdout.starts_with(
-            "**fluxwave could not compare the revisions:** revision `nosuchrev` does not exist"
-        ),
+            "**fluxwave could not compare the revisions:**\n\n```text\nrevision `nosuchrev` does not exist"
+        ) && run.stdout.ends_with("(try a branch, a tag or a commit id)\n```\n"),
         "{}",
         run.stdout
     );
