@@ -32,6 +32,7 @@ mod init;
 mod install;
 mod leaks;
 mod machine;
+mod markdown;
 mod props;
 mod render;
 mod secrets;
