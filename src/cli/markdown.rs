@@ -7,14 +7,15 @@
 //!
 //! Why code spans, and not `<code>` with character references: the contents of a code span
 //! are not parsed at all (GFM 6.1: no backslash escapes, entities, HTML, autolinks or
-//! emphasis), and GitHub's own references, mentions and emoji skip `<code>`; between raw
-//! `<code>` tags the text is still Markdown, where extended autolinks (`www.`, `https://`)
-//! fire on decoded text in some renderers. What a code span does not cover is done here: its
-//! fence is one backtick longer than any run in the text (padded with a space where the text
-//! starts or ends with a backtick or a space), line breaks and other control characters are
-//! written `\uXXXX` as the terminal writer writes them (and a backslash before a `|`), and in a
-//! table cell every `|` is `\|` (GFM 4.10 splits a row on `|` before it parses code spans,
-//! and takes the backslash away).
+//! emphasis), and GitHub links mentions, references and emoji only outside `<code>`. Between
+//! raw `<code>` tags the text is still markdown, so every character that could start a
+//! construct (and each `.` and `:` of `www.` and `https://`) would need a reference, and
+//! plain names would print otherwise than they always have. What a code span does not cover
+//! is done here: its fence is one backtick longer than any run in the text (padded with a
+//! space where the text starts or ends with a backtick or a space); line breaks and other
+//! control characters are written `\uXXXX` as the terminal writer writes them, and so is a
+//! backslash before a `|`; in a table cell every `|` is `\|` (GFM 4.10 splits a row on `|`
+//! before it parses code spans, and takes the backslash away).
 
 use super::terminal::is_unsafe;
 
