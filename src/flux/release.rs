@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use crate::kustomize::object::ObjectId;
+use crate::redact::Secrets;
 
 /// What a HelmRelease installs, or why that is not known, with a digest of what decides it.
 #[derive(Debug, Clone)]
@@ -57,8 +58,9 @@ pub struct Rendered {
     /// Where Helm keeps the release (`storageNamespace`, else the HelmRelease's own).
     pub storage_namespace: String,
     pub objects: Vec<Object>,
-    /// Strings the values took from Secrets: masked wherever the objects are printed.
-    pub secret_strings: Vec<String>,
+    /// Strings the values took from Secrets: masked, in every form a chart can give them,
+    /// wherever the objects are printed.
+    pub secret_strings: Secrets,
     /// Why the values were not checked against the chart's schema, when they were not.
     pub unchecked: Option<String>,
 }

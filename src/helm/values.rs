@@ -12,13 +12,14 @@ use serde_json::{Map, Value};
 
 use crate::flux::substitute::Source;
 use crate::kustomize::object::ObjectId;
+use crate::redact::Secrets;
 
-/// The values composed, and the strings that came from Secrets (masked wherever the
-/// rendered objects are printed).
+/// The values composed, and the strings that came from Secrets (masked, in every form a
+/// chart can give them, wherever the rendered objects and helm's errors are printed).
 #[derive(Debug, Default)]
 pub struct Composed {
     pub values: Value,
-    pub secret_strings: Vec<String>,
+    pub secret_strings: Secrets,
 }
 
 /// The values of HelmRelease `hr` in namespace `namespace`; `sources` are the ConfigMaps and
@@ -32,6 +33,7 @@ pub fn compose(
         values: Value::Object(Map::new()),
         ..Composed::default()
     };
+    let mut secret_strings = Vec::new();
     let refs = hr
         .pointer("/spec/valuesFrom")
         .and_then(Value::as_array)
@@ -82,16 +84,22 @@ pub fn compose(
         match text("targetPath") {
             "" => {
                 let doc = read_values(raw).map_err(|e| {
+                    // The reader's message may quote the Secret's text.
+                    let e = if secret {
+                        Secrets::new(vec![raw.clone()]).mask(&e).into_owned()
+                    } else {
+                        e
+                    };
                     format!("{kind} {namespace}/{name} key `{key}` is not a YAML mapping: {e}")
                 })?;
                 if secret {
-                    strings(&doc, &mut out.secret_strings);
+                    strings(&doc, &mut secret_strings);
                 }
                 merge(&mut out.values, doc);
             }
             path => {
                 if secret {
-                    out.secret_strings.push(raw.trim().to_string());
+                    secret_strings.push(raw.trim().to_string());
                 }
                 set_path(&mut out.values, path, raw)
                     .map_err(|e| format!("valuesFrom {kind}/{name} targetPath `{path}`: {e}"))?;
@@ -103,7 +111,11 @@ pub fn compose(
             merge(&mut out.values, values.clone());
         }
     }
-    out.secret_strings.retain(|s| !s.is_empty());
+    // Diagnostics mask them too: a rendered object's name may hold one.
+    for s in &secret_strings {
+        crate::redact::remember(s, false);
+    }
+    out.secret_strings = Secrets::new(secret_strings);
     Ok(out)
 }
 
@@ -314,7 +326,7 @@ mod tests {
             got.values,
             json!({"a": {"b": 1, "c": 3}, "list": [9], "auth": {"password": "hunter22"}})
         );
-        assert_eq!(got.secret_strings, vec!["hunter22".to_string()]);
+        assert_eq!(got.secret_strings.values(), ["hunter22".to_string()]);
         let missing = json!({"spec": {"valuesFrom": [{"kind": "ConfigMap", "name": "missing"}]}});
         assert!(compose(&missing, "apps", &sources)
             .unwrap_err()
