@@ -28,6 +28,18 @@ pub enum Render {
 /// Why a release is not rendered when no helm is found.
 pub const NO_HELM: &str = "no helm is found on the PATH (install Helm 3, or name it with --helm)";
 
+impl Render {
+    /// The render with every form of `secrets` masked in why it failed: Helm's error text
+    /// quotes what a chart's `fail` was given, a post-renderer's or the YAML reader's may
+    /// quote a rendered value.
+    pub fn masked(self, secrets: &Secrets) -> Render {
+        match self {
+            Render::NotRendered(why) => Render::NotRendered(secrets.mask(&why).into_owned()),
+            other => other,
+        }
+    }
+}
+
 impl Release {
     pub fn rendered(&self) -> Option<&Rendered> {
         match &self.render {
