@@ -335,7 +335,7 @@ fn job(id: &ObjectId, hr: &Value, inv: &Inventory) -> Job {
     let values = values::compose(hr, &id.namespace, &inv.sources);
     let values_json = values
         .as_ref()
-        .map(|v| serde_json::to_string(&v.values).unwrap_or_default())
+        .map(|v| values::for_helm(&v.values))
         .unwrap_or_default();
     Job {
         id: id.clone(),

@@ -119,6 +119,34 @@ pub fn compose(
     Ok(out)
 }
 
+/// `values` as JSON that helm reads (`--values -`, through a YAML 1.1 reader) as the same
+/// values: the characters that reader takes for line breaks (NEL, U+2028, U+2029), folding a
+/// string at them, and those it refuses (DEL and the C1 controls, U+FFFE, U+FFFF) are
+/// written as `\uXXXX` escapes, as helm-controller, which hands the values over as they are,
+/// never changes them.
+pub fn for_helm(values: &Value) -> String {
+    let json = serde_json::to_string(values).unwrap_or_default();
+    let unread = |c: char| {
+        matches!(
+            c,
+            '\u{7f}'..='\u{9f}' | '\u{2028}' | '\u{2029}' | '\u{fffe}' | '\u{ffff}'
+        )
+    };
+    if !json.contains(unread) {
+        return json;
+    }
+    // Outside strings JSON is ASCII: every such character is in a string.
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if unread(c) {
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// A values document: empty is an empty mapping (Helm's `ReadValues`).
 pub(super) fn read_values(text: &str) -> Result<Value, String> {
     if text.trim().is_empty() {
@@ -301,6 +329,16 @@ mod tests {
             namespace: "apps".into(),
             name: name.into(),
         }
+    }
+
+    /// What helm reads as a line break or refuses is escaped; the JSON means what it meant.
+    #[test]
+    fn values_reach_helm_as_they_are() {
+        let values = json!({"a": "x\u{2028} y\u{85}z\u{7f}\u{ffff}é<"});
+        let text = for_helm(&values);
+        assert_eq!(text, r#"{"a":"x\u2028 y\u0085z\u007f\uffffé<"}"#);
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), values);
+        assert_eq!(for_helm(&json!({"a": 1})), r#"{"a":1}"#);
     }
 
     /// References merge in order, a targetPath sets one value, spec.values wins last.
