@@ -34,6 +34,7 @@ mod leaks;
 mod machine;
 mod props;
 mod render;
+mod secret_forms;
 mod secrets;
 mod substitution;
 mod terminal;
