@@ -22,7 +22,8 @@ use serde_saphyr::granit_parser::{Event, Parser};
 
 mod forms;
 
-pub use forms::{forms, Secrets};
+use forms::printed_forms;
+pub use forms::Secrets;
 
 /// Byte ranges of `text` that hold secret values, sorted, on character boundaries.
 pub fn ranges(text: &str) -> Vec<(usize, usize)> {
@@ -502,9 +503,9 @@ fn star<'a>(bytes: impl Iterator<Item = &'a mut u8>) {
     }
 }
 
-/// The plaintext Secret values this run has read, in every form a chart can give them
-/// (`forms`; of the decoded value, for the values of `data`): the last writer masks them
-/// wherever they appear (`cli::terminal`). Forms shorter than `MIN_KNOWN_LEN` are left to the
+/// The plaintext Secret values this run has read, in every form fluxwave's own output gives
+/// them (`printed_forms`; of the decoded value, for the values of `data`): the last writer
+/// masks them wherever they appear (`cli::terminal`). Forms shorter than `MIN_KNOWN_LEN` are left to the
 /// masking of the files (they would mask common words), and so are forms that hold a line
 /// break (the writer masks a line at a time: their lines are forms of their own).
 static KNOWN: std::sync::Mutex<Known> = std::sync::Mutex::new(Known {
@@ -515,8 +516,8 @@ static KNOWN: std::sync::Mutex<Known> = std::sync::Mutex::new(Known {
 });
 
 /// At most this many values are remembered (a repository with more plaintext Secret values
-/// than this has its files' masking alone beyond them). A value gives two to five forms when
-/// it is printable ASCII that no writer escapes, a few dozen when it is not.
+/// than this has its files' masking alone beyond them). A value gives two to four forms, and
+/// one more for each line of a value of several lines.
 const MAX_KNOWN: usize = 100_000;
 
 /// A form shorter than this is not searched for in the output.
@@ -556,11 +557,11 @@ pub fn remember(value: &str, encoded: bool) {
     let derived = plain.iter().flat_map(|p| {
         let trimmed = p.trim();
         std::iter::once(trimmed.to_string())
-            .chain(forms(p))
+            .chain(printed_forms(p))
             .chain(if trimmed == p {
                 Vec::new()
             } else {
-                forms(trimmed)
+                printed_forms(trimmed)
             })
     });
     let found: Vec<String> = as_written
