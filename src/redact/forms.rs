@@ -136,11 +136,11 @@ pub fn forms(value: &str) -> Vec<String> {
 pub fn printed_forms(value: &str) -> Vec<String> {
     let mut out = vec![value.to_string()];
     if value.chars().count() >= MIN_ESCAPED {
-        out.extend([
-            fluxwave_json(value),
-            debug(value),
-            super::base64(value.as_bytes()),
-        ]);
+        // Printable ASCII but quotes and backslashes is written as it is.
+        if value.contains(|c: char| !matches!(c, ' '..='~') || c == '"' || c == '\\') {
+            out.extend([fluxwave_json(value), debug(value)]);
+        }
+        out.push(super::base64(value.as_bytes()));
     }
     out.extend(lines(value).into_iter().map(str::to_string));
     out.retain(|f| !f.is_empty());
