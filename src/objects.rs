@@ -19,6 +19,7 @@ use crate::flux::inventory::{self, Entry, Inventory, Keep, Owner, Print, Prints}
 use crate::flux::release::{self, Release, Rendered};
 use crate::flux::substitute::Source;
 use crate::kustomize::object::{digest, is_sops, ObjectId};
+use crate::redact::Secrets;
 
 /// One object as its owner applies it.
 #[derive(Debug, Clone)]
@@ -158,7 +159,7 @@ impl<'a> Applied<'a> {
 
     /// For an object of a rendered release: the HelmRelease, and the strings of its values
     /// that come from Secrets (masked wherever they stand).
-    fn release(&self) -> Option<(&'a ObjectId, &'a [String])> {
+    fn release(&self) -> Option<(&'a ObjectId, &'a Secrets)> {
         match self.held {
             Held::Rendered(id, _, r, _) => Some((id, &r.secret_strings)),
             _ => None,
@@ -171,7 +172,7 @@ impl<'a> Applied<'a> {
         &self,
         environment: &Arc<str>,
         raw: Cow<'_, Value>,
-        substituted: &BTreeMap<ObjectId, Vec<String>>,
+        substituted: &BTreeMap<ObjectId, Secrets>,
     ) -> Built {
         let (masks, release) = self.masks(substituted);
         let (object, masked) = shown(raw, masks, release);
@@ -198,10 +199,10 @@ impl<'a> Applied<'a> {
     /// Secrets, and the secret strings of its release (see `shown`).
     fn masks<'s>(
         &'s self,
-        substituted: &'s BTreeMap<ObjectId, Vec<String>>,
-    ) -> (Option<&'s [String]>, Option<&'s [String]>) {
+        substituted: &'s BTreeMap<ObjectId, Secrets>,
+    ) -> (Option<&'s Secrets>, Option<&'s Secrets>) {
         (
-            substituted.get(self.owner).map(Vec::as_slice),
+            substituted.get(self.owner),
             self.release().map(|(_, strings)| strings),
         )
     }
@@ -211,7 +212,7 @@ impl<'a> Applied<'a> {
         &self,
         environment: &Arc<str>,
         kind: Kind,
-        substituted: &BTreeMap<ObjectId, Vec<String>>,
+        substituted: &BTreeMap<ObjectId, Secrets>,
     ) -> Change {
         let api_version = match (self.print(), self.raw()) {
             // Masking reads each string on its own (but for a Secret's data and a SOPS
@@ -240,7 +241,7 @@ impl<'a> Applied<'a> {
 
     /// It as a side of a comparison: as shown when the inventory holds its value, else the
     /// entry to read again.
-    fn side(&self, environment: &Arc<str>, substituted: &BTreeMap<ObjectId, Vec<String>>) -> Side {
+    fn side(&self, environment: &Arc<str>, substituted: &BTreeMap<ObjectId, Secrets>) -> Side {
         match self.raw() {
             Some(raw) => Side::Built {
                 built: Box::new(self.built(environment, Cow::Borrowed(&raw), substituted)),
@@ -302,8 +303,8 @@ fn applied(inv: &Inventory) -> Vec<Applied<'_>> {
 /// values that come from Secrets (`release`).
 fn shown(
     raw: Cow<'_, Value>,
-    substituted: Option<&[String]>,
-    release: Option<&[String]>,
+    substituted: Option<&Secrets>,
+    release: Option<&Secrets>,
 ) -> (Value, bool) {
     // kustomize-controller decrypts a SOPS-encrypted object and applies it without its
     // `sops` block; its values, ciphertext here, are masked all the same.
@@ -323,8 +324,8 @@ fn shown(
 }
 
 /// The values of the Secrets of `inv` each owner substitutes from (`postBuild.substituteFrom`
-/// of kind Secret, decoded), longest first: Flux writes them into the objects it builds.
-fn substituted_secrets(inv: &Inventory) -> BTreeMap<ObjectId, Vec<String>> {
+/// of kind Secret, decoded): Flux writes them into the objects it builds.
+fn substituted_secrets(inv: &Inventory) -> BTreeMap<ObjectId, Secrets> {
     let mut out = BTreeMap::new();
     for (id, o) in &inv.owners {
         let refs = o
@@ -348,9 +349,7 @@ fn substituted_secrets(inv: &Inventory) -> BTreeMap<ObjectId, Vec<String>> {
             }
         }
         if !values.is_empty() {
-            values.sort_by_key(|v| std::cmp::Reverse(v.len()));
-            values.dedup();
-            out.insert(id.clone(), values);
+            out.insert(id.clone(), Secrets::new(values));
         }
     }
     out
@@ -524,7 +523,7 @@ struct Diff {
     /// their print only.
     pending: Vec<Pending>,
     /// The Secret values each owner substitutes, in the older build and the newer.
-    substituted: [BTreeMap<ObjectId, Vec<String>>; 2],
+    substituted: [BTreeMap<ObjectId, Secrets>; 2],
 }
 
 /// An object of both builds, to be compared by value.
@@ -707,7 +706,7 @@ fn in_id_order<'a>(old: &'a Inventory, new: &'a Inventory) -> (Vec<Applied<'a>>,
 /// again: the builds do not both hold its value, and their prints differ or it moves and is
 /// masked by other values (`Applied::masks`). Two with one print are one object, key order
 /// included, and masked by the same values it shows the same.
-fn is_pending(a: &Applied, b: &Applied, [was, is]: &[BTreeMap<ObjectId, Vec<String>>; 2]) -> bool {
+fn is_pending(a: &Applied, b: &Applied, [was, is]: &[BTreeMap<ObjectId, Secrets>; 2]) -> bool {
     if a.holds() && b.holds() {
         return false;
     }

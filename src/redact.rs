@@ -20,6 +20,11 @@ use std::borrow::Cow;
 
 use serde_saphyr::granit_parser::{Event, Parser};
 
+mod forms;
+
+use forms::printed_forms;
+pub use forms::Secrets;
+
 /// Byte ranges of `text` that hold secret values, sorted, on character boundaries.
 pub fn ranges(text: &str) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
@@ -498,56 +503,80 @@ fn star<'a>(bytes: impl Iterator<Item = &'a mut u8>) {
     }
 }
 
-/// The plaintext Secret values this run has read, and their base64 forms (decoded, for the
-/// values of `data`): the last writer masks them wherever they appear (`cli::terminal`).
-/// Shorter values are left to the masking of the files (they would mask common words).
+/// The plaintext Secret values this run has read, in every form fluxwave's own output gives
+/// them (`printed_forms`; of the decoded value, for the values of `data`): the last writer
+/// masks them wherever they appear (`cli::terminal`). Forms shorter than `MIN_KNOWN_LEN` are left to the
+/// masking of the files (they would mask common words), and so are forms that hold a line
+/// break (the writer masks a line at a time: their lines are forms of their own).
 static KNOWN: std::sync::Mutex<Known> = std::sync::Mutex::new(Known {
     values: Vec::new(),
     seen: None,
-    matcher: None,
+    read: None,
+    masker: None,
 });
 
 /// At most this many values are remembered (a repository with more plaintext Secret values
-/// than this has its files' masking alone beyond them).
+/// than this has its files' masking alone beyond them). A value gives two to four forms, and
+/// one more for each line of a value of several lines.
 const MAX_KNOWN: usize = 100_000;
 
-/// A value shorter than this is not searched for in the output.
+/// A form shorter than this is not searched for in the output.
 pub const MIN_KNOWN_LEN: usize = 8;
 
 struct Known {
     values: Vec<String>,
     seen: Option<std::collections::HashSet<String>>,
-    /// All the values at once; `None` until first needed after a change.
-    matcher: Option<aho_corasick::AhoCorasick>,
+    /// The values remembered, as given (whether `encoded`, and the value).
+    read: Option<std::collections::HashSet<(bool, String)>>,
+    /// All the forms at once; `None` until first needed after a change.
+    masker: Option<forms::Masker>,
 }
 
 /// Remembers a Secret's value (`encoded`: a value of `data`, base64), so that no later output
-/// of this run shows it.
+/// of this run shows it, in any of its forms.
 pub fn remember(value: &str, encoded: bool) {
     // A SOPS-encrypted value is ciphertext, masked wherever a file is shown (`enc`): searching
     // every output for each of them would cost a pattern per value of every encrypted Secret.
     if value.trim_start().starts_with("ENC[") {
         return;
     }
-    let other = if encoded {
+    {
+        let mut known = KNOWN.lock().unwrap_or_else(|p| p.into_inner());
+        let read = known.read.get_or_insert_with(Default::default);
+        if read.len() >= MAX_KNOWN || !read.insert((encoded, value.to_string())) {
+            return;
+        }
+    }
+    // The forms are made outside the lock: the files of a build are read on every core.
+    let plain = if encoded {
         base64_decode(value.trim())
     } else {
-        Some(base64_encode(value))
+        Some(value.to_string())
     };
+    let as_written = std::iter::once(value.trim().to_string());
+    let derived = plain.iter().flat_map(|p| {
+        let trimmed = p.trim();
+        std::iter::once(trimmed.to_string())
+            .chain(printed_forms(p))
+            .chain(if trimmed == p {
+                Vec::new()
+            } else {
+                printed_forms(trimmed)
+            })
+    });
+    let found: Vec<String> = as_written
+        .chain(derived)
+        .filter(|v| v.len() >= MIN_KNOWN_LEN && !v.contains(['\n', '\r']))
+        .collect();
     let mut known = KNOWN.lock().unwrap_or_else(|p| p.into_inner());
-    for v in std::iter::once(value.trim().to_string()).chain(other) {
-        let fits =
-            v.len() >= MIN_KNOWN_LEN && !v.chars().any(|c| c.is_control() || c == '"' || c == '\\');
-        if !fits || known.values.len() >= MAX_KNOWN {
-            continue;
-        }
+    for v in found {
         if known
             .seen
             .get_or_insert_with(Default::default)
             .insert(v.clone())
         {
             known.values.push(v);
-            known.matcher = None;
+            known.masker = None;
         }
     }
 }
@@ -590,26 +619,24 @@ pub fn mask_known(text: &str) -> std::borrow::Cow<'_, str> {
     if known.values.is_empty() {
         return text.into();
     }
-    if known.matcher.is_none() {
-        known.matcher = aho_corasick::AhoCorasick::builder()
-            .match_kind(aho_corasick::MatchKind::LeftmostLongest)
-            .build(&known.values)
-            .ok();
-    }
-    match &known.matcher {
-        Some(m) if m.is_match(text) => m.replace_all(text, &vec!["***"; known.values.len()]).into(),
-        Some(_) => text.into(),
-        // A matcher that cannot be built (beyond its memory limits): nothing of the text is
-        // shown rather than a secret.
-        None => "***".into(),
+    let known = &mut *known;
+    // A matcher that cannot be built (beyond its memory limits) shows nothing of the text
+    // rather than a secret.
+    let masker = known
+        .masker
+        .get_or_insert_with(|| forms::Masker::new(known.values.iter().cloned(), false));
+    match masker.mask(text) {
+        Cow::Borrowed(_) => text.into(),
+        Cow::Owned(masked) => masked.into(),
     }
 }
 
 const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-fn base64_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len().div_ceil(3) * 4);
-    for chunk in s.as_bytes().chunks(3) {
+/// Standard base64, with padding.
+fn base64(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
         let n = chunk
             .iter()
             .enumerate()
@@ -787,28 +814,43 @@ fn names_secret_or_sops(s: &str) -> bool {
         .any(|i| b[i..].starts_with(b"Secret") || b[i..].starts_with(b"sops"))
 }
 
-/// Masks every occurrence of each of `values` (a Secret's values that a build substituted into
-/// other objects: Flux's `postBuild.substituteFrom` a Secret) in the strings of `v`, however
-/// short. Returns whether anything was masked.
-pub fn mask_values(v: &mut serde_json::Value, values: &[String]) -> bool {
+/// Masks every occurrence of each of `secrets` (a Secret's values that a build substituted into
+/// other objects, Flux's `postBuild.substituteFrom` a Secret; the strings a HelmRelease's
+/// values took from Secrets) in the strings and keys of `v`: the value itself however short,
+/// and every form a chart or kustomize can give it (`forms`). Returns whether anything was
+/// masked.
+pub fn mask_values(v: &mut serde_json::Value, secrets: &Secrets) -> bool {
     use serde_json::Value;
+    if secrets.is_empty() {
+        return false;
+    }
     match v {
-        Value::Object(map) => map
-            .values_mut()
-            .fold(false, |m, v| mask_values(v, values) | m),
-        Value::Array(items) => items
-            .iter_mut()
-            .fold(false, |m, v| mask_values(v, values) | m),
-        Value::String(s) => {
-            let mut hid = false;
-            for value in values.iter().filter(|v| !v.is_empty()) {
-                if s.contains(value.as_str()) {
-                    *s = s.replace(value.as_str(), MASK);
-                    hid = true;
-                }
+        Value::Object(map) => {
+            let mut hid = map
+                .values_mut()
+                .fold(false, |m, v| mask_values(v, secrets) | m);
+            if map.keys().any(|k| matches!(secrets.mask(k), Cow::Owned(_))) {
+                // Keys masked alike merge, the later value kept.
+                let entries = std::mem::take(map);
+                map.extend(
+                    entries
+                        .into_iter()
+                        .map(|(k, v)| (secrets.mask(&k).into_owned(), v)),
+                );
+                hid = true;
             }
             hid
         }
+        Value::Array(items) => items
+            .iter_mut()
+            .fold(false, |m, v| mask_values(v, secrets) | m),
+        Value::String(s) => match secrets.mask(s) {
+            Cow::Owned(masked) => {
+                *s = masked;
+                true
+            }
+            Cow::Borrowed(_) => false,
+        },
         _ => false,
     }
 }
@@ -910,7 +952,7 @@ mod tests {
             serde_json::json!({"data": {"url": "u:abc@db", "n": 3, "k": ["abc"]}});
         assert!(mask_values(
             &mut substituted,
-            &["abc".into(), String::new()]
+            &Secrets::new(vec!["abc".into(), String::new()])
         ));
         assert_eq!(
             substituted,
@@ -1021,10 +1063,7 @@ mod tests {
             "a remembered-secret, YW5vdGhlci1wbGFpbi1zZWNyZXQ= and another-plain-secret; short",
         );
         assert_eq!(out, "a ***, *** and ***; short");
-        assert_eq!(
-            base64_encode("remembered-secret"),
-            "cmVtZW1iZXJlZC1zZWNyZXQ="
-        );
+        assert_eq!(base64(b"remembered-secret"), "cmVtZW1iZXJlZC1zZWNyZXQ=");
         assert_eq!(
             base64_decode("cmVtZW1iZXJlZC1zZWNyZXQ").as_deref(),
             Some("remembered-secret")

@@ -516,7 +516,7 @@ mod tests {
                     value,
                 })
                 .collect(),
-            secret_strings: Vec::new(),
+            secret_strings: Default::default(),
             unchecked: None,
         }
     }

@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use crate::kustomize::object::ObjectId;
+use crate::redact::Secrets;
 
 /// What a HelmRelease installs, or why that is not known, with a digest of what decides it.
 #[derive(Debug, Clone)]
@@ -26,6 +27,18 @@ pub enum Render {
 
 /// Why a release is not rendered when no helm is found.
 pub const NO_HELM: &str = "no helm is found on the PATH (install Helm 3, or name it with --helm)";
+
+impl Render {
+    /// The render with every form of `secrets` masked in why it failed: Helm's error text
+    /// quotes what a chart's `fail` was given, a post-renderer's or the YAML reader's may
+    /// quote a rendered value.
+    pub fn masked(self, secrets: &Secrets) -> Render {
+        match self {
+            Render::NotRendered(why) => Render::NotRendered(secrets.mask(&why).into_owned()),
+            other => other,
+        }
+    }
+}
 
 impl Release {
     pub fn rendered(&self) -> Option<&Rendered> {
@@ -57,8 +70,9 @@ pub struct Rendered {
     /// Where Helm keeps the release (`storageNamespace`, else the HelmRelease's own).
     pub storage_namespace: String,
     pub objects: Vec<Object>,
-    /// Strings the values took from Secrets: masked wherever the objects are printed.
-    pub secret_strings: Vec<String>,
+    /// Strings the values took from Secrets: masked, in every form a chart can give them,
+    /// wherever the objects are printed.
+    pub secret_strings: Secrets,
     /// Why the values were not checked against the chart's schema, when they were not.
     pub unchecked: Option<String>,
 }

@@ -263,10 +263,13 @@ fn render_with(inv: &mut Inventory, tree: &FileTree, opts: &Options) {
         charts.iter().copied().zip(fetched).collect();
     let helm_id = helm.map(binary_identity).unwrap_or_default();
     let renders = pool(&jobs, |j| {
-        (
-            render_one(j, &fetched, tree, opts, &helm_id),
-            inputs(j, &fetched),
-        )
+        let render = render_one(j, &fetched, tree, opts, &helm_id);
+        // Why it failed may quote its values (a chart's `fail`, helm's own errors).
+        let render = match &j.values {
+            Ok(v) => render.masked(&v.secret_strings),
+            Err(_) => render,
+        };
+        (render, inputs(j, &fetched))
     });
     for (j, (render, inputs)) in jobs.iter().zip(renders) {
         if let Some(e) = inv.objects.get_mut(&j.id) {
@@ -332,7 +335,7 @@ fn job(id: &ObjectId, hr: &Value, inv: &Inventory) -> Job {
     let values = values::compose(hr, &id.namespace, &inv.sources);
     let values_json = values
         .as_ref()
-        .map(|v| serde_json::to_string(&v.values).unwrap_or_default())
+        .map(|v| values::for_helm(&v.values))
         .unwrap_or_default();
     Job {
         id: id.clone(),

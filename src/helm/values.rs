@@ -12,13 +12,14 @@ use serde_json::{Map, Value};
 
 use crate::flux::substitute::Source;
 use crate::kustomize::object::ObjectId;
+use crate::redact::Secrets;
 
-/// The values composed, and the strings that came from Secrets (masked wherever the
-/// rendered objects are printed).
+/// The values composed, and the strings that came from Secrets (masked, in every form a
+/// chart can give them, wherever the rendered objects and helm's errors are printed).
 #[derive(Debug, Default)]
 pub struct Composed {
     pub values: Value,
-    pub secret_strings: Vec<String>,
+    pub secret_strings: Secrets,
 }
 
 /// The values of HelmRelease `hr` in namespace `namespace`; `sources` are the ConfigMaps and
@@ -32,6 +33,7 @@ pub fn compose(
         values: Value::Object(Map::new()),
         ..Composed::default()
     };
+    let mut secret_strings = Vec::new();
     let refs = hr
         .pointer("/spec/valuesFrom")
         .and_then(Value::as_array)
@@ -82,16 +84,22 @@ pub fn compose(
         match text("targetPath") {
             "" => {
                 let doc = read_values(raw).map_err(|e| {
+                    // The reader's message may quote the Secret's text.
+                    let e = if secret {
+                        Secrets::new(vec![raw.clone()]).mask(&e).into_owned()
+                    } else {
+                        e
+                    };
                     format!("{kind} {namespace}/{name} key `{key}` is not a YAML mapping: {e}")
                 })?;
                 if secret {
-                    strings(&doc, &mut out.secret_strings);
+                    strings(&doc, &mut secret_strings);
                 }
                 merge(&mut out.values, doc);
             }
             path => {
                 if secret {
-                    out.secret_strings.push(raw.trim().to_string());
+                    secret_strings.push(raw.trim().to_string());
                 }
                 set_path(&mut out.values, path, raw)
                     .map_err(|e| format!("valuesFrom {kind}/{name} targetPath `{path}`: {e}"))?;
@@ -103,8 +111,40 @@ pub fn compose(
             merge(&mut out.values, values.clone());
         }
     }
-    out.secret_strings.retain(|s| !s.is_empty());
+    // Diagnostics mask them too: a rendered object's name may hold one.
+    for s in &secret_strings {
+        crate::redact::remember(s, false);
+    }
+    out.secret_strings = Secrets::new(secret_strings);
     Ok(out)
+}
+
+/// `values` as JSON that helm reads (`--values -`, through a YAML 1.1 reader) as the same
+/// values: the characters that reader takes for line breaks (NEL, U+2028, U+2029), folding a
+/// string at them, and those it refuses (DEL and the C1 controls, U+FFFE, U+FFFF) are
+/// written as `\uXXXX` escapes, as helm-controller, which hands the values over as they are,
+/// never changes them.
+pub fn for_helm(values: &Value) -> String {
+    let json = serde_json::to_string(values).unwrap_or_default();
+    let unread = |c: char| {
+        matches!(
+            c,
+            '\u{7f}'..='\u{9f}' | '\u{2028}' | '\u{2029}' | '\u{fffe}' | '\u{ffff}'
+        )
+    };
+    if !json.contains(unread) {
+        return json;
+    }
+    // Outside strings JSON is ASCII: every such character is in a string.
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if unread(c) {
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// A values document: empty is an empty mapping (Helm's `ReadValues`).
@@ -291,6 +331,16 @@ mod tests {
         }
     }
 
+    /// What helm reads as a line break or refuses is escaped; the JSON means what it meant.
+    #[test]
+    fn values_reach_helm_as_they_are() {
+        let values = json!({"a": "x\u{2028} y\u{85}z\u{7f}\u{ffff}é<"});
+        let text = for_helm(&values);
+        assert_eq!(text, r#"{"a":"x\u2028 y\u0085z\u007f\uffffé<"}"#);
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), values);
+        assert_eq!(for_helm(&json!({"a": 1})), r#"{"a":1}"#);
+    }
+
     /// References merge in order, a targetPath sets one value, spec.values wins last.
     #[test]
     fn values_compose_as_helm_controller_composes_them() {
@@ -314,7 +364,7 @@ mod tests {
             got.values,
             json!({"a": {"b": 1, "c": 3}, "list": [9], "auth": {"password": "hunter22"}})
         );
-        assert_eq!(got.secret_strings, vec!["hunter22".to_string()]);
+        assert_eq!(got.secret_strings.values(), ["hunter22".to_string()]);
         let missing = json!({"spec": {"valuesFrom": [{"kind": "ConfigMap", "name": "missing"}]}});
         assert!(compose(&missing, "apps", &sources)
             .unwrap_err()

@@ -35,6 +35,7 @@ mod machine;
 mod markdown;
 mod props;
 mod render;
+mod secret_forms;
 mod secrets;
 mod substitution;
 mod terminal;
