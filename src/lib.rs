@@ -19,6 +19,7 @@
 //! reports what nothing uses.
 
 pub(crate) mod blast;
+pub(crate) mod cache;
 pub(crate) mod catalog;
 pub(crate) mod check;
 pub mod cli;

@@ -282,6 +282,7 @@ pub fn local(tree: &FileTree, path: &str, opts: &Options) -> Result<Fetched, Str
             .map(String::as_str),
     );
     if dir.join("Chart.yaml").is_file() {
+        crate::cache::used(&dir);
         return Ok(Fetched {
             dir,
             digest,
@@ -460,6 +461,7 @@ fn latest_in_index(remote: &Remote, opts: &Options, helm: &Path) -> Result<Strin
 
 /// A cached chart folder, its digest (its files' bytes) and version.
 fn fetched(dir: PathBuf) -> Result<Fetched, String> {
+    crate::cache::used(&dir);
     let mut files = Vec::new();
     walk(&dir, &dir, &mut files, 0)
         .map_err(|e| format!("cannot read the chart cache {}: {e}", dir.display()))?;
@@ -519,12 +521,15 @@ fn chart_version(text: Option<&str>) -> String {
         .unwrap_or_default()
 }
 
-/// A fresh folder in the cache to stage a chart in before it is renamed into place.
-fn staging(cache: &Path) -> Result<PathBuf, String> {
+/// A fresh folder in the cache to stage a chart in before it is renamed into place. It is
+/// temporary: removed when dropped (a pull that fails leaves nothing in `tmp/`), and when
+/// fluxwave is interrupted or killed.
+fn staging(cache: &Path) -> Result<crate::process::Temporary, String> {
     let dir = cache.join("tmp").join(super::unique());
-    std::fs::create_dir_all(&dir)
+    let staged = crate::process::Temporary::folder(&dir)
         .map_err(|e| format!("cannot write the chart cache {}: {e}", cache.display()))?;
-    Ok(dir)
+    crate::cache::mark(cache);
+    Ok(staged)
 }
 
 /// Renames a staged chart into place; another run that placed it first wins.
