@@ -325,22 +325,34 @@ fn reader(
     std::thread::Builder::new()
         .name(format!("child {stream}"))
         .spawn(move || {
-            let mut bytes = Vec::new();
-            let read = match limit {
-                // One byte past the bound tells that there is more.
-                Some(limit) => (&mut pipe)
-                    .take(limit.saturating_add(1))
-                    .read_to_end(&mut bytes),
-                None => pipe.read_to_end(&mut bytes),
-            };
-            let got = match (read, limit) {
-                (Err(e), _) => Err(Reading::Failed(e)),
-                (Ok(_), Some(limit)) if bytes.len() as u64 > limit => Err(Reading::Over(limit)),
-                (Ok(_), _) => Ok(bytes),
-            };
+            let got = read_bounded(&mut pipe, limit);
             let _ = tx.send(Event::Read(stream, got));
         })?;
     Ok(())
+}
+
+/// All of `pipe`, or `Over` as soon as it gives more than `limit` bytes. Kept as the chunks
+/// read until the end, then joined: a program stopped at its bound has cost the bound, not
+/// the twice as much a doubling buffer would have touched.
+fn read_bounded(pipe: &mut impl Read, limit: Option<u64>) -> Result<Vec<u8>, Reading> {
+    let mut chunks: Vec<Vec<u8>> = Vec::new();
+    let mut total: u64 = 0;
+    let mut chunk = vec![0; 64 * 1024];
+    loop {
+        let n = match pipe.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Reading::Failed(e)),
+        };
+        total += n as u64;
+        match limit {
+            Some(limit) if total > limit => return Err(Reading::Over(limit)),
+            _ => {}
+        }
+        chunks.push(chunk[..n].to_vec());
+    }
+    Ok(chunks.concat())
 }
 
 /// Waits until process `pid`, a child, has exited, without reaping it: its id stays its own

@@ -35,7 +35,7 @@ pub fn gc(cache: &Path, policy: &Policy, out: &mut impl Write) -> Result<Outcome
     let n: usize = removed.iter().map(|t| t.entries).sum();
     writeln!(
         out,
-        "{}: removed {} ({}): {} unused for {} days, {} past the size bound of {}, {} that ended runs left; kept {} ({})",
+        "{}: removed {} ({}): {} unused for {} days, {} past the size bound of {}, {} left by interrupted runs; kept {} ({})",
         cache.display(),
         count(n),
         mib(bytes),

@@ -30,6 +30,7 @@ mod hostile_apply;
 mod init;
 mod install;
 mod leaks;
+mod limits;
 mod machine;
 mod props;
 mod render;
