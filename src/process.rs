@@ -122,8 +122,6 @@ pub enum Error {
         /// Its error output, whole (within its bound).
         stderr: String,
     },
-    #[error("{program} was not started: fluxwave is being interrupted")]
-    Interrupted { program: String },
 }
 
 impl Error {
@@ -263,15 +261,8 @@ pub fn run(mut cmd: Command, input: Option<&[u8]>, limits: &Limits) -> Result<Ou
         }
     };
     if let Some(e) = stopped {
+        // SIGKILL cannot be refused: reaping waits for an exit that comes at once.
         child.kill();
-        if !gone {
-            // SIGKILL cannot be refused: wait for the exit the thread above sees.
-            while let Ok(event) = rx.recv() {
-                if matches!(event, Event::Exited) {
-                    break;
-                }
-            }
-        }
         let _ = child.reap();
         return Err(e);
     }
@@ -390,13 +381,9 @@ pub fn spawn(cmd: Command) -> Result<Tracked, Error> {
 fn start(mut cmd: Command, program: &str) -> Result<Tracked, Error> {
     // Its own group: killing it kills what it started (a wrapper script's programs) too.
     cmd.process_group(0);
+    // Started with the registry held, so that an interrupt never misses a child (the handler
+    // holds it from the signal to the exit: nothing starts in between).
     let mut registry = registry();
-    if registry.ending {
-        return Err(Error::Interrupted {
-            program: program.to_string(),
-        });
-    }
-    // Started with the registry held, so that an interrupt never misses a child.
     let child = cmd.spawn().map_err(|source| Error::CannotRun {
         program: program.to_string(),
         source,
@@ -474,12 +461,6 @@ impl Temporary {
         let path = std::path::absolute(path)?;
         {
             let mut registry = registry();
-            if registry.ending {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::Interrupted,
-                    "fluxwave is being interrupted",
-                ));
-            }
             registry.temporaries.insert(path.clone());
             registry.tell(&format!(
                 "t{}\n",
@@ -542,8 +523,6 @@ fn remove(path: &Path) {
 
 /// The children and temporaries alive now.
 struct Registry {
-    /// Set on an interrupt: nothing more is started.
-    ending: bool,
     /// Process ids of the children (each its process group's id), not yet reaped.
     children: BTreeSet<i32>,
     temporaries: BTreeSet<PathBuf>,
@@ -562,7 +541,6 @@ enum Watcher {
 }
 
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
-    ending: false,
     children: BTreeSet::new(),
     temporaries: BTreeSet::new(),
     watcher: Watcher::Off,
@@ -629,7 +607,6 @@ pub fn guard(exit: fn(i32) -> !) {
         .spawn(move || {
             if let Some(signal) = signals.forever().next() {
                 let mut registry = registry();
-                registry.ending = true;
                 let children: Vec<i32> = registry.children.iter().copied().collect();
                 for pid in &children {
                     kill_group(*pid);
