@@ -14,9 +14,9 @@
 //! gives the objects each Kustomization applies and what changes in them (with `unified`
 //! diffs), and `cli`, the only module that prints, runs the commands.
 //!
-//! Only `cli` is the library's interface (and `process`'s guard over children, for `main`); `testing` hands the integration tests and the fuzz
-//! targets the parts they drive directly. Everything else is `pub(crate)`, so the compiler
-//! reports what nothing uses.
+//! Only `cli` is the library's interface (with `process`'s guard over children, for `main`);
+//! `testing` hands the integration tests and the fuzz targets the parts they drive directly.
+//! Everything else is `pub(crate)`, so the compiler reports what nothing uses.
 
 pub(crate) mod blast;
 pub(crate) mod cache;
