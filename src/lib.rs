@@ -14,11 +14,12 @@
 //! gives the objects each Kustomization applies and what changes in them (with `unified`
 //! diffs), and `cli`, the only module that prints, runs the commands.
 //!
-//! Only `cli` is the library's interface; `testing` hands the integration tests and the fuzz
-//! targets the parts they drive directly. Everything else is `pub(crate)`, so the compiler
-//! reports what nothing uses.
+//! Only `cli` is the library's interface (with `process`'s guard over children, for `main`);
+//! `testing` hands the integration tests and the fuzz targets the parts they drive directly.
+//! Everything else is `pub(crate)`, so the compiler reports what nothing uses.
 
 pub(crate) mod blast;
+pub(crate) mod cache;
 pub(crate) mod catalog;
 pub(crate) mod check;
 pub mod cli;
@@ -36,12 +37,17 @@ pub(crate) mod objects;
 mod par;
 pub(crate) mod plan;
 pub(crate) mod plural;
+pub(crate) mod process;
 pub(crate) mod redact;
 pub(crate) mod render;
 pub(crate) mod repo;
 pub(crate) mod tree;
 pub(crate) mod unified;
 pub(crate) mod yaml;
+
+/// For the binary's `main`: the guard that ends every child and temporary on a signal, and the
+/// watcher that does it when fluxwave is killed outright (`process`).
+pub use process::{guard, is_watcher, watch};
 
 /// What the integration tests and the fuzz targets drive directly: the readers they feed
 /// hostile input, and the builders they hold against the real kustomize and git. Not an

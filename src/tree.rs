@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
 use crate::fs::Undecodable;
+use crate::process;
 use crate::yaml::Text;
 
 mod ignore;
@@ -515,19 +516,23 @@ pub fn subjects(root: &Path, steps: &[String]) -> Result<HashMap<String, String>
         .collect())
 }
 
+/// Runs git with `args` for its output (through `process`, so that an interrupt ends it).
 fn run_git(root: &Path, args: &[&str]) -> Result<Vec<u8>> {
-    let out = git(root)
-        .args(args)
-        .stderr(Stdio::piped())
-        .output()
-        .map_err(|e| Error::git(args, cannot_run(&e)))?;
-    if !out.status.success() {
-        return Err(Error::git(
-            args,
-            String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        ));
+    let mut cmd = git(root);
+    cmd.args(args);
+    match process::run(cmd, None, &process::Limits::GIT) {
+        Ok(out) => Ok(out.stdout),
+        Err(process::Error::Failed { stderr, .. }) => Err(Error::git(args, stderr.trim())),
+        Err(e) => Err(Error::git(args, git_failure(e))),
     }
-    Ok(out.stdout)
+}
+
+/// Why git gave nothing, when it did not run or was stopped.
+fn git_failure(e: process::Error) -> String {
+    match e {
+        process::Error::CannotRun { source, .. } => cannot_run(&source),
+        e => e.to_string(),
+    }
 }
 
 /// What git makes of the folder fluxwave was given.
@@ -567,26 +572,22 @@ fn worktree_listing(root: &Path) -> Result<std::result::Result<Vec<u8>, GitState
 
 /// Asks git what `root` is.
 pub fn git_state(root: &Path) -> GitState {
-    let out = match git(root)
-        .args(["rev-parse", "--is-inside-work-tree"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
-    {
-        Ok(out) => out,
-        Err(e) => return GitState::Refused(cannot_run(&e)),
+    let mut cmd = git(root);
+    cmd.args(["rev-parse", "--is-inside-work-tree"]);
+    let stderr = match process::run(cmd, None, &process::Limits::GIT) {
+        Ok(out) => {
+            return if out.stdout.starts_with(b"true") {
+                GitState::WorkTree
+            } else {
+                GitState::Refused(format!(
+                    "{} is inside a git folder, not a working tree: name the repository's root",
+                    root.display()
+                ))
+            };
+        }
+        Err(process::Error::Failed { stderr, .. }) => stderr,
+        Err(e) => return GitState::Refused(git_failure(e)),
     };
-    if out.status.success() {
-        return if out.stdout.starts_with(b"true") {
-            GitState::WorkTree
-        } else {
-            GitState::Refused(format!(
-                "{} is inside a git folder, not a working tree: name the repository's root",
-                root.display()
-            ))
-        };
-    }
-    let stderr = String::from_utf8_lossy(&out.stderr);
     // git's words (setup.c, `ensure_valid_ownership`): "detected dubious ownership in
     // repository at '...'", then its advice, `git config --global --add safe.directory ...`.
     if stderr.contains("dubious ownership") {
@@ -751,21 +752,20 @@ impl FileTree {
             None => {
                 require_git(root)?;
                 let spec = format!("{rev}^{{commit}}");
-                let oid = git(root)
-                    .args([
-                        "rev-parse",
-                        "--verify",
-                        "--quiet",
-                        "--end-of-options",
-                        &spec,
-                    ])
-                    .stderr(Stdio::null())
-                    .output()
-                    .map_err(|e| Error::git(&["rev-parse"], cannot_run(&e)))?;
-                if !oid.status.success() {
-                    return Err(missing_rev());
-                }
-                let oid = String::from_utf8_lossy(&oid.stdout).trim().to_string();
+                let mut cmd = git(root);
+                cmd.args([
+                    "rev-parse",
+                    "--verify",
+                    "--quiet",
+                    "--end-of-options",
+                    &spec,
+                ]);
+                let oid = match process::run(cmd, None, &process::Limits::GIT) {
+                    Ok(out) => out.stdout,
+                    Err(process::Error::Failed { .. }) => return Err(missing_rev()),
+                    Err(e) => return Err(Error::git(&["rev-parse"], git_failure(e))),
+                };
+                let oid = String::from_utf8_lossy(&oid).trim().to_string();
                 let listing = run_git(root, &["ls-tree", "-r", "-z", "--end-of-options", &oid])?;
                 (oid, Arc::new(listing))
             }
@@ -1318,14 +1318,14 @@ fn cat_blobs(root: &Path, blobs: &[String], name: &dyn Fn(&str) -> String) -> Re
     if blobs.is_empty() {
         return Ok(Vec::new());
     }
-    let mut child = git(root)
-        .args(["cat-file", "--batch"])
+    let mut cmd = git(root);
+    cmd.args(["cat-file", "--batch"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| Error::git(&["cat-file", "--batch"], cannot_run(&e)))?;
-    let stdin = child.stdin.take();
+        .stderr(Stdio::null());
+    let mut child =
+        process::spawn(cmd).map_err(|e| Error::git(&["cat-file", "--batch"], git_failure(e)))?;
+    let stdin = child.stdin();
     let input: String = blobs.iter().map(|b| format!("{b}\n")).collect();
     // Written from another thread: git answers while it reads, and a full pipe would block.
     let writer = std::thread::spawn(move || {
@@ -1334,7 +1334,7 @@ fn cat_blobs(root: &Path, blobs: &[String], name: &dyn Fn(&str) -> String) -> Re
         }
     });
     let broken = |what: &str| Error::git(&["cat-file", "--batch"], what);
-    let stdout = child.stdout.take().ok_or_else(|| broken("no output"))?;
+    let stdout = child.stdout().ok_or_else(|| broken("no output"))?;
     let mut reader = BufReader::new(stdout);
     let mut out = Vec::with_capacity(blobs.len());
     for _ in blobs {
@@ -1348,7 +1348,7 @@ fn cat_blobs(root: &Path, blobs: &[String], name: &dyn Fn(&str) -> String) -> Re
             .and_then(|s| s.trim().parse().ok())
             .ok_or_else(|| broken(&format!("unexpected answer `{}`", header.trim())))?;
         if size as u64 > crate::fs::MAX_FILE_BYTES {
-            let _ = child.kill();
+            child.kill();
             let oid = header.split(' ').next().unwrap_or("");
             return Err(crate::fs::too_big(&name(oid), size as u64));
         }

@@ -4,6 +4,7 @@
 mod apply;
 mod blast;
 mod build;
+mod cache;
 mod check;
 mod cutover;
 mod diff;
@@ -91,6 +92,28 @@ struct HelmArgs {
         value_delimiter = ','
     )]
     allow_hosts: Vec<String>,
+    /// How long one helm run may take, in seconds: past it, helm is stopped and the release
+    /// is not rendered
+    #[arg(
+        long,
+        global = true,
+        value_name = "SECS",
+        env = "FLUXWAVE_HELM_TIMEOUT",
+        default_value_t = crate::process::HELM_TIMEOUT_SECS,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    helm_timeout: u64,
+    /// How much one helm run may print, in MiB: past it, helm is stopped and the release is
+    /// not rendered (nor cached)
+    #[arg(
+        long,
+        global = true,
+        value_name = "MIB",
+        env = "FLUXWAVE_HELM_OUTPUT_LIMIT",
+        default_value_t = crate::process::HELM_OUTPUT_MIB,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    helm_output_limit: u64,
 }
 
 impl HelmArgs {
@@ -278,6 +301,14 @@ enum Command {
         #[arg(long)]
         no_image_automation: bool,
     },
+    /// Prune the cache of pulled charts and renders (--cache)
+    #[command(
+        after_help = "Example:\n  fluxwave cache gc\n\nExit status: 0 pruned, 2 not fluxwave's cache or an entry could not be removed."
+    )]
+    Cache {
+        #[command(subcommand)]
+        action: CacheAction,
+    },
     /// Print a shell's completion script
     #[command(
         after_help = "Examples:\n  fluxwave completions bash > ~/.local/share/bash-completion/completions/fluxwave\n  fluxwave completions zsh > \"${fpath[1]}/_fluxwave\"\n  fluxwave completions fish > ~/.config/fish/completions/fluxwave.fish\n\nExit status: 0 printed, 2 usage."
@@ -298,6 +329,23 @@ enum Command {
     Schema {
         #[arg(long, value_enum, default_value = "service")]
         kind: schema::Kind,
+    },
+}
+
+#[derive(Subcommand)]
+enum CacheAction {
+    /// Remove charts and renders not used for a while, what interrupted runs left, and the
+    /// least recently used past a size bound
+    #[command(
+        after_help = "Examples:\n  fluxwave cache gc\n  fluxwave --cache ~/.cache/fluxwave cache gc --max-age 7 --max-size 256\n\nA run that renders HelmReleases prunes the cache this way once a day, with the defaults.\nNothing a run used in the last hour is removed. Only a folder that fluxwave marked as its\ncache (CACHEDIR.TAG) is pruned, never / or the home folder; a symbolic link in it is\nremoved as itself, never followed.\n\nExit status: 0 pruned (or nothing to prune), 2 the folder is not fluxwave's cache, or an\nentry could not be removed."
+    )]
+    Gc {
+        /// Remove what has not been used for this many days
+        #[arg(long, value_name = "DAYS", default_value_t = crate::cache::MAX_AGE_DAYS)]
+        max_age: u64,
+        /// Then remove the least recently used until the cache holds at most this many MiB
+        #[arg(long, value_name = "MIB", default_value_t = crate::cache::MAX_SIZE_MIB)]
+        max_size: u64,
     },
 }
 
@@ -330,10 +378,18 @@ fn man(out: &mut impl Write) -> std::io::Result<()> {
     let mut cli = Cli::command().disable_help_subcommand(true);
     cli.build();
     clap_mangen::Man::new(cli.clone()).render(out)?;
-    for command in cli.get_subcommands() {
-        let name = format!("fluxwave {}", command.get_name());
+    // A command with commands of its own (`cache`) has a section for each of them too.
+    let commands = cli.get_subcommands().flat_map(|c| {
+        let name = format!("fluxwave {}", c.get_name());
+        let inner: Vec<(String, clap::Command)> = c
+            .get_subcommands()
+            .map(|i| (format!("{name} {}", i.get_name()), i.clone()))
+            .collect();
+        std::iter::once((name, c.clone())).chain(inner)
+    });
+    for (name, command) in commands {
         let mut page = Vec::new();
-        clap_mangen::Man::new(command.clone().name(name.clone()).bin_name(name.clone()))
+        clap_mangen::Man::new(command.name(name.clone()).bin_name(name.clone()))
             .render(&mut page)?;
         writeln!(out, ".SH \"{}\"", name.to_uppercase())?;
         // Its title and string definitions are the page's already; its sections are ours.
@@ -413,16 +469,32 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
         Command::Diff { from, .. } => Some(from.as_str()),
         _ => None,
     };
+    let limits = crate::process::Limits::helm(h.helm_timeout, h.helm_output_limit);
+    let cache_dir = h.cache.clone().unwrap_or_else(crate::helm::default_cache);
+    let prune = |max_age, max_size| {
+        crate::cache::Policy::new(max_age, max_size, limits.timeout.unwrap_or_default())
+    };
     crate::helm::configure(if h.no_helm {
         crate::helm::Options::off()
     } else {
-        crate::helm::Options::new(
+        let mut options = crate::helm::Options::new(
             h.helm.clone(),
             h.offline,
             h.cache.clone(),
             h.hosts(&cli.repo, base),
-        )
+        );
+        options.limits = limits;
+        options
     });
+    // The commands that render HelmReleases prune the cache once a day when they are done.
+    let renders = !h.no_helm
+        && matches!(
+            cli.command,
+            Command::Check { explain: None, .. }
+                | Command::Cutover { .. }
+                | Command::Build { .. }
+                | Command::Diff { .. }
+        );
     let stdout = std::io::stdout();
     let colour = terminal::colour(stdout.is_terminal());
     let out = terminal::Safe::new(stdout.lock(), colour);
@@ -443,7 +515,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
     let machine = machine(&cli.command);
     let reads_repo = !matches!(
         cli.command,
-        Command::Schema { .. } | Command::Completions { .. } | Command::Man
+        Command::Schema { .. } | Command::Completions { .. } | Command::Man | Command::Cache { .. }
     );
     if reads_repo && !cli.repo.is_dir() {
         let e = Error::Usage(format!(
@@ -522,6 +594,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
             },
             &mut out,
         ),
+        Command::Cache {
+            action: CacheAction::Gc { max_age, max_size },
+        } => cache::gc(&cache_dir, &prune(max_age, max_size), &mut out),
         Command::Schema { kind } => schema::run(kind, &mut out),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "fluxwave", &mut out);
@@ -530,6 +605,10 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
         Command::Man => man(&mut out).map(|()| Outcome::Clean).map_err(io),
     };
     let _ = out.flush();
+    if renders {
+        let policy = prune(crate::cache::MAX_AGE_DAYS, crate::cache::MAX_SIZE_MIB);
+        crate::cache::prune_daily(&cache_dir, &policy);
+    }
     match result {
         Ok(outcome) => Ok(outcome),
         Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => {

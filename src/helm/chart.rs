@@ -322,14 +322,15 @@ pub fn local(tree: &FileTree, path: &str, opts: &Options) -> Result<Fetched, Str
     let dir = opts.cache.join("local").join(&digest[..32]).join("chart");
     let version = chart_version(tree.read(&chart_yaml).as_deref().map(String::as_str));
     if dir.join("Chart.yaml").is_file() {
+        crate::cache::used(&dir);
         return Ok(Fetched {
             dir,
             digest,
             version,
         });
     }
-    let staging = Staging::new(&opts.cache)?;
-    let inner = staging.0.join("chart");
+    let staging = staging(&opts.cache)?;
+    let inner = staging.join("chart");
     for (rel, bytes) in &contents {
         write_below(&inner, rel, bytes)?;
     }
@@ -431,22 +432,22 @@ pub fn remote(remote: &Remote, opts: &Options, helm: Option<&Path>) -> Result<Fe
     }
     let remote = &remote;
     let exact = exact || !remote.oci();
-    let staging = Staging::new(&opts.cache)?;
+    let staging = staging(&opts.cache)?;
     let cmd = if !remote.oci() {
-        helm.pull_from_repo(&remote.name, &remote.url, &remote.version, &staging.0)
+        helm.pull_from_repo(&remote.name, &remote.url, &remote.version, &staging)
     } else if remote.version.starts_with("sha256:") {
         let reference = format!("{}@{}", remote.url, remote.version);
-        helm.pull_oci(&reference, None, remote.plain_http, &staging.0)
+        helm.pull_oci(&reference, None, remote.plain_http, &staging)
     } else {
         helm.pull_oci(
             &remote.url,
             Some(&remote.version),
             remote.plain_http,
-            &staging.0,
+            &staging,
         )
     };
     let out = super::run(cmd).map_err(|e| format!("helm pull of {} fails: {e}", remote.label()))?;
-    let inner = unpacked(&staging.0).ok_or_else(|| {
+    let inner = unpacked(&staging).ok_or_else(|| {
         format!(
             "helm pull of {} gave no chart: {}",
             remote.label(),
@@ -566,8 +567,8 @@ pub fn with_values_files(
     let key = crate::fs::hex(&hash.finalize());
     let dir = opts.cache.join("valued").join(&key[..32]).join("chart");
     if !dir.join("Chart.yaml").is_file() {
-        let staging = Staging::new(&opts.cache)?;
-        let inner = staging.0.join("chart");
+        let staging = staging(&opts.cache)?;
+        let inner = staging.join("chart");
         let mut files = Vec::new();
         walk(&fetched_chart.dir, &fetched_chart.dir, &mut files, 0)
             .map_err(|e| format!("cannot read the chart cache: {e}"))?;
@@ -638,6 +639,7 @@ fn go_clean(p: &str) -> String {
 
 /// A cached chart folder, its digest (its files' bytes) and version.
 fn fetched(dir: PathBuf) -> Result<Fetched, String> {
+    crate::cache::used(&dir);
     let mut files = Vec::new();
     walk(&dir, &dir, &mut files, 0)
         .map_err(|e| format!("cannot read the chart cache {}: {e}", dir.display()))?;
@@ -697,23 +699,15 @@ fn chart_version(text: Option<&str>) -> String {
         .unwrap_or_default()
 }
 
-/// A fresh folder in the cache to stage a chart in before it is renamed into place, removed
-/// with what is left in it when dropped (after the rename, or when the staging fails).
-struct Staging(PathBuf);
-
-impl Staging {
-    fn new(cache: &Path) -> Result<Staging, String> {
-        let dir = cache.join("tmp").join(super::unique());
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot write the chart cache {}: {e}", cache.display()))?;
-        Ok(Staging(dir))
-    }
-}
-
-impl Drop for Staging {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// A fresh folder in the cache to stage a chart in before it is renamed into place. It is
+/// temporary: removed when dropped (a pull that fails leaves nothing in `tmp/`), and when
+/// fluxwave is interrupted or killed.
+fn staging(cache: &Path) -> Result<crate::process::Temporary, String> {
+    let dir = cache.join("tmp").join(super::unique());
+    let staged = crate::process::Temporary::folder(&dir)
+        .map_err(|e| format!("cannot write the chart cache {}: {e}", cache.display()))?;
+    crate::cache::mark(cache);
+    Ok(staged)
 }
 
 /// Renames a staged chart into place; another run that placed it first wins.

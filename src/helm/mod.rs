@@ -48,6 +48,8 @@ pub struct Options {
     pub cache: PathBuf,
     /// The hosts charts may be pulled from.
     pub hosts: Hosts,
+    /// The bounds of each helm run (`--helm-timeout`, `--helm-output-limit`).
+    pub limits: crate::process::Limits,
 }
 
 /// The hosts a run may pull charts from (`--allow-host`, and for a comparison with a base
@@ -154,6 +156,7 @@ impl Options {
             offline: true,
             cache: PathBuf::new(),
             hosts: Hosts::Any,
+            limits: crate::process::Limits::HELM,
         }
     }
 
@@ -173,6 +176,7 @@ impl Options {
             offline,
             cache,
             hosts,
+            limits: crate::process::Limits::HELM,
         }
     }
 }
@@ -200,7 +204,7 @@ fn on_path(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-fn default_cache() -> PathBuf {
+pub fn default_cache() -> PathBuf {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
@@ -437,6 +441,7 @@ fn render_one(
     };
     let output = cell.get_or_init(|| {
         if let Ok(text) = std::fs::read_to_string(&cached) {
+            crate::cache::used(&cached);
             return Ok(text);
         }
         let cmd = command::Helm {
@@ -679,55 +684,32 @@ fn documents(output: &str) -> Vec<(String, &str)> {
         .collect()
 }
 
-/// Runs `cmd` and gives its output, or its error output when it fails.
-fn run(mut cmd: std::process::Command) -> Result<String, String> {
-    let out = cmd
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run {:?}: {e}", cmd.get_program()))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(first_lines(&String::from_utf8_lossy(&out.stderr)))
-    }
+/// Runs `cmd` and gives its output, or its error output when it fails; within this run's
+/// bounds (`--helm-timeout`, `--helm-output-limit`).
+fn run(cmd: std::process::Command) -> Result<String, String> {
+    let out = crate::process::run(cmd, None, &options().limits).map_err(why)?;
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// `run`, with `input` on its standard input.
-fn run_with_input(mut cmd: std::process::Command, input: &str) -> Result<String, String> {
-    use std::io::Write;
-    use std::process::Stdio;
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run {:?}: {e}", cmd.get_program()))?;
-    let stdin = child.stdin.take();
-    let input = input.to_string();
-    let writer = std::thread::spawn(move || {
-        if let Some(mut s) = stdin {
-            let _ = s.write_all(input.as_bytes());
-        }
-    });
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("helm did not finish: {e}"))?;
-    let _ = writer.join();
-    if out.status.success() {
-        String::from_utf8(out.stdout).map_err(|_| "helm printed output that is not UTF-8".into())
-    } else {
-        Err(first_lines(&String::from_utf8_lossy(&out.stderr)))
-    }
+fn run_with_input(cmd: std::process::Command, input: &str) -> Result<String, String> {
+    let out = crate::process::run(cmd, Some(input.as_bytes()), &options().limits).map_err(why)?;
+    String::from_utf8(out.stdout).map_err(|_| "helm printed output that is not UTF-8".into())
 }
 
-/// Helm's error, in at most a few lines.
-fn first_lines(text: &str) -> String {
-    let lines: Vec<&str> = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .take(4)
-        .collect();
-    lines.join("; ")
+/// Why a helm run gave nothing: its error output in a few lines when it failed, else what
+/// stopped it, with the option that moves the bound it passed.
+fn why(e: crate::process::Error) -> String {
+    use crate::process::Error;
+    match e {
+        Error::TooMuchOutput { .. } => format!(
+            "{e} (the bound is --helm-output-limit, FLUXWAVE_HELM_OUTPUT_LIMIT, in MiB; nothing was cached)"
+        ),
+        Error::TimedOut { .. } => {
+            format!("{e} (the bound is --helm-timeout, FLUXWAVE_HELM_TIMEOUT, in seconds)")
+        }
+        e => e.brief(),
+    }
 }
 
 /// What identifies the helm program: its path, size and modification time.

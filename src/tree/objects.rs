@@ -6,13 +6,15 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Stdio};
+use std::process::{ChildStdin, ChildStdout, Stdio};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::process::{self, Tracked};
 
 pub struct GitObjects {
-    child: Child,
+    /// Killed with its process group and reaped when dropped.
+    child: Tracked,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     /// Bytes of an object id (20 for SHA-1, 32 for SHA-256).
@@ -44,15 +46,14 @@ impl GitObjects {
             Some("sha256") => 32,
             _ => 20,
         };
-        let mut child = super::git(root)
-            .args(ARGS)
+        let mut cmd = super::git(root);
+        cmd.args(ARGS)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| broken(&super::cannot_run(&e)))?;
-        let stdin = child.stdin.take().ok_or_else(|| broken("no input"))?;
-        let stdout = child.stdout.take().ok_or_else(|| broken("no output"))?;
+            .stderr(Stdio::null());
+        let mut child = process::spawn(cmd).map_err(|e| broken(&super::git_failure(e)))?;
+        let stdin = child.stdin().ok_or_else(|| broken("no input"))?;
+        let stdout = child.stdout().ok_or_else(|| broken("no output"))?;
         Ok(GitObjects {
             child,
             stdin,
@@ -98,7 +99,7 @@ impl GitObjects {
             .parse()
             .map_err(|_| broken(&format!("unexpected answer `{}`", header.trim())))?;
         if kind == "blob" && size as u64 > crate::fs::MAX_FILE_BYTES {
-            let _ = self.child.kill();
+            self.child.kill();
             return Err(crate::fs::too_big(&name_of(id), size as u64));
         }
         let mut body = vec![0; size + 1];
@@ -192,13 +193,6 @@ impl GitObjects {
                 _ => Err(broken(&format!("blob {id} is missing"))),
             })
             .collect()
-    }
-}
-
-impl Drop for GitObjects {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

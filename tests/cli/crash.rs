@@ -59,10 +59,45 @@ fn apply_between_topologies_survives_sigkill_at_any_moment() {
     killed_applies_converge(&repo, (kills() / 4).max(5));
 }
 
+/// SIGINT and SIGTERM (Ctrl-C, a CI runner cancelling the job) at random moments are no worse
+/// than a SIGKILL: nothing is lost and a second `apply` converges; `apply` exits 130 or 143
+/// (or 0, done before the signal), never killed by the signal itself.
+#[test]
+fn apply_interrupted_by_sigint_or_sigterm_converges() {
+    let repo = generate::repository(300, 13);
+    repo.commit_all("flat");
+    for stop in [Stop::Signal("INT", 130), Stop::Signal("TERM", 143)] {
+        interrupted_applies_converge(&repo, (kills() / 4).max(5), stop);
+    }
+}
+
+/// How a run is stopped: SIGKILL, or a signal fluxwave handles and the status it then exits
+/// with.
+#[derive(Clone, Copy, Debug)]
+enum Stop {
+    Kill,
+    Signal(&'static str, i32),
+}
+
+/// Whether process `pid` catches SIGINT and SIGTERM (its `SigCgt` mask).
+fn catches_signals(pid: u32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << 1) != 0 && mask & (1 << 14) != 0)
+}
+
 /// Kills `apply` of the committed tree `kills` times at random moments: no app-tier manifest
 /// is ever lost, duplicated or truncated, and a second `apply` always converges to the tree
 /// of one uninterrupted run.
 fn killed_applies_converge(repo: &TestRepo, kills: usize) {
+    interrupted_applies_converge(repo, kills, Stop::Kill);
+}
+
+/// `killed_applies_converge`, stopping each run with `stop`.
+fn interrupted_applies_converge(repo: &TestRepo, kills: usize, stop: Stop) {
     let original = app_tier_multiset(repo);
 
     // The reference: one uninterrupted run, timed to aim the kills.
@@ -80,7 +115,13 @@ fn killed_applies_converge(repo: &TestRepo, kills: usize) {
         seed = seed
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
-        let delay = Duration::from_micros((seed >> 33) % (full.as_micros() as u64 + 1));
+        // A signal is aimed at the first half of a run: the reference run may have been slowed
+        // by other tests, and a signal after the end tests nothing.
+        let span = match stop {
+            Stop::Kill => full,
+            Stop::Signal(..) => full / 2,
+        };
+        let delay = Duration::from_micros((seed >> 33) % (span.as_micros() as u64 + 1));
         let mut child = crate::common::fluxwave()
             .arg("--repo")
             .arg(repo.path())
@@ -90,8 +131,29 @@ fn killed_applies_converge(repo: &TestRepo, kills: usize) {
             .spawn()
             .unwrap();
         std::thread::sleep(delay);
-        let _ = child.kill(); // SIGKILL
+        match stop {
+            Stop::Kill => {
+                let _ = child.kill(); // SIGKILL
+            }
+            Stop::Signal(name, _) => {
+                // Not before fluxwave handles signals (its first instant), unless it is done.
+                while child.try_wait().unwrap().is_none() && !catches_signals(child.id()) {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+                let _ = std::process::Command::new("kill")
+                    .arg(format!("-{name}"))
+                    .arg(child.id().to_string())
+                    .stderr(std::process::Stdio::null())
+                    .status();
+            }
+        }
         let status = child.wait().unwrap();
+        if let Stop::Signal(name, code) = stop {
+            assert!(
+                status.code() == Some(0) || status.code() == Some(code),
+                "kill {i} (SIG{name}) after {delay:?}: {status:?}"
+            );
+        }
         if !status.success() {
             interrupted += 1;
         }

@@ -31,6 +31,7 @@ mod hostile_apply;
 mod init;
 mod install;
 mod leaks;
+mod limits;
 mod machine;
 mod markdown;
 mod props;
