@@ -27,6 +27,7 @@ mod helm_env;
 mod homelab;
 mod hostile;
 mod hostile_apply;
+mod hostile_pr;
 mod init;
 mod install;
 mod leaks;
