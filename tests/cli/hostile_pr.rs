@@ -955,16 +955,17 @@ fn write_case(
             ));
         }
         Slot::ChartRefKind => docs.push(hr(json!({"chartRef": {"kind": p, "name": "plain"}}))),
+        // Each case its own source: one name for all would be one object of the build.
         Slot::HelmRepositoryUrl => {
-            docs.push(helm_repository("source", "apps", p));
+            docs.push(helm_repository(&name, "apps", p));
             docs.push(hr(
-                json!({"chart": repo_chart("plain", "1.0.0", "source", "apps")}),
+                json!({"chart": repo_chart("plain", "1.0.0", &name, "apps")}),
             ));
         }
         Slot::OciRepositoryUrl => {
-            docs.push(oci_repository("source", "apps", p));
+            docs.push(oci_repository(&name, "apps", p));
             docs.push(hr(
-                json!({"chartRef": {"kind": "OCIRepository", "name": "source"}}),
+                json!({"chartRef": {"kind": "OCIRepository", "name": name}}),
             ));
         }
         Slot::SchemaRef => {
