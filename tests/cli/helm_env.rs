@@ -17,7 +17,7 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -323,10 +323,12 @@ fn get_status(addr: SocketAddr, path: &str) -> Option<u16> {
 /// A folder served over HTTP/1.1 on 127.0.0.1 from a background thread, a Helm chart
 /// repository when the folder holds an `index.yaml`: `GET` and `HEAD` of a file answer 200 with
 /// its bytes, anything else 404 (a path with `..` 403, a method but those two 405), one request
-/// per connection. Every request is counted by its path. Dropping it stops the thread.
+/// per connection. Every request is counted by its path, and every connection (one that sends
+/// no HTTP request, a TLS handshake say, too). Dropping it stops the thread.
 pub struct ChartServer {
     addr: SocketAddr,
     hits: Arc<Mutex<HashMap<String, usize>>>,
+    connections: Arc<AtomicUsize>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -341,9 +343,14 @@ impl ChartServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let hits = Arc::new(Mutex::new(HashMap::new()));
+        let connections = Arc::new(AtomicUsize::new(0));
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
-            let (hits, stop) = (Arc::clone(&hits), Arc::clone(&stop));
+            let (hits, connections, stop) = (
+                Arc::clone(&hits),
+                Arc::clone(&connections),
+                Arc::clone(&stop),
+            );
             thread::Builder::new()
                 .name("chart-server".into())
                 .spawn(move || {
@@ -355,6 +362,7 @@ impl ChartServer {
                             thread::sleep(Duration::from_millis(10));
                             continue;
                         };
+                        connections.fetch_add(1, Ordering::SeqCst);
                         let (root, hits) = (root.clone(), Arc::clone(&hits));
                         thread::spawn(move || {
                             let _ = answer(stream, &root, &hits);
@@ -366,6 +374,7 @@ impl ChartServer {
         ChartServer {
             addr,
             hits,
+            connections,
             stop,
             thread: Some(thread),
         }
@@ -380,6 +389,11 @@ impl ChartServer {
     /// `/store-1.0.0.tgz`; the query string is not part of the path.
     pub fn hits(&self, path: &str) -> usize {
         self.hits.lock().unwrap().get(path).copied().unwrap_or(0)
+    }
+
+    /// How many connections were accepted so far, whether or not they sent a request.
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
     }
 
     /// Every path requested so far with its count, for assertion messages.

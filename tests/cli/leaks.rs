@@ -9,7 +9,7 @@
 use crate::common::{Run, TestRepo};
 
 /// Standard base64 with padding, as `data:` holds values.
-fn base64(s: &str) -> String {
+pub fn base64(s: &str) -> String {
     const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let b = s.as_bytes();
     let mut out = String::new();

@@ -28,6 +28,7 @@ mod helm_untrusted;
 mod homelab;
 mod hostile;
 mod hostile_apply;
+mod hostile_pr;
 mod init;
 mod install;
 mod leaks;
