@@ -332,7 +332,9 @@ fn job(id: &ObjectId, hr: &Value, inv: &Inventory) -> Job {
         Some(t) => format!("{t}-{}", id.name),
         None => id.name.clone(),
     }));
-    let chart = chart::resolve(hr, &id.namespace, inv);
+    // A HelmRelease the API server refuses is never reconciled: nothing to render.
+    let chart = validate::helm_release(&id.name, text("/spec/releaseName").as_deref())
+        .and_then(|()| chart::resolve(hr, &id.namespace, inv));
     // helm-controller installs the chart's `crds/` unless `install.crds` is `Skip` (its
     // default is `Create`).
     let include_crds = text("/spec/install/crds").as_deref() != Some("Skip");
@@ -388,8 +390,10 @@ fn render_one(
     };
     // helm-controller's install and upgrade refuse these (Helm's `ValidateReleaseName`; the
     // API server, a namespace that is no DNS-1123 label): helm never sees them.
-    if let Err(e) =
-        validate::release_name(&j.release_name).and_then(|()| validate::namespace(&j.namespace))
+    // The storage namespace is where helm-controller keeps the release: the same rule.
+    if let Err(e) = validate::release_name(&j.release_name)
+        .and_then(|()| validate::namespace(&j.namespace))
+        .and_then(|()| validate::namespace(&j.storage_namespace))
     {
         return Render::NotRendered(e);
     }

@@ -4,6 +4,7 @@
 //! nothing it writes may become an option of helm, a path outside the chart, or an address
 //! of a kind source-controller would not fetch.
 
+use super::semver::Constraint;
 use crate::config::is_dns_label;
 
 /// Helm's `validName` (`pkg/chartutil/validate_name.go`): labels joined by `.`.
@@ -26,6 +27,26 @@ pub fn release_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// What the API server checks of a HelmRelease before helm-controller sees it: its name is a
+/// DNS-1123 subdomain of at most 253 characters (as every object's), and `spec.releaseName`
+/// is at most 53 characters (`MaxLength=53` in the HelmRelease CRD; a longer name made of
+/// `targetNamespace` and the name is shortened instead).
+pub fn helm_release(name: &str, release_name: Option<&str>) -> Result<(), String> {
+    if name.len() > 253 || !is_dns_subdomain(name) {
+        return Err(format!(
+            "its name `{}` is no object name the API server accepts (a DNS-1123 subdomain of at most 253 characters)",
+            shown(name)
+        ));
+    }
+    if release_name.is_some_and(|r| r.chars().count() > 53) {
+        return Err(
+            "its spec.releaseName is longer than 53 characters, which the HelmRelease CRD refuses"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
 /// A namespace's name (`targetNamespace`, the HelmRelease's own): a DNS-1123 label of at
 /// most 63 characters, as the API server wants.
 pub fn namespace(name: &str) -> Result<(), String> {
@@ -38,19 +59,18 @@ pub fn namespace(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// A chart's name, as Helm's `Metadata.Validate` wants it (`pkg/chart/metadata.go`): not
-/// empty, not `.` or `..`, and its own base name (no `/`). The name is looked up in a
-/// repository's index or appended to an OCI repository's address, never used as a path.
+/// A chart's name: what `helm create` accepts (`chartName`, `^[a-zA-Z0-9._-]+$` in
+/// `pkg/chartutil/create.go`), so also what `Metadata.Validate` wants (not `.` or `..`, its
+/// own base name), and never starting with `-`. The name is looked up in a repository's
+/// index or appended to an OCI repository's address, never used as a path.
 pub fn chart_name(name: &str) -> Result<(), String> {
-    if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\\']) {
+    let chars = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    if !chars || name == "." || name == ".." || name.starts_with('-') {
         return Err(format!(
-            "its chart name `{}` is not a name Helm accepts (a chart name has no `/` and is not `.` or `..`)",
-            shown(name)
-        ));
-    }
-    if name.chars().any(char::is_control) {
-        return Err(format!(
-            "its chart name `{}` holds a control character",
+            "its chart name `{}` is not a name Helm accepts (letters, digits, `.`, `_` and `-`, not first, and not `.` or `..`)",
             shown(name)
         ));
     }
@@ -134,16 +154,25 @@ pub fn digest(d: &str) -> Result<(), String> {
     }
 }
 
-/// A version, constraint or tag as it is handed to helm (`--version=…`): printable, without
-/// white space at its ends, at most 128 characters.
+/// A version, constraint or tag as it is handed to helm (`--version=…`): a version
+/// constraint as Masterminds/semver reads it (source-controller's HelmRepository charts and an
+/// OCIRepository's `ref.semver`; an exact version is one), an OCI tag (`[A-Za-z0-9_]` then at
+/// most 127 of `[A-Za-z0-9._-]`, the distribution spec's rule) or a digest. Anything else
+/// source-controller cannot resolve either.
 pub fn version(v: &str) -> Result<(), String> {
-    if v.len() > 128 || v.chars().any(char::is_control) || v.trim() != v {
-        return Err(format!(
-            "its chart version `{}` is not a version, a constraint or a tag",
-            shown(v)
-        ));
+    let tag = v.len() <= 128
+        && v.bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && v.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    if tag || digest(v).is_ok() || (v.len() <= 256 && Constraint::parse(v).is_some()) {
+        return Ok(());
     }
-    Ok(())
+    Err(format!(
+        "its chart version `{}` is not a version, a version constraint or a tag",
+        shown(v)
+    ))
 }
 
 /// `text` for a message: at most 80 characters (a hostile name may be very long).
@@ -215,7 +244,10 @@ mod tests {
         for (name, ok) in [
             ("podinfo", true),
             ("app-template", true),
-            ("-chart", true),
+            ("-chart", false),
+            ("chart_1.x", true),
+            ("<img>", false),
+            ("a b", false),
             ("", false),
             (".", false),
             ("..", false),
@@ -271,7 +303,19 @@ mod tests {
         assert!(digest(&format!("sha256:{}", "A".repeat(64))).is_err());
         assert!(version("1.2.3").is_ok());
         assert!(version(">=1.0.0 <2.0.0").is_ok());
-        assert!(version(" 1.0").is_err());
-        assert!(version("1\n").is_err());
+        assert!(version("latest").is_ok());
+        assert!(version("2.x").is_ok());
+        assert!(version(">=1.0.0, <2.0.0 || 3.x").is_ok());
+        for bad in [
+            "1\n",
+            "--kubeconfig=/tmp/x",
+            "$(echo pwned)",
+            "x; echo pwned",
+            "file:///etc/passwd",
+            "-f/etc/passwd",
+            "/tmp/chart",
+        ] {
+            assert!(version(bad).is_err(), "{bad:?}");
+        }
     }
 }

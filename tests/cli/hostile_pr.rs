@@ -1630,10 +1630,15 @@ fn helm_argv_problems(args: &[String], inside: &[&Path], outside: &[&Path]) -> V
         {
             problems.push(format!("{} names a place outside the repository", show(a)));
         }
-        if a.contains("://")
+        // The value of a `--flag=value` argument, or the argument itself.
+        let valued = a
+            .strip_prefix("--")
+            .and_then(|f| f.split_once('='))
+            .map_or(a, |(_, v)| v);
+        if valued.contains("://")
             && !["http://", "https://", "oci://"]
                 .iter()
-                .any(|s| a.starts_with(s))
+                .any(|s| valued.starts_with(s))
         {
             problems.push(format!("{} is a URL helm must not be handed", show(a)));
         }
