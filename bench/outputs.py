@@ -8,8 +8,9 @@ Why: a refactoring (moving modules, splitting files) must not change what the to
 writes or exits with. Run this once with the binary built before the change and once with the
 binary built after it, then compare the two folders: any difference is a change of behaviour.
 
-What it runs (sequentially, stdlib only): every command (render, waves, plan, apply, check,
-cutover, schema, the help and version texts, usage errors) in every output format, on
+What it runs (sequentially, stdlib only): every command (init, render, waves, plan, apply,
+check, cutover, build, diff, blast, schema, the help and version texts, usage errors) in every
+output format, on
   - examples/homelab, flat (commit 1), and applied (`apply` on a copy, committed as commit 2):
     the read-only commands on both, apply / apply --dry-run on both, render of every catalog
     file (default output, -o, --wave-layout, --no-image-automation), cutover and check --base
@@ -19,6 +20,9 @@ cutover, schema, the help and version texts, usage errors) in every output forma
     fresh folder);
   - a repository of ../shared/bench/gen_repo.py (--services 1000 --git; generated once and
     cached under --gen), flat and applied, like homelab;
+  - each --public clone (a real Flux repository, no fluxwave.yaml) at its HEAD: the read-only
+    commands, cutover --each over its last 10 commits, cutover/diff/check --base against
+    HEAD~10 and HEAD~1, and init, all --offline;
   - error cases: homelab copies edited by this script (a dependency cycle, an unknown
     dependency, YAML syntax errors, a file no unit owns, a duplicate file), revisions that do
     not exist, a folder that is not a git repository, a folder that does not exist, usage
@@ -72,8 +76,13 @@ DATE_FLAT, DATE_APPLIED, DATE_EDIT = "2024-01-01T00:00:00Z", "2024-01-02T00:00:0
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 FORMATS = {"waves": ["text", "json", "markdown", "mermaid"], "plan": ["text", "json"],
-           "check": ["text", "json", "github"], "cutover": ["text", "json"]}
-SUBCOMMANDS = ["render", "waves", "plan", "apply", "check", "cutover", "schema"]
+           "check": ["text", "json", "github"], "build": ["yaml", "json"],
+           "blast": ["text", "json", "markdown"], "cutover": ["text", "json"],
+           "diff": ["text", "json", "github"]}
+# the commands that compare two revisions: run by Harness.cutovers, not Harness.readonly
+COMPARING = ("cutover", "diff")
+SUBCOMMANDS = ["init", "render", "waves", "plan", "apply", "check", "cutover", "build", "diff", "blast",
+               "cache", "completions", "man", "schema"]
 GEN_SERVICES = 1000
 EXTS = (".out", ".err", ".code", ".tree")
 
@@ -213,17 +222,21 @@ class Harness:
 
     # --- suites -------------------------------------------------------------------------
 
-    def readonly(self, group, name, state, extra=()):
-        """Every format of waves, plan and check (and --deny warnings) on one state."""
+    def readonly(self, group, name, state, extra=(), common=()):
+        """Every format of waves, plan, check (and --deny warnings), build and blast (and each
+        --topology) on one state; common: options given to every case (e.g. --offline)."""
         cwd = self.checkout(name, state, fresh=False)
+        common = list(common)
         for cmd, formats in FORMATS.items():
-            if cmd == "cutover":
+            if cmd in COMPARING:
                 continue
-            self.case(f"{group}__{cmd}", [cmd], cwd)
+            self.case(f"{group}__{cmd}", [cmd, *common], cwd)
             for f in formats:
-                self.case(f"{group}__{cmd}-{f}", [cmd, "--format", f], cwd)
+                self.case(f"{group}__{cmd}-{f}", [cmd, "--format", f, *common], cwd)
         for f in ("text", "json", "github"):
-            self.case(f"{group}__check-{f}-deny-warnings", ["check", "--format", f, "--deny", "warnings"], cwd)
+            self.case(f"{group}__check-{f}-deny-warnings", ["check", "--format", f, "--deny", "warnings", *common], cwd)
+        for t in ("current", "waves", "units"):
+            self.case(f"{group}__blast-topology-{t}-json", ["blast", "--topology", t, "--format", "json", *common], cwd)
         for case_name, args in extra:
             self.case(f"{group}__{case_name}", args, cwd)
         self.untouched(group, cwd)
@@ -239,16 +252,18 @@ class Harness:
         self.case(f"{group}__{case_name}", args, cwd, tree=[cwd, *tree_extra])
         return cwd
 
-    def cutovers(self, group, cwd, pairs):
-        """pairs: (label, from, to or None); every format of cutover, and check --base."""
+    def cutovers(self, group, cwd, pairs, common=()):
+        """pairs: (label, from, to or None); every format of cutover and diff, and check --base."""
+        common = list(common)
         for label, rev_from, rev_to in pairs:
             to = ["--to", rev_to] if rev_to else []
-            self.case(f"{group}__cutover-{label}", ["cutover", "--from", rev_from, *to], cwd)
-            for f in FORMATS["cutover"]:
-                self.case(f"{group}__cutover-{label}-{f}", ["cutover", "--from", rev_from, *to, "--format", f], cwd)
+            for cmd in COMPARING:
+                self.case(f"{group}__{cmd}-{label}", [cmd, "--from", rev_from, *to, *common], cwd)
+                for f in FORMATS[cmd]:
+                    self.case(f"{group}__{cmd}-{label}-{f}", [cmd, "--from", rev_from, *to, "--format", f, *common], cwd)
             if not rev_to:
                 for f in FORMATS["check"]:
-                    self.case(f"{group}__check-base-{label}-{f}", ["check", "--base", rev_from, "--format", f], cwd)
+                    self.case(f"{group}__check-base-{label}-{f}", ["check", "--base", rev_from, "--format", f, *common], cwd)
 
 
 def homelab_like(h, group, name, flat_src, catalog_files, applied_date):
@@ -257,6 +272,9 @@ def homelab_like(h, group, name, flat_src, catalog_files, applied_date):
     c1 = git(flat_src, "rev-parse", "HEAD", capture=True)
     git(flat_src, "tag", "-f", "flat")
     h.readonly(f"{group}-flat", name, "flat")
+    h.writing(f"{group}-flat", name, "flat", "init", ["init"])
+    h.writing(f"{group}-flat", name, "flat", "init-catalog", ["init", "--catalog"],
+              prepare=lambda cwd: (cwd / "fluxwave.yaml").unlink(missing_ok=True))
     h.writing(f"{group}-flat", name, "flat", "apply-dry-run", ["apply", "--dry-run"])
     live = h.writing(f"{group}-flat", name, "flat", "apply", ["apply"])
     h.snapshot(name, "applied", live)
@@ -477,6 +495,8 @@ def main_run(a):
         commit(h.state(name, "committed"), f"fixture {src.name}", DATE_FLAT)
         cwd = h.readonly(name, name, "committed")
         h.cutovers(name, cwd, [("head", "HEAD", None)])
+        h.writing(name, name, "committed", "init", ["init"],
+                  prepare=lambda cwd: (cwd / "fluxwave.yaml").unlink(missing_ok=True))
         h.writing(name, name, "committed", "apply", ["apply"])
         h.writing(name, name, "committed", "apply-dry-run", ["apply", "--dry-run"])
 
@@ -527,6 +547,26 @@ def main_run(a):
     h.snapshot(name, "flat", gen)
     catalog = sorted(f"catalog/{p.name}" for p in (gen / "catalog").iterdir() if p.suffix == ".yaml")
     homelab_like(h, name, name, h.state(name, "flat"), catalog, DATE_APPLIED)
+
+    # --- public repositories (--public): clones of real Flux repositories, no fluxwave.yaml -----
+    for src in a.public:
+        src = Path(src).resolve()
+        name = "public-" + "".join(c if c.isalnum() else "-" for c in src.name)
+        progress(f"public {src}")
+        head = git(src, "rev-parse", "HEAD", capture=True)
+        inputs.append(f"{name} HEAD\t{head}\n")
+        state = h.state(name, "head")
+        state.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(src), str(state)], check=True,
+                       env=dict(os.environ, **GIT_ENV))
+        offline = ["--offline"]
+        cwd = h.readonly(name, name, "head", common=offline, extra=[
+            ("cutover-each-json", ["cutover", "--each", "HEAD~10..HEAD", "--format", "json", *offline]),
+            ("cutover-each", ["cutover", "--each", "HEAD~10..HEAD", *offline]),
+        ])
+        h.cutovers(name, cwd, [("head10", "HEAD~10", None), ("head1-to-head", "HEAD~1", "HEAD")], common=offline)
+        h.untouched(f"{name}-cutover", cwd)
+        h.writing(name, name, "head", "init", ["init", *offline])
 
     (out / "CASES").write_text("".join(h.manifest))
     (out / "INPUTS").write_text("".join(inputs))
@@ -583,6 +623,9 @@ def main(argv=None):
     ap.add_argument("--gen", default="/tmp/fwout/gen", help="cache of generated repositories")
     ap.add_argument("--gen-script", default=str(SHARED / "gen_repo.py"))
     ap.add_argument("--timeout", type=float, default=600, help="seconds per case")
+    ap.add_argument("--public", action="append", default=[], metavar="CLONE",
+                    help="a git clone of a public Flux repository to run every command on, at its HEAD "
+                         "(repeatable; commands run with --offline, helm is not on the PATH)")
     ap.add_argument("--compare", nargs=2, metavar=("DIR_A", "DIR_B"),
                     help="compare two output folders instead: print differing cases, exit 1 if any")
     ap.add_argument("--diff-lines", type=int, default=30, help="diff lines shown per file in --compare")
