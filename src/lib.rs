@@ -26,6 +26,7 @@ pub mod cli;
 pub(crate) mod config;
 pub(crate) mod cutover;
 pub(crate) mod diag;
+pub(crate) mod envsubst;
 pub(crate) mod error;
 pub(crate) mod flux;
 pub(crate) mod fs;

@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::discover::{self, Environment};
 use super::substitute::{self, Source, Variables};
 use super::{Kustomization, SourceRef, KUSTOMIZE_GROUP};
-use crate::kustomize::envsubst::Lookup;
+use crate::envsubst::Lookup;
 use crate::kustomize::object::{digest, is_sops, kept_whole, Facts, ObjectId};
 use crate::kustomize::packed::Packed;
 use crate::kustomize::{BuildError, Builder, FluxSpec, Resource, Warning};

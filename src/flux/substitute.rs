@@ -19,13 +19,13 @@
 //! - Flux substitutes the object's YAML text and parses it back, so a plain scalar that
 //!   becomes `true` or `3` is a boolean or a number afterwards.
 //!
-//! The syntax itself is in `kustomize::envsubst`.
+//! The syntax itself is in `envsubst`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
-use crate::kustomize::envsubst::{self, Lookup, Unresolved};
+use crate::envsubst::{self, Lookup, Unresolved};
 use crate::kustomize::object::ObjectId;
 
 const SUBSTITUTE: &str = "kustomize.toolkit.fluxcd.io/substitute";

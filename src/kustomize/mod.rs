@@ -12,7 +12,6 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-pub mod envsubst;
 pub mod object;
 pub mod packed;
 mod patch;

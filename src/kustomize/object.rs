@@ -309,7 +309,7 @@ const SUBSTITUTE: &str = "kustomize.toolkit.fluxcd.io/substitute";
 /// (`${NAME:=x}`, `${NAME:-x}`, `${NAME=x}`), defaults nested in defaults included;
 /// `$${...}` is an escape.
 pub fn needed_variables(s: &str, out: &mut BTreeSet<String>) {
-    super::envsubst::needed(s, out);
+    crate::envsubst::needed(s, out);
 }
 
 /// `needed_variables` of every key and string of `v`.

@@ -944,7 +944,7 @@ fn plain_safe(s: &str) -> bool {
     }
     // Flux substitutes `${VAR}` in the text before parsing it: a quoted scalar stays a string
     // whatever the variable holds (`1000`, `yes`), a plain one would change type.
-    if crate::kustomize::envsubst::opens_variable(s) {
+    if crate::envsubst::opens_variable(s) {
         return false;
     }
     let first = s.chars().next().unwrap_or(' ');
