@@ -36,6 +36,7 @@ pub(crate) mod init;
 pub(crate) mod kustomize;
 pub(crate) mod objects;
 mod par;
+mod plain;
 pub(crate) mod plan;
 pub(crate) mod plural;
 pub(crate) mod process;

@@ -12,9 +12,10 @@ use serde_json::Value;
 use serde_saphyr::Location;
 
 use crate::error::SourceError;
+use crate::plain;
+use crate::plain::FAST_SPAN_KEY;
 
 pub mod edit;
-pub mod plain;
 
 /// A parsed file's text, shared by every error that points into it.
 pub type Text = Arc<String>;
@@ -119,7 +120,7 @@ pub fn spanned<T>(text: &str, value: &Spanned<T>) -> (usize, usize) {
 
 /// A value with where it was written: serde-saphyr's `Spanned` reduced to what fluxwave
 /// uses (the use site, as bytes when known), so that the plain-subset reader
-/// (`yaml::plain`) can produce it too and a parsed file stays small.
+/// (`plain`) can produce it too and a parsed file stays small.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Spanned<T> {
     pub value: T,
@@ -158,9 +159,6 @@ impl At {
         }
     }
 }
-
-/// The key under which `yaml::plain` hands a value's byte span to `Spanned`.
-pub(crate) const FAST_SPAN_KEY: &str = "__fluxwave_byte_span";
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Spanned<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
