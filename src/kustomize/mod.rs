@@ -13,7 +13,6 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 pub mod object;
-pub mod packed;
 mod patch;
 mod remember;
 mod resolve;
