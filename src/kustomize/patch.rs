@@ -5,9 +5,11 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::error::BuildError;
 use super::object::group_of;
+use super::resource::{Built, Resource};
 use super::target::PatchTarget;
-use super::{resolve, BuildError, Builder, Built, Ref, Resource};
+use super::{resolve, Builder, Ref};
 use crate::tree::FileTree;
 use crate::yaml;
 

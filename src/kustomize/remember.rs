@@ -15,8 +15,9 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
+use super::error::{BuildError, Warning};
 use super::object::{Facts, ObjectId};
-use super::{BuildError, Builder, FluxSpec, Resource, Warning};
+use super::{Builder, FluxSpec, Resource};
 use crate::tree::{Changes, FileTree, Footprint};
 
 /// The builds made over one tree, to replay over the next.

@@ -5,13 +5,16 @@
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
+use super::error::BuildError;
 use super::object::{
     group_of, kept_whole, string_map, version_of, Facts, ObjectId, KUSTOMIZE_GROUP,
 };
 use super::target::{ObjectRef, PatchTarget};
-use super::{BuildError, Built};
 use crate::tree::FileTree;
 use crate::yaml;
+
+/// The objects a build (or a part of one) yields, or why it fails.
+pub(super) type Built = Result<Vec<Resource>, BuildError>;
 
 /// One object of a build, with where it came from (its file and document index) and the
 /// names it had before `namePrefix`/`namespace` changed them (patch targets match either).

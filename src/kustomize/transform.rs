@@ -6,7 +6,8 @@
 use serde_json::{Map, Value};
 
 use super::patch::{patch_text, target_of};
-use super::{list, resolve, Appended, Builder, Built, Ids, Ref, Resource, MODELLED};
+use super::resource::{Built, Resource};
+use super::{list, resolve, Appended, Builder, Ids, Ref, MODELLED};
 
 impl Builder<'_> {
     /// What a kustomization does to `acc`, the objects of its resources (and of the
