@@ -298,7 +298,10 @@ impl<'a> Builder<'a> {
     /// (not UTF-8, broken UTF-16: its build fails, as kustomize's does).
     fn not_read(&self, path: &str) -> BuildError {
         match self.tree.unreadable(path) {
-            Some(why) => BuildError::Malformed(why.located(&self.tree.shown(path))),
+            Some(why) => BuildError::Undecodable {
+                path: self.tree.shown(path),
+                why,
+            },
             None => BuildError::FileNotFound(path.to_string()),
         }
     }
@@ -507,16 +510,16 @@ impl<'a> Builder<'a> {
             let mut components = list(k, "components", file)?.to_vec();
             for (i, c) in spec.components.iter().enumerate() {
                 let Some(path) = c.as_str() else {
-                    return Err(
-                        format!("{}: spec.components[{i}] must be a string", spec.what).into(),
-                    );
+                    return Err(BuildError::SpecComponentNotAString {
+                        what: spec.what.clone(),
+                        index: i,
+                    });
                 };
                 if !is_local_relative(path) {
-                    return Err(format!(
-                        "{}: component path '{path}' must be local and relative",
-                        spec.what
-                    )
-                    .into());
+                    return Err(BuildError::SpecComponentNotLocal {
+                        what: spec.what.clone(),
+                        path: path.to_string(),
+                    });
                 }
                 let exists = match resolve(dir, path) {
                     Ref::Local(p) => self.tree.is_file(&p) || self.tree.is_dir(&p),
@@ -621,19 +624,17 @@ impl<'a> Builder<'a> {
     fn read_for_kustomize(&self, file: &str) -> Result<Map<String, Value>, BuildError> {
         let k = self.read_kustomization(file)?;
         if k.keys().all(|key| key == "apiVersion" || key == "kind") {
-            return Err(
-                format!("{file}: kustomization.yaml is empty; kustomize fails on it").into(),
-            );
+            return Err(BuildError::Empty(file.to_string()));
         }
         Ok(k)
     }
 
     fn read_kustomization(&self, file: &str) -> Result<Map<String, Value>, BuildError> {
         let text = self.tree.read(file).ok_or_else(|| self.not_read(file))?;
-        match yaml::parse_kustomization(file, &text).map_err(|e| e.to_string())? {
-            Value::Object(m) => types::check(file, &m).map(|()| m).map_err(Into::into),
+        match yaml::parse_kustomization(file, &text).map_err(|e| BuildError::Yaml(Box::new(e)))? {
+            Value::Object(m) => types::check(file, &m).map(|()| m),
             Value::Null => Ok(Map::new()),
-            _ => Err(format!("{file}: a kustomization must be a mapping").into()),
+            _ => Err(BuildError::NotAMapping(file.to_string())),
         }
     }
 
@@ -760,7 +761,10 @@ impl<'a> Builder<'a> {
         (feature, unseen): (&str, &str),
     ) -> Result<Option<(&'e str, String)>, BuildError> {
         let Some(entry) = entry.as_str() else {
-            return Err(format!("{file}: `{field}` entries must be strings").into());
+            return Err(BuildError::EntryNotAString {
+                file: file.to_string(),
+                field: field.to_string(),
+            });
         };
         match resolve(dir, entry) {
             Ref::Local(path) => Ok(Some((entry, path))),
@@ -1006,11 +1010,14 @@ fn check_kind(
     })
 }
 
-fn list<'v>(k: &'v Map<String, Value>, field: &str, file: &str) -> Result<&'v [Value], String> {
+fn list<'v>(k: &'v Map<String, Value>, field: &str, file: &str) -> Result<&'v [Value], BuildError> {
     match k.get(field) {
         None | Some(Value::Null) => Ok(&[]),
         Some(Value::Array(a)) => Ok(a),
-        Some(_) => Err(format!("{file}: `{field}` must be a list")),
+        Some(_) => Err(BuildError::NotAList {
+            file: file.to_string(),
+            field: field.to_string(),
+        }),
     }
 }
 

@@ -97,24 +97,23 @@ impl Resource {
     }
 
     /// The object whole again, read from its file, with its head as transformed so far.
-    pub(super) fn make_whole(&mut self, tree: &FileTree) -> Result<(), String> {
+    pub(super) fn make_whole(&mut self, tree: &FileTree) -> Result<(), BuildError> {
         let Some(rest) = self.rest.take() else {
             return Ok(());
         };
         let text = tree
             .read(&self.file)
-            .ok_or_else(|| format!("{}: file not found", self.file))?;
+            .ok_or_else(|| BuildError::FileNotFound(self.file.clone()))?;
         let doc = parse_file(&self.file, &text)?.into_iter().nth(self.index);
         let original = match rest.item {
             Some(i) => doc.and_then(|mut d| d.get_mut("items")?.get_mut(i).map(Value::take)),
             None => doc,
         };
         let Some(Value::Object(mut whole)) = original else {
-            return Err(format!(
-                "{}: document {} is gone",
-                self.file,
-                self.index + 1
-            ));
+            return Err(BuildError::DocumentGone {
+                file: self.file.clone(),
+                document: self.index + 1,
+            });
         };
         if let Value::Object(head) = self.value.take() {
             whole.extend(head);
@@ -223,7 +222,10 @@ pub(super) fn load(path: &str, text: &yaml::Text, whole: bool) -> Built {
         };
         for (item, value) in items {
             if !value.is_object() {
-                return Err(format!("{path}: document {} is not a mapping", index + 1).into());
+                return Err(BuildError::DocumentNotAMapping {
+                    file: path.to_string(),
+                    document: index + 1,
+                });
             }
             // kustomize reads only objects with a kind and a name, a List needing no name
             // (kyaml `RNode.GetValidatedMetadata`, through `resource.Factory.dropBadNodes`);
@@ -261,6 +263,6 @@ pub(super) fn has(v: &Value, path: &[&str]) -> bool {
     }
 }
 
-fn parse_file(path: &str, text: &yaml::Text) -> Result<Vec<Value>, String> {
-    yaml::parse_all(path, text).map_err(|e| e.to_string())
+fn parse_file(path: &str, text: &yaml::Text) -> Result<Vec<Value>, BuildError> {
+    yaml::parse_all(path, text).map_err(|e| BuildError::Yaml(Box::new(e)))
 }

@@ -5,7 +5,8 @@
 
 use serde_json::{Map, Value};
 
-use super::patch::{patch_text, target_of};
+use super::error::{BuildError, PatchProblem};
+use super::patch::{patch_file, patch_text, target_of};
 use super::resource::{Built, Resource};
 use super::{list, resolve, Appended, Builder, Ids, Ref, MODELLED};
 
@@ -45,10 +46,11 @@ impl Builder<'_> {
             };
             let what = Appended::name(appended, file, "components", i);
             let kfile = self.kustomization_file(&path)?.ok_or_else(|| {
+                let (what, entry) = (what.clone(), entry.to_string());
                 if self.tree.is_dir(&path) {
-                    format!("{what}: component `{entry}` has no kustomization.yaml")
+                    BuildError::ComponentWithoutKustomization { what, entry }
                 } else {
-                    format!("{what}: component `{entry}` does not exist")
+                    BuildError::NoComponent { what, entry }
                 }
             })?;
             acc = self.build_component(&path, &kfile, (&what, entry), acc)?;
@@ -64,24 +66,14 @@ impl Builder<'_> {
             let text = match entry.as_str() {
                 Some(s) if !s.contains('\n') && !s.trim_start().starts_with('{') => {
                     let found = match resolve(dir, s) {
-                        Ref::Local(path) => {
-                            self.tree
-                                .read(&path)
-                                .ok_or_else(|| match self.tree.unreadable(&path) {
-                                    Some(why) => format!(
-                                        "{what}: patch file {}",
-                                        why.located(&self.tree.shown(&path))
-                                    ),
-                                    None => format!("{what}: patch file `{s}` not found"),
-                                })
-                        }
-                        Ref::Remote => Err(format!("{what}: patch file `{s}` not found")),
-                        Ref::Escapes => return Err(format!("{what}: leaves the repository").into()),
+                        Ref::Local(path) => patch_file(self.tree, &path, s),
+                        Ref::Remote => Err(PatchProblem::FileNotFound(s.to_string())),
+                        Ref::Escapes => Err(PatchProblem::FileEscapes),
                     };
-                    found?.to_string()
+                    found.map_err(|problem| BuildError::patch(&what, problem))?
                 }
                 Some(s) => s.to_string(),
-                None => return Err(format!("{what}: must be a string").into()),
+                None => return Err(BuildError::patch(&what, PatchProblem::NotAString)),
             };
             acc = self.apply_patch(&what, &text, None, acc, &mut names)?;
             patched = true;
@@ -144,7 +136,7 @@ impl Builder<'_> {
             let what = format!("{file}: patchesJson6902[{i}]");
             let text = patch_text(self.tree, dir, entry, &what)?;
             let target = target_of(entry, &what)?
-                .ok_or_else(|| format!("{what}: a JSON 6902 patch needs a `target`"))?;
+                .ok_or_else(|| BuildError::patch(&what, PatchProblem::NeedsTarget))?;
             acc = self.apply_patch(&what, &text, Some(target), acc, &mut names)?;
             patched = true;
         }
