@@ -14,8 +14,9 @@ use super::discover::{self, Environment};
 use super::substitute::{self, Source, Variables};
 use super::{Kustomization, SourceRef, KUSTOMIZE_GROUP};
 use crate::envsubst::Lookup;
+use crate::flux::facts::{self, is_sops, kept_whole, Facts};
 use crate::flux::packed::Packed;
-use crate::kustomize::object::{digest, is_sops, kept_whole, Facts, ObjectId};
+use crate::kustomize::object::{digest, ObjectId};
 use crate::kustomize::{BuildError, Builder, FluxSpec, Resource, Warning};
 use crate::kustomize::{Remembered, Remembering, Shared};
 use crate::tree::{FileTree, Footprint};
@@ -328,7 +329,7 @@ impl Entry {
     ) -> Entry {
         // An object kept for the next step as it is built is shared, not copied, and what
         // is derived from it is derived once.
-        let mut facts = Shared::facts(shared, &r, false);
+        let mut facts = facts::of_shared(shared, &r, false);
         if let Some(v) = variables {
             facts.variables.clone_from(v);
         }
@@ -766,7 +767,7 @@ fn build_pass(
         artifact = artifact.recording();
     }
     let tree = &artifact;
-    let mut builder = Builder::new(tree);
+    let mut builder = Builder::new(tree).keeping(facts::KEEP);
     if keep.whole_objects() {
         builder.keep_objects_whole();
     }
@@ -999,7 +1000,7 @@ pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, Bu
         .unwrap_or_default()
     });
     let artifact = super::source::artifact(tree, &root.file, root.source());
-    let mut builder = Builder::owners_only(&artifact);
+    let mut builder = Builder::owners_only(&artifact).keeping(facts::KEEP);
     let mut owners: Vec<Owner> = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     builder.build_owner(env_path, &spec, &mut |mut r: Resource| {
@@ -1062,7 +1063,7 @@ fn record(
     let written = building
         .vars
         .is_some()
-        .then(|| Shared::facts(shared, &r, true).variables);
+        .then(|| facts::of_shared(shared, &r, true).variables);
     let mut unknown = BTreeSet::new();
     if let (Some(vars), Some(needed)) = (&building.vars, &written) {
         if vars.runs {
@@ -1197,7 +1198,7 @@ fn failed(inv: &mut Inventory, id: &ObjectId, why: String) {
 /// change may change what it applies (see `Footprint`). Its objects are not kept.
 pub fn footprint(tree: &FileTree, env_path: &str, owner: &Owner) -> Footprint {
     tree.take_footprint();
-    let mut builder = Builder::owners_only(tree);
+    let mut builder = Builder::owners_only(tree).keeping(facts::KEEP);
     let what = if owner.file.is_empty() {
         env_path
     } else {

@@ -78,7 +78,7 @@ impl Source {
         if !id.group.is_empty() || !matches!(id.kind.as_str(), "ConfigMap" | "Secret") {
             return None;
         }
-        if crate::kustomize::object::is_sops(v) {
+        if super::facts::is_sops(v) {
             return Some(Source::Unknown("SOPS-encrypted".into()));
         }
         let map = |k: &str| v.get(k).and_then(Value::as_object);

@@ -25,7 +25,7 @@ mod types;
 pub use error::{BuildError, Warning};
 pub use remember::{Remembered, Remembering, Shared};
 pub use resolve::{resolve, resolve_under, Ref};
-pub use resource::Resource;
+pub use resource::{Keep, Kept, Resource};
 
 use crate::fs::is_manifest;
 use crate::fs::join;
@@ -89,8 +89,9 @@ pub struct Builder<'a> {
     /// Whether every patch asks every object, without `patch::Names`: the plain loop the
     /// index must agree with (the tests build both ways and compare).
     pub(crate) plain_patches: bool,
-    /// Whether every object is kept whole as it is loaded (see `keep_objects_whole`).
-    whole: bool,
+    /// What the caller reads of the objects, so that the build holds no more (see
+    /// `keeping`); `None`: every object whole.
+    keep: Option<Keep>,
     /// The documents of each patch text read so far: one patch is often applied by many
     /// Kustomizations (a parent's `patches` that gives every child the same patch).
     patches: HashMap<String, Arc<[Value]>>,
@@ -236,15 +237,21 @@ impl<'a> Builder<'a> {
             stack: Vec::new(),
             patch_checks: 0,
             plain_patches: false,
-            whole: false,
+            keep: None,
             patches: HashMap::new(),
         }
     }
 
-    /// Keeps every object it builds whole, for a command that prints what is built: by
-    /// default an object is its head and the facts of the rest (see `Resource`).
+    /// Holds of the objects it loads only what `keep` says its caller reads (see `Keep`).
+    pub fn keeping(mut self, keep: Keep) -> Self {
+        self.keep = Some(keep);
+        self
+    }
+
+    /// Keeps every object it builds whole after all, for a command that prints what is built
+    /// (see `keeping`).
     pub fn keep_objects_whole(&mut self) {
-        self.whole = true;
+        self.keep = None;
     }
 
     /// `objects` as kustomization `k` of `dir` transforms them (`transform`: its patches,
@@ -599,17 +606,17 @@ impl<'a> Builder<'a> {
         let text = self.tree.read(path).ok_or_else(|| self.not_read(path))?;
         match self.ready.remove(path) {
             Some(loaded) => loaded,
-            None => load(path, &text, self.whole),
+            None => load(path, &text, self.keep),
         }
     }
 
     /// Loads `paths` (files a build is about to load) in parallel, so that building a folder
     /// of thousands of manifests uses every core.
     fn prefetch<S: AsRef<str> + Sync>(&mut self, paths: &[S]) {
-        let (tree, whole) = (self.tree, self.whole);
+        let (tree, keep) = (self.tree, self.keep);
         let loaded = crate::par::map(paths, |path| {
             let path = path.as_ref();
-            tree.read(path).map(|text| load(path, &text, whole))
+            tree.read(path).map(|text| load(path, &text, keep))
         });
         for (path, objects) in paths.iter().zip(loaded) {
             if let Some(objects) = objects {
@@ -1061,27 +1068,46 @@ mod tests {
 
     #[test]
     fn an_object_is_held_as_its_head_until_a_patch_reads_it_whole() {
-        // (ConfigMaps and Secrets are held whole: their data are substitution sources.)
-        let list = "apiVersion: v1\nkind: List\nitems:\n  - {apiVersion: example.com/v1, kind: Settings, metadata: {name: a}, data: {k: '1'}}\n  - {apiVersion: example.com/v1, kind: Settings, metadata: {name: b}, data: {k: '${V}'}}\n";
+        // The caller holds ConfigMaps whole, and keeps the keys of every other one's rest.
+        let keep = Keep {
+            whole: |_, kind| kind == "ConfigMap",
+            rest: |rest| {
+                let keys: Vec<String> = rest
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                Arc::new(keys)
+            },
+        };
+        let list = "apiVersion: v1\nkind: List\nitems:\n  - {apiVersion: example.com/v1, kind: Settings, metadata: {name: a}, data: {k: '1'}}\n  - {apiVersion: example.com/v1, kind: Settings, metadata: {name: b}, data: {k: '${V}'}}\n  - {apiVersion: v1, kind: ConfigMap, metadata: {name: c}, data: {k: '2'}}\n";
         let tree = FileTree::from_files([
             ("base/kustomization.yaml", "namespace: ns\nresources: [list.yaml]\n"),
             ("base/list.yaml", list),
             ("o/kustomization.yaml", "resources: [../base]\npatches:\n  - target: {name: b}\n    patch: |\n      - op: add\n        path: /data/j\n        value: '2'\n"),
         ]);
-        let out = Builder::new(&tree).build_dir("o").unwrap();
-        assert_eq!(out.len(), 2);
-        // Not patched: the head, transformed, and the facts of the rest.
+        let out = Builder::new(&tree).keeping(keep).build_dir("o").unwrap();
+        assert_eq!(out.len(), 3);
+        // Not patched: the head, transformed, and what the caller keeps of the rest.
         assert_eq!(out[0].value.get("data"), None);
         assert_eq!(out[0].value["metadata"]["namespace"], "ns");
-        let facts = out[0].facts(true);
-        assert_eq!(facts.data_keys, Some(vec!["k".to_string()]));
+        assert_eq!(
+            out[0].kept::<Vec<String>>(),
+            Some(&vec!["data".to_string()])
+        );
         // Patched: the second item whole again, keeping the namespace its base set.
         assert_eq!(
             out[1].value["data"],
             serde_json::json!({"k": "${V}", "j": "2"})
         );
         assert_eq!(out[1].value["metadata"]["namespace"], "ns");
-        assert_eq!(out[1].facts(true).variables, ["V"]);
+        assert_eq!(out[1].kept::<Vec<String>>(), None);
+        // Held whole as it was loaded.
+        assert_eq!(out[2].value["data"], serde_json::json!({"k": "2"}));
+        // Without a `Keep`, every object is whole.
+        let out = Builder::new(&tree).build_dir("o").unwrap();
+        assert_eq!(out[0].value["data"], serde_json::json!({"k": "1"}));
     }
 
     #[test]

@@ -16,7 +16,7 @@ use std::sync::{Arc, OnceLock};
 use serde_json::Value;
 
 use super::error::{BuildError, Warning};
-use super::object::{Facts, ObjectId};
+use super::object::ObjectId;
 use super::{Builder, FluxSpec, Resource};
 use crate::tree::{Changes, FileTree, Footprint};
 
@@ -46,14 +46,15 @@ struct Kept {
     warnings: Vec<Warning>,
 }
 
-/// What the inventory derives from an object of a kept build, made once and shared by every
-/// revision whose build replays the object unchanged: its whole value as the inventory keeps
-/// it, its facts and its id. Each is asked of the object as it was built (see `of`).
+/// What the caller derives from an object of a kept build, made once and shared by every
+/// revision whose build replays the object unchanged: its whole value, its facts (the
+/// caller's, with and without substitution), its id. Each is asked of the object as it was
+/// built (see `of`).
 #[derive(Debug, Default)]
 pub struct Shared {
     whole: OnceLock<Arc<Value>>,
-    /// `Resource::facts(false)` and `(true)`.
-    facts: [OnceLock<Facts>; 2],
+    /// The caller's facts of it without and with substitution (see `facts`).
+    facts: [OnceLock<Box<dyn Any + Send + Sync>>; 2],
     id: OnceLock<Option<ObjectId>>,
     /// Whether substitution may change it (see `may_change`).
     may_change: OnceLock<bool>,
@@ -79,13 +80,22 @@ impl Shared {
         }
     }
 
-    /// `r.facts(substituted)`.
-    pub fn facts(cell: Option<&Shared>, r: &Cow<'_, Resource>, substituted: bool) -> Facts {
-        match Shared::of(cell, r) {
-            Some(c) => c.facts[usize::from(substituted)]
-                .get_or_init(|| r.facts(substituted))
-                .clone(),
-            None => r.facts(substituted),
+    /// `of(r)`: the facts the caller reads of `r` (the caller's type), one kind of them for
+    /// each value of `substituted`. Made again when the first call made another type.
+    pub fn facts<F: Any + Clone + Send + Sync>(
+        cell: Option<&Shared>,
+        r: &Cow<'_, Resource>,
+        substituted: bool,
+        of: impl Fn(&Resource) -> F,
+    ) -> F {
+        let made = Shared::of(cell, r).and_then(|c| {
+            c.facts[usize::from(substituted)]
+                .get_or_init(|| Box::new(of(r)))
+                .downcast_ref::<F>()
+        });
+        match made {
+            Some(f) => f.clone(),
+            None => of(r),
         }
     }
 
@@ -156,7 +166,7 @@ impl<'a> Builder<'a> {
         let context = Context {
             view,
             cluster_kinds: self.cluster_kinds.clone(),
-            whole: self.whole,
+            whole: self.keep.is_none(),
         };
         let recording = self.tree.is_recording();
         let (before, changes) = match &before.tree {
