@@ -15,9 +15,10 @@ use super::substitute::{self, Source, Variables};
 use super::{Kustomization, SourceRef, KUSTOMIZE_GROUP};
 use crate::envsubst::Lookup;
 use crate::flux::facts::{self, is_sops, kept_whole, Facts};
+use crate::flux::generated::{FluxBuild, FluxBuildError, FluxSpec};
 use crate::flux::packed::Packed;
 use crate::kustomize::object::{digest, ObjectId};
-use crate::kustomize::{BuildError, Builder, FluxSpec, Resource, Warning};
+use crate::kustomize::{Builder, Resource, Warning};
 use crate::kustomize::{Remembered, Remembering, Shared};
 use crate::tree::{FileTree, Footprint};
 
@@ -980,7 +981,7 @@ pub struct Owners {
 
 /// The owners-only build of environment `env_path` of `tree` (see `Owners`); `Err` when the
 /// build fails, as Flux's would.
-pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, BuildError> {
+pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, FluxBuildError> {
     let root = root_of(tree, &Environment::configured(tree, "", env_path, ""));
     // The root's own patches apply when it is the environment's (bootstrap's gotk-sync).
     let what = format!("{env_path} ({})", root.id);

@@ -1,8 +1,8 @@
 //! The Flux model: Flux Kustomizations as fluxwave reads them (`Kustomization`), what
 //! fluxwave emits (`emit`), an environment built as Flux builds it with the inventory of
 //! which Kustomization applies each object (`inventory`) from the artifact of its source
-//! (`source`), what a build keeps of each object (`facts`) and the form it holds objects in
-//! (`packed`), `postBuild` variable substitution (`substitute`), SOPS decryption patches
+//! (`source`), the kustomization Flux builds at a Kustomization's `spec.path` (`generated`),
+//! what a build keeps of each object (`facts`) and the form it holds objects in (`packed`), `postBuild` variable substitution (`substitute`), SOPS decryption patches
 //! (`decryption`), whether deleting an object loses data (`data`), and the health gates
 //! the Kustomizations of a build form (`gates`).
 
@@ -13,6 +13,7 @@ pub mod discover;
 pub mod emit;
 pub mod facts;
 pub mod gates;
+pub mod generated;
 pub mod inventory;
 pub mod packed;
 pub mod release;

@@ -28,8 +28,6 @@ pub enum BuildError {
     /// so Flux's, whose generator keeps the folder's own.
     #[error("{dir}: holds {files}; kustomize fails: Found multiple kustomization files")]
     ManyKustomizations { dir: String, files: String },
-    #[error("path `./{0}` does not exist")]
-    NoPath(String),
     #[error("{file}: kustomization cycle through `{dir}`")]
     Cycle { file: String, dir: String },
     #[error("{file}: `{entry}` leaves the repository")]
@@ -113,13 +111,6 @@ pub enum BuildError {
     ComponentWithoutKustomization { what: String, entry: String },
     #[error("{what}: component `{entry}` does not exist")]
     NoComponent { what: String, entry: String },
-    /// A `spec.components` entry, of the Flux Kustomization `what`, that is not a string.
-    #[error("{what}: spec.components[{index}] must be a string")]
-    SpecComponentNotAString { what: String, index: usize },
-    /// A `spec.components` entry that is not a local relative path (fluxcd/pkg
-    /// `kustomize.IsLocalRelativePath`).
-    #[error("{what}: component path '{path}' must be local and relative")]
-    SpecComponentNotLocal { what: String, path: String },
     /// A patch, named `what`, that kustomize would not read or apply.
     #[error("{what}: {problem}")]
     Patch { what: String, problem: PatchProblem },

@@ -1,9 +1,9 @@
-//! Builds of Flux Kustomizations kept from one revision of a history for the next
-//! (`cutover --each`): a Kustomization built from the same folder with the same spec, none of
-//! whose files changed since, builds what it built before (the build reads the tree through
-//! the calls a `Footprint` records, and nothing else but the cluster-scoped kinds of the
-//! tree's CRDs), so the objects it handed on then are handed on again instead of being read,
-//! parsed and transformed again.
+//! Builds kept from one revision of a history for the next (`cutover --each`, whose builds are
+//! Flux Kustomizations): a build of the same folder with the same spec (the caller's: what it
+//! writes into the kustomization there), none of whose files changed since, builds what it
+//! built before (the build reads the tree through the calls a `Footprint` records, and
+//! nothing else but the cluster-scoped kinds of the tree's CRDs), so the objects it handed on
+//! then are handed on again instead of being read, parsed and transformed again.
 //!
 //! Only builds that succeed are kept: a failure's message names the revision it was read
 //! from.
@@ -15,9 +15,9 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
-use super::error::{BuildError, Warning};
+use super::error::Warning;
 use super::object::ObjectId;
-use super::{Builder, FluxSpec, Resource};
+use super::{Builder, Emit, Resource};
 use crate::tree::{Changes, FileTree, Footprint};
 
 /// The builds made over one tree, to replay over the next.
@@ -40,7 +40,8 @@ struct Context {
 
 #[derive(Debug)]
 struct Kept {
-    spec: FluxSpec,
+    /// The caller's spec of the build (see `build_remembered`).
+    spec: Box<dyn Any + Send + Sync>,
     footprint: Footprint,
     emitted: Vec<(Resource, Shared)>,
     warnings: Vec<Warning>,
@@ -187,26 +188,30 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// `build_owner`, replayed from `memo` when the same folder was built with the same spec
-    /// and none of the files it read changed; otherwise built, and kept when it succeeds.
-    /// Without `memo`, `build_owner`. Objects are handed to `emit` borrowed where they are
-    /// kept, with the cell their whole value is shared in: one that is not changed on the way
-    /// is not copied.
-    pub fn build_owner_remembered(
+    /// `build(self, emit)`, the build of folder `dir` with the caller's `spec`, replayed from
+    /// `memo` when the same folder was built with the same spec and none of the files it
+    /// read changed; otherwise built, and kept when it succeeds. Without `memo`, `build`.
+    /// Objects are handed to `emit` borrowed where they are kept, with the cell their whole
+    /// value is shared in: one that is not changed on the way is not copied.
+    pub fn build_remembered<S, E>(
         &mut self,
         memo: Option<&mut Remembering>,
         dir: &str,
-        spec: &FluxSpec,
+        spec: &S,
+        build: impl FnOnce(&mut Self, &mut Emit) -> Result<(), E>,
         emit: &mut dyn FnMut(Cow<'_, Resource>, Option<&Shared>),
-    ) -> Result<(), BuildError> {
+    ) -> Result<(), E>
+    where
+        S: Any + Clone + PartialEq + Send + Sync,
+    {
         let Some(memo) = memo.filter(|m| m.now.tree.is_some()) else {
-            return self.build_owner(dir, spec, &mut |r| emit(Cow::Owned(r), None));
+            return build(self, &mut |r| emit(Cow::Owned(r), None));
         };
         let changes = &memo.changes;
         let same = memo.before.builds.get_mut(dir).and_then(|kept| {
-            let at = kept
-                .iter()
-                .position(|k| k.spec == *spec && k.footprint.holds_over(changes))?;
+            let at = kept.iter().position(|k| {
+                k.spec.downcast_ref() == Some(spec) && k.footprint.holds_over(changes)
+            })?;
             Some(kept.swap_remove(at))
         });
         if let Some(kept) = same {
@@ -224,7 +229,7 @@ impl<'a> Builder<'a> {
         self.tree.take_footprint();
         let warned = self.warnings.len();
         let mut emitted = Vec::new();
-        let built = self.build_owner(dir, spec, &mut |r: Resource| {
+        let built = build(self, &mut |r: Resource| {
             emitted.push((r, Shared::default()));
             if let Some((r, shared)) = emitted.last() {
                 emit(Cow::Borrowed(r), Some(shared));
@@ -233,7 +238,7 @@ impl<'a> Builder<'a> {
         let footprint = self.tree.take_footprint();
         if built.is_ok() {
             let kept = Kept {
-                spec: spec.clone(),
+                spec: Box::new(spec.clone()),
                 footprint,
                 emitted,
                 warnings: self.warnings[warned..].to_vec(),

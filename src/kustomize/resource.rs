@@ -262,7 +262,7 @@ pub(super) fn load(path: &str, text: &yaml::Text, keep: Option<Keep>) -> Built {
 
 /// Whether `v` has a value at `path`: not null, not an empty string. (A value of another
 /// type is there: its reading is not this check's to judge.)
-pub(super) fn has(v: &Value, path: &[&str]) -> bool {
+pub fn has(v: &Value, path: &[&str]) -> bool {
     match path.iter().try_fold(v, |v, key| v.get(key)) {
         None | Some(Value::Null) => false,
         Some(Value::String(s)) => !s.is_empty(),

@@ -15,7 +15,7 @@ impl Builder<'_> {
     /// kustomization it is a component of), in kustomize's order: components, generators,
     /// strategic-merge patches, `patches`, namespace, name affixes, labels, annotations,
     /// JSON 6902 patches. `file` names the kustomization in messages, `appended` the
-    /// entries a Flux spec added to it; `dir` resolves paths.
+    /// entries its caller appended to it; `dir` resolves paths.
     pub(super) fn transform(
         &mut self,
         file: &str,
@@ -153,7 +153,9 @@ fn str_field(k: &Map<String, Value>, field: &str) -> Option<String> {
     k.get(field).and_then(Value::as_str).map(String::from)
 }
 
-pub(super) fn add_metadata(acc: &mut [Resource], key: &str, pairs: &Value) {
+/// Sets each of `pairs` (a mapping) in `metadata.<key>` (labels or annotations) of every
+/// object of `acc`, over what it has.
+pub fn add_metadata(acc: &mut [Resource], key: &str, pairs: &Value) {
     let Value::Object(pairs) = pairs else { return };
     if pairs.is_empty() {
         return;
