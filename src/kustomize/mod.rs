@@ -14,6 +14,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 mod error;
+mod keys;
 pub mod object;
 mod patch;
 mod remember;
@@ -34,38 +35,6 @@ use crate::tree::FileTree;
 use crate::yaml;
 use object::CLUSTER_SCOPED;
 use resource::{load, Built};
-
-/// Keys of a kustomization that fluxwave builds (or that cannot change which objects a build
-/// yields: images, replicas and the like change content only).
-const MODELLED: &[&str] = &[
-    "apiVersion",
-    "kind",
-    "metadata",
-    "resources",
-    "bases",
-    "components",
-    "patches",
-    "patchesStrategicMerge",
-    "patchesJson6902",
-    "namespace",
-    "namePrefix",
-    "nameSuffix",
-    "commonLabels",
-    "labels",
-    "commonAnnotations",
-    "configMapGenerator",
-    "secretGenerator",
-    "generatorOptions",
-    "images",
-    "replicas",
-    "sortOptions",
-    "buildMetadata",
-    "crds",
-    // Transformer configurations only add field specs to the built-in ones (kustomize's
-    // `builtinconfig.TransformerConfig.Merge`): names, namespaces and labels are still set
-    // where they were, so the object set does not change.
-    "configurations",
-];
 
 /// The names kustomize reads a folder's kustomization from; a folder with more than one
 /// fails to build ("Found multiple kustomization files"). From kustomize's
@@ -151,26 +120,6 @@ impl Ahead {
         }
         self.loaded += 1;
     }
-}
-
-/// Keys of a kustomization that change the objects it accumulated (see `transform`).
-const TRANSFORMERS: &[&str] = &[
-    "components",
-    "patchesStrategicMerge",
-    "patches",
-    "namespace",
-    "namePrefix",
-    "nameSuffix",
-    "commonLabels",
-    "labels",
-    "commonAnnotations",
-    "patchesJson6902",
-];
-
-/// Whether kustomization `k` may change what it accumulated: else its build is the objects
-/// of its resources and generators as they are loaded.
-fn transforms(k: &Map<String, Value>) -> bool {
-    TRANSFORMERS.iter().any(|key| k.contains_key(*key))
 }
 
 impl<'a> Builder<'a> {
@@ -351,7 +300,7 @@ impl<'a> Builder<'a> {
     ) -> Result<(), BuildError> {
         let mut ids = Ids::new(self, file);
         let mut failed = None;
-        let whole = transforms(k);
+        let whole = keys::transforms(k);
         let mut out = |r: Resource| {
             if failed.is_some() {
                 return;
@@ -492,7 +441,7 @@ impl<'a> Builder<'a> {
         appended: Option<&Appended>,
         emit: &mut Emit,
     ) -> Result<(), BuildError> {
-        if transforms(k) {
+        if keys::transforms(k) {
             let mut acc = Vec::new();
             self.resources(dir, file, k, &mut |r| acc.push(r))?;
             self.transform(file, dir, k, acc, appended)?
