@@ -172,8 +172,10 @@ pub fn is_sops(v: &Value) -> bool {
     v.get("sops").and_then(|s| s.get("mac")).is_some()
 }
 
+/// Flux's opt-out of pruning, as a label or an annotation (`disabled`).
 const PRUNE: &str = "kustomize.toolkit.fluxcd.io/prune";
-const SUBSTITUTE: &str = "kustomize.toolkit.fluxcd.io/substitute";
+/// Flux's opt-out of `postBuild` substitution, as a label or an annotation (`disabled`).
+pub(super) const SUBSTITUTE: &str = "kustomize.toolkit.fluxcd.io/substitute";
 
 /// The variables a string needs for Flux's `postBuild` substitution (see
 /// `envsubst::needed`): those of every `${NAME...}` whose operator is not a default

@@ -829,6 +829,7 @@ fn build_pass(
             match found {
                 Ok(vars) => Some(vars),
                 Err(e) => {
+                    let e = e.to_string();
                     let w = build_failure(where_, &owner.id, &e);
                     mark_unbuilt(&mut inv, &owner_id, &[&w]);
                     failed(&mut inv, &owner_id, e);
