@@ -35,6 +35,8 @@ pub struct Remembered {
 struct Context {
     view: Option<String>,
     cluster_kinds: BTreeSet<String>,
+    /// Whether objects were held whole, without the caller's `Keep` (a caller remembers
+    /// builds made with one `Keep`).
     whole: bool,
 }
 
