@@ -153,6 +153,28 @@ impl fmt::Display for SourceError {
 
 impl std::error::Error for SourceError {}
 
+/// Two errors are one when they say the same of the same place: what miette is shown of the
+/// file (`report`'s masked copy) follows from the rest.
+impl PartialEq for SourceError {
+    fn eq(&self, other: &Self) -> bool {
+        (
+            &self.path,
+            &self.source,
+            self.span,
+            &self.message,
+            &self.help,
+        ) == (
+            &other.path,
+            &other.source,
+            other.span,
+            &other.message,
+            &other.help,
+        )
+    }
+}
+
+impl Eq for SourceError {}
+
 /// A failure: bad input (every problem found, not just the first), I/O, or a refusal to act.
 #[derive(Debug)]
 pub enum Error {

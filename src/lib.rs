@@ -12,7 +12,9 @@
 //! `diag` holds the finding codes and renders findings, `blast` computes what a failing unit
 //! blocks, `cutover` judges what Flux deletes between two revisions, `check` lints, `objects`
 //! gives the objects each Kustomization applies and what changes in them (with `unified`
-//! diffs), and `cli`, the only module that prints, runs the commands.
+//! diffs), and `cli`, the only module that prints, runs the commands. `plain` (the fast
+//! reader of plain block YAML) and `envsubst` (Flux's variable syntax) are leaves: they import
+//! nothing of the crate.
 //!
 //! Only `cli` is the library's interface (with `process`'s guard over children, for `main`);
 //! `testing` hands the integration tests and the fuzz targets the parts they drive directly.
@@ -26,6 +28,7 @@ pub mod cli;
 pub(crate) mod config;
 pub(crate) mod cutover;
 pub(crate) mod diag;
+pub(crate) mod envsubst;
 pub(crate) mod error;
 pub(crate) mod flux;
 pub(crate) mod fs;
@@ -35,6 +38,7 @@ pub(crate) mod init;
 pub(crate) mod kustomize;
 pub(crate) mod objects;
 mod par;
+mod plain;
 pub(crate) mod plan;
 pub(crate) mod plural;
 pub(crate) mod process;

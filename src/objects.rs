@@ -15,10 +15,11 @@ use serde_json::Value;
 
 use crate::cutover::{self, Analysed, Report};
 use crate::error::{Error, Result};
+use crate::flux::facts::is_sops;
 use crate::flux::inventory::{self, Entry, Inventory, Keep, Owner, Print, Prints};
 use crate::flux::release::{self, Release, Rendered};
 use crate::flux::substitute::Source;
-use crate::kustomize::object::{digest, is_sops, ObjectId};
+use crate::kustomize::object::{digest, ObjectId};
 use crate::redact::Secrets;
 
 /// One object as its owner applies it.

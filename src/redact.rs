@@ -149,7 +149,7 @@ fn structure(doc: &str, depth: usize) -> Option<Vec<(usize, usize)>> {
 /// The documents of `doc` as the plain-subset reader reads them, or `None` where it declines
 /// (a block scalar too: its tree keeps no span).
 fn plain_tree(doc: &str) -> Option<Vec<Node<'_>>> {
-    use crate::yaml::plain::Node as Plain;
+    use crate::plain::Node as Plain;
     let base = doc.as_ptr() as usize;
     fn tree<'a>(node: &Plain<'a>, base: usize) -> Option<Node<'a>> {
         Some(match node {
@@ -170,7 +170,7 @@ fn plain_tree(doc: &str) -> Option<Vec<Node<'_>>> {
             ),
         })
     }
-    crate::yaml::plain::documents(doc)?
+    crate::plain::documents(doc)?
         .iter()
         .map(|n| tree(n, base))
         .collect()

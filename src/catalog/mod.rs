@@ -101,7 +101,7 @@ pub(crate) fn parse_with(
 ) -> std::result::Result<Service, Vec<SourceError>> {
     // The plain reader declines whatever it does not read exactly as serde-saphyr does, and
     // every file with a problem: serde-saphyr reads those and locates the problem.
-    let raw: Option<RawServiceDefinition> = match fast.then(|| yaml::plain::parse(&text)).flatten()
+    let raw: Option<RawServiceDefinition> = match fast.then(|| crate::plain::parse(&text)).flatten()
     {
         Some(raw) => Some(raw),
         None => yaml::parse_reporting_all(path, &text)?,

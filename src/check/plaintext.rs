@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::{locate, Finding, FluxView};
 use crate::diag::Code;
-use crate::kustomize::object::is_sops;
+use crate::flux::facts::is_sops;
 use crate::plural::count;
 
 pub const CODE: Code = Code::PlaintextSecret;

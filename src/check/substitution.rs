@@ -236,7 +236,7 @@ fn keys_of(flux: &FluxView, id: &ObjectId) -> Option<BTreeSet<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kustomize::object::needed_variables;
+    use crate::flux::facts::needed_variables;
 
     #[test]
     fn finds_variables_without_defaults_and_skips_escapes() {

@@ -12,9 +12,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::flux::data::{self, Data, HELM_GROUP};
+use crate::flux::facts::opt_out;
 use crate::flux::inventory::{Entry, Inventory, Owner};
 use crate::flux::release::{Release, Rendered};
-use crate::kustomize::object::{crd_kind, opt_out, ObjectId};
+use crate::kustomize::object::{crd_kind, ObjectId};
 
 /// Why Flux deletes an object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

@@ -13,10 +13,12 @@ use serde_json::Value;
 use super::discover::{self, Environment};
 use super::substitute::{self, Source, Variables};
 use super::{Kustomization, SourceRef, KUSTOMIZE_GROUP};
-use crate::kustomize::envsubst::Lookup;
-use crate::kustomize::object::{digest, is_sops, kept_whole, Facts, ObjectId};
-use crate::kustomize::packed::Packed;
-use crate::kustomize::{BuildError, Builder, FluxSpec, Resource, Warning};
+use crate::envsubst::Lookup;
+use crate::flux::facts::{self, is_sops, kept_whole, Facts};
+use crate::flux::generated::{FluxBuild, FluxBuildError, FluxSpec};
+use crate::flux::packed::Packed;
+use crate::kustomize::object::{digest, ObjectId};
+use crate::kustomize::{Builder, Resource, Warning};
 use crate::kustomize::{Remembered, Remembering, Shared};
 use crate::tree::{FileTree, Footprint};
 
@@ -328,7 +330,7 @@ impl Entry {
     ) -> Entry {
         // An object kept for the next step as it is built is shared, not copied, and what
         // is derived from it is derived once.
-        let mut facts = Shared::facts(shared, &r, false);
+        let mut facts = facts::of_shared(shared, &r, false);
         if let Some(v) = variables {
             facts.variables.clone_from(v);
         }
@@ -766,7 +768,7 @@ fn build_pass(
         artifact = artifact.recording();
     }
     let tree = &artifact;
-    let mut builder = Builder::new(tree);
+    let mut builder = Builder::new(tree).keeping(facts::KEEP);
     if keep.whole_objects() {
         builder.keep_objects_whole();
     }
@@ -827,6 +829,7 @@ fn build_pass(
             match found {
                 Ok(vars) => Some(vars),
                 Err(e) => {
+                    let e = e.to_string();
                     let w = build_failure(where_, &owner.id, &e);
                     mark_unbuilt(&mut inv, &owner_id, &[&w]);
                     failed(&mut inv, &owner_id, e);
@@ -979,7 +982,7 @@ pub struct Owners {
 
 /// The owners-only build of environment `env_path` of `tree` (see `Owners`); `Err` when the
 /// build fails, as Flux's would.
-pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, BuildError> {
+pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, FluxBuildError> {
     let root = root_of(tree, &Environment::configured(tree, "", env_path, ""));
     // The root's own patches apply when it is the environment's (bootstrap's gotk-sync).
     let what = format!("{env_path} ({})", root.id);
@@ -999,7 +1002,7 @@ pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, Bu
         .unwrap_or_default()
     });
     let artifact = super::source::artifact(tree, &root.file, root.source());
-    let mut builder = Builder::owners_only(&artifact);
+    let mut builder = Builder::owners_only(&artifact).keeping(facts::KEEP);
     let mut owners: Vec<Owner> = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     builder.build_owner(env_path, &spec, &mut |mut r: Resource| {
@@ -1062,7 +1065,7 @@ fn record(
     let written = building
         .vars
         .is_some()
-        .then(|| Shared::facts(shared, &r, true).variables);
+        .then(|| facts::of_shared(shared, &r, true).variables);
     let mut unknown = BTreeSet::new();
     if let (Some(vars), Some(needed)) = (&building.vars, &written) {
         if vars.runs {
@@ -1197,7 +1200,7 @@ fn failed(inv: &mut Inventory, id: &ObjectId, why: String) {
 /// change may change what it applies (see `Footprint`). Its objects are not kept.
 pub fn footprint(tree: &FileTree, env_path: &str, owner: &Owner) -> Footprint {
     tree.take_footprint();
-    let mut builder = Builder::owners_only(tree);
+    let mut builder = Builder::owners_only(tree).keeping(facts::KEEP);
     let what = if owner.file.is_empty() {
         env_path
     } else {

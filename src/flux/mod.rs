@@ -1,7 +1,8 @@
 //! The Flux model: Flux Kustomizations as fluxwave reads them (`Kustomization`), what
 //! fluxwave emits (`emit`), an environment built as Flux builds it with the inventory of
 //! which Kustomization applies each object (`inventory`) from the artifact of its source
-//! (`source`), `postBuild` variable substitution (`substitute`), SOPS decryption patches
+//! (`source`), the kustomization Flux builds at a Kustomization's `spec.path` (`generated`),
+//! what a build keeps of each object (`facts`) and the form it holds objects in (`packed`), `postBuild` variable substitution (`substitute`), SOPS decryption patches
 //! (`decryption`), whether deleting an object loses data (`data`), and the health gates
 //! the Kustomizations of a build form (`gates`).
 
@@ -10,8 +11,11 @@ pub mod data;
 pub mod decryption;
 pub mod discover;
 pub mod emit;
+pub mod facts;
 pub mod gates;
+pub mod generated;
 pub mod inventory;
+pub mod packed;
 pub mod release;
 pub mod source;
 pub mod substitute;
@@ -22,7 +26,9 @@ use serde::de::{DeserializeOwned, Deserializer};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-pub use crate::kustomize::object::{string_map_at, KUSTOMIZE_GROUP};
+pub use crate::kustomize::object::string_map_at;
+/// The API group of Flux Kustomizations.
+pub const KUSTOMIZE_GROUP: &str = "kustomize.toolkit.fluxcd.io";
 pub const KUSTOMIZE_API: &str = "kustomize.toolkit.fluxcd.io/v1";
 pub const KUSTOMIZATION_API: &str = "kustomize.config.k8s.io/v1beta1";
 

@@ -19,16 +19,26 @@
 //! - Flux substitutes the object's YAML text and parses it back, so a plain scalar that
 //!   becomes `true` or `3` is a boolean or a number afterwards.
 //!
-//! The syntax itself is in `kustomize::envsubst`.
+//! The syntax itself is in `envsubst`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
-use crate::kustomize::envsubst::{self, Lookup, Unresolved};
+use super::facts::SUBSTITUTE;
+use crate::envsubst::{self, Lookup, ParseError, Unresolved};
 use crate::kustomize::object::ObjectId;
 
-const SUBSTITUTE: &str = "kustomize.toolkit.fluxcd.io/substitute";
+/// Why Flux's substitution fails a Kustomization's build (and Flux applies nothing of it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SubstituteError {
+    /// A variable whose name Flux refuses (`varsubRegex`).
+    #[error("'{0}' var name is invalid, must match '^[_[:alpha:]][_[:alpha:][:digit:]]*$'")]
+    Name(String),
+    /// A string Flux's envsubst cannot parse.
+    #[error("envsubst error: variable substitution failed: {error}: `{text}`")]
+    Parse { error: ParseError, text: String },
+}
 
 /// The inline `postBuild.substitute` variables of a Flux Kustomization.
 pub fn substitutions(owner: &Value) -> BTreeMap<String, String> {
@@ -78,7 +88,7 @@ impl Source {
         if !id.group.is_empty() || !matches!(id.kind.as_str(), "ConfigMap" | "Secret") {
             return None;
         }
-        if crate::kustomize::object::is_sops(v) {
+        if super::facts::is_sops(v) {
             return Some(Source::Unknown("SOPS-encrypted".into()));
         }
         let map = |k: &str| v.get(k).and_then(Value::as_object);
@@ -188,7 +198,7 @@ pub fn variables(
     owner: &Value,
     namespace: &str,
     find: &mut dyn FnMut(&ObjectId) -> Option<Source>,
-) -> Result<Variables, String> {
+) -> Result<Variables, SubstituteError> {
     let post = owner.pointer("/spec/postBuild");
     let mut vars = Variables::default();
     let refs = post
@@ -237,9 +247,7 @@ pub fn variables(
     );
     for name in names {
         if !valid_name(name) {
-            return Err(format!(
-                "'{name}' var name is invalid, must match '^[_[:alpha:]][_[:alpha:][:digit:]]*$'"
-            ));
+            return Err(SubstituteError::Name(name.clone()));
         }
     }
     let always = post
@@ -327,7 +335,7 @@ pub fn may_change(v: &Value) -> bool {
 /// as Flux does; only strings with `${` or `$$` are parsed. A string whose variables are
 /// unknown, or not set, is left as written. `Err` is a string Flux cannot parse: its build
 /// fails.
-pub fn object(v: &mut Value, vars: &Variables) -> Result<Outcome, String> {
+pub fn object(v: &mut Value, vars: &Variables) -> Result<Outcome, SubstituteError> {
     let mut outcome = Outcome::default();
     if !vars.runs || disabled(v) {
         return Ok(outcome);
@@ -336,7 +344,7 @@ pub fn object(v: &mut Value, vars: &Variables) -> Result<Outcome, String> {
     Ok(outcome)
 }
 
-fn walk(v: &mut Value, vars: &Variables, at: At, out: &mut Outcome) -> Result<(), String> {
+fn walk(v: &mut Value, vars: &Variables, at: At, out: &mut Outcome) -> Result<(), SubstituteError> {
     match v {
         Value::String(s) => {
             if let Some(new) = string(s, vars, at == At::Identity, out)? {
@@ -378,12 +386,14 @@ fn string(
     vars: &Variables,
     identity: bool,
     out: &mut Outcome,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, SubstituteError> {
     if !envsubst::may_change(s) {
         return Ok(None);
     }
-    let nodes = envsubst::parse(s)
-        .map_err(|e| format!("envsubst error: variable substitution failed: {e}: `{s}`"))?;
+    let nodes = envsubst::parse(s).map_err(|error| SubstituteError::Parse {
+        error,
+        text: s.to_string(),
+    })?;
     match envsubst::eval(&nodes, &|name| vars.lookup(name)) {
         Ok(new) => Ok(Some(new)),
         Err(Unresolved::NotSet(var)) => {
@@ -456,7 +466,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn vars(owner: Value, sources: &[(&str, Source)]) -> Result<Variables, String> {
+    fn vars(owner: Value, sources: &[(&str, Source)]) -> Result<Variables, SubstituteError> {
         variables(&owner, "flux-system", &mut |id| {
             sources
                 .iter()
@@ -561,7 +571,10 @@ mod tests {
         );
         let bad = json!({"spec": {"postBuild": {"substituteFrom": [{"kind": "ConfigMap", "name": "c"}]}}});
         let err = vars(bad, &[("ConfigMap/c", data(&[("app.name", "x")]))]).unwrap_err();
-        assert!(err.contains("'app.name' var name is invalid"), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "'app.name' var name is invalid, must match '^[_[:alpha:]][_[:alpha:][:digit:]]*$'"
+        );
         for (name, ok) in [
             ("_a1", true),
             ("A_B", true),
@@ -611,9 +624,10 @@ mod tests {
         object(&mut off, &v).unwrap();
         assert_eq!(off["metadata"]["name"], "${APP}");
         let mut broken = json!({"metadata": {"name": "${APP"}});
-        assert!(object(&mut broken, &v)
-            .unwrap_err()
-            .contains("missing closing brace"));
+        assert_eq!(
+            object(&mut broken, &v).unwrap_err().to_string(),
+            "envsubst error: variable substitution failed: missing closing brace: `${APP`"
+        );
     }
 
     #[test]

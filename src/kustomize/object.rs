@@ -1,9 +1,10 @@
-//! Object identity and the few facts about an object the deletion model needs. An object is
-//! known by `ObjectId { group, kind, namespace, name }` only (the version does not matter to
-//! the API server's identity), displayed `Kind/namespace/name` and ordered by that display.
+//! What kustomize knows of any object: its identity, `ObjectId { group, kind, namespace,
+//! name }` only (the version does not matter to the API server's identity), displayed
+//! `Kind/namespace/name` and ordered by that display; its API group and version; the kinds
+//! that are never namespaced and those a CRD defines; and a digest of its value.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde_json::Value;
@@ -81,9 +82,6 @@ impl ObjectId {
     }
 }
 
-/// The API group of Flux Kustomizations: a build keeps them whole (their spec is read).
-pub const KUSTOMIZE_GROUP: &str = "kustomize.toolkit.fluxcd.io";
-
 /// `apps/v1` -> `apps`; `v1` -> ``.
 pub fn group_of(api_version: &str) -> &str {
     api_version.split_once('/').map_or("", |(g, _)| g)
@@ -136,121 +134,6 @@ pub fn string_map(v: &Value, key: &str) -> BTreeMap<String, String> {
     string_map_at(v, &format!("/metadata/{key}"))
 }
 
-/// The per-object opt-out Flux honours before deleting, if the object carries one (as a
-/// label or an annotation): `prune: disabled`, `reconcile: disabled` or `ssa: Ignore`.
-pub fn opt_out(v: &Value) -> Option<String> {
-    opt_out_of(&Metadata::of(v))
-}
-
-fn opt_out_of(meta: &Metadata) -> Option<String> {
-    const OPT_OUTS: &[(&str, &str)] = &[
-        (PRUNE, "disabled"),
-        ("kustomize.toolkit.fluxcd.io/reconcile", "disabled"),
-        ("kustomize.toolkit.fluxcd.io/ssa", "Ignore"),
-    ];
-    for map in [meta.annotations, meta.labels] {
-        for (k, val) in OPT_OUTS {
-            if string_at(map, k).is_some_and(|x| x.eq_ignore_ascii_case(val)) {
-                return Some(format!("{k}: {val}"));
-            }
-        }
-    }
-    None
-}
-
-/// An object's annotations and labels, read where they are (`string_map` copies them).
-struct Metadata<'a> {
-    annotations: Option<&'a serde_json::Map<String, Value>>,
-    labels: Option<&'a serde_json::Map<String, Value>>,
-}
-
-impl<'a> Metadata<'a> {
-    fn of(v: &'a Value) -> Metadata<'a> {
-        let map = |key: &str| v.get("metadata")?.get(key)?.as_object();
-        Metadata {
-            annotations: map("annotations"),
-            labels: map("labels"),
-        }
-    }
-
-    /// Whether `key` is `value` as an annotation or a label.
-    fn is_set(&self, key: &str, value: &str) -> bool {
-        [self.annotations, self.labels]
-            .into_iter()
-            .any(|m| string_at(m, key) == Some(value))
-    }
-}
-
-/// The string value of `key` in `map` (not a string: none).
-fn string_at<'a>(map: Option<&'a serde_json::Map<String, Value>>, key: &str) -> Option<&'a str> {
-    map?.get(key)?.as_str()
-}
-
-/// What the deletion rules and the lints read of an object, taken when a build records it.
-/// An inventory keeps these instead of the object: a repository of 100,000 services builds
-/// hundreds of thousands of objects, and holding them whole costs gigabytes.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Facts {
-    /// The Flux opt-out it carries (see `opt_out`).
-    pub opt_out: Option<String>,
-    /// `kustomize.toolkit.fluxcd.io/prune: disabled`, as a label or an annotation.
-    pub prune_disabled: bool,
-    /// SOPS-encrypted (see `is_sops`).
-    pub sops: bool,
-    /// The `${VAR}`s it needs (see `needed_variables`), sorted; only read when its owner
-    /// substitutes variables, so only then taken.
-    pub variables: Vec<String>,
-    /// The keys of its `data`, `stringData` and `binaryData`, when it has any of them.
-    pub data_keys: Option<Vec<String>>,
-}
-
-impl Facts {
-    /// The facts of `v` and, when `v` is an object's head only, of the `rest` of it; its
-    /// variables only when `substituted` (its owner has `postBuild`).
-    pub fn of(v: &Value, rest: Option<&Facts>, substituted: bool) -> Facts {
-        let meta = Metadata::of(v);
-        let mut variables = BTreeSet::new();
-        if substituted && !meta.is_set(SUBSTITUTE, "disabled") {
-            needed_in(v, &mut variables);
-            variables.extend(rest.iter().flat_map(|r| r.variables.iter().cloned()));
-        }
-        let maps: Vec<&serde_json::Map<String, Value>> = ["data", "stringData", "binaryData"]
-            .iter()
-            .filter_map(|k| v.get(*k).and_then(Value::as_object))
-            .collect();
-        Facts {
-            opt_out: opt_out_of(&meta),
-            prune_disabled: meta.is_set(PRUNE, "disabled"),
-            sops: is_sops(v) || rest.is_some_and(|r| r.sops),
-            variables: variables.into_iter().collect(),
-            data_keys: if maps.is_empty() {
-                rest.and_then(|r| r.data_keys.clone())
-            } else {
-                Some(maps.iter().flat_map(|m| m.keys().cloned()).collect())
-            },
-        }
-    }
-}
-
-/// Kinds an inventory keeps whole, because a rule or a lint reads their specs: CRDs (the
-/// kinds they define), HelmReleases (whether their values configure persistence) and
-/// ImageUpdateAutomations (the path they update), ArtifactGenerators (what they copy), and
-/// the sources a HelmRelease's chart comes from. A repository holds few of them.
-pub fn kept_whole(group: &str, kind: &str) -> bool {
-    matches!(
-        (group, kind),
-        ("apiextensions.k8s.io", "CustomResourceDefinition")
-            | ("helm.toolkit.fluxcd.io", "HelmRelease")
-            | ("image.toolkit.fluxcd.io", "ImageUpdateAutomation")
-            | ("source.extensions.fluxcd.io", "ArtifactGenerator")
-            // a HelmRelease's chart source, read to render it
-            | (
-                "source.toolkit.fluxcd.io",
-                "HelmRepository" | "OCIRepository" | "GitRepository" | "HelmChart" | "Bucket"
-            )
-    )
-}
-
 /// The SHA-256 of `v` written out in a form that no other value has: each value tagged with
 /// its type, strings and lists and mappings led by their lengths, a mapping's keys in their
 /// order, numbers as they print. Two values with one digest are the same value, key order
@@ -296,37 +179,6 @@ pub fn digest(v: &Value) -> [u8; 32] {
     h.finalize().into()
 }
 
-/// Whether a manifest is SOPS-encrypted: a `sops` mapping with its `mac`.
-pub fn is_sops(v: &Value) -> bool {
-    v.get("sops").and_then(|s| s.get("mac")).is_some()
-}
-
-const PRUNE: &str = "kustomize.toolkit.fluxcd.io/prune";
-const SUBSTITUTE: &str = "kustomize.toolkit.fluxcd.io/substitute";
-
-/// The variables a string needs for Flux's `postBuild` substitution (see
-/// `envsubst::needed`): those of every `${NAME...}` whose operator is not a default
-/// (`${NAME:=x}`, `${NAME:-x}`, `${NAME=x}`), defaults nested in defaults included;
-/// `$${...}` is an escape.
-pub fn needed_variables(s: &str, out: &mut BTreeSet<String>) {
-    super::envsubst::needed(s, out);
-}
-
-/// `needed_variables` of every key and string of `v`.
-fn needed_in(v: &Value, out: &mut BTreeSet<String>) {
-    match v {
-        Value::String(s) => needed_variables(s, out),
-        Value::Array(items) => items.iter().for_each(|i| needed_in(i, out)),
-        Value::Object(m) => {
-            for (k, v) in m {
-                needed_variables(k, out);
-                needed_in(v, out);
-            }
-        }
-        _ => {}
-    }
-}
-
 /// The group and kind of every custom resource a CRD manifest defines.
 pub fn crd_kind(v: &Value) -> Option<(String, String, bool)> {
     let spec = v.get("spec")?;
@@ -352,16 +204,5 @@ mod tests {
         assert_eq!(b.to_string(), "Deployment/media/x");
         assert!(b < a);
         assert_eq!(b.resource(), "deployment.apps");
-    }
-
-    #[test]
-    fn opt_outs_are_read_from_labels_and_annotations() {
-        let v = json!({"metadata": {"labels": {"kustomize.toolkit.fluxcd.io/prune": "disabled"}}});
-        assert!(opt_out(&v).is_some());
-        let v = json!({"metadata": {"annotations": {"kustomize.toolkit.fluxcd.io/ssa": "Ignore"}}});
-        assert!(opt_out(&v).is_some());
-        let v =
-            json!({"metadata": {"annotations": {"kustomize.toolkit.fluxcd.io/prune": "enabled"}}});
-        assert!(opt_out(&v).is_none());
     }
 }

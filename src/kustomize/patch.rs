@@ -5,9 +5,11 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::error::{BuildError, OperationError, PatchProblem, TargetError};
 use super::object::group_of;
+use super::resource::{Built, Resource};
 use super::target::PatchTarget;
-use super::{resolve, BuildError, Builder, Built, Ref, Resource};
+use super::{resolve, Builder, Ref};
 use crate::tree::FileTree;
 use crate::yaml;
 
@@ -84,12 +86,10 @@ impl Builder<'_> {
         let docs = self.patch_documents(what, text)?;
         for doc in docs.iter().filter(|d| !d.is_null()) {
             if let (Value::Array(_), None) = (&doc, &target) {
-                return Err(format!("{what}: a JSON 6902 patch needs a `target`").into());
+                return Err(BuildError::patch(what, PatchProblem::NeedsTarget));
             }
             if !doc.is_array() && !doc.is_object() {
-                return Err(
-                    format!("{what}: a patch must be a mapping or a list of operations").into(),
-                );
+                return Err(BuildError::patch(what, PatchProblem::NotAPatch));
             }
             // The objects that may be selected, in their order: those of the one name the
             // document selects by, else all.
@@ -114,7 +114,7 @@ impl Builder<'_> {
                     if target.as_ref().is_some_and(|t| r.selected_by(t)) {
                         let old = r.meta_str("name").to_string();
                         r.make_whole(self.tree)?;
-                        json6902(&mut r.value, ops).map_err(|e| format!("{what}: {e}"))?;
+                        json6902(&mut r.value, ops).map_err(|e| BuildError::patch(what, e))?;
                         if let Some(n) = names.as_mut() {
                             n.renamed(i, &old, r);
                         }
@@ -136,14 +136,14 @@ impl Builder<'_> {
             }
             let delete = doc.get("$patch").and_then(Value::as_str) == Some("delete");
             if target.is_none() && selected.is_empty() {
-                return Err(format!(
-                    "{what}: the patch's target {}/{} is not in the build",
-                    doc.get("kind").and_then(Value::as_str).unwrap_or("?"),
-                    doc.pointer("/metadata/name")
-                        .and_then(Value::as_str)
-                        .unwrap_or("?"),
-                )
-                .into());
+                let field = |p: &str| doc.pointer(p).and_then(Value::as_str).unwrap_or("?");
+                return Err(BuildError::patch(
+                    what,
+                    PatchProblem::TargetNotBuilt {
+                        kind: field("/kind").to_string(),
+                        name: field("/metadata/name").to_string(),
+                    },
+                ));
             }
             if delete {
                 *names = None;
@@ -184,10 +184,7 @@ impl Builder<'_> {
         }
         let docs: Arc<[Value]> = yaml::patch_documents(text)
             .map_err(|e| {
-                format!(
-                    "{what}: the patch is not valid YAML: {}",
-                    yaml::brief_error(text, &e)
-                )
+                BuildError::patch(what, PatchProblem::NotYaml(yaml::brief_error(text, &e)))
             })?
             .into();
         self.patches.insert(text.to_string(), docs.clone());
@@ -195,32 +192,48 @@ impl Builder<'_> {
     }
 }
 
+/// The text of patch `entry` (named `what`) of a kustomization in `dir`: inline (`patch`) or
+/// read from a file (`path`).
 pub(super) fn patch_text(
     tree: &FileTree,
     dir: &str,
     entry: &Value,
     what: &str,
-) -> Result<String, String> {
+) -> Result<String, BuildError> {
     if let Some(p) = entry.get("patch").and_then(Value::as_str) {
         return Ok(p.to_string());
     }
-    if let Some(p) = entry.get("path").and_then(Value::as_str) {
-        let found = match resolve(dir, p) {
-            Ref::Local(path) => tree
-                .read(&path)
-                .ok_or_else(|| match tree.unreadable(&path) {
-                    Some(why) => format!("{what}: patch file {}", why.located(&tree.shown(&path))),
-                    None => format!("{what}: patch file `{p}` not found"),
-                }),
-            Ref::Remote => Err(format!("{what}: patch file `{p}` not found")),
-            Ref::Escapes => return Err(format!("{what}: `{p}` leaves the repository")),
-        };
-        return found.map(|t| t.to_string());
-    }
-    Err(format!("{what}: needs `patch` or `path`"))
+    let Some(p) = entry.get("path").and_then(Value::as_str) else {
+        return Err(BuildError::patch(what, PatchProblem::NeedsPatchOrPath));
+    };
+    let path = match resolve(dir, p) {
+        Ref::Local(path) => path,
+        Ref::Remote => {
+            return Err(BuildError::patch(
+                what,
+                PatchProblem::FileNotFound(p.into()),
+            ))
+        }
+        Ref::Escapes => return Err(BuildError::patch(what, PatchProblem::Escapes(p.into()))),
+    };
+    patch_file(tree, &path, p).map_err(|problem| BuildError::patch(what, problem))
 }
 
-pub(super) fn target_of(entry: &Value, what: &str) -> Result<Option<PatchTarget>, String> {
+/// The text of the patch file at `path` (`entry` as the kustomization names it).
+pub(super) fn patch_file(tree: &FileTree, path: &str, entry: &str) -> Result<String, PatchProblem> {
+    match tree.read(path) {
+        Some(text) => Ok(text.to_string()),
+        None => Err(match tree.unreadable(path) {
+            Some(why) => PatchProblem::FileUndecodable {
+                path: tree.shown(path),
+                why,
+            },
+            None => PatchProblem::FileNotFound(entry.to_string()),
+        }),
+    }
+}
+
+pub(super) fn target_of(entry: &Value, what: &str) -> Result<Option<PatchTarget>, TargetError> {
     match entry.get("target") {
         None | Some(Value::Null) => Ok(None),
         Some(t) => PatchTarget::parse(t, what).map(Some),
@@ -281,13 +294,13 @@ pub fn merge(dst: &mut Value, patch: &Value) {
     }
 }
 
-fn pointer_segments(path: &str) -> Result<Vec<String>, String> {
+fn pointer_segments(path: &str) -> Result<Vec<String>, OperationError> {
     if path.is_empty() {
         return Ok(Vec::new());
     }
     let rest = path
         .strip_prefix('/')
-        .ok_or_else(|| format!("JSON pointer `{path}` must start with `/`"))?;
+        .ok_or_else(|| OperationError::Pointer(path.to_string()))?;
     Ok(rest
         .split('/')
         .map(|s| s.replace("~1", "/").replace("~0", "~"))
@@ -295,11 +308,12 @@ fn pointer_segments(path: &str) -> Result<Vec<String>, String> {
 }
 
 /// The container that holds the last segment of `path`, and that segment.
-fn parent_of<'v>(root: &'v mut Value, path: &str) -> Result<(&'v mut Value, String), String> {
+fn parent_of<'v>(
+    root: &'v mut Value,
+    path: &str,
+) -> Result<(&'v mut Value, String), OperationError> {
     let mut segs = pointer_segments(path)?;
-    let last = segs
-        .pop()
-        .ok_or_else(|| "an operation on the whole document is not supported".to_string())?;
+    let last = segs.pop().ok_or(OperationError::WholeDocument)?;
     let mut cur = root;
     for s in &segs {
         cur = match cur {
@@ -307,12 +321,12 @@ fn parent_of<'v>(root: &'v mut Value, path: &str) -> Result<(&'v mut Value, Stri
             Value::Array(a) => s.parse::<usize>().ok().and_then(|i| a.get_mut(i)),
             _ => None,
         }
-        .ok_or_else(|| format!("path `{path}` does not exist"))?;
+        .ok_or_else(|| OperationError::NoPath(path.to_string()))?;
     }
     Ok((cur, last))
 }
 
-fn op_add(root: &mut Value, path: &str, value: Value) -> Result<(), String> {
+fn op_add(root: &mut Value, path: &str, value: Value) -> Result<(), OperationError> {
     let (parent, last) = parent_of(root, path)?;
     match parent {
         Value::Object(m) => {
@@ -325,18 +339,21 @@ fn op_add(root: &mut Value, path: &str, value: Value) -> Result<(), String> {
                 last.parse::<usize>()
                     .ok()
                     .filter(|i| *i <= a.len())
-                    .ok_or_else(|| format!("index `{last}` out of range at `{path}`"))?
+                    .ok_or_else(|| OperationError::Index {
+                        index: last.clone(),
+                        path: path.to_string(),
+                    })?
             };
             a.insert(i, value);
         }
-        _ => return Err(format!("`{path}`: parent is not a container")),
+        _ => return Err(OperationError::NotAContainer(path.to_string())),
     }
     Ok(())
 }
 
-fn op_remove(root: &mut Value, path: &str) -> Result<Value, String> {
+fn op_remove(root: &mut Value, path: &str) -> Result<Value, OperationError> {
     let (parent, last) = parent_of(root, path)?;
-    let missing = || format!("path `{path}` does not exist");
+    let missing = || OperationError::NoPath(path.to_string());
     match parent {
         Value::Object(m) => m.remove(&last).ok_or_else(missing),
         Value::Array(a) => {
@@ -352,14 +369,14 @@ fn op_remove(root: &mut Value, path: &str) -> Result<Value, String> {
 }
 
 /// Applies JSON 6902 operations (add, replace, remove, move, copy, test).
-pub fn json6902(doc: &mut Value, ops: &[Value]) -> Result<(), String> {
+pub fn json6902(doc: &mut Value, ops: &[Value]) -> Result<(), OperationError> {
     for op in ops {
         let s = |k: &str| op.get(k).and_then(Value::as_str);
-        let path = s("path").ok_or("a JSON 6902 operation needs `path`")?;
+        let path = s("path").ok_or(OperationError::NeedsPath)?;
         let value = || {
             op.get("value")
                 .cloned()
-                .ok_or(format!("`{path}`: needs `value`"))
+                .ok_or_else(|| OperationError::NeedsValue(path.to_string()))
         };
         match s("op") {
             Some("add") => op_add(doc, path, value()?)?,
@@ -371,24 +388,24 @@ pub fn json6902(doc: &mut Value, ops: &[Value]) -> Result<(), String> {
                 op_remove(doc, path)?;
             }
             Some("move") => {
-                let from = s("from").ok_or("`move` needs `from`")?;
+                let from = s("from").ok_or(OperationError::NeedsFrom("move"))?;
                 let v = op_remove(doc, from)?;
                 op_add(doc, path, v)?;
             }
             Some("copy") => {
-                let from = s("from").ok_or("`copy` needs `from`")?;
+                let from = s("from").ok_or(OperationError::NeedsFrom("copy"))?;
                 let v = doc
                     .pointer(from)
                     .cloned()
-                    .ok_or(format!("path `{from}` does not exist"))?;
+                    .ok_or_else(|| OperationError::NoPath(from.to_string()))?;
                 op_add(doc, path, v)?;
             }
             Some("test") => {
                 if doc.pointer(path) != Some(&value()?) {
-                    return Err(format!("test failed at `{path}`"));
+                    return Err(OperationError::TestFailed(path.to_string()));
                 }
             }
-            other => return Err(format!("unknown JSON 6902 operation {other:?}")),
+            other => return Err(OperationError::Unknown(other.map(String::from))),
         }
     }
     Ok(())

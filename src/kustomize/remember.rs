@@ -1,9 +1,9 @@
-//! Builds of Flux Kustomizations kept from one revision of a history for the next
-//! (`cutover --each`): a Kustomization built from the same folder with the same spec, none of
-//! whose files changed since, builds what it built before (the build reads the tree through
-//! the calls a `Footprint` records, and nothing else but the cluster-scoped kinds of the
-//! tree's CRDs), so the objects it handed on then are handed on again instead of being read,
-//! parsed and transformed again.
+//! Builds kept from one revision of a history for the next (`cutover --each`, whose builds are
+//! Flux Kustomizations): a build of the same folder with the same spec (the caller's: what it
+//! writes into the kustomization there), none of whose files changed since, builds what it
+//! built before (the build reads the tree through the calls a `Footprint` records, and
+//! nothing else but the cluster-scoped kinds of the tree's CRDs), so the objects it handed on
+//! then are handed on again instead of being read, parsed and transformed again.
 //!
 //! Only builds that succeed are kept: a failure's message names the revision it was read
 //! from.
@@ -15,8 +15,9 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
-use super::object::{Facts, ObjectId};
-use super::{BuildError, Builder, FluxSpec, Resource, Warning};
+use super::error::Warning;
+use super::object::ObjectId;
+use super::{Builder, Emit, Resource};
 use crate::tree::{Changes, FileTree, Footprint};
 
 /// The builds made over one tree, to replay over the next.
@@ -34,25 +35,29 @@ pub struct Remembered {
 struct Context {
     view: Option<String>,
     cluster_kinds: BTreeSet<String>,
+    /// Whether objects were held whole, without the caller's `Keep` (a caller remembers
+    /// builds made with one `Keep`).
     whole: bool,
 }
 
 #[derive(Debug)]
 struct Kept {
-    spec: FluxSpec,
+    /// The caller's spec of the build (see `build_remembered`).
+    spec: Box<dyn Any + Send + Sync>,
     footprint: Footprint,
     emitted: Vec<(Resource, Shared)>,
     warnings: Vec<Warning>,
 }
 
-/// What the inventory derives from an object of a kept build, made once and shared by every
-/// revision whose build replays the object unchanged: its whole value as the inventory keeps
-/// it, its facts and its id. Each is asked of the object as it was built (see `of`).
+/// What the caller derives from an object of a kept build, made once and shared by every
+/// revision whose build replays the object unchanged: its whole value, its facts (the
+/// caller's, with and without substitution), its id. Each is asked of the object as it was
+/// built (see `of`).
 #[derive(Debug, Default)]
 pub struct Shared {
     whole: OnceLock<Arc<Value>>,
-    /// `Resource::facts(false)` and `(true)`.
-    facts: [OnceLock<Facts>; 2],
+    /// The caller's facts of it without and with substitution (see `facts`).
+    facts: [OnceLock<Box<dyn Any + Send + Sync>>; 2],
     id: OnceLock<Option<ObjectId>>,
     /// Whether substitution may change it (see `may_change`).
     may_change: OnceLock<bool>,
@@ -78,13 +83,22 @@ impl Shared {
         }
     }
 
-    /// `r.facts(substituted)`.
-    pub fn facts(cell: Option<&Shared>, r: &Cow<'_, Resource>, substituted: bool) -> Facts {
-        match Shared::of(cell, r) {
-            Some(c) => c.facts[usize::from(substituted)]
-                .get_or_init(|| r.facts(substituted))
-                .clone(),
-            None => r.facts(substituted),
+    /// `of(r)`: the facts the caller reads of `r` (the caller's type), one kind of them for
+    /// each value of `substituted`. Made again when the first call made another type.
+    pub fn facts<F: Any + Clone + Send + Sync>(
+        cell: Option<&Shared>,
+        r: &Cow<'_, Resource>,
+        substituted: bool,
+        of: impl Fn(&Resource) -> F,
+    ) -> F {
+        let made = Shared::of(cell, r).and_then(|c| {
+            c.facts[usize::from(substituted)]
+                .get_or_init(|| Box::new(of(r)))
+                .downcast_ref::<F>()
+        });
+        match made {
+            Some(f) => f.clone(),
+            None => of(r),
         }
     }
 
@@ -155,7 +169,7 @@ impl<'a> Builder<'a> {
         let context = Context {
             view,
             cluster_kinds: self.cluster_kinds.clone(),
-            whole: self.whole,
+            whole: self.keep.is_none(),
         };
         let recording = self.tree.is_recording();
         let (before, changes) = match &before.tree {
@@ -176,26 +190,30 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// `build_owner`, replayed from `memo` when the same folder was built with the same spec
-    /// and none of the files it read changed; otherwise built, and kept when it succeeds.
-    /// Without `memo`, `build_owner`. Objects are handed to `emit` borrowed where they are
-    /// kept, with the cell their whole value is shared in: one that is not changed on the way
-    /// is not copied.
-    pub fn build_owner_remembered(
+    /// `build(self, emit)`, the build of folder `dir` with the caller's `spec`, replayed from
+    /// `memo` when the same folder was built with the same spec and none of the files it
+    /// read changed; otherwise built, and kept when it succeeds. Without `memo`, `build`.
+    /// Objects are handed to `emit` borrowed where they are kept, with the cell their whole
+    /// value is shared in: one that is not changed on the way is not copied.
+    pub fn build_remembered<S, E>(
         &mut self,
         memo: Option<&mut Remembering>,
         dir: &str,
-        spec: &FluxSpec,
+        spec: &S,
+        build: impl FnOnce(&mut Self, &mut Emit) -> Result<(), E>,
         emit: &mut dyn FnMut(Cow<'_, Resource>, Option<&Shared>),
-    ) -> Result<(), BuildError> {
+    ) -> Result<(), E>
+    where
+        S: Any + Clone + PartialEq + Send + Sync,
+    {
         let Some(memo) = memo.filter(|m| m.now.tree.is_some()) else {
-            return self.build_owner(dir, spec, &mut |r| emit(Cow::Owned(r), None));
+            return build(self, &mut |r| emit(Cow::Owned(r), None));
         };
         let changes = &memo.changes;
         let same = memo.before.builds.get_mut(dir).and_then(|kept| {
-            let at = kept
-                .iter()
-                .position(|k| k.spec == *spec && k.footprint.holds_over(changes))?;
+            let at = kept.iter().position(|k| {
+                k.spec.downcast_ref() == Some(spec) && k.footprint.holds_over(changes)
+            })?;
             Some(kept.swap_remove(at))
         });
         if let Some(kept) = same {
@@ -213,7 +231,7 @@ impl<'a> Builder<'a> {
         self.tree.take_footprint();
         let warned = self.warnings.len();
         let mut emitted = Vec::new();
-        let built = self.build_owner(dir, spec, &mut |r: Resource| {
+        let built = build(self, &mut |r: Resource| {
             emitted.push((r, Shared::default()));
             if let Some((r, shared)) = emitted.last() {
                 emit(Cow::Borrowed(r), Some(shared));
@@ -222,7 +240,7 @@ impl<'a> Builder<'a> {
         let footprint = self.tree.take_footprint();
         if built.is_ok() {
             let kept = Kept {
-                spec: spec.clone(),
+                spec: Box::new(spec.clone()),
                 footprint,
                 emitted,
                 warnings: self.warnings[warned..].to_vec(),

@@ -1,17 +1,36 @@
 //! One object of a build (`Resource`): where it came from, the names it had before a
-//! transformer renamed it, and, until a patch needs it whole, only its head and the facts of
-//! the rest.
+//! transformer renamed it, and, until a patch needs it whole, only its head and what the
+//! build's caller keeps of the rest (`Keep`).
 
 use serde_json::{Map, Value};
+use std::any::Any;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
-use super::object::{
-    group_of, kept_whole, string_map, version_of, Facts, ObjectId, KUSTOMIZE_GROUP,
-};
+use super::error::BuildError;
+use super::object::{group_of, string_map, version_of, ObjectId};
 use super::target::{ObjectRef, PatchTarget};
-use super::{BuildError, Built};
 use crate::tree::FileTree;
 use crate::yaml;
+
+/// The objects a build (or a part of one) yields, or why it fails.
+pub(super) type Built = Result<Vec<Resource>, BuildError>;
+
+/// What a build's caller reads of the objects it is handed, so that the build holds no more of
+/// them (`Builder::keeping`): which objects it reads whole, and what it needs of the rest of
+/// the others. Without it, a build holds every object whole. The builder never reads what
+/// `rest` takes: the caller's own type, asked back of each object with `Resource::kept`.
+#[derive(Debug, Clone, Copy)]
+pub struct Keep {
+    /// Whether an object of this API group and kind is held whole as it is loaded.
+    pub whole: fn(group: &str, kind: &str) -> bool,
+    /// What the caller needs of the rest of any other object (its body less `apiVersion`,
+    /// `kind` and `metadata`), taken as it is loaded and held in place of the rest.
+    pub rest: fn(rest: &Value) -> Kept,
+}
+
+/// What a caller keeps of the rest of an object held as its head (see `Keep`).
+pub type Kept = Arc<dyn Any + Send + Sync>;
 
 /// One object of a build, with where it came from (its file and document index) and the
 /// names it had before `namePrefix`/`namespace` changed them (patch targets match either).
@@ -19,10 +38,10 @@ use crate::yaml;
 pub struct Resource {
     /// The object; while `rest` is set, only its `apiVersion`, `kind` and `metadata`.
     pub value: Value,
-    /// What the inventory needs of the rest of an object loaded from a file, kept instead
-    /// of the rest itself until a patch needs the object whole (`make_whole`): a build of a
-    /// large app tier holds hundreds of thousands of objects, and their specs are most of
-    /// the memory. Transformers other than patches change only the head.
+    /// What the caller needs of the rest of an object loaded from a file (`Keep::rest`), held
+    /// instead of the rest itself until a patch needs the object whole (`make_whole`): a
+    /// build of a large app tier holds hundreds of thousands of objects, and their specs are
+    /// most of the memory. Transformers other than patches change only the head.
     rest: Option<Rest>,
     pub file: String,
     pub index: usize,
@@ -33,7 +52,7 @@ pub struct Resource {
 struct Rest {
     /// The object's position in its document's `items`, when the document is a List.
     item: Option<usize>,
-    facts: Facts,
+    kept: Kept,
 }
 
 /// The keys a build reads and transforms without a patch.
@@ -41,37 +60,30 @@ const HEAD: [&str; 3] = ["apiVersion", "kind", "metadata"];
 
 impl Resource {
     /// An object as loaded from document `index` of `file` (item `item` of a List): split
-    /// into its head and the facts of the rest, unless it is one the inventory keeps whole
-    /// (a Flux Kustomization is an owner: its spec is read) or a ConfigMap or Secret, or
-    /// `keep` asks for every object whole.
+    /// into its head and what `keep` takes of the rest, unless `keep` holds it whole (or
+    /// there is no `keep`: every object whole).
     pub(super) fn loaded(
         value: Value,
         file: &str,
         index: usize,
         item: Option<usize>,
-        keep: bool,
+        keep: Option<Keep>,
     ) -> Resource {
         let s = |k: &str| value.get(k).and_then(Value::as_str).unwrap_or("");
         let (group, kind) = (group_of(s("apiVersion")), s("kind"));
-        // ConfigMaps and Secrets are `substituteFrom` sources: their data is read; an
-        // ExternalSecret makes one, named in its spec.
-        let whole = keep
-            || kept_whole(group, kind)
-            || (group == KUSTOMIZE_GROUP && kind == "Kustomization")
-            || (group.is_empty() && matches!(kind, "ConfigMap" | "Secret"))
-            || (group == "external-secrets.io" && kind == "ExternalSecret");
-        let (value, rest) = match value {
-            Value::Object(mut body) if !whole => {
+        let keep = keep.filter(|k| !(k.whole)(group, kind));
+        let (value, rest) = match (value, keep) {
+            (Value::Object(mut body), Some(keep)) => {
                 let mut head = Map::new();
                 for key in HEAD {
                     if let Some(v) = body.remove(key) {
                         head.insert(key.into(), v);
                     }
                 }
-                let facts = Facts::of(&Value::Object(body), None, true);
-                (Value::Object(head), Some(Rest { item, facts }))
+                let kept = (keep.rest)(&Value::Object(body));
+                (Value::Object(head), Some(Rest { item, kept }))
             }
-            value => (value, None),
+            (value, _) => (value, None),
         };
         Resource {
             value,
@@ -94,24 +106,23 @@ impl Resource {
     }
 
     /// The object whole again, read from its file, with its head as transformed so far.
-    pub(super) fn make_whole(&mut self, tree: &FileTree) -> Result<(), String> {
+    pub(super) fn make_whole(&mut self, tree: &FileTree) -> Result<(), BuildError> {
         let Some(rest) = self.rest.take() else {
             return Ok(());
         };
         let text = tree
             .read(&self.file)
-            .ok_or_else(|| format!("{}: file not found", self.file))?;
+            .ok_or_else(|| BuildError::FileNotFound(self.file.clone()))?;
         let doc = parse_file(&self.file, &text)?.into_iter().nth(self.index);
         let original = match rest.item {
             Some(i) => doc.and_then(|mut d| d.get_mut("items")?.get_mut(i).map(Value::take)),
             None => doc,
         };
         let Some(Value::Object(mut whole)) = original else {
-            return Err(format!(
-                "{}: document {} is gone",
-                self.file,
-                self.index + 1
-            ));
+            return Err(BuildError::DocumentGone {
+                file: self.file.clone(),
+                document: self.index + 1,
+            });
         };
         if let Value::Object(head) = self.value.take() {
             whole.extend(head);
@@ -120,13 +131,10 @@ impl Resource {
         Ok(())
     }
 
-    /// What the inventory keeps of it (see `Facts`).
-    pub fn facts(&self, substituted: bool) -> Facts {
-        Facts::of(
-            &self.value,
-            self.rest.as_ref().map(|r| &r.facts),
-            substituted,
-        )
+    /// What the caller's `Keep::rest` took of the rest of it, while it is held as its head
+    /// (`None` once it is whole, or when what was taken is not a `T`).
+    pub fn kept<T: Any>(&self) -> Option<&T> {
+        self.rest.as_ref()?.kept.downcast_ref()
     }
 
     pub fn id(&self) -> Option<ObjectId> {
@@ -198,8 +206,9 @@ impl Resource {
     }
 }
 
-/// The objects of a file: its documents, and the items of a List; each whole when `whole`.
-pub(super) fn load(path: &str, text: &yaml::Text, whole: bool) -> Built {
+/// The objects of a file: its documents, and the items of a List; each split as `keep` says
+/// (see `Resource::loaded`).
+pub(super) fn load(path: &str, text: &yaml::Text, keep: Option<Keep>) -> Built {
     let mut out = Vec::new();
     for (index, doc) in parse_file(path, text)?.into_iter().enumerate() {
         let is_list = doc
@@ -220,7 +229,10 @@ pub(super) fn load(path: &str, text: &yaml::Text, whole: bool) -> Built {
         };
         for (item, value) in items {
             if !value.is_object() {
-                return Err(format!("{path}: document {} is not a mapping", index + 1).into());
+                return Err(BuildError::DocumentNotAMapping {
+                    file: path.to_string(),
+                    document: index + 1,
+                });
             }
             // kustomize reads only objects with a kind and a name, a List needing no name
             // (kyaml `RNode.GetValidatedMetadata`, through `resource.Factory.dropBadNodes`);
@@ -242,7 +254,7 @@ pub(super) fn load(path: &str, text: &yaml::Text, whole: bool) -> Built {
                     missing,
                 });
             }
-            out.push(Resource::loaded(value, path, index, item, whole));
+            out.push(Resource::loaded(value, path, index, item, keep));
         }
     }
     Ok(out)
@@ -250,7 +262,7 @@ pub(super) fn load(path: &str, text: &yaml::Text, whole: bool) -> Built {
 
 /// Whether `v` has a value at `path`: not null, not an empty string. (A value of another
 /// type is there: its reading is not this check's to judge.)
-pub(super) fn has(v: &Value, path: &[&str]) -> bool {
+pub fn has(v: &Value, path: &[&str]) -> bool {
     match path.iter().try_fold(v, |v, key| v.get(key)) {
         None | Some(Value::Null) => false,
         Some(Value::String(s)) => !s.is_empty(),
@@ -258,6 +270,6 @@ pub(super) fn has(v: &Value, path: &[&str]) -> bool {
     }
 }
 
-fn parse_file(path: &str, text: &yaml::Text) -> Result<Vec<Value>, String> {
-    yaml::parse_all(path, text).map_err(|e| e.to_string())
+fn parse_file(path: &str, text: &yaml::Text) -> Result<Vec<Value>, BuildError> {
+    yaml::parse_all(path, text).map_err(|e| BuildError::Yaml(Box::new(e)))
 }

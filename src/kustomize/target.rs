@@ -6,6 +6,8 @@ use regex::Regex;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
+use super::error::{SelectorProblem, TargetError};
+
 #[derive(Debug, Clone)]
 pub(crate) struct Target {
     pub(crate) group: Option<String>,
@@ -50,7 +52,7 @@ pub struct ObjectRef<'a> {
 pub struct PatchTarget(Target);
 
 impl PatchTarget {
-    pub fn parse(v: &Value, what: &str) -> Result<PatchTarget, String> {
+    pub fn parse(v: &Value, what: &str) -> Result<PatchTarget, TargetError> {
         parse_target(v, what).map(PatchTarget)
     }
 
@@ -103,15 +105,23 @@ impl LabelSelector {
 
 /// Parses a Kubernetes label selector (`k=v`, `k==v`, `k!=v`, `k`, `!k`, `k in (a,b)`,
 /// `k notin (a,b)`, comma = AND).
-fn parse_selector(s: &str, what: &str) -> Result<LabelSelector, String> {
-    let bad = |why: &str| format!("{what}: invalid selector `{s}`: {why}");
+fn parse_selector(s: &str, what: &str) -> Result<LabelSelector, TargetError> {
+    let bad = |problem: SelectorProblem| TargetError::Selector {
+        what: what.to_string(),
+        selector: s.to_string(),
+        problem,
+    };
     let mut parts = Vec::new();
     let mut depth = 0usize;
     let mut start = 0usize;
     for (i, c) in s.char_indices() {
         match c {
             '(' => depth += 1,
-            ')' => depth = depth.checked_sub(1).ok_or_else(|| bad("unbalanced `)`"))?,
+            ')' => {
+                depth = depth
+                    .checked_sub(1)
+                    .ok_or_else(|| bad(SelectorProblem::UnbalancedClose))?
+            }
             ',' if depth == 0 => {
                 parts.push(&s[start..i]);
                 start = i + 1;
@@ -120,7 +130,7 @@ fn parse_selector(s: &str, what: &str) -> Result<LabelSelector, String> {
         }
     }
     if depth != 0 {
-        return Err(bad("unbalanced `(`"));
+        return Err(bad(SelectorProblem::UnbalancedOpen));
     }
     parts.push(&s[start..]);
     if s.trim().is_empty() {
@@ -130,7 +140,7 @@ fn parse_selector(s: &str, what: &str) -> Result<LabelSelector, String> {
     for part in parts {
         let p = part.trim();
         if p.is_empty() {
-            return Err(bad("empty requirement"));
+            return Err(bad(SelectorProblem::EmptyRequirement));
         }
         let req = if let Some(k) = p.strip_prefix('!') {
             Requirement::NotExists(label_key(k.trim(), &bad)?)
@@ -138,7 +148,7 @@ fn parse_selector(s: &str, what: &str) -> Result<LabelSelector, String> {
             let inner = set
                 .strip_prefix('(')
                 .and_then(|x| x.strip_suffix(')'))
-                .ok_or_else(|| bad("expected a parenthesised value list"))?;
+                .ok_or_else(|| bad(SelectorProblem::NoValueList))?;
             let mut values = Vec::new();
             for v in inner.split(',') {
                 values.push(label_value(v.trim(), &bad)?);
@@ -176,23 +186,26 @@ fn set_requirement(p: &str) -> Option<(&str, bool, &str)> {
     set.starts_with('(').then_some((key, negate, set))
 }
 
-fn label_key(k: &str, bad: &dyn Fn(&str) -> String) -> Result<String, String> {
+fn label_key(k: &str, bad: &dyn Fn(SelectorProblem) -> TargetError) -> Result<String, TargetError> {
     if k.is_empty()
         || !k
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
     {
-        return Err(bad(&format!("invalid label key `{k}`")));
+        return Err(bad(SelectorProblem::Key(k.to_string())));
     }
     Ok(k.to_string())
 }
 
-fn label_value(v: &str, bad: &dyn Fn(&str) -> String) -> Result<String, String> {
+fn label_value(
+    v: &str,
+    bad: &dyn Fn(SelectorProblem) -> TargetError,
+) -> Result<String, TargetError> {
     if !v
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
     {
-        return Err(bad(&format!("invalid label value `{v}`")));
+        return Err(bad(SelectorProblem::Value(v.to_string())));
     }
     Ok(v.to_string())
 }
@@ -202,25 +215,32 @@ pub(crate) fn opt_str(
     m: &Map<String, Value>,
     field: &str,
     what: &str,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, TargetError> {
     match m.get(field) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s.is_empty() => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(format!("{what}: `{field}` must be a string, not {other}")),
+        Some(other) => Err(TargetError::NotAString {
+            what: what.to_string(),
+            field: field.to_string(),
+            value: other.clone(),
+        }),
     }
 }
 
-fn anchored(re: &str, what: &str) -> Result<Regex, String> {
-    Regex::new(&format!("^(?:{re})$"))
-        .map_err(|e| format!("{what}: invalid regular expression `{re}`: {e}"))
+fn anchored(re: &str, what: &str) -> Result<Regex, TargetError> {
+    Regex::new(&format!("^(?:{re})$")).map_err(|e| TargetError::Regex {
+        what: what.to_string(),
+        pattern: re.to_string(),
+        error: e.to_string(),
+    })
 }
 
-pub(crate) fn parse_target(v: &Value, what: &str) -> Result<Target, String> {
+pub(crate) fn parse_target(v: &Value, what: &str) -> Result<Target, TargetError> {
     let what = format!("{what}.target");
     let m = v
         .as_object()
-        .ok_or_else(|| format!("{what}: must be a mapping"))?;
+        .ok_or_else(|| TargetError::NotAMapping { what: what.clone() })?;
     let name = match opt_str(m, "name", &what)? {
         Some(n) => {
             let re = anchored(&n, &format!("{what}.name"))?;

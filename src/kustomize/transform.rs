@@ -5,15 +5,18 @@
 
 use serde_json::{Map, Value};
 
-use super::patch::{patch_text, target_of};
-use super::{list, resolve, Appended, Builder, Built, Ids, Ref, Resource, MODELLED};
+use super::error::{BuildError, PatchProblem};
+use super::keys::{self, Transformer};
+use super::patch::{patch_file, patch_text, target_of};
+use super::resource::{Built, Resource};
+use super::{list, resolve, Appended, Builder, Ids, Ref};
 
 impl Builder<'_> {
     /// What a kustomization does to `acc`, the objects of its resources (and of the
     /// kustomization it is a component of), in kustomize's order: components, generators,
     /// strategic-merge patches, `patches`, namespace, name affixes, labels, annotations,
     /// JSON 6902 patches. `file` names the kustomization in messages, `appended` the
-    /// entries a Flux spec added to it; `dir` resolves paths.
+    /// entries its caller appended to it; `dir` resolves paths.
     pub(super) fn transform(
         &mut self,
         file: &str,
@@ -23,7 +26,7 @@ impl Builder<'_> {
         appended: Option<&Appended>,
     ) -> Built {
         for key in k.keys() {
-            if !MODELLED.contains(&key.as_str()) {
+            if !keys::modelled(key) {
                 self.warn(
                     file,
                     key,
@@ -31,23 +34,25 @@ impl Builder<'_> {
                 );
             }
         }
-        for (i, entry) in list(k, "components", file)?.iter().enumerate() {
+        let components = Transformer::Components.key();
+        for (i, entry) in list(k, components, file)?.iter().enumerate() {
             let Some((entry, path)) = self.local_entry(
                 file,
                 dir,
-                "components",
+                components,
                 entry,
                 ("remote component", "not modelled"),
             )?
             else {
                 continue;
             };
-            let what = Appended::name(appended, file, "components", i);
+            let what = Appended::name(appended, file, components, i);
             let kfile = self.kustomization_file(&path)?.ok_or_else(|| {
+                let (what, entry) = (what.clone(), entry.to_string());
                 if self.tree.is_dir(&path) {
-                    format!("{what}: component `{entry}` has no kustomization.yaml")
+                    BuildError::ComponentWithoutKustomization { what, entry }
                 } else {
-                    format!("{what}: component `{entry}` does not exist")
+                    BuildError::NoComponent { what, entry }
                 }
             })?;
             acc = self.build_component(&path, &kfile, (&what, entry), acc)?;
@@ -58,42 +63,34 @@ impl Builder<'_> {
         Ids::check(self, file, &acc)?;
         let mut patched = false;
         let mut names = None;
-        for (i, entry) in list(k, "patchesStrategicMerge", file)?.iter().enumerate() {
-            let what = format!("{file}: patchesStrategicMerge[{i}]");
+        let strategic_merge = Transformer::PatchesStrategicMerge.key();
+        for (i, entry) in list(k, strategic_merge, file)?.iter().enumerate() {
+            let what = format!("{file}: {strategic_merge}[{i}]");
             let text = match entry.as_str() {
                 Some(s) if !s.contains('\n') && !s.trim_start().starts_with('{') => {
                     let found = match resolve(dir, s) {
-                        Ref::Local(path) => {
-                            self.tree
-                                .read(&path)
-                                .ok_or_else(|| match self.tree.unreadable(&path) {
-                                    Some(why) => format!(
-                                        "{what}: patch file {}",
-                                        why.located(&self.tree.shown(&path))
-                                    ),
-                                    None => format!("{what}: patch file `{s}` not found"),
-                                })
-                        }
-                        Ref::Remote => Err(format!("{what}: patch file `{s}` not found")),
-                        Ref::Escapes => return Err(format!("{what}: leaves the repository").into()),
+                        Ref::Local(path) => patch_file(self.tree, &path, s),
+                        Ref::Remote => Err(PatchProblem::FileNotFound(s.to_string())),
+                        Ref::Escapes => Err(PatchProblem::FileEscapes),
                     };
-                    found?.to_string()
+                    found.map_err(|problem| BuildError::patch(&what, problem))?
                 }
                 Some(s) => s.to_string(),
-                None => return Err(format!("{what}: must be a string").into()),
+                None => return Err(BuildError::patch(&what, PatchProblem::NotAString)),
             };
             acc = self.apply_patch(&what, &text, None, acc, &mut names)?;
             patched = true;
         }
-        for (i, entry) in list(k, "patches", file)?.iter().enumerate() {
-            let what = Appended::name(appended, file, "patches", i);
+        let patches = Transformer::Patches.key();
+        for (i, entry) in list(k, patches, file)?.iter().enumerate() {
+            let what = Appended::name(appended, file, patches, i);
             let text = patch_text(self.tree, dir, entry, &what)?;
             let target = target_of(entry, &what)?;
             acc = self.apply_patch(&what, &text, target, acc, &mut names)?;
             patched = true;
         }
         drop(names);
-        if let Some(ns) = str_field(k, "namespace").filter(|s| !s.is_empty()) {
+        if let Some(ns) = str_field(k, Transformer::Namespace).filter(|s| !s.is_empty()) {
             // `NamespaceTransformerPlugin.Transform`: two objects moved onto one id (two
             // Namespace objects renamed to `ns`, one name in two namespaces) fail the build.
             Ids::moved_onto(self, file, &ns, &acc)?;
@@ -105,8 +102,8 @@ impl Builder<'_> {
                 }
             }
         }
-        let prefix = str_field(k, "namePrefix").unwrap_or_default();
-        let suffix = str_field(k, "nameSuffix").unwrap_or_default();
+        let prefix = str_field(k, Transformer::NamePrefix).unwrap_or_default();
+        let suffix = str_field(k, Transformer::NameSuffix).unwrap_or_default();
         if !prefix.is_empty() || !suffix.is_empty() {
             for r in &mut acc {
                 // `prefixFieldSpecsToSkip` / `suffixFieldSpecsToSkip` of kustomize's
@@ -122,8 +119,11 @@ impl Builder<'_> {
                 }
             }
         }
-        let mut labels = k.get("commonLabels").cloned().unwrap_or(Value::Null);
-        for l in list(k, "labels", file)? {
+        let mut labels = k
+            .get(Transformer::CommonLabels.key())
+            .cloned()
+            .unwrap_or(Value::Null);
+        for l in list(k, Transformer::Labels.key(), file)? {
             if let (Some(pairs), Value::Null) = (l.get("pairs"), &labels) {
                 labels = pairs.clone();
             } else if let (Some(Value::Object(p)), Value::Object(m)) = (l.get("pairs"), &mut labels)
@@ -135,15 +135,17 @@ impl Builder<'_> {
         add_metadata(
             &mut acc,
             "annotations",
-            k.get("commonAnnotations").unwrap_or(&Value::Null),
+            k.get(Transformer::CommonAnnotations.key())
+                .unwrap_or(&Value::Null),
         );
         // The names as namespace and affixes left them, indexed again for these patches.
         let mut names = None;
-        for (i, entry) in list(k, "patchesJson6902", file)?.iter().enumerate() {
-            let what = format!("{file}: patchesJson6902[{i}]");
+        let json6902 = Transformer::PatchesJson6902.key();
+        for (i, entry) in list(k, json6902, file)?.iter().enumerate() {
+            let what = format!("{file}: {json6902}[{i}]");
             let text = patch_text(self.tree, dir, entry, &what)?;
             let target = target_of(entry, &what)?
-                .ok_or_else(|| format!("{what}: a JSON 6902 patch needs a `target`"))?;
+                .ok_or_else(|| BuildError::patch(&what, PatchProblem::NeedsTarget))?;
             acc = self.apply_patch(&what, &text, Some(target), acc, &mut names)?;
             patched = true;
         }
@@ -156,11 +158,13 @@ impl Builder<'_> {
     }
 }
 
-fn str_field(k: &Map<String, Value>, field: &str) -> Option<String> {
-    k.get(field).and_then(Value::as_str).map(String::from)
+fn str_field(k: &Map<String, Value>, field: Transformer) -> Option<String> {
+    k.get(field.key()).and_then(Value::as_str).map(String::from)
 }
 
-pub(super) fn add_metadata(acc: &mut [Resource], key: &str, pairs: &Value) {
+/// Sets each of `pairs` (a mapping) in `metadata.<key>` (labels or annotations) of every
+/// object of `acc`, over what it has.
+pub fn add_metadata(acc: &mut [Resource], key: &str, pairs: &Value) {
     let Value::Object(pairs) = pairs else { return };
     if pairs.is_empty() {
         return;

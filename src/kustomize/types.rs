@@ -7,9 +7,11 @@
 
 use serde_json::{Map, Value};
 
+use super::error::BuildError;
+
 /// The first field of `k` whose value is not a string, in kustomize's words.
-pub(super) fn check(file: &str, k: &Map<String, Value>) -> Result<(), String> {
-    let scalar = |field: &str, v: &Value| -> Result<(), String> { typed(file, field, v) };
+pub(super) fn check(file: &str, k: &Map<String, Value>) -> Result<(), BuildError> {
+    let scalar = |field: &str, v: &Value| typed(file, field, v);
     for field in ["namespace", "namePrefix", "nameSuffix"] {
         if let Some(v) = k.get(field) {
             scalar(&format!("Kustomization.{field}"), v)?;
@@ -49,23 +51,25 @@ fn values(v: Option<&Value>) -> Box<dyn Iterator<Item = &Value> + '_> {
     }
 }
 
-fn typed(file: &str, field: &str, v: &Value) -> Result<(), String> {
+fn typed(file: &str, field: &str, v: &Value) -> Result<(), BuildError> {
     let kind = match v {
         Value::Bool(_) => "bool",
         Value::Number(_) => "number",
         _ => return Ok(()),
     };
-    Err(format!(
-        "{file}: invalid Kustomization: json: cannot unmarshal {kind} into Go struct field {field} of type string (quote the value)"
-    ))
+    Err(BuildError::NotAString {
+        file: file.to_string(),
+        field: field.to_string(),
+        kind,
+    })
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::kustomize::Builder;
+    use crate::kustomize::{BuildError, Builder};
     use crate::tree::FileTree;
 
-    fn build(k: &str) -> Result<Vec<String>, String> {
+    fn build(k: &str) -> Result<Vec<String>, BuildError> {
         let tree = FileTree::from_files([
             ("k/kustomization.yaml", k),
             (
@@ -73,18 +77,11 @@ mod tests {
                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: y\n",
             ),
         ]);
-        let mut b = Builder::new(&tree);
-        let mut out = Vec::new();
-        let spec = crate::kustomize::FluxSpec::default();
-        b.build_owner("k", &spec, &mut |r: crate::kustomize::Resource| {
-            out.push(format!(
-                "{}/{}",
-                r.meta_str("namespace"),
-                r.meta_str("name")
-            ));
-        })
-        .map_err(|e| e.to_string())?;
-        Ok(out)
+        let built = Builder::new(&tree).build_dir("k")?;
+        Ok(built
+            .iter()
+            .map(|r| format!("{}/{}", r.meta_str("namespace"), r.meta_str("name")))
+            .collect())
     }
 
     /// `kubectl kustomize` (v5.5) on these kustomizations: YAML 1.1 words where a string
@@ -101,13 +98,21 @@ mod tests {
             ("namespace: True\n", "Kustomization.namespace"),
         ] {
             let err = build(&format!("resources: [cm.yaml]\n{k}")).unwrap_err();
-            assert!(
-                err.contains("cannot unmarshal bool") && err.contains(field),
-                "{k}: {err}"
+            assert_eq!(
+                err,
+                BuildError::NotAString {
+                    file: "k/kustomization.yaml".into(),
+                    field: field.into(),
+                    kind: "bool"
+                }
             );
         }
         let err = build("resources: [cm.yaml]\nnamespace: 012\n").unwrap_err();
-        assert!(err.contains("cannot unmarshal number"), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "k/kustomization.yaml: invalid Kustomization: json: cannot unmarshal number into Go \
+             struct field Kustomization.namespace of type string (quote the value)"
+        );
         assert_eq!(
             build("resources: [cm.yaml]\nnamespace: \"no\"\n"),
             Ok(vec!["no/y".to_string()])

@@ -320,7 +320,7 @@ fn unbuildable(
     dir: &str,
     name: &str,
     gone: &BTreeSet<String>,
-    e: &crate::kustomize::BuildError,
+    e: &crate::flux::generated::FluxBuildError,
 ) -> crate::error::Error {
     let today = FileTree::on_disk(&repo.root);
     if inventory::owners(&today, dir).is_err() {

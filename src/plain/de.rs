@@ -5,7 +5,7 @@ use super::plain_string;
 use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, Visitor};
 
 use super::parser::{Node, Style};
-use crate::yaml::FAST_SPAN_KEY;
+use super::FAST_SPAN_KEY;
 
 /// Declining: the reason is never shown (serde-saphyr reads the file again and reports).
 #[derive(Debug)]

@@ -16,6 +16,9 @@
 //! The arguments of a function are evaluated before its variable is looked up
 //! (`evalFunc`), so in strict mode `${A:=${B}}` needs `B` even when `A` is set; a variable
 //! that is not set fails the evaluation unless its operator is a default (`isDefaultOp`).
+//!
+//! A leaf: it knows nothing of the rest of fluxwave, so that both the YAML emitter (which
+//! quotes a scalar holding `${`) and Flux's substitution (`flux::substitute`) can use it.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -712,15 +715,26 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
-    fn run(s: &str, vars: &[(&str, &str)]) -> Result<String, String> {
+    /// Why `run` gives no text: the string does not parse, or does not evaluate.
+    #[derive(Debug, PartialEq, Eq)]
+    enum Failed {
+        Parse(ParseError),
+        Eval(Unresolved),
+    }
+
+    fn run(s: &str, vars: &[(&str, &str)]) -> Result<String, Failed> {
         let vars: BTreeMap<&str, &str> = vars.iter().copied().collect();
-        let nodes = parse(s).map_err(|e| e.to_string())?;
+        let nodes = parse(s).map_err(Failed::Parse)?;
         eval(&nodes, &|k| match vars.get(k) {
             Some(v) if *v == "?" => Lookup::Unknown,
             Some(v) => Lookup::Set(v.to_string()),
             None => Lookup::Unset,
         })
-        .map_err(|e| format!("{e:?}"))
+        .map_err(Failed::Eval)
+    }
+
+    fn not_set(name: &str) -> Result<String, Failed> {
+        Err(Failed::Eval(Unresolved::NotSet(name.into())))
     }
 
     /// Cases of fluxcd/pkg envsubst `eval_test.go` and `parse_test.go`.
@@ -782,10 +796,7 @@ mod tests {
             );
         }
         // Arguments are evaluated first: an unset variable in an unused default still fails.
-        assert_eq!(
-            run("${A:=${B}}", &[("A", "a")]),
-            Err("NotSet(\"B\")".into())
-        );
+        assert_eq!(run("${A:=${B}}", &[("A", "a")]), not_set("B"));
         // An unknown one in an unused default does not matter.
         assert_eq!(
             run("${A:=${B}}", &[("A", "a"), ("B", "?")]).as_deref(),
@@ -793,28 +804,53 @@ mod tests {
         );
         assert_eq!(
             run("${A:=${B}}", &[("B", "?")]),
-            Err("Unknown(\"B\")".into())
+            Err(Failed::Eval(Unresolved::Unknown("B".into())))
         );
     }
 
     #[test]
     fn strict_mode_fails_on_unset_variables_without_default() {
-        assert_eq!(run("${X}", &[]), Err("NotSet(\"X\")".into()));
-        assert_eq!(run("${X^^}", &[]), Err("NotSet(\"X\")".into()));
-        assert_eq!(run("${#X}", &[]), Err("NotSet(\"X\")".into()));
+        assert_eq!(run("${X}", &[]), not_set("X"));
+        assert_eq!(run("${X^^}", &[]), not_set("X"));
+        assert_eq!(run("${#X}", &[]), not_set("X"));
         assert_eq!(run("${X:=}", &[]).as_deref(), Ok(""));
     }
 
     #[test]
     fn parse_errors_fail() {
-        for (input, err) in [
-            ("${A", "missing closing brace"),
-            ("${A-x}", "missing closing brace"),
-            ("${}", "unable to parse variable name"),
-            ("x ${", "unable to parse variable name"),
-            ("${A:=x", "unable to parse substitution within function"),
+        for (input, err, message) in [
+            (
+                "${A",
+                ParseError::MissingClosingBrace,
+                "missing closing brace",
+            ),
+            (
+                "${A-x}",
+                ParseError::MissingClosingBrace,
+                "missing closing brace",
+            ),
+            (
+                "${}",
+                ParseError::VariableName,
+                "unable to parse variable name",
+            ),
+            (
+                "x ${",
+                ParseError::VariableName,
+                "unable to parse variable name",
+            ),
+            (
+                "${A:=x",
+                ParseError::FuncSubstitution,
+                "unable to parse substitution within function",
+            ),
         ] {
-            assert_eq!(run(input, &[("A", "a")]), Err(err.to_string()), "{input}");
+            assert_eq!(
+                run(input, &[("A", "a")]),
+                Err(Failed::Parse(err)),
+                "{input}"
+            );
+            assert_eq!(err.to_string(), message);
         }
     }
 
