@@ -13,7 +13,17 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::{SourceKind, SourceRef};
+use crate::kustomize::object::ObjectId;
 use crate::tree::FileTree;
+
+/// The API group of source-watcher's ArtifactGenerator.
+pub const GENERATOR_GROUP: &str = "source.extensions.fluxcd.io";
+
+/// Whether `id` is an ArtifactGenerator.
+pub fn is_generator(id: &ObjectId) -> bool {
+    id.group == GENERATOR_GROUP && id.kind == "ArtifactGenerator"
+}
 
 /// An artifact's files: the path in the artifact and the repository file it is a copy of.
 pub type Files = BTreeMap<String, String>;
@@ -22,12 +32,12 @@ pub type Files = BTreeMap<String, String>;
 pub type Unseen = String;
 
 /// The files of artifact `name` of `generator` (an ArtifactGenerator object), copied from
-/// `tree`; `this_repo` says whether a source (kind, namespace, name) is this repository.
+/// `tree`; `this_repo` says whether a source is this repository.
 pub fn files(
     generator: &Value,
     name: &str,
     tree: &FileTree,
-    this_repo: &dyn Fn(&str, &str, &str) -> bool,
+    this_repo: &dyn Fn(&SourceRef) -> bool,
 ) -> Result<Files, Unseen> {
     let namespace = generator
         .pointer("/metadata/namespace")
@@ -43,7 +53,8 @@ pub fn files(
             "" => namespace,
             ns => ns,
         };
-        aliases.insert(field("alias"), this_repo(field("kind"), ns, field("name")));
+        let source = SourceRef::new(SourceKind::parse(field("kind")), ns, field("name"));
+        aliases.insert(field("alias"), this_repo(&source));
     }
     let artifact = array(generator.pointer("/spec/artifacts"))
         .find(|a| a.get("name").and_then(Value::as_str) == Some(name))
@@ -218,8 +229,8 @@ mod tests {
         ])
     }
 
-    fn this_repo(kind: &str, ns: &str, name: &str) -> bool {
-        (kind, ns, name) == ("GitRepository", "flux-system", "flux-system")
+    fn this_repo(source: &SourceRef) -> bool {
+        *source == SourceRef::new(SourceKind::GitRepository, "flux-system", "flux-system")
     }
 
     fn paths(copies: &str) -> Vec<(String, String)> {

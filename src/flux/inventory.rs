@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::discover::{self, Environment};
 use super::substitute::{self, Source, Variables};
-use super::{Kustomization, SourceRef, KUSTOMIZE_GROUP};
+use super::{Kustomization, SourceKind, SourceRef, KUSTOMIZE_GROUP};
 use crate::kustomize::envsubst::Lookup;
 use crate::kustomize::object::{digest, is_sops, kept_whole, Facts, ObjectId};
 use crate::kustomize::packed::Packed;
@@ -129,18 +129,9 @@ impl Owner {
         s
     }
 
-    /// `spec.sourceRef` as (kind, namespace, name); the namespace defaults to the owner's.
-    pub fn source(&self) -> (String, String, String) {
-        let s = &self.source;
-        (
-            s.kind.clone(),
-            if s.namespace.is_empty() {
-                self.id.namespace.clone()
-            } else {
-                s.namespace.clone()
-            },
-            s.name.clone(),
-        )
+    /// `spec.sourceRef`, its namespace defaulted to the owner's.
+    pub fn source(&self) -> SourceRef {
+        self.source.in_namespace(&self.id.namespace)
     }
 
     /// What its spec writes into the kustomization at its `spec.path` (see `FluxSpec`);
@@ -533,7 +524,7 @@ fn build_keeping(
 fn build_artifacts(tree: &FileTree, env: &Environment, keep: Keep, inv: Inventory) -> Inventory {
     // A generator copies from its source's artifact: what `.sourceignore` hides is not there.
     let source = match inv.owners.values().find(|o| o.parent.is_none()) {
-        Some(root) => super::source::artifact(tree, &root.file, root.source()),
+        Some(root) => super::source::artifact(tree, &root.file, &root.source()),
         None => tree.clone(),
     };
     let (made, unmade, generator_files) = external_artifacts(&source, &inv);
@@ -588,15 +579,12 @@ fn build_artifacts(tree: &FileTree, env: &Environment, keep: Keep, inv: Inventor
         if let Some(from) = back(&o.file) {
             o.file = from;
         }
-        let (kind, namespace, name) = o.source();
-        if kind == "ExternalArtifact" {
-            if let Some(files) = made.get(&(namespace.clone(), name.clone())) {
+        let source = o.source();
+        if source.kind == SourceKind::ExternalArtifact {
+            let key = (source.namespace, source.name);
+            if let Some(files) = made.get(&key) {
                 let mut read: Vec<String> = files.values().cloned().collect();
-                read.extend(
-                    generator_files
-                        .get(&(namespace.clone(), name.clone()))
-                        .cloned(),
-                );
+                read.extend(generator_files.get(&key).cloned());
                 read.sort();
                 read.dedup();
                 o.artifact_files = read;
@@ -636,17 +624,14 @@ fn external_artifacts(
         return (made, unmade, generator_files);
     };
     let root_source = root.source();
-    let this_repo = |kind: &str, ns: &str, name: &str| {
-        (kind, ns, name)
-            == (
-                root_source.0.as_str(),
-                root_source.1.as_str(),
-                root_source.2.as_str(),
-            )
-    };
+    let this_repo = |source: &SourceRef| *source == root_source;
     for o in inv.owners.values() {
-        let (kind, namespace, name) = o.source();
-        if kind != "ExternalArtifact" || o.parent.is_none() {
+        let SourceRef {
+            kind,
+            namespace,
+            name,
+        } = o.source();
+        if kind != SourceKind::ExternalArtifact || o.parent.is_none() {
             continue;
         }
         let key = (namespace.clone(), name.clone());
@@ -656,11 +641,7 @@ fn external_artifacts(
         let generators: Vec<(&Value, &str)> = inv
             .objects
             .iter()
-            .filter(|(id, _)| {
-                id.group == "source.extensions.fluxcd.io"
-                    && id.kind == "ArtifactGenerator"
-                    && id.namespace == namespace
-            })
+            .filter(|(id, _)| crate::flux::artifact::is_generator(id) && id.namespace == namespace)
             .filter_map(|(_, e)| e.whole.as_deref().map(|g| (g, &*e.file)))
             .filter(|(g, _)| {
                 g.pointer("/spec/artifacts")
@@ -791,19 +772,19 @@ fn build_pass(
         } else {
             owner.file.clone()
         };
-        let (kind, ns, name) = owner.source();
-        let artifact = (kind == "ExternalArtifact")
-            .then(|| artifacts.get(&(ns.clone(), name.clone())))
+        let source = owner.source();
+        let artifact = (source.kind == SourceKind::ExternalArtifact)
+            .then(|| artifacts.get(&(source.namespace.clone(), source.name.clone())))
             .flatten();
         let path = match artifact {
             Some(folder) => format!("{folder}/{}", owner.path),
             None => owner.path.clone(),
         };
-        if owner.parent.is_some() && owner.source() != root_source && artifact.is_none() {
+        if owner.parent.is_some() && source != root_source && artifact.is_none() {
             let w = Warning {
                 path: where_,
                 feature: "other source".into(),
-                message: format!("{} reads {kind}/{ns}/{name}, not this repository: what it applies is not in the inventory", owner.id),
+                message: format!("{} reads {source}, not this repository: what it applies is not in the inventory", owner.id),
             };
             mark_unbuilt(&mut inv, &owner_id, &[&w]);
             extra_warnings.push(w);
@@ -998,7 +979,7 @@ pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, Bu
         })
         .unwrap_or_default()
     });
-    let artifact = super::source::artifact(tree, &root.file, root.source());
+    let artifact = super::source::artifact(tree, &root.file, &root.source());
     let mut builder = Builder::owners_only(&artifact);
     let mut owners: Vec<Owner> = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
