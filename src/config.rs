@@ -20,7 +20,7 @@ pub struct Config {
     pub catalog: String,
     pub apps: String,
     pub base: String,
-    pub environments: Vec<Environment>,
+    pub environments: Vec<ConfiguredEnvironment>,
     /// Whether fluxwave.yaml lists `clusters.environments` (else they are discovered; see
     /// `flux::discover`).
     pub environments_configured: bool,
@@ -36,8 +36,10 @@ pub struct Config {
     pub text: Option<Text>,
 }
 
+/// An environment as fluxwave.yaml names it (`clusters.environments`, or the default `dev`):
+/// its name and entry folder. `flux::discover::Environment` is one found in a tree.
 #[derive(Debug, Clone)]
-pub struct Environment {
+pub struct ConfiguredEnvironment {
     pub name: String,
     pub path: String,
 }
@@ -306,7 +308,7 @@ impl Default for Config {
             catalog: "catalog".into(),
             apps: "apps".into(),
             base: "clusters/base".into(),
-            environments: vec![Environment {
+            environments: vec![ConfiguredEnvironment {
                 name: "dev".into(),
                 path: "clusters/dev".into(),
             }],
@@ -392,7 +394,7 @@ impl Parse<'_> {
                 let mut path = String::new();
                 env_spans.push(Some(yaml::spanned(self.text, &env.path)));
                 self.path(Some(env.path), &mut path);
-                config.environments.push(Environment {
+                config.environments.push(ConfiguredEnvironment {
                     name: env.name.value,
                     path,
                 });

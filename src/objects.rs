@@ -22,9 +22,9 @@ use crate::flux::substitute::Source;
 use crate::kustomize::object::{digest, ObjectId};
 use crate::redact::Secrets;
 
-/// One object as its owner applies it.
+/// One object as its owner applies it, its Secret values masked: what is printed of it.
 #[derive(Debug, Clone)]
-pub struct Built {
+pub struct MaskedObject {
     /// Shared by the objects of the environment.
     pub environment: Arc<str>,
     /// The Flux Kustomization that applies it, shared by its objects.
@@ -42,7 +42,7 @@ pub struct Built {
     pub release: Option<ObjectId>,
 }
 
-impl Built {
+impl MaskedObject {
     pub fn api_version(&self) -> &str {
         self.object
             .get("apiVersion")
@@ -63,7 +63,7 @@ impl Built {
 /// handed to `take` in that order. What is held at once is one run's objects.
 pub fn each<R: Send, E>(
     inv: &Inventory,
-    make: impl Fn(Built) -> R + Sync,
+    make: impl Fn(MaskedObject) -> R + Sync,
     mut take: impl FnMut(R) -> std::result::Result<(), E>,
 ) -> std::result::Result<(), E> {
     // Long enough that spreading it over the cores pays, short enough that what is held
@@ -174,10 +174,10 @@ impl<'a> Applied<'a> {
         environment: &Arc<str>,
         raw: Cow<'_, Value>,
         substituted: &BTreeMap<ObjectId, Secrets>,
-    ) -> Built {
+    ) -> MaskedObject {
         let (masks, release) = self.masks(substituted);
         let (object, masked) = shown(raw, masks, release);
-        Built {
+        MaskedObject {
             environment: environment.clone(),
             owner: self.shared_owner(),
             id: self.id.clone(),
@@ -536,7 +536,10 @@ struct Pending {
 
 enum Side {
     /// As shown, read from the build that held it, and as built.
-    Built { built: Box<Built>, raw: Value },
+    Built {
+        built: Box<MaskedObject>,
+        raw: Value,
+    },
     /// Held by its print: the entry of `owner` (from `file`) to read again.
     Entry {
         owner: Arc<ObjectId>,
@@ -734,8 +737,8 @@ fn builds_again(old: &Inventory, new: &Inventory) -> bool {
 /// diff of its YAML.
 fn modified(
     environment: &Arc<str>,
-    (a, x): (&Built, &Value),
-    (b, y): (&Built, &Value),
+    (a, x): (&MaskedObject, &Value),
+    (b, y): (&MaskedObject, &Value),
 ) -> Option<Change> {
     if x == y && a.owner == b.owner {
         return None;

@@ -45,8 +45,9 @@ pub struct FluxView {
     pub envs: Vec<Inventory>,
 }
 
-/// One object of an owner's build: a plain object or a Flux Kustomization it creates.
-pub struct Built<'a> {
+/// The facts of one object of an owner's build (a plain object or a Flux Kustomization it
+/// creates) and where it is written.
+pub struct ObjectFacts<'a> {
     pub facts: Cow<'a, Facts>,
     pub file: &'a str,
     pub index: usize,
@@ -72,14 +73,14 @@ impl FluxView {
     }
 
     /// Everything each owner of `inv` applies, by owner (one pass over the inventory).
-    pub fn builds<'a>(&self, inv: &'a Inventory) -> BTreeMap<&'a ObjectId, Vec<Built<'a>>> {
-        let mut builds: BTreeMap<&ObjectId, Vec<Built>> = BTreeMap::new();
+    pub fn builds<'a>(&self, inv: &'a Inventory) -> BTreeMap<&'a ObjectId, Vec<ObjectFacts<'a>>> {
+        let mut builds: BTreeMap<&ObjectId, Vec<ObjectFacts>> = BTreeMap::new();
         for e in inv
             .objects
             .values()
             .chain(inv.duplicates.iter().map(|(_, e)| e))
         {
-            builds.entry(&e.owner).or_default().push(Built {
+            builds.entry(&e.owner).or_default().push(ObjectFacts {
                 facts: Cow::Borrowed(&e.facts),
                 file: &e.file,
                 index: e.index,
@@ -90,7 +91,7 @@ impl FluxView {
             // What it needs as written: its object is the substituted one.
             let mut facts = Facts::of(&o.object, None, false);
             facts.variables.clone_from(&o.variables);
-            builds.entry(parent).or_default().push(Built {
+            builds.entry(parent).or_default().push(ObjectFacts {
                 facts: Cow::Owned(facts),
                 file: &o.file,
                 index: o.index,

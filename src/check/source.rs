@@ -14,21 +14,11 @@ use serde_json::Value;
 use super::build::Failures;
 use super::{flux_name, Finding, FluxView};
 use crate::diag::Code;
+use crate::flux::artifact::is_generator;
 use crate::flux::inventory::Inventory;
-use crate::kustomize::object::ObjectId;
+use crate::flux::SourceKind;
 
 pub const CODE: Code = Code::UnknownSource;
-
-const SOURCE_GROUP: &str = "source.toolkit.fluxcd.io";
-const SOURCE_KINDS: &[&str] = &[
-    "GitRepository",
-    "OCIRepository",
-    "Bucket",
-    "ExternalArtifact",
-];
-const EXTERNAL_ARTIFACT: &str = "ExternalArtifact";
-const GENERATOR_GROUP: &str = "source.extensions.fluxcd.io";
-const GENERATOR: &str = "ArtifactGenerator";
 
 pub fn unknown_source(flux: &FluxView, failures: &Failures) -> Vec<Finding> {
     let mut findings = Vec::new();
@@ -43,36 +33,35 @@ pub fn unknown_source(flux: &FluxView, failures: &Failures) -> Vec<Finding> {
             if owner.parent.is_none() {
                 continue;
             }
-            let (kind, namespace, name) = owner.source();
-            if Some((kind.clone(), namespace.clone(), name.clone())) == bootstrap {
+            let source = owner.source();
+            if Some(&source) == bootstrap.as_ref() {
                 continue;
             }
-            let source = ObjectId {
-                group: SOURCE_GROUP.into(),
-                kind: kind.clone(),
-                namespace: namespace.clone(),
-                name: name.clone(),
-            };
-            let known = SOURCE_KINDS.contains(&kind.as_str());
+            let external = source.kind == SourceKind::ExternalArtifact;
+            let known = source.kind.kustomization_reads();
             if known
-                && (inv.objects.contains_key(&source)
-                    || (kind == EXTERNAL_ARTIFACT && generated(inv, &namespace, &name)))
+                && (inv.objects.contains_key(&source.id())
+                    || (external && generated(inv, &source.namespace, &source.name)))
             {
                 continue;
             }
             let (path, pos) = flux.owner_at(inv, owner, "sourceRef");
-            let what = if kind == EXTERNAL_ARTIFACT {
+            let what = if external {
                 format!(
-                    "`{kind}/{namespace}/{name}`, which no ArtifactGenerator of environment `{}` makes (in spec.artifacts of a generator in `{namespace}`){hidden}",
-                    inv.env
+                    "`{source}`, which no ArtifactGenerator of environment `{}` makes (in spec.artifacts of a generator in `{}`){hidden}",
+                    inv.env, source.namespace
                 )
             } else if known {
                 format!(
-                    "`{kind}/{namespace}/{name}`, which environment `{}` does not build{hidden}",
+                    "`{source}`, which environment `{}` does not build{hidden}",
                     inv.env
                 )
             } else {
-                format!("`{kind}/{namespace}/{name}`, which is not a GitRepository, OCIRepository, Bucket or ExternalArtifact (environment `{}`)", inv.env)
+                format!(
+                    "`{source}`, which is not a {} (environment `{}`)",
+                    SourceKind::kustomization_kinds(),
+                    inv.env
+                )
             };
             findings.push(
                 Finding::new(
@@ -95,9 +84,7 @@ pub fn unknown_source(flux: &FluxView, failures: &Failures) -> Vec<Finding> {
 fn generated(inv: &Inventory, namespace: &str, name: &str) -> bool {
     inv.objects
         .iter()
-        .filter(|(id, _)| {
-            id.group == GENERATOR_GROUP && id.kind == GENERATOR && id.namespace == namespace
-        })
+        .filter(|(id, _)| is_generator(id) && id.namespace == namespace)
         .filter_map(|(_, e)| e.whole.as_deref())
         .flat_map(|g| {
             g.pointer("/spec/artifacts")

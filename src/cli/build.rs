@@ -19,7 +19,7 @@ use crate::flux::discover::{self, Environment};
 use crate::flux::inventory::{self, flux_id};
 use crate::flux::release::Release;
 use crate::kustomize::object::ObjectId;
-use crate::objects::{self, Built};
+use crate::objects::{self, MaskedObject};
 use crate::tree::FileTree;
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -108,7 +108,7 @@ pub fn run(
                 ));
             }
         }
-        let make = |b: Built| {
+        let make = |b: MaskedObject| {
             let selected = wanted.as_ref().is_none_or(|w| *w == *b.owner);
             selected.then(|| match format {
                 Format::Yaml => Ok(yaml_document(&b)),
@@ -180,7 +180,7 @@ pub fn run(
 
 /// `b` as a document of the YAML stream, after the comment naming its owner, environment and
 /// file.
-fn yaml_document(b: &Built) -> String {
+fn yaml_document(b: &MaskedObject) -> String {
     let mut head = format!(
         "# owner: {}/{}, environment: {}, file: {}",
         b.owner.namespace, b.owner.name, b.environment, b.file
@@ -192,7 +192,7 @@ fn yaml_document(b: &Built) -> String {
 }
 
 /// `b` as an item of `--format json`'s `objects`, indented to its depth (see `JsonStream`).
-fn json_item(b: &Built) -> Result<String> {
+fn json_item(b: &MaskedObject) -> Result<String> {
     indented(&JsonObject::of(b), 2)
 }
 
@@ -350,7 +350,7 @@ struct JsonObject<'a> {
 }
 
 impl<'a> JsonObject<'a> {
-    fn of(b: &'a Built) -> JsonObject<'a> {
+    fn of(b: &'a MaskedObject) -> JsonObject<'a> {
         JsonObject {
             kind: &b.id.kind,
             api_version: b.api_version(),
@@ -374,8 +374,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn built(name: &str, object: Value) -> Built {
-        Built {
+    fn built(name: &str, object: Value) -> MaskedObject {
+        MaskedObject {
             environment: "dev".into(),
             owner: flux_id("flux-system", "apps").into(),
             id: ObjectId {

@@ -670,12 +670,16 @@ fn unseen<'a>(
             .values()
             .find(|r| r.parent.is_none())
             .map(Owner::source);
-        if o.parent.is_some() && root_source != Some(o.source()) {
-            let (kind, namespace, name) = o.source();
+        let source = o.source();
+        if o.parent.is_some() && root_source.as_ref() != Some(&source) {
             let touched = inv
                 .objects
                 .iter()
-                .filter(|(id, _)| id.kind == kind && id.namespace == namespace && id.name == name)
+                .filter(|(id, _)| {
+                    id.kind == source.kind.as_str()
+                        && id.namespace == source.namespace
+                        && id.name == source.name
+                })
                 .any(|(_, e)| {
                     changed
                         .binary_search_by(|c| c.as_str().cmp(&e.file))

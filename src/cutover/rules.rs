@@ -17,9 +17,8 @@ use crate::flux::inventory::{Entry, Inventory, Owner};
 use crate::flux::release::{Release, Rendered};
 use crate::kustomize::object::{crd_kind, ObjectId};
 
-/// Why Flux deletes an object.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
+/// Why Flux deletes an object. Serialised as its code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Rule {
     /// Its owner is removed and its finalizer deletes what it applied.
     OwnerRemoved,
@@ -43,6 +42,7 @@ pub enum Rule {
 }
 
 impl Rule {
+    /// Its code, in reports and JSON: the variant's name in kebab-case, written here only.
     pub fn code(self) -> &'static str {
         match self {
             Rule::OwnerRemoved => "owner-removed",
@@ -65,6 +65,12 @@ impl Rule {
     /// Helm deletes it, not Flux: Flux's opt-outs do not protect it.
     pub fn is_helm(self) -> bool {
         matches!(self, Rule::ReleaseUpgraded | Rule::ReleaseReplaced)
+    }
+}
+
+impl Serialize for Rule {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.code())
     }
 }
 
@@ -211,17 +217,13 @@ fn deletion(
 }
 
 /// What a shared reason depends on: a rule and the addresses of the owners' ids (0 for
-/// none), or a deleted Namespace.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-enum Because<'a> {
-    Owners(Rule, usize, usize),
-    Namespace(&'a str),
-}
+/// none).
+type Because = (Rule, usize, usize);
 
 /// The reason for `because`, made by `text` the first time.
-fn shared<'a>(
-    reasons: &mut HashMap<Because<'a>, Arc<str>>,
-    because: Because<'a>,
+fn shared<K: std::hash::Hash + Eq>(
+    reasons: &mut HashMap<K, Arc<str>>,
+    because: K,
     text: impl FnOnce() -> String,
 ) -> Arc<str> {
     reasons
@@ -247,16 +249,37 @@ struct OwnerView<'a> {
     new: Option<&'a Owner>,
 }
 
-/// Every object Flux deletes in one environment on the way from `old` to `new`, sorted by id.
+/// The objects of the old revision in id order, each with its entry. At 100,000 services
+/// they and what is deleted of each are hundreds of thousands long, so they are walked in
+/// step rather than looked up in a tree.
+type Objects<'a> = [(&'a ObjectId, &'a Entry)];
+
+/// Every object Flux deletes in one environment on the way from `old` to `new`, sorted by id:
+/// those their owners delete, then the cascades of deleted CRDs and Namespaces, each judged
+/// for the data it holds, then what Helm deletes.
 pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
     let env: &Arc<str> = &Arc::from(old.env.as_str());
-    // Reasons by what they depend on: the owners' ids (by address), a namespace or a kind.
-    let mut reasons: HashMap<Because, Arc<str>> = HashMap::default();
-
-    // The objects of the old revision in id order, and what is deleted of each: at 100,000
-    // services both are hundreds of thousands long, so they are walked in step rather than
-    // looked up in a tree.
     let objects: Vec<(&ObjectId, &Entry)> = old.objects.iter().collect();
+    let mut out = by_owners(env, old, new, &objects);
+    crd_cascade(env, &objects, &mut out);
+    namespace_cascade(env, &objects, &mut out);
+    judge_data(old, &objects, &mut out);
+    // `filter_map`, not `flatten`: it collects in place, without a second list.
+    #[allow(clippy::filter_map_identity)]
+    let mut found: Vec<Deletion> = out.into_iter().filter_map(|d| d).collect();
+    found.extend(helm_deletions(env, old, new));
+    found
+}
+
+/// What is deleted of each of `objects` (the old revision's) by its owners: its owner is
+/// removed and deletes it, it moves to another owner, or it leaves the build of an owner
+/// that prunes.
+fn by_owners<'a>(
+    env: &'a Arc<str>,
+    old: &'a Inventory,
+    new: &'a Inventory,
+    objects: &Objects<'a>,
+) -> Vec<Option<Deletion>> {
     let mut out: Vec<Option<Deletion>> = Vec::with_capacity(objects.len());
     out.resize_with(objects.len(), || None);
     let fates: BTreeMap<&ObjectId, Fate> = old
@@ -264,17 +287,16 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
         .keys()
         .map(|id| (id, fate(old, new, id, 0)))
         .collect();
-    // Where each object of the new revision comes from (file, document) -> its id there;
-    // only needed when something leaves a build, so only then made.
-    let mut origins: Option<Origins> = None;
+    let mut judge = Judge {
+        env,
+        new,
+        reasons: HashMap::default(),
+        origins: None,
+        order: HashMap::default(),
+    };
     let mut now_built = new.objects.iter().peekable();
     // The owner of the previous object, as the objects of one owner mostly come together.
     let mut last: Option<OwnerView> = None;
-    // What reconciles after and before each old owner, made once per owner (see
-    // `Inventory::order_around`).
-    let mut order: HashMap<Arc<ObjectId>, (BTreeSet<ObjectId>, BTreeSet<ObjectId>)> =
-        HashMap::default();
-
     for (i, (id, e)) in objects.iter().copied().enumerate() {
         if e.facts.opt_out.is_some() {
             continue;
@@ -288,11 +310,7 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
                 new: new.owners.get(&*e.owner),
             }),
         };
-        let (owner, owner_fate, now) = (view.old, view.fate, view.new);
-        let Some(owner) = owner else {
-            continue;
-        };
-        if !owner.built {
+        if !view.old.is_some_and(|owner| owner.built) {
             continue;
         }
         // `new.objects.get(id)`, walking the new objects alongside the old ones.
@@ -301,184 +319,250 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
             .peek()
             .filter(|(nid, _)| *nid == id)
             .map(|(_, n)| &n.owner);
-        match owner_fate {
+        out[i] = judge.object(id, e, view, moved_to);
+    }
+    out
+}
+
+/// What judges the objects of the old revision by their owners (see `by_owners`).
+struct Judge<'a> {
+    env: &'a Arc<str>,
+    new: &'a Inventory,
+    /// Reasons by what they depend on: the owners' ids (by address).
+    reasons: HashMap<Because, Arc<str>>,
+    /// Where each object of the new revision comes from (file, document) -> its id there;
+    /// only needed when something leaves a build, so only then made.
+    origins: Option<Origins<'a>>,
+    /// What reconciles after and before each old owner, made once per owner (see
+    /// `Inventory::order_around`).
+    order: HashMap<Arc<ObjectId>, (BTreeSet<ObjectId>, BTreeSet<ObjectId>)>,
+}
+
+impl<'a> Judge<'a> {
+    /// What the owner of object `id` (`e`), seen as `view`, deletes of it, given the owner
+    /// that builds it in the new revision (`moved_to`).
+    fn object(
+        &mut self,
+        id: &ObjectId,
+        e: &Entry,
+        view: OwnerView,
+        moved_to: Option<&Arc<ObjectId>>,
+    ) -> Option<Deletion> {
+        match view.fate {
             Some(Fate::Deleted {
                 collects: true,
                 why,
-            }) => {
-                let because = Because::Owners(
-                    Rule::OwnerRemoved,
-                    address(&e.owner),
-                    moved_to.map_or(0, address),
-                );
-                let text = shared(&mut reasons, because, || {
-                    let tail = match moved_to {
-                        Some(to) => {
-                            format!("; {} recreates it afterwards as a new object", short(to))
-                        }
-                        None => String::new(),
-                    };
-                    format!("{why}{tail}")
-                });
-                out[i] = Some(deletion(env, id, e, Rule::OwnerRemoved, text, moved_to));
-                continue;
-            }
+            }) => return Some(self.owner_removed(id, e, why, moved_to)),
             Some(Fate::Alive) => {}
-            _ => continue,
+            _ => return None,
         }
-        let Some(now) = now else {
-            continue;
-        };
-        if !now.built || !now.prunes() {
-            continue;
-        }
+        let now = view.new.filter(|now| now.built && now.prunes())?;
         match moved_to {
-            Some(to) if *to == e.owner => {}
-            Some(to) => {
-                let (after, before) = order
-                    .entry(e.owner.clone())
-                    .or_insert_with(|| new.order_around(&e.owner));
-                if after.contains(to) {
-                    let because = Because::Owners(Rule::MovedLater, address(&e.owner), address(to));
-                    let text = shared(&mut reasons, because, || {
-                        format!(
-                        "moves from {} to {to}, which reconciles after it (dependsOn): {} prunes it first and {to} recreates it",
-                        e.owner, e.owner
-                    )
-                    });
-                    out[i] = Some(deletion(env, id, e, Rule::MovedLater, text, Some(to)));
-                } else if !before.contains(to) {
-                    let because =
-                        Because::Owners(Rule::MovedUnordered, address(&e.owner), address(to));
-                    let text = shared(&mut reasons, because, || {
-                        format!(
-                        "moves from {} to {to} with no dependsOn order between them: {} may prune it before {to} adopts it",
-                        e.owner, e.owner
-                    )
-                    });
-                    out[i] = Some(deletion(env, id, e, Rule::MovedUnordered, text, Some(to)));
-                }
-            }
-            None => {
-                let origins = origins.get_or_insert_with(|| {
-                    new.objects
-                        .iter()
-                        .map(|(id, e)| ((&*e.file, e.index), (id, e)))
-                        .collect()
-                });
-                let renamed = origins
-                    .get(&(&*e.file, e.index))
-                    .filter(|(nid, _)| nid.kind == id.kind && nid.group == id.group);
-                let d = match renamed {
-                    Some((nid, ne)) => deletion(env, id, e, Rule::IdentityChanged, format!(
-                        "its identity changes to {nid} (name, namePrefix or targetNamespace): {} prunes the old object and {} creates a new, empty one",
-                        e.owner, ne.owner
-                    ).into(), Some(&ne.owner)),
-                    None => {
-                        let because = Because::Owners(Rule::LeftBuild, address(&e.owner), 0);
-                        let text = shared(&mut reasons, because, || format!(
-                            "leaves the build of {}, which prunes ({})", e.owner, now.policy()
-                        ));
-                        deletion(env, id, e, Rule::LeftBuild, text, None)
-                    }
-                };
-                out[i] = Some(d);
-            }
+            Some(to) if *to == e.owner => None,
+            Some(to) => self.moved(id, e, to),
+            None => Some(self.left(id, e, now)),
         }
     }
 
-    // Cascades: custom resources of a deleted CRD, then everything in a deleted Namespace.
+    /// Its owner is removed, and deletes it (`why`).
+    fn owner_removed(
+        &mut self,
+        id: &ObjectId,
+        e: &Entry,
+        why: &str,
+        moved_to: Option<&Arc<ObjectId>>,
+    ) -> Deletion {
+        let because = (
+            Rule::OwnerRemoved,
+            address(&e.owner),
+            moved_to.map_or(0, address),
+        );
+        let text = shared(&mut self.reasons, because, || {
+            let tail = match moved_to {
+                Some(to) => format!("; {} recreates it afterwards as a new object", short(to)),
+                None => String::new(),
+            };
+            format!("{why}{tail}")
+        });
+        deletion(self.env, id, e, Rule::OwnerRemoved, text, moved_to)
+    }
+
+    /// It moves to owner `to`: deleted when `to` reconciles after its owner, or in no order
+    /// with it.
+    fn moved(&mut self, id: &ObjectId, e: &Entry, to: &Arc<ObjectId>) -> Option<Deletion> {
+        let new = self.new;
+        let (after, before) = self
+            .order
+            .entry(e.owner.clone())
+            .or_insert_with(|| new.order_around(&e.owner));
+        if after.contains(to) {
+            let because = (Rule::MovedLater, address(&e.owner), address(to));
+            let text = shared(&mut self.reasons, because, || {
+                format!(
+                "moves from {} to {to}, which reconciles after it (dependsOn): {} prunes it first and {to} recreates it",
+                e.owner, e.owner
+            )
+            });
+            Some(deletion(self.env, id, e, Rule::MovedLater, text, Some(to)))
+        } else if !before.contains(to) {
+            let because = (Rule::MovedUnordered, address(&e.owner), address(to));
+            let text = shared(&mut self.reasons, because, || {
+                format!(
+                "moves from {} to {to} with no dependsOn order between them: {} may prune it before {to} adopts it",
+                e.owner, e.owner
+            )
+            });
+            Some(deletion(
+                self.env,
+                id,
+                e,
+                Rule::MovedUnordered,
+                text,
+                Some(to),
+            ))
+        } else {
+            None
+        }
+    }
+
+    /// It leaves the build of its owner, `now` in the new revision, which prunes it: the
+    /// object of its file and document there, of its kind, is it renamed.
+    fn left(&mut self, id: &ObjectId, e: &Entry, now: &Owner) -> Deletion {
+        let new = self.new;
+        let origins = self.origins.get_or_insert_with(|| {
+            new.objects
+                .iter()
+                .map(|(id, e)| ((&*e.file, e.index), (id, e)))
+                .collect()
+        });
+        let renamed = origins
+            .get(&(&*e.file, e.index))
+            .filter(|(nid, _)| nid.kind == id.kind && nid.group == id.group);
+        match renamed {
+            Some((nid, ne)) => deletion(self.env, id, e, Rule::IdentityChanged, format!(
+                "its identity changes to {nid} (name, namePrefix or targetNamespace): {} prunes the old object and {} creates a new, empty one",
+                e.owner, ne.owner
+            ).into(), Some(&ne.owner)),
+            None => {
+                let because = (Rule::LeftBuild, address(&e.owner), 0);
+                let text = shared(&mut self.reasons, because, || format!(
+                    "leaves the build of {}, which prunes ({})", e.owner, now.policy()
+                ));
+                deletion(self.env, id, e, Rule::LeftBuild, text, None)
+            }
+        }
+    }
+}
+
+/// The custom resources of a CRD deleted in `out` that nothing else deletes, added to `out`:
+/// the first CRD of their kind (in id order) names the cascade.
+fn crd_cascade(env: &Arc<str>, objects: &Objects, out: &mut [Option<Deletion>]) {
     let deleted_kinds: BTreeSet<(String, String, &ObjectId)> = objects
         .iter()
-        .zip(&out)
+        .zip(out.iter())
         .filter(|((id, _), d)| d.is_some() && id.kind == "CustomResourceDefinition")
         .filter_map(|((id, e), _)| {
             let (g, k, _) = crd_kind(e.whole.as_deref()?)?;
             Some((g, k, *id))
         })
         .collect();
-    // The first CRD (in that order) of each kind names the cascade.
     let mut crd_of: BTreeMap<(&str, &str), &ObjectId> = BTreeMap::new();
     for (g, k, crd) in &deleted_kinds {
         crd_of.entry((g.as_str(), k.as_str())).or_insert(crd);
     }
-    if !crd_of.is_empty() {
-        for (i, (id, e)) in objects.iter().copied().enumerate() {
-            if out[i].is_some() {
-                continue;
-            }
-            if let Some(crd) = crd_of.get(&(id.group.as_str(), id.kind.as_str())) {
-                let text = format!(
-                    "its CustomResourceDefinition {crd} is deleted, and with it every {}",
-                    id.kind
-                );
-                out[i] = Some(deletion(env, id, e, Rule::CrdDeleted, text.into(), None));
-            }
+    if crd_of.is_empty() {
+        return;
+    }
+    for (i, (id, e)) in objects.iter().copied().enumerate() {
+        if out[i].is_some() {
+            continue;
+        }
+        if let Some(crd) = crd_of.get(&(id.group.as_str(), id.kind.as_str())) {
+            let text = format!(
+                "its CustomResourceDefinition {crd} is deleted, and with it every {}",
+                id.kind
+            );
+            out[i] = Some(deletion(env, id, e, Rule::CrdDeleted, text.into(), None));
         }
     }
+}
+
+/// Everything in a Namespace deleted in `out` that nothing else deletes, added to `out`.
+fn namespace_cascade(env: &Arc<str>, objects: &Objects, out: &mut [Option<Deletion>]) {
     let deleted_ns: BTreeSet<&str> = objects
         .iter()
-        .zip(&out)
+        .zip(out.iter())
         .filter(|((id, _), d)| d.is_some() && id.kind == "Namespace" && id.group.is_empty())
         .map(|((id, _), _)| id.name.as_str())
         .collect();
-    if !deleted_ns.is_empty() {
-        for (i, (id, e)) in objects.iter().copied().enumerate() {
-            if out[i].is_none() && deleted_ns.contains(id.namespace.as_str()) {
-                let because = Because::Namespace(&id.namespace);
-                let text = shared(&mut reasons, because, || {
-                    format!(
-                    "its Namespace {} is deleted, and Kubernetes deletes everything inside (opt-outs do not help)",
-                    id.namespace
-                )
-                });
-                out[i] = Some(deletion(env, id, e, Rule::NamespaceDeleted, text, None));
-            }
+    if deleted_ns.is_empty() {
+        return;
+    }
+    // One reason for each Namespace, shared by what it holds.
+    let mut reasons: HashMap<&str, Arc<str>> = HashMap::default();
+    for (i, (id, e)) in objects.iter().copied().enumerate() {
+        if out[i].is_none() && deleted_ns.contains(id.namespace.as_str()) {
+            let text = shared(&mut reasons, id.namespace.as_str(), || {
+                format!(
+                "its Namespace {} is deleted, and Kubernetes deletes everything inside (opt-outs do not help)",
+                id.namespace
+            )
+            });
+            out[i] = Some(deletion(env, id, e, Rule::NamespaceDeleted, text, None));
         }
     }
+}
 
-    // Data loss, on each object's own evidence; a Namespace by the objects it held in the
-    // old revision (those are what Kubernetes deletes with it), judged only when one goes.
+/// Judges the data each deletion of `out` loses, on each object's own evidence; a Namespace
+/// by the objects it held in `old` (those are what Kubernetes deletes with it), judged only
+/// when one goes. A HelmRelease's reason says what its deletion uninstalls.
+fn judge_data(old: &Inventory, objects: &Objects, out: &mut [Option<Deletion>]) {
     let namespace_goes = out.iter().flatten().any(|d| d.id.is("", "Namespace"));
     let namespaces = if namespace_goes {
         data::namespaces(old.objects.iter())
     } else {
         BTreeMap::new()
     };
-    for ((_, e), d) in objects.iter().zip(&mut out) {
+    for ((_, e), d) in objects.iter().zip(out.iter_mut()) {
         let Some(d) = d else { continue };
         let mut judged = data::of(&d.id, e.whole.as_deref(), e.release.as_deref(), &namespaces);
         if d.id.is(HELM_GROUP, "HelmRelease") {
-            let mut text = d.reason.to_string();
-            if e.whole.as_deref().is_some_and(suspended) {
-                // helm-controller `reconcileDelete`: a suspended HelmRelease is let go without
-                // uninstalling its release.
-                text.push_str("; it is suspended, so helm-controller lets it go without uninstalling the release");
+            let (reason, uninstalls) = release_deleted(&d.reason, e);
+            d.reason = reason.into();
+            if !uninstalls {
                 judged = Data::None;
-            } else {
-                text.push_str("; Helm uninstalls the release and everything its chart installed");
-                if let Some(r) = e.release.as_deref().and_then(Release::rendered) {
-                    let installed = r.objects.iter().filter(|o| o.in_release()).count();
-                    text.push_str(&format!(
-                        " ({installed} objects of chart {}, release {} in {})",
-                        r.chart, r.release_name, r.namespace
-                    ));
-                    for note in data::rendered(r, true).1 {
-                        text.push_str("; ");
-                        text.push_str(&note);
-                    }
-                }
             }
-            d.reason = text.into();
         }
         d.stateful = judged.holds();
         d.data = judged;
     }
-    // `filter_map`, not `flatten`: it collects in place, without a second list.
-    #[allow(clippy::filter_map_identity)]
-    let mut found: Vec<Deletion> = out.into_iter().filter_map(|d| d).collect();
-    found.extend(helm_deletions(env, old, new));
-    found
+}
+
+/// The reason a HelmRelease (`e`) deleted for `reason` is, with what helm-controller does
+/// then, and whether it uninstalls the release.
+fn release_deleted(reason: &str, e: &Entry) -> (String, bool) {
+    let mut text = reason.to_string();
+    if e.whole.as_deref().is_some_and(suspended) {
+        // helm-controller `reconcileDelete`: a suspended HelmRelease is let go without
+        // uninstalling its release.
+        text.push_str(
+            "; it is suspended, so helm-controller lets it go without uninstalling the release",
+        );
+        return (text, false);
+    }
+    text.push_str("; Helm uninstalls the release and everything its chart installed");
+    if let Some(r) = e.release.as_deref().and_then(Release::rendered) {
+        let installed = r.objects.iter().filter(|o| o.in_release()).count();
+        text.push_str(&format!(
+            " ({installed} objects of chart {}, release {} in {})",
+            r.chart, r.release_name, r.namespace
+        ));
+        for note in data::rendered(r, true).1 {
+            text.push_str("; ");
+            text.push_str(&note);
+        }
+    }
+    (text, true)
 }
 
 /// What Helm deletes inside the HelmReleases both revisions render: the objects an upgrade
@@ -598,8 +682,43 @@ pub fn removed_collecting_owners<'a>(old: &'a Inventory, new: &Inventory) -> Vec
 
 #[cfg(test)]
 mod tests {
+    use super::Rule;
     use crate::cutover::{compare, Report};
     use crate::tree::FileTree;
+
+    /// A rule's code is its name in kebab-case (what serde's `rename_all` would make), and
+    /// its JSON is its code.
+    #[test]
+    fn a_rules_code_is_its_name_in_kebab_case_and_its_json() {
+        use Rule::*;
+        let rules = [
+            OwnerRemoved,
+            MovedLater,
+            MovedUnordered,
+            IdentityChanged,
+            LeftBuild,
+            NamespaceDeleted,
+            CrdDeleted,
+            ReleaseUpgraded,
+            ReleaseReplaced,
+        ];
+        // Every rule is in the list: a new one fails to compile here until it is added.
+        let _listed = |rule: Rule| match rule {
+            OwnerRemoved | MovedLater | MovedUnordered | IdentityChanged | LeftBuild
+            | NamespaceDeleted | CrdDeleted | ReleaseUpgraded | ReleaseReplaced => {}
+        };
+        for rule in rules {
+            let mut kebab = String::new();
+            for c in format!("{rule:?}").chars() {
+                if c.is_ascii_uppercase() && !kebab.is_empty() {
+                    kebab.push('-');
+                }
+                kebab.push(c.to_ascii_lowercase());
+            }
+            assert_eq!(rule.code(), kebab);
+            assert_eq!(serde_json::to_value(rule).unwrap(), rule.code());
+        }
+    }
 
     fn ks(name: &str, extra: &str) -> String {
         format!("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {{name: {name}, namespace: flux-system}}\nspec:\n  path: ./{name}\n  prune: true\n  sourceRef: {{kind: GitRepository, name: flux-system}}\n{extra}")

@@ -8,12 +8,28 @@
 //! `to` ends with `/`); `exclude` patterns are matched relative to the non-glob prefix of
 //! `from`, and one without a `/` matches a file name at any depth. The `Merge` and `Extract`
 //! strategies are not modelled.
+//!
+//! An environment whose Kustomizations read such artifacts is built a second time, with the
+//! files of each artifact copied into a folder of its own, and the paths in what it built
+//! given back as the repository files they copy (`build_artifacts`).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::inventory::Inventory;
+use super::{SourceKind, SourceRef};
+use crate::kustomize::object::ObjectId;
 use crate::tree::FileTree;
+
+/// The API group of source-watcher's ArtifactGenerator.
+pub const GENERATOR_GROUP: &str = "source.extensions.fluxcd.io";
+
+/// Whether `id` is an ArtifactGenerator.
+pub fn is_generator(id: &ObjectId) -> bool {
+    id.group == GENERATOR_GROUP && id.kind == "ArtifactGenerator"
+}
 
 /// An artifact's files: the path in the artifact and the repository file it is a copy of.
 pub type Files = BTreeMap<String, String>;
@@ -22,12 +38,12 @@ pub type Files = BTreeMap<String, String>;
 pub type Unseen = String;
 
 /// The files of artifact `name` of `generator` (an ArtifactGenerator object), copied from
-/// `tree`; `this_repo` says whether a source (kind, namespace, name) is this repository.
+/// `tree`; `this_repo` says whether a source is this repository.
 pub fn files(
     generator: &Value,
     name: &str,
     tree: &FileTree,
-    this_repo: &dyn Fn(&str, &str, &str) -> bool,
+    this_repo: &dyn Fn(&SourceRef) -> bool,
 ) -> Result<Files, Unseen> {
     let namespace = generator
         .pointer("/metadata/namespace")
@@ -43,7 +59,8 @@ pub fn files(
             "" => namespace,
             ns => ns,
         };
-        aliases.insert(field("alias"), this_repo(field("kind"), ns, field("name")));
+        let source = SourceRef::new(SourceKind::parse(field("kind")), ns, field("name"));
+        aliases.insert(field("alias"), this_repo(&source));
     }
     let artifact = array(generator.pointer("/spec/artifacts"))
         .find(|a| a.get("name").and_then(Value::as_str) == Some(name))
@@ -198,6 +215,224 @@ fn name_matches(p: &[u8], s: &[u8]) -> bool {
     }
 }
 
+/// Where the files of the ExternalArtifacts made from this repository are put for a build.
+const ARTIFACTS: &str = crate::tree::GENERATED;
+
+/// A key of an ExternalArtifact: its namespace and name.
+type Key = (String, String);
+
+/// The folder of the combined tree each ExternalArtifact made from this repository is
+/// built in (see `build_artifacts`).
+pub type Folders = BTreeMap<Key, String>;
+
+/// `inv`, an environment's build, built again by `rebuild` over the files of the
+/// ExternalArtifacts its ArtifactGenerators make, when they make any (see
+/// `inventory::build`): `rebuild` builds the environment over `tree` with those files added
+/// under `ARTIFACTS`, each artifact in its folder, and their paths are given back as the
+/// repository files they copy.
+pub fn build_artifacts(
+    tree: &FileTree,
+    inv: Inventory,
+    rebuild: impl FnOnce(&FileTree, &Folders) -> Inventory,
+) -> Inventory {
+    // A generator copies from its source's artifact: what `.sourceignore` hides is not there.
+    let source = match inv.owners.values().find(|o| o.parent.is_none()) {
+        Some(root) => super::source::artifact(tree, &root.file, &root.source()),
+        None => tree.clone(),
+    };
+    let external = external_artifacts(&source, &inv);
+    if external.made.is_empty() {
+        return with_reasons(inv, &external.unmade);
+    }
+    let copied = copy_in(tree, &source, &external.made);
+    let inv = rebuild(&copied.tree, &copied.folders);
+    with_reasons(named_back(inv, &external, &copied.copies), &external.unmade)
+}
+
+/// A tree with the files of the ExternalArtifacts of `made` copied in.
+struct Copied {
+    tree: FileTree,
+    folders: Folders,
+    /// The repository file each copy is of, by its path in `tree`.
+    copies: BTreeMap<String, String>,
+}
+
+/// `tree` with the files of each artifact of `made`, read from `source`, added in its folder.
+fn copy_in(tree: &FileTree, source: &FileTree, made: &BTreeMap<Key, Files>) -> Copied {
+    let mut combined = tree.clone();
+    let mut folders = Folders::new();
+    let mut copies: BTreeMap<String, String> = BTreeMap::new();
+    for ((namespace, name), files) in made {
+        let prefix = format!("{ARTIFACTS}/{namespace}/{name}");
+        for (at, from) in files {
+            // Joined as the generator joins it (`securejoin`): never out of its artifact.
+            let path = format!("{prefix}/{}", super::normalize_path(at));
+            // The generator copies bytes: a file kustomize cannot read is copied as it is,
+            // and fails the build that reads it.
+            if let Some(text) = source.read(from) {
+                combined = combined.with_text(&path, text);
+            } else if let Some(why) = source.unreadable(from) {
+                combined = combined.with_unreadable(&path, why);
+            } else {
+                continue;
+            }
+            copies.insert(path, from.clone());
+        }
+        folders.insert((namespace.clone(), name.clone()), prefix);
+    }
+    Copied {
+        tree: combined,
+        folders,
+        copies,
+    }
+}
+
+/// `inv`, built over the copies of `copies`, with the paths in the artifacts given back as
+/// the repository files they copy, and a message naming an artifact's file by the artifact,
+/// not by the folder it is built in. An owner that reads an artifact of `external` lists
+/// the files it is made of.
+fn named_back(
+    mut inv: Inventory,
+    external: &External,
+    copies: &BTreeMap<String, String>,
+) -> Inventory {
+    let back = |file: &str| copies.get(file).cloned();
+    let in_words = |text: &mut String| {
+        for (namespace, name) in external.made.keys() {
+            let folder = format!("{ARTIFACTS}/{namespace}/{name}/");
+            if text.contains(&folder) {
+                *text = text.replace(&folder, &format!("(ExternalArtifact {namespace}/{name}) "));
+            }
+        }
+    };
+    for entry in inv
+        .objects
+        .values_mut()
+        .chain(inv.duplicates.iter_mut().map(|(_, e)| e))
+    {
+        if entry.file.starts_with(ARTIFACTS) {
+            if let Some(from) = back(&entry.file) {
+                entry.file = Arc::from(from.as_str());
+            }
+        }
+    }
+    for o in inv.owners.values_mut() {
+        if let Some(from) = back(&o.file) {
+            o.file = from;
+        }
+        let source = o.source();
+        if source.kind == SourceKind::ExternalArtifact {
+            let key = (source.namespace, source.name);
+            if let Some(files) = external.made.get(&key) {
+                let mut read: Vec<String> = files.values().cloned().collect();
+                read.extend(external.generator_files.get(&key).cloned());
+                read.sort();
+                read.dedup();
+                o.artifact_files = read;
+            }
+        }
+        o.unmodelled.iter_mut().for_each(in_words);
+    }
+    for w in &mut inv.warnings {
+        if let Some(from) = back(&w.path) {
+            w.path = from;
+        }
+        in_words(&mut w.message);
+    }
+    inv
+}
+
+/// The ExternalArtifacts the owners of an inventory read (see `external_artifacts`).
+#[derive(Debug, Default)]
+struct External {
+    /// The files of each that an ArtifactGenerator of the build makes out of this
+    /// repository.
+    made: BTreeMap<Key, Files>,
+    /// Why each owner that reads one that is not made here cannot see it.
+    unmade: BTreeMap<ObjectId, Unseen>,
+    /// The file of the ArtifactGenerator that makes each of `made`.
+    generator_files: BTreeMap<Key, String>,
+}
+
+/// The ExternalArtifacts the owners of `inv` read, copied from `tree`.
+fn external_artifacts(tree: &FileTree, inv: &Inventory) -> External {
+    let mut out = External::default();
+    let Some(root) = inv.owners.values().find(|o| o.parent.is_none()) else {
+        return out;
+    };
+    let root_source = root.source();
+    let this_repo = |source: &SourceRef| *source == root_source;
+    for o in inv.owners.values() {
+        let SourceRef {
+            kind,
+            namespace,
+            name,
+        } = o.source();
+        if kind != SourceKind::ExternalArtifact || o.parent.is_none() {
+            continue;
+        }
+        let key = (namespace, name);
+        if out.made.contains_key(&key) {
+            continue;
+        }
+        let generators = generators_of(inv, &key);
+        match generators.as_slice() {
+            [(g, file)] => match files(g, &key.1, tree, &this_repo) {
+                Ok(files) => {
+                    out.generator_files.insert(key.clone(), file.to_string());
+                    out.made.insert(key, files);
+                }
+                Err(why) => {
+                    out.unmade.insert(o.id.clone(), why);
+                }
+            },
+            [] => {
+                out.unmade.insert(
+                    o.id.clone(),
+                    "no ArtifactGenerator of this repository makes it".to_string(),
+                );
+            }
+            _ => {
+                out.unmade.insert(
+                    o.id.clone(),
+                    "two ArtifactGenerators declare it".to_string(),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// The ArtifactGenerators of `inv` that declare the ExternalArtifact `key` (in its
+/// namespace), with their files.
+fn generators_of<'a>(inv: &'a Inventory, (namespace, name): &Key) -> Vec<(&'a Value, &'a str)> {
+    inv.objects
+        .iter()
+        .filter(|(id, _)| is_generator(id) && id.namespace == *namespace)
+        .filter_map(|(_, e)| e.whole.as_deref().map(|g| (g, &*e.file)))
+        .filter(|(g, _)| {
+            g.pointer("/spec/artifacts")
+                .and_then(Value::as_array)
+                .is_some_and(|a| {
+                    a.iter()
+                        .any(|x| x.get("name").and_then(Value::as_str) == Some(name.as_str()))
+                })
+        })
+        .collect()
+}
+
+/// `inv` with why each ExternalArtifact in `unmade` cannot be seen added to its readers.
+fn with_reasons(mut inv: Inventory, unmade: &BTreeMap<ObjectId, Unseen>) -> Inventory {
+    for (id, why) in unmade {
+        if let Some(o) = inv.owners.get_mut(id) {
+            for u in &mut o.unmodelled {
+                u.push_str(&format!("; the ExternalArtifact: {why}"));
+            }
+        }
+    }
+    inv
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,8 +453,8 @@ mod tests {
         ])
     }
 
-    fn this_repo(kind: &str, ns: &str, name: &str) -> bool {
-        (kind, ns, name) == ("GitRepository", "flux-system", "flux-system")
+    fn this_repo(source: &SourceRef) -> bool {
+        *source == SourceRef::new(SourceKind::GitRepository, "flux-system", "flux-system")
     }
 
     fn paths(copies: &str) -> Vec<(String, String)> {

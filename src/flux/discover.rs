@@ -29,7 +29,7 @@ use std::sync::Arc;
 use memchr::memmem;
 use serde_json::{json, Value};
 
-use super::{normalize_path, Kustomization};
+use super::{normalize_path, Kustomization, SourceKind};
 use crate::config::Config;
 use crate::fs::{is_manifest, join};
 use crate::tree::FileTree;
@@ -198,7 +198,7 @@ fn discover(tree: &FileTree) -> Vec<Environment> {
                 "kind": "Kustomization",
                 "metadata": {"name": op.name, "namespace": op.namespace},
                 "spec": {"interval": "10m0s", "path": op.path, "prune": true,
-                         "sourceRef": {"kind": op.kind, "name": op.name}},
+                         "sourceRef": {"kind": op.kind.as_str(), "name": op.name}},
             });
             add(
                 &mut found,
@@ -274,7 +274,7 @@ struct OperatorSync {
     name: String,
     namespace: String,
     /// The kind of its source.
-    kind: String,
+    kind: SourceKind,
     what: &'static str,
 }
 
@@ -299,8 +299,7 @@ fn operator_syncs(file: &str, text: &Text) -> Arc<Vec<OperatorSync>> {
                 let kind = sync
                     .get("kind")
                     .and_then(Value::as_str)
-                    .unwrap_or("GitRepository")
-                    .to_string();
+                    .map_or(SourceKind::GitRepository, SourceKind::parse);
                 Some(OperatorSync {
                     path,
                     name,
@@ -387,7 +386,7 @@ pub fn root_in(tree: &FileTree, env: &Environment) -> Value {
             "kind": "Kustomization",
             "metadata": {"name": "flux-system", "namespace": "flux-system"},
             "spec": {"path": format!("./{}", env.path), "prune": true,
-                     "sourceRef": {"kind": "GitRepository", "name": "flux-system"}},
+                     "sourceRef": {"kind": SourceKind::GitRepository.as_str(), "name": "flux-system"}},
         }),
     }
 }

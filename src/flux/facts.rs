@@ -4,6 +4,7 @@
 //! knows none of it: a Flux build hands it over as the builder's `Keep` (`KEEP`), and reads
 //! an object's facts back here (`of_object`, `of_shared`).
 
+use super::source::{SourceKind, SOURCE_GROUP};
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -153,17 +154,23 @@ impl Facts {
 /// ImageUpdateAutomations (the path they update), ArtifactGenerators (what they copy), and
 /// the sources a HelmRelease's chart comes from. A repository holds few of them.
 pub fn kept_whole(group: &str, kind: &str) -> bool {
+    if group == SOURCE_GROUP {
+        // a HelmRelease's chart source, read to render it
+        return matches!(
+            SourceKind::parse(kind),
+            SourceKind::HelmRepository
+                | SourceKind::OCIRepository
+                | SourceKind::GitRepository
+                | SourceKind::HelmChart
+                | SourceKind::Bucket
+        );
+    }
     matches!(
         (group, kind),
         ("apiextensions.k8s.io", "CustomResourceDefinition")
             | ("helm.toolkit.fluxcd.io", "HelmRelease")
             | ("image.toolkit.fluxcd.io", "ImageUpdateAutomation")
             | ("source.extensions.fluxcd.io", "ArtifactGenerator")
-            // a HelmRelease's chart source, read to render it
-            | (
-                "source.toolkit.fluxcd.io",
-                "HelmRepository" | "OCIRepository" | "GitRepository" | "HelmChart" | "Bucket"
-            )
     )
 }
 

@@ -1,10 +1,11 @@
 //! The Flux model: Flux Kustomizations as fluxwave reads them (`Kustomization`), what
 //! fluxwave emits (`emit`), an environment built as Flux builds it with the inventory of
 //! which Kustomization applies each object (`inventory`) from the artifact of its source
-//! (`source`), the kustomization Flux builds at a Kustomization's `spec.path` (`generated`),
-//! what a build keeps of each object (`facts`) and the form it holds objects in (`packed`), `postBuild` variable substitution (`substitute`), SOPS decryption patches
-//! (`decryption`), whether deleting an object loses data (`data`), and the health gates
-//! the Kustomizations of a build form (`gates`).
+//! (`source`, which also names the kinds of Flux's sources), the kustomization Flux builds
+//! at a Kustomization's `spec.path` (`generated`), what a build keeps of each object
+//! (`facts`) and the form it holds objects in (`packed`), `postBuild` variable substitution
+//! (`substitute`), SOPS decryption patches (`decryption`), whether deleting an object loses
+//! data (`data`), and the health gates the Kustomizations of a build form (`gates`).
 
 pub mod artifact;
 pub mod data;
@@ -27,6 +28,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 pub use crate::kustomize::object::string_map_at;
+pub use source::{SourceKind, SourceRef};
 /// The API group of Flux Kustomizations.
 pub const KUSTOMIZE_GROUP: &str = "kustomize.toolkit.fluxcd.io";
 pub const KUSTOMIZE_API: &str = "kustomize.toolkit.fluxcd.io/v1";
@@ -65,6 +67,7 @@ pub struct KustomizationSpec {
     pub suspend: bool,
     #[serde(default, deserialize_with = "lenient_items")]
     pub depends_on: Vec<DependsOn>,
+    /// As written: its namespace defaults to the Kustomization's.
     #[serde(default, deserialize_with = "lenient")]
     pub source_ref: SourceRef,
     #[serde(default, deserialize_with = "lenient")]
@@ -79,17 +82,6 @@ pub struct DependsOn {
     pub name: String,
     #[serde(default, deserialize_with = "lenient")]
     pub namespace: Option<String>,
-}
-
-/// `spec.sourceRef`; the namespace defaults to the Kustomization's.
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct SourceRef {
-    #[serde(default, deserialize_with = "lenient")]
-    pub kind: String,
-    #[serde(default, deserialize_with = "lenient")]
-    pub namespace: String,
-    #[serde(default, deserialize_with = "lenient")]
-    pub name: String,
 }
 
 /// A field that does not read as `T` reads as `T::default()`.

@@ -1,30 +1,201 @@
-//! What an environment's root Kustomization builds: the artifact of its source, which is the
-//! revision's files less those source-controller leaves out (`tree::ignore`). When the source
-//! is a GitRepository written beside the root Kustomization (the `gotk-sync.yaml` of
-//! `flux bootstrap`), its `spec.ignore` is read too: source-controller adds it after the
-//! `.sourceignore` files (`GitRepositoryReconciler.reconcileArtifact`).
+//! Flux sources: the kinds an object reads its artifact or chart from (`SourceKind`), a
+//! reference to one (`SourceRef`), and what an environment's root Kustomization builds: the
+//! artifact of its source, which is the revision's files less those source-controller leaves
+//! out (`tree::ignore`). When the source is a GitRepository written beside the root
+//! Kustomization (the `gotk-sync.yaml` of `flux bootstrap`), its `spec.ignore` is read too:
+//! source-controller adds it after the `.sourceignore` files
+//! (`GitRepositoryReconciler.reconcileArtifact`).
 
+use std::fmt;
+
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use crate::kustomize::object::group_of;
+use crate::kustomize::object::{group_of, ObjectId};
 use crate::tree::FileTree;
 
-const SOURCE_GROUP: &str = "source.toolkit.fluxcd.io";
+/// The API group of Flux's sources (source-controller's `source.toolkit.fluxcd.io`).
+pub const SOURCE_GROUP: &str = "source.toolkit.fluxcd.io";
+
+/// The kind of a Flux source, as a `sourceRef` or `chartRef` names it. The kinds are those
+/// the controllers read: kustomize-controller's `sourceRef` (`CrossNamespaceSourceReference`
+/// in `api/v1/reference_types.go`: GitRepository, OCIRepository, Bucket, ExternalArtifact)
+/// and helm-controller's chart sources (`api/v2/reference_types.go`: HelmRepository,
+/// GitRepository or Bucket in `spec.chart.spec.sourceRef`, OCIRepository or HelmChart in
+/// `spec.chartRef`). Any other text is kept as written, so that it is reported as it is.
+#[derive(Debug, Clone)]
+pub enum SourceKind {
+    GitRepository,
+    OCIRepository,
+    Bucket,
+    HelmRepository,
+    HelmChart,
+    /// Made by an ArtifactGenerator (`source.extensions.fluxcd.io`, see `flux::artifact`).
+    ExternalArtifact,
+    /// A kind no Flux controller reads as a source, as written (empty when none is): never
+    /// the name of a kind above (`parse` makes it, and two kinds are equal by their names).
+    Other(String),
+}
+
+impl SourceKind {
+    /// The kinds Flux knows.
+    pub const KNOWN: [SourceKind; 6] = [
+        SourceKind::GitRepository,
+        SourceKind::OCIRepository,
+        SourceKind::Bucket,
+        SourceKind::HelmRepository,
+        SourceKind::HelmChart,
+        SourceKind::ExternalArtifact,
+    ];
+
+    /// The kind `kind` names.
+    pub fn parse(kind: &str) -> SourceKind {
+        match kind {
+            "GitRepository" => SourceKind::GitRepository,
+            "OCIRepository" => SourceKind::OCIRepository,
+            "Bucket" => SourceKind::Bucket,
+            "HelmRepository" => SourceKind::HelmRepository,
+            "HelmChart" => SourceKind::HelmChart,
+            "ExternalArtifact" => SourceKind::ExternalArtifact,
+            other => SourceKind::Other(other.to_string()),
+        }
+    }
+
+    /// The kind as written.
+    pub fn as_str(&self) -> &str {
+        match self {
+            SourceKind::GitRepository => "GitRepository",
+            SourceKind::OCIRepository => "OCIRepository",
+            SourceKind::Bucket => "Bucket",
+            SourceKind::HelmRepository => "HelmRepository",
+            SourceKind::HelmChart => "HelmChart",
+            SourceKind::ExternalArtifact => "ExternalArtifact",
+            SourceKind::Other(kind) => kind,
+        }
+    }
+
+    /// Whether a Flux Kustomization can read its artifact from a source of this kind
+    /// (kustomize-controller's `getSource`).
+    pub fn kustomization_reads(&self) -> bool {
+        match self {
+            SourceKind::GitRepository
+            | SourceKind::OCIRepository
+            | SourceKind::Bucket
+            | SourceKind::ExternalArtifact => true,
+            SourceKind::HelmRepository | SourceKind::HelmChart | SourceKind::Other(_) => false,
+        }
+    }
+
+    /// The kinds a Flux Kustomization can read, as a list in prose: `A, B, C or D`.
+    pub fn kustomization_kinds() -> String {
+        let kinds: Vec<&str> = SourceKind::KNOWN
+            .iter()
+            .filter(|k| k.kustomization_reads())
+            .map(SourceKind::as_str)
+            .collect();
+        match kinds.split_last() {
+            Some((last, [])) => (*last).to_string(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
+        }
+    }
+}
+
+impl Default for SourceKind {
+    /// No kind written.
+    fn default() -> SourceKind {
+        SourceKind::Other(String::new())
+    }
+}
+
+impl PartialEq for SourceKind {
+    fn eq(&self, other: &SourceKind) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for SourceKind {}
+
+impl std::hash::Hash for SourceKind {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+    }
+}
+
+impl fmt::Display for SourceKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for SourceKind {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<SourceKind, D::Error> {
+        Ok(SourceKind::parse(&String::deserialize(d)?))
+    }
+}
+
+/// A reference to a Flux source: a Flux Kustomization's `spec.sourceRef` as written (its
+/// namespace empty when it names none), or with its namespace resolved (`Owner::source`).
+/// Displays as `kind/namespace/name`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Deserialize)]
+pub struct SourceRef {
+    #[serde(default, deserialize_with = "super::lenient")]
+    pub kind: SourceKind,
+    #[serde(default, deserialize_with = "super::lenient")]
+    pub namespace: String,
+    #[serde(default, deserialize_with = "super::lenient")]
+    pub name: String,
+}
+
+impl SourceRef {
+    pub fn new(kind: SourceKind, namespace: &str, name: &str) -> SourceRef {
+        SourceRef {
+            kind,
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        }
+    }
+
+    /// The reference with its namespace defaulted to `namespace` when it names none
+    /// (Flux's `CrossNamespaceSourceReference`).
+    pub fn in_namespace(&self, namespace: &str) -> SourceRef {
+        SourceRef {
+            kind: self.kind.clone(),
+            namespace: if self.namespace.is_empty() {
+                namespace.to_string()
+            } else {
+                self.namespace.clone()
+            },
+            name: self.name.clone(),
+        }
+    }
+
+    /// The id of the source object it names.
+    pub fn id(&self) -> ObjectId {
+        ObjectId {
+            group: SOURCE_GROUP.into(),
+            kind: self.kind.to_string(),
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+        }
+    }
+}
+
+impl fmt::Display for SourceRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}/{}", self.kind, self.namespace, self.name)
+    }
+}
 
 /// The artifact of `tree` that a root Kustomization written in `file` (empty for an assumed
-/// root) builds from its source `(kind, namespace, name)`.
-pub fn artifact(tree: &FileTree, file: &str, source: (String, String, String)) -> FileTree {
-    tree.artifact(spec_ignore(tree, file, &source).as_deref())
+/// root) builds from its source.
+pub fn artifact(tree: &FileTree, file: &str, source: &SourceRef) -> FileTree {
+    tree.artifact(spec_ignore(tree, file, source).as_deref())
 }
 
 /// `spec.ignore` of the GitRepository `source` when `file` holds it.
-pub(super) fn spec_ignore(
-    tree: &FileTree,
-    file: &str,
-    source: &(String, String, String),
-) -> Option<String> {
-    let (kind, namespace, name) = source;
-    if kind != "GitRepository" || file.is_empty() {
+pub(super) fn spec_ignore(tree: &FileTree, file: &str, source: &SourceRef) -> Option<String> {
+    if source.kind != SourceKind::GitRepository || file.is_empty() {
         return None;
     }
     let text = tree.read(file)?;
@@ -32,11 +203,11 @@ pub(super) fn spec_ignore(
     let found = docs.iter().find(|d| {
         let meta = &d["metadata"];
         group_of(d["apiVersion"].as_str().unwrap_or("")) == SOURCE_GROUP
-            && d["kind"] == "GitRepository"
-            && meta["name"].as_str() == Some(name)
+            && d["kind"] == SourceKind::GitRepository.as_str()
+            && meta["name"].as_str() == Some(source.name.as_str())
             && meta["namespace"]
                 .as_str()
-                .is_none_or(|ns| ns.is_empty() || ns == namespace)
+                .is_none_or(|ns| ns.is_empty() || ns == source.namespace)
     })?;
     match &found["spec"]["ignore"] {
         Value::String(s) => Some(s.clone()),
@@ -50,8 +221,8 @@ mod tests {
 
     const SYNC: &str = "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 1m\n  ref: {branch: main}\n  url: ssh://git@example.com/org/fleet\n  ignore: |\n    # exclude all\n    /*\n    # include the clusters\n    !/clusters\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  path: ./clusters/dev\n  sourceRef: {kind: GitRepository, name: flux-system}\n";
 
-    fn source(name: &str) -> (String, String, String) {
-        ("GitRepository".into(), "flux-system".into(), name.into())
+    fn source(name: &str) -> SourceRef {
+        SourceRef::new(SourceKind::GitRepository, "flux-system", name)
     }
 
     /// The GitRepository of the root's own file lends its `spec.ignore`; another source,
@@ -60,15 +231,50 @@ mod tests {
     fn the_root_sources_spec_ignore_hides_files() {
         let sync = "clusters/dev/flux-system/gotk-sync.yaml";
         let tree = FileTree::from_files([(sync, SYNC), ("apps/a.yaml", "a: 1\n")]);
-        let view = artifact(&tree, sync, source("flux-system"));
+        let view = artifact(&tree, sync, &source("flux-system"));
         assert!(view.read("apps/a.yaml").is_none() && view.read(sync).is_some());
         assert!(
             tree.read("apps/a.yaml").is_some(),
             "the tree itself keeps every file"
         );
-        let other = artifact(&tree, sync, source("other"));
+        let other = artifact(&tree, sync, &source("other"));
         assert!(other.read("apps/a.yaml").is_some());
-        let assumed = artifact(&tree, "", source("flux-system"));
+        let assumed = artifact(&tree, "", &source("flux-system"));
         assert!(assumed.read("apps/a.yaml").is_some());
+    }
+
+    /// A kind reads back as written, known or not, and two kinds are one when their names are.
+    #[test]
+    fn kinds_read_back_as_written() {
+        for kind in SourceKind::KNOWN {
+            assert_eq!(SourceKind::parse(kind.as_str()), kind);
+            assert!(!matches!(
+                SourceKind::parse(kind.as_str()),
+                SourceKind::Other(_)
+            ));
+        }
+        for text in ["", "GitRepo", "gitrepository", "HelmRelease"] {
+            assert_eq!(SourceKind::parse(text).as_str(), text);
+        }
+        assert_eq!(
+            SourceKind::Other("Bucket".into()),
+            SourceKind::Bucket,
+            "equal by name"
+        );
+        assert_eq!(SourceKind::default().as_str(), "");
+        assert_eq!(
+            SourceKind::kustomization_kinds(),
+            "GitRepository, OCIRepository, Bucket or ExternalArtifact"
+        );
+    }
+
+    #[test]
+    fn a_reference_defaults_its_namespace() {
+        let written = SourceRef::new(SourceKind::OCIRepository, "", "podinfo");
+        let source = written.in_namespace("apps");
+        assert_eq!(source.to_string(), "OCIRepository/apps/podinfo");
+        assert_eq!(source.id().to_string(), "OCIRepository/apps/podinfo");
+        assert_eq!(source.id().group, SOURCE_GROUP);
+        assert_eq!(source.in_namespace("other"), source);
     }
 }

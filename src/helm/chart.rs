@@ -27,11 +27,8 @@ use super::semver::{self, Constraint, Version};
 use super::validate::{self, Scheme};
 use super::Options;
 use crate::flux::inventory::Inventory;
-use crate::flux::normalize_path;
-use crate::kustomize::object::ObjectId;
+use crate::flux::{normalize_path, SourceKind, SourceRef};
 use crate::tree::FileTree;
-
-const SOURCE_GROUP: &str = "source.toolkit.fluxcd.io";
 
 /// Where a chart comes from.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -237,9 +234,7 @@ fn from_chart_spec(spec: &Value, namespace: &str, inv: &Inventory) -> Result<Res
                 .values()
                 .find(|o| o.parent.is_none())
                 .map(|o| o.source());
-            let this = root
-                .as_ref()
-                .is_some_and(|(k, n, s)| k == &kind && n == &ns && s == &name);
+            let this = root == Some(SourceRef::new(SourceKind::parse(&kind), &ns, &name));
             if !this {
                 return Err(format!(
                     "its chart is at {chart} in {what}, which is not this repository: fluxwave reads charts from this repository, Helm repositories and OCI registries"
@@ -265,12 +260,7 @@ fn text_of(v: &Value, p: &str) -> String {
 
 /// The source object `kind` `namespace/name` of the build.
 fn source<'a>(inv: &'a Inventory, kind: &str, namespace: &str, name: &str) -> Option<&'a Value> {
-    let id = ObjectId {
-        group: SOURCE_GROUP.into(),
-        kind: kind.into(),
-        namespace: namespace.into(),
-        name: name.into(),
-    };
+    let id = SourceRef::new(SourceKind::parse(kind), namespace, name).id();
     inv.objects.get(&id)?.whole.as_deref()
 }
 

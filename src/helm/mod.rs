@@ -136,7 +136,10 @@ pub fn source_hosts(tree: &FileTree) -> BTreeSet<String> {
                 _ => continue,
             };
             let group = doc.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-            if !group.starts_with("source.toolkit.fluxcd.io/") {
+            if !group
+                .strip_prefix(crate::flux::source::SOURCE_GROUP)
+                .is_some_and(|version| version.starts_with('/'))
+            {
                 continue;
             }
             if let Some(url) = doc.pointer("/spec/url").and_then(Value::as_str) {

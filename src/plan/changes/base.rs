@@ -68,7 +68,7 @@ fn source_of(k: &Kustomization, namespace: &str) -> SourceId {
     let s = &k.spec.source_ref;
     let own = non_empty(&k.namespace).unwrap_or(namespace);
     (
-        s.kind.clone(),
+        s.kind.to_string(),
         non_empty(&s.namespace).unwrap_or(own).to_string(),
         s.name.clone(),
     )

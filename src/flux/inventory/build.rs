@@ -1,0 +1,834 @@
+//! The build of an environment's inventory: each owner, from the root down, built at its
+//! `spec.path` in the order the builds find them, its objects recorded for the first owner
+//! that builds them. A pass that finds a `substituteFrom` source an earlier owner looked for
+//! in vain is made again (`build_with`); the owners that read ExternalArtifacts are built
+//! over their files (`flux::artifact`).
+
+use std::borrow::Cow;
+use std::collections::{btree_map, BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{unreachable_owner, Entry, Inventory, Keep, Owner};
+use crate::envsubst::Lookup;
+use crate::flux::artifact::{self, Folders};
+use crate::flux::discover::{self, Environment};
+use crate::flux::facts;
+use crate::flux::generated::{FluxBuild, FluxBuildError, FluxSpec};
+use crate::flux::source::spec_ignore;
+use crate::flux::substitute::{self, Source, SubstituteError, Variables};
+use crate::flux::{Kustomization, SourceKind, SourceRef};
+use crate::kustomize::object::ObjectId;
+use crate::kustomize::{Builder, Resource, Warning};
+use crate::kustomize::{Remembered, Remembering, Shared};
+use crate::tree::{FileTree, Footprint};
+
+/// The root Kustomization of environment `env` in `tree` (see `discover::root_in`).
+fn root_of(tree: &FileTree, env: &Environment) -> Owner {
+    let object = discover::root_in(tree, env);
+    let (file, index) = discover::root_file(tree, env).unwrap_or_default();
+    let mut root = Owner::from_value(&object, None, &file, index)
+        .unwrap_or_else(|| unreachable_owner(&env.path));
+    root.file = file;
+    root
+}
+
+/// Builds environment `env` of `tree`. A Kustomization that reads an `ExternalArtifact`
+/// which an ArtifactGenerator of the build makes out of this repository is built from the
+/// files the generator copies (`flux::artifact::build_artifacts`): the environment is built
+/// a second time over the tree with those files added, and their paths are given back as
+/// the repository files they copy.
+pub fn build(tree: &FileTree, env: &Environment) -> Inventory {
+    build_as(tree, env, Keep::Facts)
+}
+
+/// `build`, replaying the builds of Flux Kustomizations that `before` kept of an earlier
+/// revision where nothing they read changed (see `kustomize::Remembered`), and keeping this
+/// revision's for the next: the builds of a history, one revision after another.
+pub fn build_remembering(
+    tree: &FileTree,
+    env: &Environment,
+    before: Remembered,
+) -> (Inventory, Remembered) {
+    let (inv, now) = build_keeping(tree, env, Keep::Facts, Some(before));
+    (inv, now.unwrap_or_default())
+}
+
+/// `build`, with every object held (`Entry::value`: whole or packed, `Keep::Whole`), as the
+/// commands that print what is built need it; the others keep only the facts, as a large
+/// app tier's specs are most of its memory.
+pub fn build_whole(tree: &FileTree, env: &Environment) -> Inventory {
+    build_as(tree, env, Keep::Whole)
+}
+
+/// `build`, keeping of each object what `keep` says.
+pub fn build_as(tree: &FileTree, env: &Environment, keep: Keep) -> Inventory {
+    build_keeping(tree, env, keep, None).0
+}
+
+/// `build`, keeping of each object what `keep` says, remembering builds when given `before`.
+/// Only the first pass over the repository's own files is remembered: the builds over the
+/// files of ExternalArtifacts, and the passes that know sources from an earlier one, are
+/// made afresh.
+fn build_keeping(
+    tree: &FileTree,
+    env: &Environment,
+    keep: Keep,
+    before: Option<Remembered>,
+) -> (Inventory, Option<Remembered>) {
+    let (inv, remembered) = build_with(tree, env, &Folders::new(), keep, before);
+    let inv = artifact::build_artifacts(tree, inv, |combined, folders| {
+        build_with(combined, env, folders, keep, None).0
+    });
+    (inv, remembered)
+}
+
+/// `build`, with the owners that read the ExternalArtifacts of `artifacts` built at their
+/// path in its folder. A pass is made again, up to three, when an owner looked for a
+/// `substituteFrom` source that the pass built only later: the next knows it from the start.
+fn build_with(
+    tree: &FileTree,
+    env: &Environment,
+    artifacts: &Folders,
+    keep: Keep,
+    mut before: Option<Remembered>,
+) -> (Inventory, Option<Remembered>) {
+    let mut cluster = BTreeMap::new();
+    let mut pass = 0;
+    let mut remembered = None;
+    loop {
+        pass += 1;
+        let mut made = build_pass(tree, env, artifacts, &cluster, keep, before.take());
+        remembered = remembered.or(made.remembered);
+        let found_later = made.missed.iter().any(|id| made.sources.contains_key(id));
+        if !found_later || pass == 3 {
+            made.inv.sources = made.sources;
+            return (made.inv, remembered);
+        }
+        cluster = made.sources;
+    }
+}
+
+/// What one pass of `build_with` makes.
+struct Pass {
+    inv: Inventory,
+    /// The sources (ConfigMaps and Secrets) this pass built.
+    sources: BTreeMap<ObjectId, Source>,
+    /// The sources it looked for and did not find.
+    missed: BTreeSet<ObjectId>,
+    /// Given `before`, the builds it remembered.
+    remembered: Option<Remembered>,
+}
+
+/// What a pass reads, the same for every owner it builds.
+struct Context<'a> {
+    /// The artifact of the root's source: what Flux builds.
+    tree: &'a FileTree,
+    env_path: &'a str,
+    artifacts: &'a Folders,
+    /// The sources an earlier pass built.
+    cluster: &'a BTreeMap<ObjectId, Source>,
+    keep: Keep<'a>,
+    /// The root's source: this repository.
+    root_source: SourceRef,
+}
+
+/// What a pass has found so far.
+struct Found {
+    inv: Inventory,
+    /// The owners found and not yet built, in the order they were found.
+    queue: VecDeque<ObjectId>,
+    /// Warnings besides the builder's.
+    warnings: Vec<Warning>,
+    /// The sources built, each with the owner that built it first.
+    sources: BTreeMap<ObjectId, (Arc<ObjectId>, Source)>,
+    /// The sources looked for and not found.
+    missed: BTreeSet<ObjectId>,
+}
+
+/// How long the lists of `Found` were when an owner's build began.
+#[derive(Clone, Copy)]
+struct Mark {
+    queued: usize,
+    warned: usize,
+    duplicated: usize,
+}
+
+/// One pass of `build_with`: `cluster` holds the sources of an earlier pass, `before` the
+/// builds of an earlier revision to replay.
+fn build_pass(
+    tree: &FileTree,
+    env: &Environment,
+    artifacts: &Folders,
+    cluster: &BTreeMap<ObjectId, Source>,
+    keep: Keep,
+    before: Option<Remembered>,
+) -> Pass {
+    let root = root_of(tree, env);
+    // What Flux builds is the artifact of the root's source.
+    let view = spec_ignore(tree, &root.file, &root.source());
+    // Remembered builds are kept with what they read, and replayed only in the context they
+    // were made in: the repository's own files, with no sources known from an earlier pass.
+    let before = before.filter(|_| artifacts.is_empty() && cluster.is_empty());
+    let mut artifact =
+        tree.artifact_after(view.as_deref(), before.as_ref().and_then(Remembered::tree));
+    if before.is_some() {
+        artifact = artifact.recording();
+    }
+    let mut builder = Builder::new(&artifact).keeping(facts::KEEP);
+    if keep.whole_objects() {
+        builder.keep_objects_whole();
+    }
+    let mut memo = before.map(|b| builder.remembering(b, view));
+    let cx = Context {
+        tree: &artifact,
+        env_path: &env.path,
+        artifacts,
+        cluster,
+        keep,
+        root_source: root.source(),
+    };
+    let mut found = Found {
+        inv: Inventory {
+            env: env.name.clone(),
+            env_path: env.path.clone(),
+            ..Inventory::default()
+        },
+        queue: VecDeque::from([root.id.clone()]),
+        warnings: Vec::new(),
+        sources: BTreeMap::new(),
+        missed: BTreeSet::new(),
+    };
+    found.inv.owners.insert(root.id.clone(), root);
+    while let Some(owner_id) = found.queue.pop_front() {
+        let Some(owner) = found.inv.owners.get(&owner_id).cloned() else {
+            continue;
+        };
+        build_owner(&cx, &mut found, &mut builder, memo.as_mut(), &owner);
+    }
+    let Found {
+        mut inv,
+        warnings,
+        sources,
+        missed,
+        ..
+    } = found;
+    inv.warnings = builder.warnings;
+    inv.warnings.extend(warnings);
+    inv.warnings.sort();
+    inv.warnings.dedup();
+    Pass {
+        inv,
+        sources: sources.into_iter().map(|(id, (_, s))| (id, s)).collect(),
+        missed,
+        remembered: memo.map(Remembering::into_remembered),
+    }
+}
+
+/// Builds `owner`, which `found` queued, and records what it applies; an owner that reads
+/// another source, or whose build fails, is marked unbuilt.
+fn build_owner(
+    cx: &Context,
+    found: &mut Found,
+    builder: &mut Builder,
+    memo: Option<&mut Remembering>,
+    owner: &Owner,
+) {
+    let where_ = if owner.file.is_empty() {
+        cx.env_path.to_string()
+    } else {
+        owner.file.clone()
+    };
+    let path = match folder(cx, owner, &where_) {
+        Ok(path) => path,
+        Err(w) => return found.unbuilt(&owner.id, w),
+    };
+    let vars = match variables(cx, found, owner) {
+        Ok(vars) => vars,
+        Err(e) => return found.fail(&owner.id, where_, e.to_string()),
+    };
+    // A source in no build may be in the cluster (made out of band): the owner is built,
+    // what the source sets unknown, but Flux fails without it, so nothing is judged.
+    let missing = vars
+        .as_ref()
+        .map(|v| v.missing.join(", "))
+        .unwrap_or_default();
+    let shared_id = Arc::new(owner.id.clone());
+    let mut building = Building {
+        owner: &shared_id,
+        vars,
+        failure: None,
+        undefined: BTreeSet::new(),
+        keep: cx.keep,
+        file: Arc::from(""),
+    };
+    let mark = found.mark();
+    let mut recorded = 0;
+    builder.start_owner();
+    let spec = owner.flux_spec(format!("{where_} ({})", owner.id));
+    let dir = path.trim_end_matches('/');
+    let built = builder.build_owner_remembered(memo, dir, &spec, &mut |r, shared| {
+        recorded += 1;
+        record(found, &mut building, r, shared);
+    });
+    let undefined = std::mem::take(&mut building.undefined);
+    let built = built
+        .map_err(|e| e.to_string())
+        .and_then(|()| building.failure.map_or(Ok(()), Err));
+    if let Err(e) = built {
+        // Nothing of a build that fails is applied: what it recorded is taken back.
+        if recorded > 0 {
+            found.take_back(&shared_id, mark);
+        }
+        return found.fail(&owner.id, where_, e);
+    }
+    // Flux fails these builds too; what they would apply is kept for the lints.
+    let mut why = Vec::new();
+    if !missing.is_empty() {
+        why.push(format!("reads substituteFrom {missing}, in no build of the environment: unless it is in the cluster, Flux fails the build"));
+    }
+    if !undefined.is_empty() {
+        why.push(format!("needs {}, which nothing sets and which has no default: Flux's strict substitution fails the build", dollars(&undefined)));
+    }
+    if why.is_empty() {
+        found.unseen(&owner.id, builder.owner_warnings(), mark);
+    } else {
+        let w = Warning {
+            path: where_,
+            feature: "build failure".into(),
+            message: format!("{} {}, and deletes nothing of it", owner.id, why.join("; ")),
+        };
+        found.unbuilt(&owner.id, w);
+    }
+}
+
+/// The folder `owner` is built at: its `spec.path`, in the folder of the ExternalArtifact it
+/// reads when that is made from this repository. `Err` when it reads another source: what it
+/// applies is not here.
+fn folder(cx: &Context, owner: &Owner, where_: &str) -> Result<String, Warning> {
+    let source = owner.source();
+    let artifact = (source.kind == SourceKind::ExternalArtifact)
+        .then(|| {
+            cx.artifacts
+                .get(&(source.namespace.clone(), source.name.clone()))
+        })
+        .flatten();
+    if owner.parent.is_some() && source != cx.root_source && artifact.is_none() {
+        return Err(Warning {
+            path: where_.to_string(),
+            feature: "other source".into(),
+            message: format!(
+                "{} reads {source}, not this repository: what it applies is not in the inventory",
+                owner.id
+            ),
+        });
+    }
+    Ok(match artifact {
+        Some(folder) => format!("{folder}/{}", owner.path),
+        None => owner.path.clone(),
+    })
+}
+
+/// The `postBuild` variables of `owner`, when it has them, read from the sources of the
+/// build so far and of an earlier pass; `Err` when Flux cannot read them.
+fn variables(
+    cx: &Context,
+    found: &mut Found,
+    owner: &Owner,
+) -> Result<Option<Variables>, SubstituteError> {
+    if !owner.substitutes() {
+        return Ok(None);
+    }
+    let (sources, missed) = (&found.sources, &mut found.missed);
+    substitute::variables(&owner.object, &owner.id.namespace, &mut |id| {
+        let s = sources
+            .get(id)
+            .map(|(_, s)| s)
+            .or_else(|| cx.cluster.get(id));
+        if s.is_none() {
+            missed.insert(id.clone());
+            // One written outside every build (a bootstrap folder) is applied by
+            // hand: it is in the cluster, with values that may not be its file's.
+            return written_outside(cx.tree, id).map(|file| {
+                Source::Unknown(format!(
+                    "written outside every build, in {file}, and applied by hand"
+                ))
+            });
+        }
+        s.cloned()
+    })
+    .map(Some)
+}
+
+impl Found {
+    fn mark(&self) -> Mark {
+        Mark {
+            queued: self.queue.len(),
+            warned: self.warnings.len(),
+            duplicated: self.inv.duplicates.len(),
+        }
+    }
+
+    /// Takes back what the build of `owner` recorded since `mark`.
+    fn take_back(&mut self, owner: &Arc<ObjectId>, mark: Mark) {
+        self.inv
+            .objects
+            .retain(|_, entry| !Arc::ptr_eq(&entry.owner, owner));
+        self.inv
+            .owners
+            .retain(|_, o| o.parent.as_ref() != Some(&**owner));
+        self.inv.duplicates.truncate(mark.duplicated);
+        self.sources.retain(|_, (o, _)| !Arc::ptr_eq(o, owner));
+        self.queue.truncate(mark.queued);
+        self.warnings.truncate(mark.warned);
+    }
+
+    /// Marks `owner` unbuilt for the reason `w` gives: nothing is judged deleted from it.
+    fn unbuilt(&mut self, owner: &ObjectId, w: Warning) {
+        if let Some(o) = self.inv.owners.get_mut(owner) {
+            o.built = false;
+            o.unmodelled = vec![describe(&w)];
+        }
+        self.warnings.push(w);
+    }
+
+    /// Marks `owner`, written in `path`, as one whose build fails with `e`.
+    fn fail(&mut self, owner: &ObjectId, path: String, e: String) {
+        let w = build_failure(path, owner, &e);
+        if let Some(o) = self.inv.owners.get_mut(owner) {
+            o.build_error = Some(e);
+        }
+        self.unbuilt(owner, w);
+    }
+
+    /// What the build of `owner` could not see (`builder`'s warnings for it, and those since
+    /// `mark`) makes its inventory partial.
+    fn unseen(&mut self, owner: &ObjectId, builder: &[Warning], mark: Mark) {
+        let unseen: Vec<&Warning> = builder
+            .iter()
+            .chain(&self.warnings[mark.warned..])
+            .filter(|w| w.feature != TWO_OWNERS)
+            .collect();
+        if !unseen.is_empty() {
+            if let Some(o) = self.inv.owners.get_mut(owner) {
+                o.unmodelled = unseen.iter().map(|w| describe(w)).collect();
+            }
+        }
+    }
+}
+
+/// The file of the repository that writes object `id` (a ConfigMap or Secret) though no
+/// build applies it; a copy without a namespace counts, as `kubectl apply -n` would place it.
+fn written_outside(tree: &FileTree, id: &ObjectId) -> Option<String> {
+    let name = memchr::memmem::Finder::new(id.name.as_bytes());
+    tree.manifests()
+        .filter(|(_, text)| name.find(text.as_bytes()).is_some())
+        .find(|(file, text)| {
+            crate::yaml::parse_all(file, text)
+                .unwrap_or_default()
+                .iter()
+                .any(|doc| {
+                    let field = |p: &str| doc.pointer(p).and_then(Value::as_str);
+                    field("/kind") == Some(id.kind.as_str())
+                        && field("/apiVersion") == Some("v1")
+                        && field("/metadata/name") == Some(id.name.as_str())
+                        && field("/metadata/namespace").is_none_or(|ns| ns == id.namespace)
+                })
+        })
+        .map(|(file, _)| file.to_string())
+}
+
+fn build_failure(path: String, owner: &ObjectId, e: &str) -> Warning {
+    Warning {
+        path,
+        feature: "build failure".into(),
+        message: format!(
+            "{owner} cannot be built ({e}); Flux stops there and deletes nothing of it"
+        ),
+    }
+}
+
+/// The Flux Kustomizations an environment's build declares, as Flux holds them once every
+/// patch on the way has been applied (the environment's, and its root Kustomization's
+/// `spec.patches`): an owners-only build. It builds what the root Kustomization applies and
+/// keeps only the Flux Kustomizations of it, without building their `spec.path` or keeping
+/// any other object, so it reads the Flux wiring, not the app tier.
+#[derive(Debug, Clone, Default)]
+pub struct Owners {
+    /// In build order; the first of two with one id.
+    pub owners: Vec<Owner>,
+    /// False when the build met something whose objects it cannot see (a remote base, a
+    /// kustomize feature it does not model): a Kustomization it lacks may still be there.
+    pub complete: bool,
+}
+
+/// The owners-only build of environment `env_path` of `tree` (see `Owners`); `Err` when the
+/// build fails, as Flux's would.
+pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, FluxBuildError> {
+    let root = root_of(tree, &Environment::configured(tree, "", env_path, ""));
+    // The root's own patches apply when it is the environment's (bootstrap's gotk-sync).
+    let what = format!("{env_path} ({})", root.id);
+    let spec = if root.path == env_path {
+        root.flux_spec(what)
+    } else {
+        FluxSpec {
+            what,
+            ..FluxSpec::default()
+        }
+    };
+    // Its sources are not read here: what they set is unknown, and left as written.
+    let vars = root.substitutes().then(|| {
+        substitute::variables(&root.object, &root.id.namespace, &mut |_| {
+            Some(Source::Unknown("not read".into()))
+        })
+        .unwrap_or_default()
+    });
+    let artifact = crate::flux::source::artifact(tree, &root.file, &root.source());
+    let mut builder = Builder::owners_only(&artifact).keeping(facts::KEEP);
+    let mut owners: Vec<Owner> = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    builder.build_owner(env_path, &spec, &mut |mut r: Resource| {
+        if !Kustomization::is(&r.value) {
+            return;
+        }
+        if let Some(vars) = &vars {
+            // A string Flux cannot parse fails the whole build; it is read as written.
+            let _ = substitute::object(&mut r.value, vars);
+        }
+        if let Some(o) = Owner::from_value(&r.value, Some(root.id.clone()), &r.file, r.index) {
+            if seen.insert(o.id.clone()) {
+                owners.push(o);
+            }
+        }
+    })?;
+    Ok(Owners {
+        owners,
+        complete: builder.warnings.is_empty(),
+    })
+}
+
+/// The owner whose build is being recorded.
+struct Building<'a> {
+    /// Its id, shared by its entries.
+    owner: &'a Arc<ObjectId>,
+    /// Its variables, when it has `postBuild`.
+    vars: Option<Variables>,
+    /// Why Flux's build of it fails, if it does (a string substitution cannot parse).
+    failure: Option<String>,
+    /// The variables its objects need that nothing sets: Flux's strict substitution fails
+    /// the build on them. Its objects are kept (the lints read them), but it is not built.
+    undefined: BTreeSet<String>,
+    /// What its entries keep of their objects.
+    keep: Keep<'a>,
+    /// The file of the object being recorded: the objects of a file come together, and
+    /// share its path.
+    file: Arc<str>,
+}
+
+/// Records object `r` of the build of `building`: its variables are substituted, then a Flux
+/// Kustomization becomes an owner to build next, any other object an entry of the inventory
+/// unless an earlier owner has it already; a ConfigMap or Secret is a `substituteFrom`
+/// source for the owners that read it. `shared` holds its whole value when the build is
+/// remembered (see `Entry::new`).
+fn record(
+    found: &mut Found,
+    building: &mut Building,
+    mut r: Cow<'_, Resource>,
+    shared: Option<&Shared>,
+) {
+    if *building.file != *r.file {
+        building.file = Arc::from(r.file.as_str());
+    }
+    let owner = building.owner;
+    // The variables it needs as written (the lints read them), before they are substituted.
+    let written = building
+        .vars
+        .is_some()
+        .then(|| facts::of_shared(shared, &r, true).variables);
+    let Some(unknown) = building.substitute(&mut r, shared, written.as_deref()) else {
+        return;
+    };
+    let Some(id) = Shared::id(shared, &r) else {
+        found.warnings.push(Warning {
+            path: r.file.clone(),
+            feature: "unnamed object".into(),
+            message: format!("document {} has no apiVersion, kind or name", r.index + 1),
+        });
+        return;
+    };
+    if !unknown.is_empty() {
+        let vars = building
+            .vars
+            .as_ref()
+            .map(Variables::unknown_sources)
+            .unwrap_or_default();
+        found.warnings.push(Warning {
+            path: r.file.clone(),
+            feature: "postBuild substitution".into(),
+            message: format!(
+                "{id}: {} in its name or namespace may come from {}, which cannot be read from the repository",
+                dollars(&unknown),
+                vars.join(", ")
+            ),
+        });
+    }
+    if let Some(source) = Source::of(&id, &r.value) {
+        found
+            .sources
+            .entry(id.clone())
+            .or_insert_with(|| (owner.clone(), source));
+    } else if let Some((secret, source)) = Source::made_by(&id, &r.value) {
+        found
+            .sources
+            .entry(secret)
+            .or_insert_with(|| (owner.clone(), source));
+    }
+    if Kustomization::is(&r.value) {
+        found.add_owner(owner, r, shared, written);
+    } else {
+        found.add_entry(building, id, r, shared, &written);
+    }
+}
+
+impl Building<'_> {
+    /// Substitutes the variables of `r`, which needs `written` as written; what is left in
+    /// its name or namespace that may come from a source that cannot be read. None, the
+    /// failure kept, when a string cannot be parsed.
+    fn substitute(
+        &mut self,
+        r: &mut Cow<'_, Resource>,
+        shared: Option<&Shared>,
+        written: Option<&[String]>,
+    ) -> Option<BTreeSet<String>> {
+        if let (Some(vars), Some(needed)) = (&self.vars, written) {
+            if vars.runs {
+                let unset = needed
+                    .iter()
+                    .filter(|v| matches!(vars.lookup(v), Lookup::Unset));
+                self.undefined.extend(unset.cloned());
+            }
+        }
+        // Only an object substitution may change is copied to be changed.
+        let Some(vars) = self
+            .vars
+            .as_ref()
+            .filter(|_| Shared::may_change(shared, r, substitute::may_change))
+        else {
+            return Some(BTreeSet::new());
+        };
+        match substitute::object(&mut r.to_mut().value, vars) {
+            Ok(out) => Some(out.in_identity()),
+            Err(e) => {
+                self.failure.get_or_insert(format!("{}: {e}", r.file));
+                None
+            }
+        }
+    }
+}
+
+impl Found {
+    /// The Flux Kustomization `r` that `owner` applies, queued to be built unless it is
+    /// already; `written` the variables it needs as written.
+    fn add_owner(
+        &mut self,
+        owner: &Arc<ObjectId>,
+        r: Cow<'_, Resource>,
+        shared: Option<&Shared>,
+        written: Option<Vec<String>>,
+    ) {
+        let declared = || Owner::from_value(&r.value, Some((**owner).clone()), &r.file, r.index);
+        // The Kustomization an object of a replayed build declares is read once, for the
+        // owner that first built it.
+        let child = Shared::derived(shared, &r, || (owner.clone(), declared()))
+            .filter(|(first, _)| first == owner)
+            .map_or_else(declared, |(_, child)| child.clone());
+        if let Some(mut child) = child {
+            child.variables = written.unwrap_or_default();
+            if !self.inv.owners.contains_key(&child.id) {
+                self.queue.push_back(child.id.clone());
+                self.inv.owners.insert(child.id.clone(), child);
+            }
+        }
+    }
+
+    /// Object `id` (`r`) of the build of `building`, an entry of the inventory unless an
+    /// earlier owner has it; a duplicate when that is another owner.
+    fn add_entry(
+        &mut self,
+        building: &Building,
+        id: ObjectId,
+        r: Cow<'_, Resource>,
+        shared: Option<&Shared>,
+        written: &Option<Vec<String>>,
+    ) {
+        let (owner, file, keep) = (building.owner, &building.file, building.keep);
+        // Only an object that becomes an entry gets a print.
+        let prints = &mut self.inv.prints;
+        let mut print = |r: &Resource| (keep == Keep::Prints).then(|| prints.add(&r.value));
+        match self.inv.objects.entry(id) {
+            btree_map::Entry::Occupied(e) if e.get().owner != *owner => {
+                let (id, first) = (e.key().clone(), &e.get().owner);
+                self.warnings.push(Warning {
+                    path: r.file.clone(),
+                    feature: TWO_OWNERS.into(),
+                    message: format!(
+                        "{id} is applied by both {first} and {owner}; Flux counts it as {first}'s"
+                    ),
+                });
+                let print = print(&r);
+                let mut entry = Entry::new(owner, file, written, &id, r, shared, keep);
+                entry.print = print;
+                self.inv.duplicates.push((id, entry));
+            }
+            btree_map::Entry::Occupied(_) => {}
+            btree_map::Entry::Vacant(v) => {
+                let print = print(&r);
+                let mut entry = Entry::new(owner, file, written, v.key(), r, shared, keep);
+                entry.print = print;
+                v.insert(entry);
+            }
+        }
+    }
+}
+
+/// The warning feature of an object two owners apply: Flux's behaviour is known (see
+/// `Inventory::duplicates`), so it leaves nothing unseen.
+const TWO_OWNERS: &str = "two owners";
+
+/// A warning as one line: `feature: message (path)`.
+fn describe(w: &Warning) -> String {
+    format!("{}: {} ({})", w.feature, w.message, w.path)
+}
+
+/// `${A}, ${B}`.
+fn dollars(vars: &BTreeSet<String>) -> String {
+    vars.iter()
+        .map(|v| format!("`${{{v}}}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What building `owner` (of `env`) asks of `tree`, a `recording` tree: the files whose
+/// change may change what it applies (see `Footprint`). Its objects are not kept.
+pub fn footprint(tree: &FileTree, env_path: &str, owner: &Owner) -> Footprint {
+    tree.take_footprint();
+    let mut builder = Builder::owners_only(tree).keeping(facts::KEEP);
+    let what = if owner.file.is_empty() {
+        env_path
+    } else {
+        owner.file.as_str()
+    };
+    let _ = builder.build_owner(&owner.path, &owner.flux_spec(what.to_string()), &mut |_| {});
+    let mut seen = tree.take_footprint();
+    if !owner.file.is_empty() {
+        seen.files.insert(owner.file.clone());
+    }
+    seen
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `Keep::Whole` packs most objects (`Entry::packed`): each reads back as the object
+    /// built, key order and numbers included, in every environment of the example and the
+    /// Flux fixtures, against the same builds keeping every object as built
+    /// (`Keep::These`).
+    #[test]
+    fn a_packed_object_reads_back_as_the_object_built() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut repos = vec![root.join("examples/homelab")];
+        for entry in std::fs::read_dir(root.join("tests/fixtures/flux")).unwrap() {
+            repos.push(entry.unwrap().path());
+        }
+        let shown = |v: &Value| serde_json::to_string(v).unwrap();
+        let (mut packed, mut entries) = (0, 0);
+        for repo in repos {
+            let tree = FileTree::from_worktree_or_dir(&repo).unwrap();
+            for env in discover::environments(&[&tree], None, &[]) {
+                let whole = build_as(&tree, &env, Keep::Whole);
+                let every = whole.objects.keys().cloned().collect::<BTreeSet<_>>();
+                let plain = build_as(&tree, &env, Keep::These(&every));
+                let of = |inv: &Inventory| -> Vec<(ObjectId, Arc<ObjectId>, Option<String>)> {
+                    inv.objects
+                        .iter()
+                        .chain(inv.duplicates.iter().map(|(id, e)| (id, e)))
+                        .map(|(id, e)| (id.clone(), e.owner.clone(), e.value().map(|v| shown(&v))))
+                        .collect()
+                };
+                let (got, want) = (of(&whole), of(&plain));
+                assert_eq!(got, want, "{} {}", repo.display(), env.name);
+                assert!(got.iter().all(|(_, _, v)| v.is_some()));
+                packed += whole
+                    .objects
+                    .values()
+                    .filter(|e| e.packed.is_some())
+                    .count();
+                entries += whole.objects.len();
+            }
+        }
+        // Most objects are packed, not all: the Secrets and the kinds the rules read stay
+        // whole.
+        assert!(
+            packed * 2 > entries && packed < entries,
+            "{packed} of {entries}"
+        );
+    }
+
+    #[test]
+    fn a_build_that_fails_records_nothing() {
+        let ks = |name: &str, path: &str| {
+            format!("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {{name: {name}, namespace: flux-system}}\nspec:\n  path: ./{path}\n  prune: true\n  sourceRef: {{kind: GitRepository, name: flux-system}}\n")
+        };
+        let cm = |name: &str| {
+            format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}, namespace: app}}\n")
+        };
+        let (first, apps, child) = (
+            ks("first", "first"),
+            ks("apps", "apps"),
+            ks("child", "child"),
+        );
+        let (shared, own) = (cm("shared"), cm("own"));
+        let tree = FileTree::from_files([
+            (
+                "clusters/dev/kustomization.yaml",
+                "resources: [first.yaml, apps.yaml]\n",
+            ),
+            ("clusters/dev/first.yaml", first.as_str()),
+            ("clusters/dev/apps.yaml", apps.as_str()),
+            ("first/shared.yaml", shared.as_str()),
+            // `apps` loads three files, then fails on the fourth.
+            (
+                "apps/kustomization.yaml",
+                "resources: [shared.yaml, own.yaml, child.yaml, missing.yaml]\n",
+            ),
+            ("apps/shared.yaml", shared.as_str()),
+            ("apps/own.yaml", own.as_str()),
+            ("apps/child.yaml", child.as_str()),
+            ("child/cm.yaml", cm("c").leak()),
+        ]);
+        let inv = build(
+            &tree,
+            &Environment::configured(&tree, "dev", "clusters/dev", ""),
+        );
+        let objects: Vec<String> = inv.objects.keys().map(ToString::to_string).collect();
+        assert_eq!(objects, ["ConfigMap/app/shared"]);
+        assert_eq!(
+            inv.objects.values().next().map(|e| e.owner.name.as_str()),
+            Some("first")
+        );
+        assert!(inv.duplicates.is_empty());
+        let owners: Vec<(&str, bool)> = inv
+            .owners
+            .values()
+            .map(|o| (o.id.name.as_str(), o.built))
+            .collect();
+        assert_eq!(
+            owners,
+            [("apps", false), ("first", true), ("flux-system", true)]
+        );
+        let features: Vec<&str> = inv.warnings.iter().map(|w| w.feature.as_str()).collect();
+        assert_eq!(features, ["build failure"]);
+    }
+}
