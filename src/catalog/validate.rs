@@ -112,8 +112,8 @@ impl Check<'_> {
     }
 }
 
-/// `name` is `metadata.name`: where a problem with no value of its own is pointed at when
-/// the spec has no image tag to point at.
+/// Every problem of `spec`, into `errors`. `name` is `metadata.name`: where a problem with
+/// no value of its own is pointed at when the spec has no image tag to point at.
 pub(super) fn spec(
     path: &str,
     text: &Text,
@@ -123,32 +123,7 @@ pub(super) fn spec(
 ) {
     let mut c = Check { path, text, errors };
     let tag = spec.image.as_ref().map_or(name, |i| &i.tag);
-
-    let mut ports: HashSet<&str> = HashSet::new();
-    if spec.port.is_some() {
-        ports.insert("http");
-    }
-    for p in &spec.ports {
-        if !is_port_name(&p.name.value) {
-            c.at(
-                &p.name,
-                format!("`{}` is not a valid port name", p.name.value),
-                "a port name is 1-15 lower-case letters, digits and `-`, with at least one letter",
-            );
-        } else if p.name.value == "http" {
-            c.at(
-                &p.name,
-                "`http` is the name of the main `port`".into(),
-                "set `port` for the main port, and give this one another name",
-            );
-        } else if !ports.insert(&p.name.value) {
-            c.at(
-                &p.name,
-                format!("port `{}` is named twice", p.name.value),
-                "give each port its own name",
-            );
-        }
-    }
+    let ports = c.ports(spec);
     if let Some(ingress) = &spec.ingress {
         if spec.port.is_none() {
             c.at(
@@ -158,83 +133,9 @@ pub(super) fn spec(
             );
         }
     }
-
-    let mut env: HashSet<&str> = HashSet::new();
-    for e in &spec.env {
-        let name = &e.name.value;
-        if name.is_empty() || name.contains('=') || name.chars().any(char::is_control) {
-            c.at(
-                &e.name,
-                format!("`{name}` is not a valid environment variable name"),
-                "use letters, digits, `_`, `-` and `.`",
-            );
-        } else if !env.insert(name) {
-            c.at(
-                &e.name,
-                format!("environment variable `{name}` is set twice"),
-                "remove one of the two entries",
-            );
-        }
-        if e.value.is_some() == e.secret_key_ref.is_some() {
-            c.at(
-                &e.name,
-                format!("`{name}` needs exactly one of `value` and `secretKeyRef`"),
-                "write `value: \"...\"`, or `secretKeyRef: {name: <secret>, key: <key>}`",
-            );
-        }
-    }
-    for from in &spec.env_from {
-        match (&from.secret, &from.config_map) {
-            (Some(_), Some(second)) => c.at(
-                second,
-                "an envFrom entry names both a secret and a configMap".into(),
-                "split it into two entries",
-            ),
-            (Some(s), None) | (None, Some(s)) if !is_dns_subdomain(&s.value) => c.at(
-                s,
-                format!("`{}` is not a valid object name", s.value),
-                "name a Secret or ConfigMap of the service's namespace",
-            ),
-            (None, None) => c.at(
-                tag,
-                "an envFrom entry names neither a secret nor a configMap".into(),
-                "write `- secret: <name>` or `- configMap: <name>` under envFrom",
-            ),
-            _ => {}
-        }
-    }
-
-    let mut volumes: HashSet<&str> = HashSet::new();
-    let mut mounts: HashSet<&str> = HashSet::new();
-    for v in &spec.volumes {
-        if !is_dns_label(&v.name.value) {
-            c.at(
-                &v.name,
-                format!("volume name `{}` is not a DNS-1123 label", v.name.value),
-                "a volume name is lower-case letters, digits and `-`, such as `config`",
-            );
-        } else if !volumes.insert(&v.name.value) {
-            c.at(
-                &v.name,
-                format!("volume `{}` is listed twice", v.name.value),
-                "give each volume its own name",
-            );
-        }
-        if !v.mount_path.starts_with('/') || !mounts.insert(&v.mount_path) {
-            c.at(
-                &v.name,
-                format!(
-                    "volume `{}` has mountPath `{}`, which is not absolute or is used twice",
-                    v.name.value, v.mount_path
-                ),
-                "mount each volume at its own absolute path, such as `/config`",
-            );
-        }
-        if let Some(p) = &v.persistent {
-            c.quantity(&p.size, "size");
-        }
-    }
-
+    c.env(spec);
+    c.env_from(spec, tag);
+    c.volumes(spec);
     if let Some(r) = &spec.resources {
         c.resources(r.requests.as_ref());
         c.resources(r.limits.as_ref());
@@ -268,6 +169,128 @@ pub(super) fn spec(
                     ),
                     "fix the pattern; named groups such as (?P<version>...) feed `extract`",
                 );
+            }
+        }
+    }
+}
+
+impl Check<'_> {
+    /// The container's port names (`http` for `port`, then those of `ports`); a name that
+    /// is no IANA service name, `http` again, or a name given twice is a problem.
+    fn ports<'s>(&mut self, spec: &'s Spec) -> HashSet<&'s str> {
+        let mut ports: HashSet<&str> = HashSet::new();
+        if spec.port.is_some() {
+            ports.insert("http");
+        }
+        for p in &spec.ports {
+            if !is_port_name(&p.name.value) {
+                self.at(
+                    &p.name,
+                    format!("`{}` is not a valid port name", p.name.value),
+                    "a port name is 1-15 lower-case letters, digits and `-`, with at least one letter",
+                );
+            } else if p.name.value == "http" {
+                self.at(
+                    &p.name,
+                    "`http` is the name of the main `port`".into(),
+                    "set `port` for the main port, and give this one another name",
+                );
+            } else if !ports.insert(&p.name.value) {
+                self.at(
+                    &p.name,
+                    format!("port `{}` is named twice", p.name.value),
+                    "give each port its own name",
+                );
+            }
+        }
+        ports
+    }
+
+    /// Each environment variable: a name Kubernetes takes, set once, with exactly one of a
+    /// value and a Secret's key.
+    fn env(&mut self, spec: &Spec) {
+        let mut env: HashSet<&str> = HashSet::new();
+        for e in &spec.env {
+            let name = &e.name.value;
+            if name.is_empty() || name.contains('=') || name.chars().any(char::is_control) {
+                self.at(
+                    &e.name,
+                    format!("`{name}` is not a valid environment variable name"),
+                    "use letters, digits, `_`, `-` and `.`",
+                );
+            } else if !env.insert(name) {
+                self.at(
+                    &e.name,
+                    format!("environment variable `{name}` is set twice"),
+                    "remove one of the two entries",
+                );
+            }
+            if e.value.is_some() == e.secret_key_ref.is_some() {
+                self.at(
+                    &e.name,
+                    format!("`{name}` needs exactly one of `value` and `secretKeyRef`"),
+                    "write `value: \"...\"`, or `secretKeyRef: {name: <secret>, key: <key>}`",
+                );
+            }
+        }
+    }
+
+    /// Each `envFrom` entry names exactly one Secret or ConfigMap, by a valid object name;
+    /// one that names none is pointed at `tag`.
+    fn env_from(&mut self, spec: &Spec, tag: &Spanned<String>) {
+        for from in &spec.env_from {
+            match (&from.secret, &from.config_map) {
+                (Some(_), Some(second)) => self.at(
+                    second,
+                    "an envFrom entry names both a secret and a configMap".into(),
+                    "split it into two entries",
+                ),
+                (Some(s), None) | (None, Some(s)) if !is_dns_subdomain(&s.value) => self.at(
+                    s,
+                    format!("`{}` is not a valid object name", s.value),
+                    "name a Secret or ConfigMap of the service's namespace",
+                ),
+                (None, None) => self.at(
+                    tag,
+                    "an envFrom entry names neither a secret nor a configMap".into(),
+                    "write `- secret: <name>` or `- configMap: <name>` under envFrom",
+                ),
+                _ => {}
+            }
+        }
+    }
+
+    /// Each volume: a DNS-1123 name given once, its own absolute mount path, and a
+    /// persistent volume's size a quantity.
+    fn volumes(&mut self, spec: &Spec) {
+        let mut volumes: HashSet<&str> = HashSet::new();
+        let mut mounts: HashSet<&str> = HashSet::new();
+        for v in &spec.volumes {
+            if !is_dns_label(&v.name.value) {
+                self.at(
+                    &v.name,
+                    format!("volume name `{}` is not a DNS-1123 label", v.name.value),
+                    "a volume name is lower-case letters, digits and `-`, such as `config`",
+                );
+            } else if !volumes.insert(&v.name.value) {
+                self.at(
+                    &v.name,
+                    format!("volume `{}` is listed twice", v.name.value),
+                    "give each volume its own name",
+                );
+            }
+            if !v.mount_path.starts_with('/') || !mounts.insert(&v.mount_path) {
+                self.at(
+                    &v.name,
+                    format!(
+                        "volume `{}` has mountPath `{}`, which is not absolute or is used twice",
+                        v.name.value, v.mount_path
+                    ),
+                    "mount each volume at its own absolute path, such as `/config`",
+                );
+            }
+            if let Some(p) = &v.persistent {
+                self.quantity(&p.size, "size");
             }
         }
     }

@@ -78,167 +78,227 @@ pub fn write(
     if deletions.is_empty() {
         return Vec::new();
     }
-    let mut out = Vec::new();
-    // What holds data, and what may (a chart not rendered): the advice treats both alike,
-    // since nothing here rules the second out.
-    let holding: Vec<&Deletion> = deletions.iter().filter(|d| at_risk(d)).collect();
-    // Objects protected one by one: those, and whatever moves (their owner stays).
-    let mut protect: Vec<&ObjectId> = deletions
-        .iter()
-        .filter(|d| at_risk(d) || d.rule.is_move())
-        .filter(|d| d.rule != Rule::NamespaceDeleted && d.rule != Rule::CrdDeleted)
-        .filter(|d| !d.rule.is_helm())
-        .map(|d| &d.id)
-        .collect();
-    protect.sort_unstable();
-    protect.dedup();
-    let moves: Vec<&Deletion> = deletions.iter().filter(|d| d.rule.is_move()).collect();
-    let intended: Vec<&Deletion> = deletions
-        .iter()
-        .filter(|d| matches!(d.rule, Rule::LeftBuild | Rule::IdentityChanged))
-        .collect();
-
-    let mut pre =
-        vec!["flux get kustomizations    # every Kustomization Ready before you start".to_string()];
-    pre.extend(
-        commands(holding.iter().map(|d| &d.id), "get", "")
-            .into_iter()
-            .map(|c| format!("{c}    # note the AGE")),
-    );
-    let namespaces = |holds: bool| -> String {
-        let ns: BTreeSet<&str> = holding
-            .iter()
-            .filter(|d| d.data.holds() == holds)
-            .map(|d| {
-                if d.id.namespace.is_empty() {
-                    d.id.name.as_str()
-                } else {
-                    d.id.namespace.as_str()
-                }
-            })
-            .collect();
-        ns.into_iter().collect::<Vec<_>>().join(", ")
-    };
-    let (holds, may) = (namespaces(true), namespaces(false));
-    if !holds.is_empty() {
-        pre.push(format!(
-            "back up what holds data (Velero, Longhorn, a database dump): namespaces {holds}"
-        ));
-    }
-    if !may.is_empty() {
-        pre.push(format!(
-            "back up what may hold data as well (charts are not rendered, so their volumes cannot be ruled out): namespaces {may}"
-        ));
-    }
-    out.push(Section {
-        title: "Pre-flight (no changes)".into(),
-        lines: pre,
-    });
-
-    let mut first = Vec::new();
-    let mut annotated = 0;
-    for o in removed {
-        let file = if o.file.is_empty() {
-            "its file".to_string()
-        } else {
-            o.file.clone()
-        };
-        let (edit, check, want) =
-            if o.deletion_policy == "Delete" || o.deletion_policy == "WaitForTermination" {
-                ("deletionPolicy: Orphan", "{.spec.deletionPolicy}", "Orphan")
-            } else {
-                ("prune: false", "{.spec.prune}", "false")
-            };
-        first.push(format!(
-            "{file}: set `{edit}` on {} (keep everything else)",
-            o.id
-        ));
-        first.push(format!(
-            "after it merges: kubectl {} -o jsonpath='{check}'    # must print {want}",
-            ks(&o.id).replacen("kustomization", "get kustomization", 1)
-        ));
-    }
-    // The first deletion of each object (an object may be deleted in several environments).
-    let mut first_of: HashMap<&ObjectId, &Deletion> = HashMap::with_capacity(deletions.len());
-    for d in deletions {
-        first_of.entry(&d.id).or_insert(d);
-    }
-    let released: HashSet<&ObjectId> = deletions
-        .iter()
-        .filter(|d| d.rule == Rule::OwnerRemoved)
-        .map(|d| &d.id)
-        .collect();
-    for id in &protect {
-        if released.contains(id) && !removed.is_empty() {
-            continue; // released with its owner
-        }
-        let file = first_of
-            .get(id)
-            .map_or(String::new(), |d| d.file.to_string());
-        annotated += 1;
-        // A SOPS file's MAC covers its unencrypted values too (unless `mac_only_encrypted`):
-        // an annotation added by hand makes Flux's decryption of it fail.
-        let how = if first_of.get(id).is_some_and(|d| d.sops) {
-            format!(" (a SOPS file: edit it with `sops edit {file}`, which keeps its MAC in step; an edit by hand makes Flux's decryption fail)")
-        } else {
-            String::new()
-        };
-        first.push(format!(
-            "{file}: add the annotation `{PRUNE}: disabled` to {id}{how}"
-        ));
-        first.push(format!(
-            "after it merges: {} -o jsonpath='{{.metadata.annotations.kustomize\\.toolkit\\.fluxcd\\.io/prune}}'    # must print disabled",
-            kubectl(id, "get")
-        ));
-    }
+    let r = Runbook::of(deletions, removed, change);
+    let mut out = vec![r.pre_flight()];
+    let (first, annotated) = r.releases();
     if !first.is_empty() {
         out.push(Section {
             title: "Preferred: commit 1 releases, nothing is deleted".into(),
             lines: first,
         });
+        out.push(r.commit_two(annotated));
+    }
+    out.extend(r.single_commit());
+    out.push(r.verify(envs));
+    out.extend(r.helm());
+    out.extend(r.intended());
+    out
+}
+
+/// What the runbook's sections are written from: the deletions, sorted by what each calls
+/// for.
+struct Runbook<'a> {
+    deletions: &'a [Deletion],
+    /// The Kustomizations the change removes.
+    removed: &'a [Owner],
+    /// How the change is named (`A..B`, a revision).
+    change: &'a str,
+    /// What holds data, and what may (a chart not rendered): the advice treats both alike,
+    /// since nothing here rules the second out.
+    holding: Vec<&'a Deletion>,
+    /// Objects protected one by one: those, and whatever moves (their owner stays); sorted.
+    protect: Vec<&'a ObjectId>,
+    moves: Vec<&'a Deletion>,
+    /// What the change deletes on purpose: it leaves the build, or its identity changes.
+    intended: Vec<&'a Deletion>,
+}
+
+impl<'a> Runbook<'a> {
+    fn of(deletions: &'a [Deletion], removed: &'a [Owner], change: &'a str) -> Runbook<'a> {
+        let mut protect: Vec<&ObjectId> = deletions
+            .iter()
+            .filter(|d| at_risk(d) || d.rule.is_move())
+            .filter(|d| d.rule != Rule::NamespaceDeleted && d.rule != Rule::CrdDeleted)
+            .filter(|d| !d.rule.is_helm())
+            .map(|d| &d.id)
+            .collect();
+        protect.sort_unstable();
+        protect.dedup();
+        Runbook {
+            deletions,
+            removed,
+            change,
+            holding: deletions.iter().filter(|d| at_risk(d)).collect(),
+            protect,
+            moves: deletions.iter().filter(|d| d.rule.is_move()).collect(),
+            intended: deletions
+                .iter()
+                .filter(|d| matches!(d.rule, Rule::LeftBuild | Rule::IdentityChanged))
+                .collect(),
+        }
+    }
+
+    /// Pre-flight: every Kustomization Ready, the AGE of what holds data, and which
+    /// namespaces to back up (those that hold data apart from those that may).
+    fn pre_flight(&self) -> Section {
+        let mut pre = vec![
+            "flux get kustomizations    # every Kustomization Ready before you start".to_string(),
+        ];
+        pre.extend(
+            commands(self.holding.iter().map(|d| &d.id), "get", "")
+                .into_iter()
+                .map(|c| format!("{c}    # note the AGE")),
+        );
+        let namespaces = |holds: bool| -> String {
+            let ns: BTreeSet<&str> = self
+                .holding
+                .iter()
+                .filter(|d| d.data.holds() == holds)
+                .map(|d| {
+                    if d.id.namespace.is_empty() {
+                        d.id.name.as_str()
+                    } else {
+                        d.id.namespace.as_str()
+                    }
+                })
+                .collect();
+            ns.into_iter().collect::<Vec<_>>().join(", ")
+        };
+        let (holds, may) = (namespaces(true), namespaces(false));
+        if !holds.is_empty() {
+            pre.push(format!(
+                "back up what holds data (Velero, Longhorn, a database dump): namespaces {holds}"
+            ));
+        }
+        if !may.is_empty() {
+            pre.push(format!(
+                "back up what may hold data as well (charts are not rendered, so their volumes cannot be ruled out): namespaces {may}"
+            ));
+        }
+        Section {
+            title: "Pre-flight (no changes)".into(),
+            lines: pre,
+        }
+    }
+
+    /// Commit 1, which releases what the change would delete: each removed Kustomization
+    /// made to orphan what it applied, and each protected object annotated (unless its
+    /// removed owner releases it), with the command that shows the cluster has it; and how
+    /// many objects were annotated.
+    fn releases(&self) -> (Vec<String>, usize) {
+        let mut first = Vec::new();
+        for o in self.removed {
+            let file = if o.file.is_empty() {
+                "its file".to_string()
+            } else {
+                o.file.clone()
+            };
+            let (edit, check, want) = if orphans_by_policy(o) {
+                ("deletionPolicy: Orphan", "{.spec.deletionPolicy}", "Orphan")
+            } else {
+                ("prune: false", "{.spec.prune}", "false")
+            };
+            first.push(format!(
+                "{file}: set `{edit}` on {} (keep everything else)",
+                o.id
+            ));
+            first.push(format!(
+                "after it merges: kubectl {} -o jsonpath='{check}'    # must print {want}",
+                ks(&o.id).replacen("kustomization", "get kustomization", 1)
+            ));
+        }
+        // The first deletion of each object (an object may be deleted in several environments).
+        let mut first_of: HashMap<&ObjectId, &Deletion> =
+            HashMap::with_capacity(self.deletions.len());
+        for d in self.deletions {
+            first_of.entry(&d.id).or_insert(d);
+        }
+        let released: HashSet<&ObjectId> = self
+            .deletions
+            .iter()
+            .filter(|d| d.rule == Rule::OwnerRemoved)
+            .map(|d| &d.id)
+            .collect();
+        let mut annotated = 0;
+        for id in &self.protect {
+            if released.contains(id) && !self.removed.is_empty() {
+                continue; // released with its owner
+            }
+            let file = first_of
+                .get(id)
+                .map_or(String::new(), |d| d.file.to_string());
+            annotated += 1;
+            // A SOPS file's MAC covers its unencrypted values too (unless `mac_only_encrypted`):
+            // an annotation added by hand makes Flux's decryption of it fail.
+            let how = if first_of.get(id).is_some_and(|d| d.sops) {
+                format!(" (a SOPS file: edit it with `sops edit {file}`, which keeps its MAC in step; an edit by hand makes Flux's decryption fail)")
+            } else {
+                String::new()
+            };
+            first.push(format!(
+                "{file}: add the annotation `{PRUNE}: disabled` to {id}{how}"
+            ));
+            first.push(format!(
+                "after it merges: {} -o jsonpath='{{.metadata.annotations.kustomize\\.toolkit\\.fluxcd\\.io/prune}}'    # must print disabled",
+                kubectl(id, "get")
+            ));
+        }
+        (first, annotated)
+    }
+
+    /// Commit 2, the change itself, and a commit 3 that removes the `annotated` opt-outs.
+    fn commit_two(&self, annotated: usize) -> Section {
         let mut second = vec![format!(
-            "merge this change ({change}); the old owners release, the new ones adopt by identity"
+            "merge this change ({}); the old owners release, the new ones adopt by identity",
+            self.change
         )];
         if annotated > 0 {
             second.push(format!(
                 "commit 3, once the new owners hold them: remove the `{PRUNE}: disabled` annotations again"
             ));
         }
-        out.push(Section {
+        Section {
             title: "Commit 2: this change".into(),
             lines: second,
-        });
+        }
     }
 
-    let mut single = Vec::new();
-    for o in removed {
-        single.push(format!(
-            "flux suspend kustomization {} -n {}",
-            o.id.name, o.id.namespace
+    /// The single-commit variant: the removed Kustomizations suspended and patched live, the
+    /// objects annotated live, then the change; none when there is nothing to do live.
+    fn single_commit(&self) -> Option<Section> {
+        let change = self.change;
+        let mut single = Vec::new();
+        for o in self.removed {
+            single.push(format!(
+                "flux suspend kustomization {} -n {}",
+                o.id.name, o.id.namespace
+            ));
+            let patch = if orphans_by_policy(o) {
+                r#"'{"spec":{"deletionPolicy":"Orphan"}}'"#
+            } else {
+                r#"'{"spec":{"prune":false}}'"#
+            };
+            single.push(format!(
+                "kubectl {} --type=merge -p {patch}",
+                ks(&o.id).replacen("kustomization", "patch kustomization", 1)
+            ));
+        }
+        let protected: Vec<&ObjectId> = self
+            .holding
+            .iter()
+            .filter(|d| d.rule != Rule::NamespaceDeleted && d.rule != Rule::CrdDeleted)
+            .filter(|d| !d.rule.is_helm())
+            .chain(self.moves.iter().filter(|d| !at_risk(d)))
+            .map(|d| &d.id)
+            .collect();
+        single.extend(commands(
+            protected.iter().copied(),
+            "annotate",
+            &format!("{PRUNE}=disabled"),
         ));
-        let patch = if o.deletion_policy == "Delete" || o.deletion_policy == "WaitForTermination" {
-            r#"'{"spec":{"deletionPolicy":"Orphan"}}'"#
-        } else {
-            r#"'{"spec":{"prune":false}}'"#
-        };
-        single.push(format!(
-            "kubectl {} --type=merge -p {patch}",
-            ks(&o.id).replacen("kustomization", "patch kustomization", 1)
-        ));
-    }
-    let protected: Vec<&ObjectId> = holding
-        .iter()
-        .filter(|d| d.rule != Rule::NamespaceDeleted && d.rule != Rule::CrdDeleted)
-        .filter(|d| !d.rule.is_helm())
-        .chain(moves.iter().filter(|d| !at_risk(d)))
-        .map(|d| &d.id)
-        .collect();
-    single.extend(commands(
-        protected.iter().copied(),
-        "annotate",
-        &format!("{PRUNE}=disabled"),
-    ));
-    if !single.is_empty() {
+        if single.is_empty() {
+            return None;
+        }
         // The suspended owners are the removed ones: the change deletes them, and with them
         // their opt-outs. Only annotations on objects stay behind to undo.
         if protected.is_empty() {
@@ -255,91 +315,108 @@ pub fn write(
                 &format!("{PRUNE}-"),
             ));
         }
-        out.push(Section {
+        Some(Section {
             title: "Single-commit variant (a live pre-step instead of commit 1)".into(),
             lines: single,
+        })
+    }
+
+    /// Verify: the Kustomizations the change adds Ready and those it removes absent (over
+    /// `envs`, each environment's old and new inventory), what holds data still there, and
+    /// one object adopted by its new owner.
+    fn verify(&self, envs: &[(Inventory, Inventory)]) -> Section {
+        let mut verify = Vec::new();
+        let mut new_owners = BTreeSet::new();
+        let mut gone = BTreeSet::new();
+        for (old, new) in envs {
+            new_owners.extend(
+                new.owners
+                    .keys()
+                    .filter(|k| !old.owners.contains_key(*k))
+                    .map(|k| k.name.clone()),
+            );
+            gone.extend(
+                old.owners
+                    .keys()
+                    .filter(|k| !new.owners.contains_key(*k))
+                    .map(|k| k.name.clone()),
+            );
+        }
+        let list = |s: &BTreeSet<String>| s.iter().cloned().collect::<Vec<_>>().join(", ");
+        verify.push(match (new_owners.is_empty(), gone.is_empty()) {
+            (false, false) => format!(
+                "flux get kustomizations    # {} Ready; {} absent",
+                list(&new_owners),
+                list(&gone)
+            ),
+            (false, true) => format!("flux get kustomizations    # {} Ready", list(&new_owners)),
+            (true, false) => format!("flux get kustomizations    # {} absent", list(&gone)),
+            (true, true) => "flux get kustomizations    # all Ready".to_string(),
         });
-    }
-
-    let mut verify = Vec::new();
-    let mut new_owners = BTreeSet::new();
-    let mut gone = BTreeSet::new();
-    for (old, new) in envs {
-        new_owners.extend(
-            new.owners
-                .keys()
-                .filter(|k| !old.owners.contains_key(*k))
-                .map(|k| k.name.clone()),
+        verify.extend(
+            commands(self.holding.iter().map(|d| &d.id), "get", "")
+                .into_iter()
+                .map(|c| format!("{c}    # present, with the AGE noted before")),
         );
-        gone.extend(
-            old.owners
-                .keys()
-                .filter(|k| !new.owners.contains_key(*k))
-                .map(|k| k.name.clone()),
-        );
-    }
-    let list = |s: &BTreeSet<String>| s.iter().cloned().collect::<Vec<_>>().join(", ");
-    verify.push(match (new_owners.is_empty(), gone.is_empty()) {
-        (false, false) => format!(
-            "flux get kustomizations    # {} Ready; {} absent",
-            list(&new_owners),
-            list(&gone)
-        ),
-        (false, true) => format!("flux get kustomizations    # {} Ready", list(&new_owners)),
-        (true, false) => format!("flux get kustomizations    # {} absent", list(&gone)),
-        (true, true) => "flux get kustomizations    # all Ready".to_string(),
-    });
-    verify.extend(
-        commands(holding.iter().map(|d| &d.id), "get", "")
-            .into_iter()
-            .map(|c| format!("{c}    # present, with the AGE noted before")),
-    );
-    let sample = deletions
-        .iter()
-        .filter(|d| d.new_owner.is_some())
-        .find(|d| d.id.kind == "Deployment")
-        .or_else(|| deletions.iter().find(|d| d.new_owner.is_some()));
-    if let Some(d) = sample {
-        verify.push(format!(
-            "{} -o jsonpath='{{.metadata.labels.kustomize\\.toolkit\\.fluxcd\\.io/name}}'    # {}",
-            kubectl(&d.id, "get"),
-            d.new_owner.as_ref().map_or("", |o| o.name.as_str())
-        ));
-    }
-    out.push(Section {
-        title: "Verify".into(),
-        lines: verify,
-    });
-
-    // Helm's own deletions: Flux's opt-out does not reach them.
-    let mut helm = Vec::new();
-    for d in deletions.iter().filter(|d| d.rule.is_helm() && at_risk(d)) {
-        match d.rule {
-            Rule::ReleaseUpgraded => helm.push(format!(
-                "{} helm.sh/resource-policy=keep    # before the merge: Helm's upgrade leaves an object so annotated in the cluster",
-                kubectl(&d.id, "annotate")
-            )),
-            _ => helm.push(format!(
-                "{}: its release is uninstalled and installed anew, and an annotation on the live object does not stop an uninstall (Helm reads the release's own manifest): back it up, or keep the release's name, namespace and chart (spec.releaseName, spec.targetNamespace, spec.storageNamespace) in this change",
-                d.id
-            )),
+        let sample = self
+            .deletions
+            .iter()
+            .filter(|d| d.new_owner.is_some())
+            .find(|d| d.id.kind == "Deployment")
+            .or_else(|| self.deletions.iter().find(|d| d.new_owner.is_some()));
+        if let Some(d) = sample {
+            verify.push(format!(
+                "{} -o jsonpath='{{.metadata.labels.kustomize\\.toolkit\\.fluxcd\\.io/name}}'    # {}",
+                kubectl(&d.id, "get"),
+                d.new_owner.as_ref().map_or("", |o| o.name.as_str())
+            ));
+        }
+        Section {
+            title: "Verify".into(),
+            lines: verify,
         }
     }
-    if !helm.is_empty() {
-        out.push(Section {
+
+    /// Helm's own deletions at risk, which Flux's opt-out does not reach; none without any.
+    fn helm(&self) -> Option<Section> {
+        let mut helm = Vec::new();
+        for d in self
+            .deletions
+            .iter()
+            .filter(|d| d.rule.is_helm() && at_risk(d))
+        {
+            match d.rule {
+                Rule::ReleaseUpgraded => helm.push(format!(
+                    "{} helm.sh/resource-policy=keep    # before the merge: Helm's upgrade leaves an object so annotated in the cluster",
+                    kubectl(&d.id, "annotate")
+                )),
+                _ => helm.push(format!(
+                    "{}: its release is uninstalled and installed anew, and an annotation on the live object does not stop an uninstall (Helm reads the release's own manifest): back it up, or keep the release's name, namespace and chart (spec.releaseName, spec.targetNamespace, spec.storageNamespace) in this change",
+                    d.id
+                )),
+            }
+        }
+        (!helm.is_empty()).then(|| Section {
             title: "Deleted by Helm inside a HelmRelease that stays".into(),
             lines: helm,
-        });
+        })
     }
 
-    if !intended.is_empty() {
-        out.push(Section {
+    /// What the change deletes on purpose, and how to keep it; none without any.
+    fn intended(&self) -> Option<Section> {
+        (!self.intended.is_empty()).then(|| Section {
             title: "Deleted because the change asks for it".into(),
-            lines: intended
+            lines: self
+                .intended
                 .iter()
                 .map(|d| format!("{}: {} — keep it in a build, or add `{PRUNE}: disabled` first, if it must survive", d.id, d.rule.code()))
                 .collect(),
-        });
+        })
     }
-    out
+}
+
+/// Whether the removed Kustomization `o` is made to orphan by its `deletionPolicy` (which
+/// overrides `prune` when it is `Delete` or `WaitForTermination`) rather than by `prune`.
+fn orphans_by_policy(o: &Owner) -> bool {
+    o.deletion_policy == "Delete" || o.deletion_policy == "WaitForTermination"
 }

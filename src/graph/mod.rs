@@ -12,6 +12,7 @@ use foldhash::HashMapExt;
 use crate::catalog::Service;
 use crate::config::{self, Config};
 use crate::error::{Error, Result, SourceError};
+use crate::yaml::Text;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum NodeKind {
@@ -83,15 +84,30 @@ impl Origin {
     }
 }
 
-impl Graph {
-    pub fn build(services: &[Service], config: &Config) -> Result<Graph> {
-        let mut errors = Vec::new();
+/// The nodes of a graph by name, before their edges.
+struct Names<'a> {
+    /// Every node's name and kind, sorted by name: its index is the node's.
+    names: Vec<(String, NodeKind)>,
+    /// The units of fluxwave.yaml that are nodes, with their index in `config.units`.
+    unit_names: HashMap<&'a str, usize>,
+    /// The services and units with `gating: false`.
+    not_gating: HashMap<&'a str, ()>,
+}
+
+impl<'a> Names<'a> {
+    /// The catalog's services, the units of `config` (one with a service's name is an
+    /// error, and no node) and every unknown `-db` target as a database leaf.
+    fn of(
+        services: &'a [Service],
+        config: &'a Config,
+        config_text: &Text,
+        errors: &mut Vec<SourceError>,
+    ) -> Names<'a> {
         let service_names: HashMap<&str, usize> = services
             .iter()
             .enumerate()
             .map(|(i, s)| (s.name.as_str(), i))
             .collect();
-        let config_text = config.text.clone().unwrap_or_default();
         let mut names: Vec<(String, NodeKind)> = services
             .iter()
             .map(|s| (s.name.clone(), NodeKind::Service))
@@ -109,7 +125,7 @@ impl Graph {
                         config::FILE,
                         format!("unit `{}` has the name of a catalog service", u.name),
                     )
-                    .at(&config_text, u.name_span)
+                    .at(config_text, u.name_span)
                     .help(format!(
                         "rename the unit, or delete it and give catalog/{}.yaml its dependencies",
                         u.name
@@ -135,44 +151,48 @@ impl Graph {
         leaves.dedup();
         names.extend(leaves.iter().map(|l| (l.to_string(), NodeKind::Database)));
         names.sort();
-        let index: HashMap<String, usize> = names
-            .iter()
-            .enumerate()
-            .map(|(i, (n, _))| (n.clone(), i))
-            .collect();
+        Names {
+            names,
+            unit_names,
+            not_gating,
+        }
+    }
+}
 
-        let suggest = |target: &str| -> String {
-            let best = names
-                .iter()
-                .map(|(n, _)| (strsim::levenshtein(n, target), n))
-                .min();
-            match best {
-                Some((d, n)) if d <= target.len().max(3) / 2 + 1 => format!("did you mean `{n}`?"),
-                _ => "name a catalog service, an extra unit of fluxwave.yaml, or a `<svc>-db` database".into(),
-            }
-        };
+/// What the edges are made from: the nodes by name, and the text of fluxwave.yaml where a
+/// unit's anchor is reported.
+struct Wiring<'a> {
+    names: &'a [(String, NodeKind)],
+    index: &'a HashMap<String, usize>,
+    config_text: &'a Text,
+}
 
-        let mut nodes: Vec<Node> = names
+impl Wiring<'_> {
+    /// The help for an unknown target: the closest name when it is close.
+    fn suggest(&self, target: &str) -> String {
+        let best = self
+            .names
             .iter()
-            .map(|(name, kind)| Node {
-                name: name.clone(),
-                kind: *kind,
-                edges: vec![],
-                wave: 0,
-                via: None,
-                dependants: vec![],
-                gating: !not_gating.contains_key(name.as_str()),
-            })
-            .collect();
-        // Nothing waits for a unit that is not gating: an edge to one would order a unit
-        // after something its Kustomization is never told to wait for.
-        let not_gating_help = |to: &str| {
-            format!("`{to}` has `gating: false`, so nothing waits for it: remove this dependency, or make `{to}` gating again")
-        };
+            .map(|(n, _)| (strsim::levenshtein(n, target), n))
+            .min();
+        match best {
+            Some((d, n)) if d <= target.len().max(3) / 2 + 1 => format!("did you mean `{n}`?"),
+            _ => "name a catalog service, an extra unit of fluxwave.yaml, or a `<svc>-db` database"
+                .into(),
+        }
+    }
+
+    /// The edge of each service's dependencies; an unknown or non-gating target is an error.
+    fn dependencies(
+        &self,
+        services: &[Service],
+        nodes: &mut [Node],
+        errors: &mut Vec<SourceError>,
+    ) {
         for s in services {
-            let from = index[&s.name];
+            let from = self.index[&s.name];
             for d in &s.dependencies {
-                match index.get(&d.to) {
+                match self.index.get(&d.to) {
                     Some(&to) if !nodes[to].gating => errors.push(
                         SourceError::new(
                             &s.path,
@@ -185,19 +205,30 @@ impl Graph {
                     None => errors.push(
                         SourceError::new(&s.path, format!("unknown dependency `{}`", d.to))
                             .at(&s.text, d.span)
-                            .help(suggest(&d.to)),
+                            .help(self.suggest(&d.to)),
                     ),
                 }
             }
         }
+    }
+
+    /// The edge of each unit to its anchor (one wave with `above`, none without); an unknown
+    /// or non-gating anchor is an error. A unit that is no node (`unit_names`) has none.
+    fn anchors(
+        &self,
+        config: &Config,
+        unit_names: &HashMap<&str, usize>,
+        nodes: &mut [Node],
+        errors: &mut Vec<SourceError>,
+    ) {
         for u in &config.units {
             let Some(&from) = unit_names
                 .get(u.name.as_str())
-                .and_then(|_| index.get(&u.name))
+                .and_then(|_| self.index.get(&u.name))
             else {
                 continue;
             };
-            match index.get(&u.anchor) {
+            match self.index.get(&u.anchor) {
                 Some(&to) if !nodes[to].gating => errors.push(
                     SourceError::new(
                         config::FILE,
@@ -206,7 +237,7 @@ impl Graph {
                             u.name, u.anchor
                         ),
                     )
-                    .at(&config_text, u.anchor_span)
+                    .at(self.config_text, u.anchor_span)
                     .help(not_gating_help(&u.anchor)),
                 ),
                 Some(&to) => {
@@ -220,11 +251,53 @@ impl Graph {
                         config::FILE,
                         format!("unit `{}` anchors on unknown `{}`", u.name, u.anchor),
                     )
-                    .at(&config_text, u.anchor_span)
-                    .help(suggest(&u.anchor)),
+                    .at(self.config_text, u.anchor_span)
+                    .help(self.suggest(&u.anchor)),
                 ),
             }
         }
+    }
+}
+
+/// Nothing waits for a unit that is not gating: an edge to one would order a unit after
+/// something its Kustomization is never told to wait for.
+fn not_gating_help(to: &str) -> String {
+    format!("`{to}` has `gating: false`, so nothing waits for it: remove this dependency, or make `{to}` gating again")
+}
+
+impl Graph {
+    /// The graph of `services` and the units of `config`, with every node's wave; every
+    /// unknown or non-gating dependency is reported at once, and a cycle whole.
+    pub fn build(services: &[Service], config: &Config) -> Result<Graph> {
+        let mut errors = Vec::new();
+        let config_text = config.text.clone().unwrap_or_default();
+        let named = Names::of(services, config, &config_text, &mut errors);
+        let index: HashMap<String, usize> = named
+            .names
+            .iter()
+            .enumerate()
+            .map(|(i, (n, _))| (n.clone(), i))
+            .collect();
+        let mut nodes: Vec<Node> = named
+            .names
+            .iter()
+            .map(|(name, kind)| Node {
+                name: name.clone(),
+                kind: *kind,
+                edges: vec![],
+                wave: 0,
+                via: None,
+                dependants: vec![],
+                gating: !named.not_gating.contains_key(name.as_str()),
+            })
+            .collect();
+        let wiring = Wiring {
+            names: &named.names,
+            index: &index,
+            config_text: &config_text,
+        };
+        wiring.dependencies(services, &mut nodes, &mut errors);
+        wiring.anchors(config, &named.unit_names, &mut nodes, &mut errors);
         if !errors.is_empty() {
             return Err(Error::Input(errors));
         }
@@ -233,32 +306,7 @@ impl Graph {
         }
         let mut graph = Graph { nodes, index };
         if let Err(cycle) = graph.compute_waves() {
-            let first = cycle[0];
-            let text = cycle
-                .iter()
-                .chain(std::iter::once(&first))
-                .map(|&i| graph.nodes[i].name.as_str())
-                .collect::<Vec<_>>()
-                .join(" -> ");
-            let message = format!("dependency cycle: {text}");
-            let help =
-                "a wave needs every dependency in a lower wave: remove one of these dependencies";
-            let origin = Origin::of(
-                services,
-                config,
-                &graph.nodes[cycle[0]].name,
-                &graph.nodes[cycle[1 % cycle.len()]].name,
-            );
-            let err = match origin.as_ref() {
-                Some(Origin::Catalog { service, dep }) => {
-                    let s = &services[*service];
-                    SourceError::new(&s.path, message).at(&s.text, s.dependencies[*dep].span)
-                }
-                Some(Origin::Unit(u)) => SourceError::new(config::FILE, message)
-                    .at(&config_text, config.units[*u].anchor_span),
-                None => SourceError::new(config::FILE, message),
-            };
-            return Err(err.help(help).into());
+            return Err(graph.cycle_error(&cycle, services, config, &config_text));
         }
         for i in 0..graph.nodes.len() {
             for e in graph.nodes[i].edges.clone() {
@@ -266,6 +314,43 @@ impl Graph {
             }
         }
         Ok(graph)
+    }
+
+    /// The error for `cycle` (its nodes from the alphabetically first), at the declaration
+    /// of its first edge.
+    fn cycle_error(
+        &self,
+        cycle: &[usize],
+        services: &[Service],
+        config: &Config,
+        config_text: &Text,
+    ) -> Error {
+        let first = cycle[0];
+        let text = cycle
+            .iter()
+            .chain(std::iter::once(&first))
+            .map(|&i| self.nodes[i].name.as_str())
+            .collect::<Vec<_>>()
+            .join(" -> ");
+        let message = format!("dependency cycle: {text}");
+        let help =
+            "a wave needs every dependency in a lower wave: remove one of these dependencies";
+        let origin = Origin::of(
+            services,
+            config,
+            &self.nodes[cycle[0]].name,
+            &self.nodes[cycle[1 % cycle.len()]].name,
+        );
+        let err = match origin.as_ref() {
+            Some(Origin::Catalog { service, dep }) => {
+                let s = &services[*service];
+                SourceError::new(&s.path, message).at(&s.text, s.dependencies[*dep].span)
+            }
+            Some(Origin::Unit(u)) => SourceError::new(config::FILE, message)
+                .at(config_text, config.units[*u].anchor_span),
+            None => SourceError::new(config::FILE, message),
+        };
+        err.help(help).into()
     }
 
     /// Longest-path waves by an iterative depth-first search; on a cycle, returns its nodes

@@ -7,7 +7,8 @@
 use serde_json::{json, Map, Value};
 
 use crate::catalog::spec::{
-    AccessMode, Image, Ingress, Probe, Protocol, ResourceList, Resources, ServiceType, Strategy,
+    AccessMode, Image, Ingress, Probe, Protocol, ResourceList, Resources, SecurityContext,
+    ServiceType, Spec, Strategy,
 };
 use crate::catalog::{validate, Service};
 use crate::error::SourceError;
@@ -205,7 +206,84 @@ fn app_docs(svc: &Service, image: &Image, automation: bool) -> Vec<Doc> {
     docs
 }
 
+/// The service's Deployment, its image marked for Flux's image automation when
+/// `automation`.
 fn deployment(svc: &Service, image: &Image, automation: bool) -> Doc {
+    let spec = &svc.spec;
+    let mut d = Map::new();
+    d.insert("replicas".into(), json!(spec.replicas.unwrap_or(1)));
+    if let Some(s) = strategy(spec) {
+        d.insert("strategy".into(), json!({"type": format!("{s:?}")}));
+    }
+    d.insert(
+        "selector".into(),
+        json!({"matchLabels": { NAME_LABEL: svc.name }}),
+    );
+    d.insert(
+        "template".into(),
+        json!({"metadata": {"labels": { NAME_LABEL: svc.name }}, "spec": pod(svc, image)}),
+    );
+    let comments = if automation {
+        vec![(
+            "/spec/template/spec/containers/0/image".to_string(),
+            format!("{{\"$imagepolicy\": \"{IMAGE_NAMESPACE}:{}\"}}", svc.name),
+        )]
+    } else {
+        vec![]
+    };
+    Doc {
+        value: json!({
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": meta(svc, &svc.name, None),
+            "spec": d,
+        }),
+        comments,
+    }
+}
+
+/// The Deployment's strategy: the one the spec asks for, else `Recreate` when a volume is a
+/// ReadWriteOnce claim, which two pods cannot mount during a rolling update.
+fn strategy(spec: &Spec) -> Option<Strategy> {
+    let rwo = spec.volumes.iter().any(|v| {
+        v.persistent.as_ref().is_some_and(|p| {
+            matches!(
+                p.access_mode.unwrap_or(AccessMode::ReadWriteOnce),
+                AccessMode::ReadWriteOnce | AccessMode::ReadWriteOncePod
+            )
+        })
+    });
+    spec.strategy.or(rwo.then_some(Strategy::Recreate))
+}
+
+/// The Deployment's pod: its one container, the pod's `fsGroup`, and its volumes (a
+/// persistent one is the service's claim `<svc>-<volume>`, any other an `emptyDir`).
+fn pod(svc: &Service, image: &Image) -> Map<String, Value> {
+    let spec = &svc.spec;
+    let mut pod = Map::new();
+    pod.insert("containers".into(), json!([container(svc, image)]));
+    if let Some(fs_group) = spec.security_context.as_ref().and_then(|s| s.fs_group) {
+        pod.insert("securityContext".into(), json!({"fsGroup": fs_group}));
+    }
+    if !spec.volumes.is_empty() {
+        let volumes = spec
+            .volumes
+            .iter()
+            .map(|v| match &v.persistent {
+                Some(_) => json!({"name": v.name.value, "persistentVolumeClaim":
+                    {"claimName": format!("{}-{}", svc.name, v.name.value)}}),
+                None => json!({"name": v.name.value, "emptyDir": {}}),
+            })
+            .collect();
+        pod.insert("volumes".into(), Value::Array(volumes));
+    }
+    pod
+}
+
+/// The service's container, each field only when the spec sets it: the image, the ports
+/// (`http` for `port`, then the others), the environment, the probes, resources, the
+/// container's security context and the volume mounts.
+fn container(svc: &Service, image: &Image) -> Map<String, Value> {
     let spec = &svc.spec;
     let mut c = Map::new();
     c.insert("name".into(), json!(svc.name));
@@ -230,6 +308,50 @@ fn deployment(svc: &Service, image: &Image, automation: bool) -> Doc {
     if !ports.is_empty() {
         c.insert("ports".into(), Value::Array(ports));
     }
+    environment(spec, &mut c);
+    if let Some(probes) = &spec.probes {
+        for (key, probe) in [
+            ("startupProbe", &probes.startup),
+            ("livenessProbe", &probes.liveness),
+            ("readinessProbe", &probes.readiness),
+        ] {
+            if let Some(p) = probe {
+                c.insert(key.into(), probe_object(p));
+            }
+        }
+    }
+    if let Some(r) = &spec.resources {
+        c.insert("resources".into(), resources(r));
+    }
+    if let Some(sc) = spec
+        .security_context
+        .as_ref()
+        .and_then(|sc| container_security(sc))
+    {
+        c.insert("securityContext".into(), sc);
+    }
+    if !spec.volumes.is_empty() {
+        let mounts = spec
+            .volumes
+            .iter()
+            .map(|v| {
+                let mut m = Map::new();
+                m.insert("name".into(), json!(v.name.value));
+                m.insert("mountPath".into(), json!(v.mount_path));
+                if v.read_only == Some(true) {
+                    m.insert("readOnly".into(), json!(true));
+                }
+                Value::Object(m)
+            })
+            .collect();
+        c.insert("volumeMounts".into(), Value::Array(mounts));
+    }
+    c
+}
+
+/// The container's `env` (a value, a Secret's key, or the name alone) and `envFrom` (a
+/// Secret or a ConfigMap), into `c`, each when the spec has any.
+fn environment(spec: &Spec, c: &mut Map<String, Value>) {
     if !spec.env.is_empty() {
         let env = spec
             .env
@@ -255,120 +377,32 @@ fn deployment(svc: &Service, image: &Image, automation: bool) -> Doc {
             .collect();
         c.insert("envFrom".into(), Value::Array(from));
     }
-    if let Some(probes) = &spec.probes {
-        for (key, probe) in [
-            ("startupProbe", &probes.startup),
-            ("livenessProbe", &probes.liveness),
-            ("readinessProbe", &probes.readiness),
-        ] {
-            if let Some(p) = probe {
-                c.insert(key.into(), probe_object(p));
-            }
-        }
-    }
-    if let Some(r) = &spec.resources {
-        c.insert("resources".into(), resources(r));
-    }
-    if let Some(sc) = &spec.security_context {
-        let mut s = Map::new();
-        let fields: [(&str, Option<Value>); 6] = [
-            ("runAsUser", sc.run_as_user.map(Value::from)),
-            ("runAsGroup", sc.run_as_group.map(Value::from)),
-            ("runAsNonRoot", sc.run_as_non_root.map(Value::from)),
-            ("privileged", sc.privileged.map(Value::from)),
-            (
-                "readOnlyRootFilesystem",
-                sc.read_only_root_filesystem.map(Value::from),
-            ),
-            (
-                "allowPrivilegeEscalation",
-                sc.allow_privilege_escalation.map(Value::from),
-            ),
-        ];
-        for (k, v) in fields {
-            if let Some(v) = v {
-                s.insert(k.into(), v);
-            }
-        }
-        if !s.is_empty() {
-            c.insert("securityContext".into(), Value::Object(s));
-        }
-    }
-    if !spec.volumes.is_empty() {
-        let mounts = spec
-            .volumes
-            .iter()
-            .map(|v| {
-                let mut m = Map::new();
-                m.insert("name".into(), json!(v.name.value));
-                m.insert("mountPath".into(), json!(v.mount_path));
-                if v.read_only == Some(true) {
-                    m.insert("readOnly".into(), json!(true));
-                }
-                Value::Object(m)
-            })
-            .collect();
-        c.insert("volumeMounts".into(), Value::Array(mounts));
-    }
+}
 
-    let mut pod = Map::new();
-    pod.insert("containers".into(), json!([c]));
-    if let Some(fs_group) = spec.security_context.as_ref().and_then(|s| s.fs_group) {
-        pod.insert("securityContext".into(), json!({"fsGroup": fs_group}));
+/// The container's security context: the fields the spec sets, in a fixed order
+/// (`fsGroup` is the pod's); none when it sets none of them.
+fn container_security(sc: &SecurityContext) -> Option<Value> {
+    let fields: [(&str, Option<Value>); 6] = [
+        ("runAsUser", sc.run_as_user.map(Value::from)),
+        ("runAsGroup", sc.run_as_group.map(Value::from)),
+        ("runAsNonRoot", sc.run_as_non_root.map(Value::from)),
+        ("privileged", sc.privileged.map(Value::from)),
+        (
+            "readOnlyRootFilesystem",
+            sc.read_only_root_filesystem.map(Value::from),
+        ),
+        (
+            "allowPrivilegeEscalation",
+            sc.allow_privilege_escalation.map(Value::from),
+        ),
+    ];
+    let mut s = Map::new();
+    for (k, v) in fields {
+        if let Some(v) = v {
+            s.insert(k.into(), v);
+        }
     }
-    if !spec.volumes.is_empty() {
-        let volumes = spec
-            .volumes
-            .iter()
-            .map(|v| match &v.persistent {
-                Some(_) => json!({"name": v.name.value, "persistentVolumeClaim":
-                    {"claimName": format!("{}-{}", svc.name, v.name.value)}}),
-                None => json!({"name": v.name.value, "emptyDir": {}}),
-            })
-            .collect();
-        pod.insert("volumes".into(), Value::Array(volumes));
-    }
-
-    let mut d = Map::new();
-    d.insert("replicas".into(), json!(spec.replicas.unwrap_or(1)));
-    // Two pods cannot mount one ReadWriteOnce claim during a rolling update.
-    let rwo = spec.volumes.iter().any(|v| {
-        v.persistent.as_ref().is_some_and(|p| {
-            matches!(
-                p.access_mode.unwrap_or(AccessMode::ReadWriteOnce),
-                AccessMode::ReadWriteOnce | AccessMode::ReadWriteOncePod
-            )
-        })
-    });
-    let strategy = spec.strategy.or(rwo.then_some(Strategy::Recreate));
-    if let Some(s) = strategy {
-        d.insert("strategy".into(), json!({"type": format!("{s:?}")}));
-    }
-    d.insert(
-        "selector".into(),
-        json!({"matchLabels": { NAME_LABEL: svc.name }}),
-    );
-    d.insert(
-        "template".into(),
-        json!({"metadata": {"labels": { NAME_LABEL: svc.name }}, "spec": pod}),
-    );
-    let comments = if automation {
-        vec![(
-            "/spec/template/spec/containers/0/image".to_string(),
-            format!("{{\"$imagepolicy\": \"{IMAGE_NAMESPACE}:{}\"}}", svc.name),
-        )]
-    } else {
-        vec![]
-    };
-    Doc {
-        value: json!({
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": meta(svc, &svc.name, None),
-            "spec": d,
-        }),
-        comments,
-    }
+    (!s.is_empty()).then_some(Value::Object(s))
 }
 
 fn probe_object(p: &Probe) -> Value {

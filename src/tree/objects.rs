@@ -12,6 +12,8 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::process::{self, Tracked};
 
+use super::git::{git_command, git_failure, run_git};
+
 pub struct GitObjects {
     /// Killed with its process group and reaped when dropped.
     child: Tracked,
@@ -35,7 +37,7 @@ fn broken(what: &str) -> Error {
 impl GitObjects {
     /// A reader of the repository that holds `root`, listing what lies under `root`.
     pub fn open(root: &Path) -> Result<GitObjects> {
-        let out = super::run_git(
+        let out = run_git(
             root,
             &["rev-parse", "--show-prefix", "--show-object-format"],
         )?;
@@ -46,12 +48,12 @@ impl GitObjects {
             Some("sha256") => 32,
             _ => 20,
         };
-        let mut cmd = super::git(root);
+        let mut cmd = git_command(root);
         cmd.args(ARGS)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
-        let mut child = process::spawn(cmd).map_err(|e| broken(&super::git_failure(e)))?;
+        let mut child = process::spawn(cmd).map_err(|e| broken(&git_failure(e)))?;
         let stdin = child.stdin().ok_or_else(|| broken("no input"))?;
         let stdout = child.stdout().ok_or_else(|| broken("no output"))?;
         Ok(GitObjects {

@@ -45,177 +45,117 @@ pub(super) fn decryption(
     changes: &mut Vec<Change>,
     warnings: &mut Vec<Warning>,
 ) -> Result<()> {
-    let config = &repo.config;
-    let gone: BTreeSet<String> = base
-        .retired_names
-        .iter()
-        .cloned()
-        .chain(base.stale.iter().cloned())
-        .collect();
     let wave_names: Vec<String> = plan.groups().iter().map(|g| g.name.clone()).collect();
     // Looked up by name, once per patch entry and per wave: a list searched each time made
     // an environment of n waves cost n * n.
     let is_wave: BTreeSet<&str> = wave_names.iter().map(String::as_str).collect();
-    let after = tree_after(repo, changes);
-    let namespace = &config.waves.namespace;
-    for env in &config.environments {
+    let run = Run {
+        repo,
+        base,
+        gone: base
+            .retired_names
+            .iter()
+            .cloned()
+            .chain(base.stale.iter().cloned())
+            .collect(),
+        wave_names: &wave_names,
+        is_wave: &is_wave,
+        after: tree_after(repo, changes),
+    };
+    for env in &repo.config.environments {
+        if let Some(change) = run.environment(env, warnings)? {
+            changes.push(change);
+        }
+    }
+    Ok(())
+}
+
+/// What every environment's edit is judged by.
+struct Run<'a> {
+    repo: &'a Repo,
+    base: &'a Base,
+    /// The Kustomizations this run removes: the retired ones and the stale groups.
+    gone: BTreeSet<String>,
+    /// The groups of the plan, in order, and by name.
+    wave_names: &'a [String],
+    is_wave: &'a BTreeSet<&'a str>,
+    /// The tree as the earlier changes leave it.
+    after: FileTree,
+}
+
+/// An environment's kustomization file.
+struct EnvFile<'a> {
+    /// The environment's name.
+    env: &'a str,
+    /// The file, as the repository names it.
+    rel: String,
+    /// The environment's folder, normalised.
+    dir: String,
+    /// The file the builder reads (`rel`, normalised).
+    file: String,
+}
+
+impl Run<'_> {
+    /// The decryption edit of environment `env`'s kustomization, if it changes it: the
+    /// patches of Kustomizations that go removed, one patch added per wave that would end
+    /// without decryption, and the result built again. Settings lost with a removed patch
+    /// are `warnings`.
+    fn environment(
+        &self,
+        env: &crate::config::ConfiguredEnvironment,
+        warnings: &mut Vec<Warning>,
+    ) -> Result<Option<Change>> {
+        let config = &self.repo.config;
         let (name, text) = kustomization_in(
-            repo,
+            self.repo,
             &env.path,
             "list your environments under clusters.environments in fluxwave.yaml",
         )?;
         let rel = format!("{}/{name}", env.path);
         let doc = yaml::parse_value(&rel, &Text::new(text.clone()))?;
         let dir = normalize_path(&env.path);
-        // The kustomization the builder reads for the environment (`rel`, normalised).
-        let file = crate::fs::join(&dir, &name).unwrap_or_default();
-        let build = |text: &str| -> Result<Owners> {
-            inventory::owners(&after.clone().with_file(&file, text), &dir)
-                .map_err(|e| unbuildable(repo, &rel, &dir, &env.name, &gone, &e))
+        let k = EnvFile {
+            env: &env.name,
+            file: crate::fs::join(&dir, &name).unwrap_or_default(),
+            rel,
+            dir,
         };
-        let mut probe = Builder::owners_only(&after);
-        let entries: Vec<Entry> = decryption::patch_entries(&doc)
-            .into_iter()
-            .map(|at| {
-                let target = decryption::literal_target(&after, &dir, &at);
-                let decrypts = target.as_ref().is_some_and(|(name, ns)| {
-                    let ns = ns.as_deref().unwrap_or(namespace);
-                    decryption::gives_decryption(&mut probe, &dir, &at, name, ns)
-                });
-                Entry {
-                    flux_only: decryption::targets_flux_kustomization(&after, &dir, &at),
-                    at,
-                    name: target.map(|(name, _)| name),
-                    decrypts,
-                }
-            })
-            .collect();
-        // A patch for a Kustomization this run removes (the retired one, stale waves) goes
-        // too: one that gives it decryption, and any other that can only patch a Flux
-        // Kustomization (left behind, one that names its target by its own header breaks
-        // the build, and one with a `target` is dead). A decryption patch also goes when the
-        // environment's build (without its own patches, which name them) saw everything and
-        // has no Kustomization of that name: so a run interrupted after the base lost its
-        // retired entry still removes that entry's decryption. (The retired file itself is
-        // removed last, so a rerun still finds it and its other patches.)
-        let unpatched = build(&without_patches(&doc))?;
-        let unpatched_names: BTreeSet<&str> = unpatched
-            .owners
-            .iter()
-            .map(|o| o.id.name.as_str())
-            .collect();
-        let exists_after =
-            |n: &str| is_wave.contains(n) || (unpatched_names.contains(n) && !gone.contains(n));
-        let removed: Vec<&Entry> = entries
-            .iter()
-            .filter(|e| {
-                e.name.as_deref().is_some_and(|n| {
-                    let gone_now = gone.contains(n);
-                    (e.flux_only && gone_now)
-                        || (e.decrypts && (gone_now || (unpatched.complete && !exists_after(n))))
-                })
-            })
-            .collect();
+        let entries = self.entries(&doc, &k.dir);
+        let removed = self.removed(&k, &doc, &entries)?;
         // Which waves end without decryption once the stale entries are gone.
         let mut kept = text.clone();
         for field in PATCH_FIELDS {
             let remove = indexes_in(&removed, field);
             if !remove.is_empty() {
                 kept = edit::edit_sequence(&kept, field, &remove, None, &[])
-                    .map_err(|e| edit_failed(&rel, e))?;
+                    .map_err(|e| edit_failed(&k.rel, e))?;
             }
         }
-        let now = build(&kept)?;
-        let patches: Vec<(PatchEntry, &str)> = removed
-            .iter()
-            .filter_map(|e| Some((e.at, e.name.as_deref()?)))
-            .collect();
-        // The entries that stay may still have given the retired Kustomization a setting (a
-        // regular expression or a selector that matched it): each is asked too.
-        let gone_at: std::collections::HashSet<(&str, usize)> =
-            removed.iter().map(|e| (e.at.field, e.at.index)).collect();
-        let staying: Vec<(PatchEntry, &str)> = entries
-            .iter()
-            .filter(|e| !gone_at.contains(&(e.at.field, e.at.index)))
-            .flat_map(|e| base.retired.iter().map(|k| (e.at, k.name.as_str())))
-            .collect();
-        // A setting is carried when every wave the environment builds ends with it.
-        let carried = |key: &str, value: &Value| {
-            wave_names.iter().all(|w| {
-                now.owners
-                    .iter()
-                    .find(|o| o.id.name == *w)
-                    .is_none_or(|o| o.object.pointer(&format!("/spec/{key}")) == Some(value))
-            })
-        };
-        for (patches, kept) in [(patches, false), (staying, true)] {
-            warnings.extend(lost_settings(
-                repo,
-                &after,
-                &base.retired,
-                &Patches {
-                    rel: &rel,
-                    dir: &dir,
-                    who: format!("environment `{}`", env.name),
-                    patches,
-                    kept,
-                },
-                &carried,
-            ));
-        }
+        let now = self.build(&k, &kept)?;
+        warnings.extend(self.lost(&k, &entries, &removed, &now));
         let now = decrypted_by_name(&now);
         // `decryption: null` in fluxwave.yaml: no patch is added (stale ones still go).
         let patching = !config.waves.decryption.is_null();
-        let undecrypted: Vec<&String> = wave_names
+        let undecrypted: Vec<&String> = self
+            .wave_names
             .iter()
             .filter(|name| patching && now.get(name.as_str()) == Some(&false))
             .collect();
         let items: Vec<String> = undecrypted
             .iter()
-            .map(|name| emit::decryption_patch_item(name, namespace, &config.waves.decryption))
+            .map(|name| {
+                emit::decryption_patch_item(name, &config.waves.namespace, &config.waves.decryption)
+            })
             .collect();
-        let new = edited(&rel, &text, &entries, &removed, &items, &is_wave).map_err(|e| {
-            // Past fluxwave's reading budget, a patch per Kustomization is the wrong form.
-            match e {
-                crate::error::Error::Input(mut errors)
-                    if errors
-                        .iter()
-                        .any(|e| e.message.contains("beyond what fluxwave reads")) =>
-                {
-                    for err in &mut errors {
-                        err.help = Some(format!(
-                            "{} patches, one per generated Kustomization, are more than this file can hold: set `decryption` in waves.spec of fluxwave.yaml instead, so that every generated Kustomization carries it and needs no patch",
-                            items.len()
-                        ));
-                    }
-                    crate::error::Error::Input(errors)
-                }
-                other => other,
-            }
-        })?;
+        let new = edited(&k.rel, &text, &entries, &removed, &items, self.is_wave)
+            .map_err(|e| past_the_budget(e, items.len()))?;
         if new == text {
-            continue;
+            return Ok(None);
         }
-        // The edit is built again: every wave the environment builds now ends decrypted.
-        let verified = build(&new)?;
-        let verified = decrypted_by_name(&verified);
-        let still: Vec<String> = wave_names
-            .iter()
-            .filter(|name| verified.get(name.as_str()) == Some(&false))
-            .map(|n| format!("`{n}`"))
-            .collect();
-        if patching && !still.is_empty() {
-            return Err(edit_failed(
-                &rel,
-                format!(
-                    "with the decryption patches added, {} would still have no spec.decryption",
-                    still.join(", ")
-                ),
-            ));
-        }
-        changes.push(Change {
+        self.verify(&k, &new, patching)?;
+        Ok(Some(Change {
             op: Op::Write {
-                path: rel,
+                path: k.rel,
                 old: Some(text),
                 new,
             },
@@ -225,9 +165,166 @@ pub(super) fn decryption(
                 env.name,
                 why(&undecrypted, &removed)
             ),
-        });
+        }))
     }
-    Ok(())
+
+    /// Environment `k`'s owners-only build with its kustomization holding `text`, over the
+    /// tree as the earlier changes leave it; a failure says whether this run caused it.
+    fn build(&self, k: &EnvFile, text: &str) -> Result<Owners> {
+        inventory::owners(&self.after.clone().with_file(&k.file, text), &k.dir)
+            .map_err(|e| unbuildable(self.repo, &k.rel, &k.dir, k.env, &self.gone, &e))
+    }
+
+    /// The patch entries of an environment's kustomization `doc` (in folder `dir`), each with
+    /// the Kustomization it names and whether it gives it decryption, as the builder does.
+    fn entries<'d>(&self, doc: &'d Value, dir: &str) -> Vec<Entry<'d>> {
+        let namespace = &self.repo.config.waves.namespace;
+        let mut probe = Builder::owners_only(&self.after);
+        decryption::patch_entries(doc)
+            .into_iter()
+            .map(|at| {
+                let target = decryption::literal_target(&self.after, dir, &at);
+                let decrypts = target.as_ref().is_some_and(|(name, ns)| {
+                    let ns = ns.as_deref().unwrap_or(namespace);
+                    decryption::gives_decryption(&mut probe, dir, &at, name, ns)
+                });
+                Entry {
+                    flux_only: decryption::targets_flux_kustomization(&self.after, dir, &at),
+                    at,
+                    name: target.map(|(name, _)| name),
+                    decrypts,
+                }
+            })
+            .collect()
+    }
+
+    /// The entries that go: a patch for a Kustomization this run removes (the retired one,
+    /// stale waves) that gives it decryption, and any other that can only patch a Flux
+    /// Kustomization (left behind, one that names its target by its own header breaks the
+    /// build, and one with a `target` is dead). A decryption patch also goes when the
+    /// environment's build (without its own patches, which name them) saw everything and
+    /// has no Kustomization of that name: so a run interrupted after the base lost its
+    /// retired entry still removes that entry's decryption. (The retired file itself is
+    /// removed last, so a rerun still finds it and its other patches.)
+    fn removed<'e, 'd>(
+        &self,
+        k: &EnvFile,
+        doc: &Value,
+        entries: &'e [Entry<'d>],
+    ) -> Result<Vec<&'e Entry<'d>>> {
+        let unpatched = self.build(k, &without_patches(doc))?;
+        let unpatched_names: BTreeSet<&str> = unpatched
+            .owners
+            .iter()
+            .map(|o| o.id.name.as_str())
+            .collect();
+        let exists_after = |n: &str| {
+            self.is_wave.contains(n) || (unpatched_names.contains(n) && !self.gone.contains(n))
+        };
+        Ok(entries
+            .iter()
+            .filter(|e| {
+                e.name.as_deref().is_some_and(|n| {
+                    let gone_now = self.gone.contains(n);
+                    (e.flux_only && gone_now)
+                        || (e.decrypts && (gone_now || (unpatched.complete && !exists_after(n))))
+                })
+            })
+            .collect())
+    }
+
+    /// The settings lost with the `removed` entries, and those the entries that stay gave
+    /// the retired Kustomization (a regular expression or a selector that matched it), that
+    /// not every wave ends with in `now` (the build without the removed entries).
+    fn lost(
+        &self,
+        k: &EnvFile,
+        entries: &[Entry],
+        removed: &[&Entry],
+        now: &Owners,
+    ) -> Vec<Warning> {
+        let retired = &self.base.retired;
+        let patches: Vec<(PatchEntry, &str)> = removed
+            .iter()
+            .filter_map(|e| Some((e.at, e.name.as_deref()?)))
+            .collect();
+        let gone_at: std::collections::HashSet<(&str, usize)> =
+            removed.iter().map(|e| (e.at.field, e.at.index)).collect();
+        let staying: Vec<(PatchEntry, &str)> = entries
+            .iter()
+            .filter(|e| !gone_at.contains(&(e.at.field, e.at.index)))
+            .flat_map(|e| retired.iter().map(|k| (e.at, k.name.as_str())))
+            .collect();
+        // A setting is carried when every wave the environment builds ends with it.
+        let carried = |key: &str, value: &Value| {
+            self.wave_names.iter().all(|w| {
+                now.owners
+                    .iter()
+                    .find(|o| o.id.name == *w)
+                    .is_none_or(|o| o.object.pointer(&format!("/spec/{key}")) == Some(value))
+            })
+        };
+        let mut warnings = Vec::new();
+        for (patches, kept) in [(patches, false), (staying, true)] {
+            warnings.extend(lost_settings(
+                self.repo,
+                &self.after,
+                retired,
+                &Patches {
+                    rel: &k.rel,
+                    dir: &k.dir,
+                    who: format!("environment `{}`", k.env),
+                    patches,
+                    kept,
+                },
+                &carried,
+            ));
+        }
+        warnings
+    }
+
+    /// Builds the edited kustomization `new` again: when `patching`, every wave the
+    /// environment builds must now end decrypted, or the edit is refused.
+    fn verify(&self, k: &EnvFile, new: &str, patching: bool) -> Result<()> {
+        let verified = self.build(k, new)?;
+        let verified = decrypted_by_name(&verified);
+        let still: Vec<String> = self
+            .wave_names
+            .iter()
+            .filter(|name| verified.get(name.as_str()) == Some(&false))
+            .map(|n| format!("`{n}`"))
+            .collect();
+        if patching && !still.is_empty() {
+            return Err(edit_failed(
+                &k.rel,
+                format!(
+                    "with the decryption patches added, {} would still have no spec.decryption",
+                    still.join(", ")
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `e`, an edit's failure, with help when it is past fluxwave's reading budget: `patches`
+/// patches, one per generated Kustomization, are the wrong form there.
+fn past_the_budget(e: crate::error::Error, patches: usize) -> crate::error::Error {
+    match e {
+        crate::error::Error::Input(mut errors)
+            if errors
+                .iter()
+                .any(|e| e.message.contains("beyond what fluxwave reads")) =>
+        {
+            for err in &mut errors {
+                err.help = Some(format!(
+                    "{patches} patches, one per generated Kustomization, are more than this file can hold: set `decryption` in waves.spec of fluxwave.yaml instead, so that every generated Kustomization carries it and needs no patch"
+                ));
+            }
+            crate::error::Error::Input(errors)
+        }
+        other => other,
+    }
 }
 
 /// Whether each Kustomization of a build ends with `spec.decryption`, by name (the first of
