@@ -8,10 +8,14 @@ mod cache;
 mod check;
 mod cutover;
 mod diff;
+mod format;
 mod init;
+mod layout;
 mod markdown;
 mod plan;
 mod render;
+mod report;
+mod revisions;
 mod schema;
 pub mod terminal;
 mod waves;
@@ -23,17 +27,9 @@ use std::path::PathBuf;
 use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::error::Error;
-
-/// How a successful run ended: with nothing to report, or with findings (exit 1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    Clean,
-    Findings,
-}
-
-/// The `version` of every JSON document fluxwave prints: raised when a field changes meaning
-/// or goes away; a field added leaves it as it is.
-pub const JSON_VERSION: u32 = 1;
+use format::Format;
+pub use report::Outcome;
+use report::{fail, io, Machine};
 
 const AFTER_HELP: &str = "Exit status: 0 fine, 1 findings, 2 bad input or usage.";
 
@@ -155,14 +151,6 @@ impl HelmArgs {
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
-    Markdown,
-    Mermaid,
-}
-
 #[derive(Subcommand)]
 enum Command {
     /// Write a first fluxwave.yaml from what the repository holds, saying why for each setting
@@ -180,7 +168,7 @@ enum Command {
         after_help = "Example:\n  fluxwave --repo examples/homelab waves --format markdown\n\nExit status: 0 fine, 2 bad input (a cycle, an unknown dependency, ...)."
     )]
     Waves {
-        #[arg(long, value_enum, default_value = "text")]
+        #[arg(long, value_parser = format::WAVES, default_value = "text")]
         format: Format,
     },
     /// Which file goes to which wave, and which files must move (read-only)
@@ -188,8 +176,8 @@ enum Command {
         after_help = "Example:\n  fluxwave --repo examples/homelab plan --format json\n\nExit status: 0 fine, 2 bad input (a file no unit owns, ...)."
     )]
     Plan {
-        #[arg(long, value_enum, default_value = "text")]
-        format: ReportFormat,
+        #[arg(long, value_parser = format::PLAN, default_value = "text")]
+        format: Format,
     },
     /// Move files into their waves and keep the Flux wiring in step (idempotent)
     #[command(
@@ -205,8 +193,8 @@ enum Command {
         after_help = "Examples:\n  fluxwave --repo examples/homelab check\n  fluxwave check --format github --deny warnings   # in GitHub Actions\n  fluxwave check --base origin/main                # also what Flux would delete\n\nExit status: 0 no errors, 1 errors found (or warnings, with --deny warnings), 2 bad input."
     )]
     Check {
-        #[arg(long, value_enum, default_value = "text")]
-        format: check::Format,
+        #[arg(long, value_parser = format::CHECK, default_value = "text")]
+        format: Format,
         /// Also report what Flux would delete going from git revision REV to the working tree
         #[arg(long, value_name = "REV")]
         base: Option<String>,
@@ -235,8 +223,8 @@ enum Command {
         /// deletes what, as Flux applies the commits of a push one by one)
         #[arg(long, value_name = "A..B", conflicts_with_all = ["from", "to"])]
         each: Option<String>,
-        #[arg(long, value_enum, default_value = "text")]
-        format: ReportFormat,
+        #[arg(long, value_parser = format::CUTOVER, default_value = "text")]
+        format: Format,
         /// Compare this environment (entry folder PATH) instead of those found; repeatable
         #[arg(long = "env", value_name = "NAME=PATH", value_parser = env_pair)]
         envs: Vec<(String, String)>,
@@ -252,8 +240,8 @@ enum Command {
         /// Only the objects this Flux Kustomization applies
         #[arg(long, value_name = "NS/NAME")]
         kustomization: Option<String>,
-        #[arg(long, value_enum, default_value = "yaml")]
-        format: build::Format,
+        #[arg(long, value_parser = format::BUILD, default_value = "yaml")]
+        format: Format,
     },
     /// What changes in each Kustomization's objects between two git revisions
     #[command(
@@ -266,8 +254,8 @@ enum Command {
         /// The revision to go to (default: the working tree)
         #[arg(long, value_name = "REV")]
         to: Option<String>,
-        #[arg(long, value_enum, default_value = "text")]
-        format: diff::Format,
+        #[arg(long, value_parser = format::DIFF, default_value = "text")]
+        format: Format,
     },
     /// What a failing unit blocks under each topology, and the longest dependsOn chain
     #[command(
@@ -277,8 +265,8 @@ enum Command {
         /// The Flux Kustomizations as built (current), or a layout of the catalog
         #[arg(long, value_enum, default_value = "current")]
         topology: blast::Which,
-        #[arg(long, value_enum, default_value = "text")]
-        format: blast::Format,
+        #[arg(long, value_parser = format::BLAST, default_value = "text")]
+        format: Format,
         /// Build this environment (entry folder PATH) instead of those found; repeatable
         #[arg(long = "env", value_name = "NAME=PATH", value_parser = env_pair)]
         envs: Vec<(String, String)>,
@@ -347,29 +335,6 @@ enum CacheAction {
         #[arg(long, value_name = "MIB", default_value_t = crate::cache::MAX_SIZE_MIB)]
         max_size: u64,
     },
-}
-
-/// The formats of `plan` and `cutover`.
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ReportFormat {
-    Text,
-    Json,
-}
-
-/// The repository fluxwave lays out has a `fluxwave.yaml` or a catalog: without either, a
-/// command that lays out waves would print an empty table for any folder (a typo in
-/// `--repo`, the wrong working directory), so it says so instead.
-pub(crate) fn managed_here(root: &std::path::Path) -> crate::error::Result<()> {
-    let config_file = root.join(crate::config::FILE);
-    let catalog = root.join("catalog");
-    if config_file.exists() || catalog.is_dir() {
-        return Ok(());
-    }
-    Err(Error::Usage(format!(
-        "{}: no {} and no catalog/ folder, so there is nothing for fluxwave to lay out here; run it from the GitOps repository's root (or name it with --repo), or start with `fluxwave init`",
-        root.display(),
-        crate::config::FILE
-    )))
 }
 
 /// One manual page: fluxwave's own, then each command's (its synopsis, options and examples)
@@ -501,7 +466,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
     // `check` reports diagnostics; the other commands' results name files and objects.
     let mut out = match cli.command {
         Command::Check {
-            format: check::Format::Github,
+            format: Format::Github,
             ..
         } => out.diagnostics().workflow_commands(),
         Command::Check { .. } => out.diagnostics(),
@@ -618,163 +583,23 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
     }
 }
 
-/// Reports a failure on stderr, and on stdout too in a format for programs; exit 2.
-fn fail(e: &Error, machine: Option<Machine>, out: &mut impl Write) -> u8 {
-    report(e);
-    if let (Some(machine), false) = (machine, matches!(e, Error::Partial(_))) {
-        let _ = out.write_all(machine_error(e, machine).as_bytes());
-        let _ = out.flush();
-    }
-    2
-}
-
-/// A format for programs (`--format json`, `--format github`): bad input is printed in it
-/// too, on stdout, beside the report on stderr.
-#[derive(Clone, Copy)]
-enum Machine {
-    Json,
-    /// Workflow commands (`check`).
-    Github,
-    /// A job summary's markdown (`diff`).
-    Markdown,
-}
-
+/// The format for programs the command prints in, if it does: bad input is printed in it
+/// too. `github` is workflow commands for `check`, a job summary's markdown for `diff`.
 fn machine(command: &Command) -> Option<Machine> {
-    match command {
-        Command::Waves {
-            format: Format::Json,
-        }
-        | Command::Plan {
-            format: ReportFormat::Json,
-        }
-        | Command::Cutover {
-            format: ReportFormat::Json,
-            ..
-        }
-        | Command::Check {
-            format: check::Format::Json,
-            ..
-        }
-        | Command::Blast {
-            format: blast::Format::Json,
-            ..
-        }
-        | Command::Build {
-            format: build::Format::Json,
-            ..
-        }
-        | Command::Diff {
-            format: diff::Format::Json,
-            ..
-        } => Some(Machine::Json),
-        Command::Check {
-            format: check::Format::Github,
-            ..
-        } => Some(Machine::Github),
-        Command::Diff {
-            format: diff::Format::Github,
-            ..
-        } => Some(Machine::Markdown),
+    let format = match command {
+        Command::Waves { format }
+        | Command::Plan { format }
+        | Command::Check { format, .. }
+        | Command::Cutover { format, .. }
+        | Command::Build { format, .. }
+        | Command::Diff { format, .. }
+        | Command::Blast { format, .. } => *format,
+        _ => return None,
+    };
+    match (format, command) {
+        (Format::Json, _) => Some(Machine::Json),
+        (Format::Github, Command::Check { .. }) => Some(Machine::Github),
+        (Format::Github, Command::Diff { .. }) => Some(Machine::Markdown),
         _ => None,
     }
-}
-
-/// `{"version", "error": {"kind", "message", "problems": [{file, line, column, message,
-/// help}]}}`, or one workflow command per problem.
-fn machine_error(e: &Error, machine: Machine) -> String {
-    let (kind, message, problems): (&str, String, &[crate::error::SourceError]) = match e {
-        Error::Input(errors) => (
-            "input",
-            format!(
-                "{} in the input; nothing was written",
-                crate::plural::count(errors.len(), "problem")
-            ),
-            errors,
-        ),
-        Error::Usage(_) | Error::Partial(_) => ("usage", e.to_string(), &[]),
-        Error::Io { .. } => ("io", e.to_string(), &[]),
-        Error::Git { .. } => ("git", e.to_string(), &[]),
-    };
-    match machine {
-        Machine::Json => {
-            let problems: Vec<serde_json::Value> = problems
-                .iter()
-                .map(|p| {
-                    let (line, column) = p.line_col().unzip();
-                    serde_json::json!({
-                        "file": p.path,
-                        "line": line,
-                        "column": column,
-                        "message": p.message,
-                        "help": p.help,
-                    })
-                })
-                .collect();
-            let doc = serde_json::json!({
-                "version": JSON_VERSION,
-                "error": {"kind": kind, "message": message, "problems": problems},
-            });
-            serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
-        }
-        Machine::Markdown => {
-            // The message quotes revisions, paths and the input: all in a code block.
-            let mut body = format!("{message}\n");
-            for p in problems {
-                let place = match p.line_col() {
-                    Some((line, col)) => format!("{}:{line}:{col}", p.path),
-                    None => p.path.clone(),
-                };
-                body.push_str(&format!("{place}: {}\n", p.message));
-            }
-            format!(
-                "**fluxwave could not compare the revisions:**\n\n{}",
-                markdown::fenced("text", &body)
-            )
-        }
-        Machine::Github if problems.is_empty() => {
-            crate::diag::render::github_error(None, None, &message, None)
-        }
-        Machine::Github => problems
-            .iter()
-            .map(|p| {
-                crate::diag::render::github_error(
-                    Some(&p.path),
-                    p.line_col(),
-                    &p.message,
-                    p.help.as_deref(),
-                )
-            })
-            .collect(),
-    }
-}
-
-fn report(e: &Error) {
-    match e {
-        Error::Input(errors) => {
-            for err in errors {
-                warn(format_args!("{:?}", err.report()));
-            }
-            if errors.len() > 1 {
-                warn(format_args!(
-                    "fluxwave: {}; nothing was written",
-                    crate::plural::count(errors.len(), "problem")
-                ));
-            }
-        }
-        other => warn(format_args!("fluxwave: {other}")),
-    }
-}
-
-/// One line to stderr. A stderr that is closed or full loses the line, never the run:
-/// `eprintln!` would panic (exit 101) where the exit code must still say what happened.
-pub(crate) fn warn(line: std::fmt::Arguments) {
-    let stderr = std::io::stderr();
-    let colour = terminal::colour(stderr.is_terminal());
-    let line = terminal::diagnostic(&format!("{line}\n"), colour);
-    let _ = stderr.lock().write_all(line.as_bytes());
-}
-
-/// Writes to stdout, turning a write failure (a closed pipe) into an error.
-pub(crate) fn io(e: std::io::Error) -> Error {
-    Error::io(std::path::Path::new("<stdout>"), e)
 }
