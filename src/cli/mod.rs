@@ -22,7 +22,7 @@ mod waves;
 
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{CommandFactory, Parser, Subcommand};
 
@@ -113,9 +113,29 @@ struct HelmArgs {
 }
 
 impl HelmArgs {
+    /// The bounds of each helm run.
+    fn limits(&self) -> crate::process::Limits {
+        crate::process::Limits::helm(self.helm_timeout, self.helm_output_limit)
+    }
+
+    /// How this run renders HelmReleases; `base` as `hosts` takes it.
+    fn options(&self, repo: &Path, base: Option<&str>) -> crate::helm::Options {
+        if self.no_helm {
+            return crate::helm::Options::off();
+        }
+        let mut options = crate::helm::Options::new(
+            self.helm.clone(),
+            self.offline,
+            self.cache.clone(),
+            self.hosts(repo, base),
+        );
+        options.limits = self.limits();
+        options
+    }
+
     /// The hosts this run may pull charts from; `base` is the revision a comparison starts
     /// from (the one the cluster runs: reviewed and merged), whose chart sources are trusted.
-    fn hosts(&self, repo: &std::path::Path, base: Option<&str>) -> crate::helm::Hosts {
+    fn hosts(&self, repo: &Path, base: Option<&str>) -> crate::helm::Hosts {
         use crate::helm::Hosts;
         let allowed: std::collections::BTreeSet<String> = self
             .allow_hosts
@@ -393,39 +413,73 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
     terminal::set_when(terminal::when_of(&args));
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
-        Err(e) => {
-            use clap::error::ErrorKind;
-            let help = matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion);
-            // clap's message quotes the arguments (a value it refuses): through the same
-            // escaping as every other line.
-            let colour = terminal::colour(if help {
-                std::io::stdout().is_terminal()
-            } else {
-                std::io::stderr().is_terminal()
-            });
-            // (clap's plain form strips escape sequences and what follows an unterminated
-            // one: its coloured form keeps the argument whole, for `shown` to escape.)
-            let text = e.render().ansi().to_string();
-            let text = if colour {
-                terminal::shown(&text, true)
-            } else {
-                terminal::shown(&terminal::without_colour(&text), false)
-            };
-            if help {
-                let _ = std::io::stdout().lock().write_all(text.as_bytes());
-                return Ok(Outcome::Clean);
-            }
-            let _ = std::io::stderr().lock().write_all(text.as_bytes());
-            return Err(2);
-        }
+        Err(e) => return refused(&e),
     };
     // Once per run: every error report renders through the same handler as `check`'s text
     // (set already when the command line runs twice in one process).
     let _ = miette::set_hook(Box::new(|_| Box::new(crate::diag::render::handler(None))));
     terminal::set_when(cli.color);
-    let h = &cli.helm;
-    // The revision a comparison starts from.
-    let base = match &cli.command {
+    let cache = Cache::of(&cli.helm);
+    crate::helm::configure(cli.helm.options(&cli.repo, base(&cli.command)));
+    // The commands that render HelmReleases prune the cache once a day when they are done.
+    let renders = !cli.helm.no_helm && renders(&cli.command);
+    let mut out = stdout_for(&cli.command);
+    // Every command but `schema`, `completions`, `man` and `cache` reads the repository: one
+    // that is not a folder is bad input, not an empty repository.
+    let machine = machine(&cli.command);
+    if reads_repo(&cli.command) && !cli.repo.is_dir() {
+        let e = Error::Usage(format!(
+            "--repo {}: no such folder (name the GitOps repository's root, or run from it)",
+            cli.repo.display()
+        ));
+        return Err(fail(&e, machine, &mut out));
+    }
+    let result = execute(cli.command, &cli.repo, &cache, &mut out);
+    let _ = out.flush();
+    if renders {
+        let policy = cache.policy(crate::cache::MAX_AGE_DAYS, crate::cache::MAX_SIZE_MIB);
+        crate::cache::prune_daily(&cache.dir, &policy);
+    }
+    match result {
+        Ok(outcome) => Ok(outcome),
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => {
+            Ok(Outcome::Clean)
+        }
+        Err(e) => Err(fail(&e, machine, &mut out)),
+    }
+}
+
+/// A command line clap refused, or `--help` and `--version`: printed (help on stdout, with
+/// exit 0; a refusal on stderr, with exit 2).
+fn refused(e: &clap::Error) -> Result<Outcome, u8> {
+    use clap::error::ErrorKind;
+    let help = matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion);
+    // clap's message quotes the arguments (a value it refuses): through the same escaping as
+    // every other line.
+    let colour = terminal::colour(if help {
+        std::io::stdout().is_terminal()
+    } else {
+        std::io::stderr().is_terminal()
+    });
+    // (clap's plain form strips escape sequences and what follows an unterminated one: its
+    // coloured form keeps the argument whole, for `shown` to escape.)
+    let text = e.render().ansi().to_string();
+    let text = if colour {
+        terminal::shown(&text, true)
+    } else {
+        terminal::shown(&terminal::without_colour(&text), false)
+    };
+    if help {
+        let _ = std::io::stdout().lock().write_all(text.as_bytes());
+        return Ok(Outcome::Clean);
+    }
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+    Err(2)
+}
+
+/// The revision a comparison starts from (the one the cluster runs), if the command compares.
+fn base(command: &Command) -> Option<&str> {
+    match command {
         Command::Check { base, .. } => base.as_deref(),
         Command::Cutover {
             each: Some(range), ..
@@ -433,38 +487,35 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
         Command::Cutover { from, .. } => Some(from.as_deref().unwrap_or("HEAD")),
         Command::Diff { from, .. } => Some(from.as_str()),
         _ => None,
-    };
-    let limits = crate::process::Limits::helm(h.helm_timeout, h.helm_output_limit);
-    let cache_dir = h.cache.clone().unwrap_or_else(crate::helm::default_cache);
-    let prune = |max_age, max_size| {
-        crate::cache::Policy::new(max_age, max_size, limits.timeout.unwrap_or_default())
-    };
-    crate::helm::configure(if h.no_helm {
-        crate::helm::Options::off()
-    } else {
-        let mut options = crate::helm::Options::new(
-            h.helm.clone(),
-            h.offline,
-            h.cache.clone(),
-            h.hosts(&cli.repo, base),
-        );
-        options.limits = limits;
-        options
-    });
-    // The commands that render HelmReleases prune the cache once a day when they are done.
-    let renders = !h.no_helm
-        && matches!(
-            cli.command,
-            Command::Check { explain: None, .. }
-                | Command::Cutover { .. }
-                | Command::Build { .. }
-                | Command::Diff { .. }
-        );
+    }
+}
+
+/// Whether the command renders HelmReleases (`check --explain` reads nothing).
+fn renders(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Check { explain: None, .. }
+            | Command::Cutover { .. }
+            | Command::Build { .. }
+            | Command::Diff { .. }
+    )
+}
+
+/// Whether the command reads the repository.
+fn reads_repo(command: &Command) -> bool {
+    !matches!(
+        command,
+        Command::Schema { .. } | Command::Completions { .. } | Command::Man | Command::Cache { .. }
+    )
+}
+
+/// Stdout as the command writes it: `check` reports diagnostics; the other commands' results
+/// name files and objects.
+fn stdout_for(command: &Command) -> terminal::Safe<std::io::StdoutLock<'static>> {
     let stdout = std::io::stdout();
     let colour = terminal::colour(stdout.is_terminal());
     let out = terminal::Safe::new(stdout.lock(), colour);
-    // `check` reports diagnostics; the other commands' results name files and objects.
-    let mut out = match cli.command {
+    match command {
         Command::Check {
             format: Format::Github,
             ..
@@ -474,112 +525,6 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
         // ConfigMap) is masked as in a diagnostic.
         Command::Build { .. } | Command::Diff { .. } => out.diagnostics(),
         _ => out,
-    };
-    // Every command but `schema`, `completions` and `man` reads the repository: one that is
-    // not a folder is bad input, not an empty repository.
-    let machine = machine(&cli.command);
-    let reads_repo = !matches!(
-        cli.command,
-        Command::Schema { .. } | Command::Completions { .. } | Command::Man | Command::Cache { .. }
-    );
-    if reads_repo && !cli.repo.is_dir() {
-        let e = Error::Usage(format!(
-            "--repo {}: no such folder (name the GitOps repository's root, or run from it)",
-            cli.repo.display()
-        ));
-        return Err(fail(&e, machine, &mut out));
-    }
-    let result = match cli.command {
-        Command::Init { catalog } => init::run(&cli.repo, catalog, &mut out),
-        Command::Waves { format } => waves::run(&cli.repo, format, &mut out),
-        Command::Plan { format } => plan::run(&cli.repo, format, &mut out),
-        Command::Apply { dry_run } => apply::run(&cli.repo, dry_run, &mut out),
-        Command::Check {
-            explain: Some(code),
-            ..
-        } => check::explain(&code, &mut out),
-        Command::Check {
-            format,
-            base,
-            deny,
-            envs,
-            ..
-        } => check::run(&cli.repo, format, base.as_deref(), deny, &envs, &mut out),
-        Command::Cutover {
-            each: Some(range),
-            format,
-            envs,
-            ..
-        } => cutover::run_each(&cli.repo, &range, format, &envs, &mut out),
-        Command::Cutover {
-            from,
-            to,
-            format,
-            envs,
-            ..
-        } => cutover::run(
-            &cli.repo,
-            from.as_deref().unwrap_or("HEAD"),
-            to.as_deref(),
-            format,
-            &envs,
-            &mut out,
-        ),
-        Command::Build {
-            env,
-            kustomization,
-            format,
-        } => build::run(
-            &cli.repo,
-            env.as_deref(),
-            kustomization.as_deref(),
-            format,
-            &mut out,
-        ),
-        Command::Diff { from, to, format } => {
-            diff::run(&cli.repo, &from, to.as_deref(), format, &mut out)
-        }
-        Command::Blast {
-            topology,
-            format,
-            envs,
-        } => blast::run(&cli.repo, topology, format, &envs, &mut out),
-        Command::Render {
-            files,
-            output,
-            wave_layout,
-            no_image_automation,
-        } => render::run(
-            &cli.repo,
-            render::Args {
-                files: &files,
-                out_dir: output.as_deref(),
-                wave_layout,
-                image_automation: !no_image_automation,
-            },
-            &mut out,
-        ),
-        Command::Cache {
-            action: CacheAction::Gc { max_age, max_size },
-        } => cache::gc(&cache_dir, &prune(max_age, max_size), &mut out),
-        Command::Schema { kind } => schema::run(kind, &mut out),
-        Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "fluxwave", &mut out);
-            Ok(Outcome::Clean)
-        }
-        Command::Man => man(&mut out).map(|()| Outcome::Clean).map_err(io),
-    };
-    let _ = out.flush();
-    if renders {
-        let policy = prune(crate::cache::MAX_AGE_DAYS, crate::cache::MAX_SIZE_MIB);
-        crate::cache::prune_daily(&cache_dir, &policy);
-    }
-    match result {
-        Ok(outcome) => Ok(outcome),
-        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => {
-            Ok(Outcome::Clean)
-        }
-        Err(e) => Err(fail(&e, machine, &mut out)),
     }
 }
 
@@ -601,5 +546,106 @@ fn machine(command: &Command) -> Option<Machine> {
         (Format::Github, Command::Check { .. }) => Some(Machine::Github),
         (Format::Github, Command::Diff { .. }) => Some(Machine::Markdown),
         _ => None,
+    }
+}
+
+/// The cache of pulled charts and renders (`--cache`), and the helm timeout its pruning
+/// waits out.
+struct Cache {
+    dir: PathBuf,
+    limits: crate::process::Limits,
+}
+
+impl Cache {
+    fn of(h: &HelmArgs) -> Cache {
+        Cache {
+            dir: h.cache.clone().unwrap_or_else(crate::helm::default_cache),
+            limits: h.limits(),
+        }
+    }
+
+    fn policy(&self, max_age: u64, max_size: u64) -> crate::cache::Policy {
+        crate::cache::Policy::new(max_age, max_size, self.limits.timeout.unwrap_or_default())
+    }
+}
+
+/// Runs the command, writing its result to `out`.
+fn execute(
+    command: Command,
+    repo: &Path,
+    cache: &Cache,
+    out: &mut terminal::Safe<std::io::StdoutLock<'static>>,
+) -> crate::error::Result<Outcome> {
+    match command {
+        Command::Init { catalog } => init::run(repo, catalog, out),
+        Command::Waves { format } => waves::run(repo, format, out),
+        Command::Plan { format } => plan::run(repo, format, out),
+        Command::Apply { dry_run } => apply::run(repo, dry_run, out),
+        Command::Check {
+            explain: Some(code),
+            ..
+        } => check::explain(&code, out),
+        Command::Check {
+            format,
+            base,
+            deny,
+            envs,
+            ..
+        } => check::run(repo, format, base.as_deref(), deny, &envs, out),
+        Command::Cutover {
+            each: Some(range),
+            format,
+            envs,
+            ..
+        } => cutover::run_each(repo, &range, format, &envs, out),
+        Command::Cutover {
+            from,
+            to,
+            format,
+            envs,
+            ..
+        } => cutover::run(
+            repo,
+            from.as_deref().unwrap_or("HEAD"),
+            to.as_deref(),
+            format,
+            &envs,
+            out,
+        ),
+        Command::Build {
+            env,
+            kustomization,
+            format,
+        } => build::run(repo, env.as_deref(), kustomization.as_deref(), format, out),
+        Command::Diff { from, to, format } => diff::run(repo, &from, to.as_deref(), format, out),
+        Command::Blast {
+            topology,
+            format,
+            envs,
+        } => blast::run(repo, topology, format, &envs, out),
+        Command::Render {
+            files,
+            output,
+            wave_layout,
+            no_image_automation,
+        } => render::run(
+            repo,
+            render::Args {
+                files: &files,
+                out_dir: output.as_deref(),
+                wave_layout,
+                image_automation: !no_image_automation,
+            },
+            out,
+        ),
+        Command::Cache {
+            action: CacheAction::Gc { max_age, max_size },
+        } => cache::gc(&cache.dir, &cache.policy(max_age, max_size), out),
+        Command::Schema { kind } => schema::run(kind, out),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "fluxwave", out);
+            Ok(Outcome::Clean)
+        }
+        Command::Man => man(out).map(|()| Outcome::Clean).map_err(io),
     }
 }
