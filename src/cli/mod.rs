@@ -391,18 +391,26 @@ fn man(out: &mut impl Write) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Why `--env` refuses a value (clap prints it after the value).
+#[derive(Debug, thiserror::Error)]
+enum EnvPairError {
+    #[error("`{0}` is not NAME=PATH (say `--env prod=clusters/prod`)")]
+    NotPair(String),
+    #[error("`{0}` is not a valid environment name (a DNS-1123 label)")]
+    Name(String),
+    #[error("`{0}` must be a folder inside the repository")]
+    Path(String),
+}
+
 /// `--env NAME=PATH`: an environment's name and entry folder.
-fn env_pair(s: &str) -> Result<(String, String), String> {
+fn env_pair(s: &str) -> Result<(String, String), EnvPairError> {
     let (name, path) = s
         .split_once('=')
-        .ok_or_else(|| format!("`{s}` is not NAME=PATH (say `--env prod=clusters/prod`)"))?;
+        .ok_or_else(|| EnvPairError::NotPair(s.into()))?;
     if !crate::config::is_dns_label(name) {
-        return Err(format!(
-            "`{name}` is not a valid environment name (a DNS-1123 label)"
-        ));
+        return Err(EnvPairError::Name(name.into()));
     }
-    let path = crate::config::repo_relative(path)
-        .ok_or_else(|| format!("`{path}` must be a folder inside the repository"))?;
+    let path = crate::config::repo_relative(path).ok_or_else(|| EnvPairError::Path(path.into()))?;
     Ok((name.to_string(), path))
 }
 
