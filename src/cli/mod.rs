@@ -1,5 +1,8 @@
 //! The command line: one file per command, the only place that prints. Errors go to stderr
-//! as located diagnostics; results go to stdout; the exit code is decided here once.
+//! as located diagnostics; results go to stdout; the exit code is decided here once. What
+//! commands share has a file of its own, never a sibling command: `format` (`--format`),
+//! `report` (outcome, JSON version, writers, failures), `revisions` (`cutover` and `diff`),
+//! `layout` (`waves`, `plan` and `apply`).
 
 mod apply;
 mod blast;
