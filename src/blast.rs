@@ -240,17 +240,50 @@ fn kustomizations_of_units(model: &Model) -> Vec<Vec<(usize, bool)>> {
     of_unit
 }
 
+/// Each unit's blast radius under `model`, their totals and the longest `dependsOn` chain;
+/// `detail` says how many names of each list to keep.
 pub fn analyse(model: &Model, detail: Detail) -> Blast {
-    let next = readiness_edges(model);
-    let (component, count) = crate::graph::scc::components(&next, |&(to, _)| to);
-    let mut members: Vec<Vec<usize>> = vec![Vec::new(); count];
-    for (k, &c) in component.iter().enumerate() {
-        members[c].push(k);
-    }
-
-    let units_len = model.unit_names.len();
+    let scc = Components::of(readiness_edges(model));
     let of_unit = kustomizations_of_units(model);
-    let mut units: Vec<UnitBlast> = of_unit
+    let mut units = unit_entries(&of_unit);
+    blocked(model, &scc, &of_unit, detail, &mut units);
+    shared(model, &of_unit, detail, &mut units);
+    let totals = totals(&units);
+    Blast {
+        units,
+        totals,
+        chain: chain(model, &scc.component, scc.members.len()),
+    }
+}
+
+/// The strongly connected components of the readiness graph: each Kustomization's, and each
+/// component's Kustomizations. A component is numbered above every component it reaches.
+struct Components {
+    /// The readiness edges (`readiness_edges`).
+    next: Vec<Vec<(usize, bool)>>,
+    component: Vec<usize>,
+    members: Vec<Vec<usize>>,
+}
+
+impl Components {
+    fn of(next: Vec<Vec<(usize, bool)>>) -> Components {
+        let (component, count) = crate::graph::scc::components(&next, |&(to, _)| to);
+        let mut members: Vec<Vec<usize>> = vec![Vec::new(); count];
+        for (k, &c) in component.iter().enumerate() {
+            members[c].push(k);
+        }
+        Components {
+            next,
+            component,
+            members,
+        }
+    }
+}
+
+/// The units some Kustomization applies, with their Kustomizations and whether any gates
+/// them; nothing counted yet.
+fn unit_entries(of_unit: &[Vec<(usize, bool)>]) -> Vec<UnitBlast> {
+    of_unit
         .iter()
         .enumerate()
         .filter(|(_, ks)| !ks.is_empty())
@@ -261,100 +294,174 @@ pub fn analyse(model: &Model, detail: Detail) -> Blast {
             blocks: Units::default(),
             shares: Units::default(),
         })
-        .collect();
+        .collect()
+}
 
-    // Blocked units, chunk by chunk of unit indices, each component after its successors.
+/// One chunk of unit indices, `start..end`: `words` words of each component's row of bits.
+#[derive(Clone, Copy)]
+struct Chunk {
+    start: usize,
+    end: usize,
+    words: usize,
+}
+
+impl Chunk {
+    /// Component `c`'s row of `bits`.
+    fn row(self, bits: &[u64], c: usize) -> &[u64] {
+        &bits[c * CHUNK_WORDS..c * CHUNK_WORDS + self.words]
+    }
+}
+
+/// What each unit blocks: chunk by chunk of unit indices, the units each component's
+/// readiness blocks (`reach`), then each unit's count and first names from the components
+/// of its gating Kustomizations (`block_one`).
+fn blocked(
+    model: &Model,
+    scc: &Components,
+    of_unit: &[Vec<(usize, bool)>],
+    detail: Detail,
+    units: &mut [UnitBlast],
+) {
+    let units_len = model.unit_names.len();
+    let count = scc.members.len();
     let chunk_bits = CHUNK_WORDS * 64;
     let mut bits = vec![0u64; count * CHUNK_WORDS];
     let mut acc = [0u64; CHUNK_WORDS];
+    let limit = match detail {
+        Detail::Count => 0,
+        Detail::First(n) => n,
+    };
     for start in (0..units_len).step_by(chunk_bits) {
         let end = (start + chunk_bits).min(units_len);
-        let words = (end - start).div_ceil(64);
-        bits.iter_mut().for_each(|w| *w = 0);
-        for c in 0..count {
-            acc[..words].iter_mut().for_each(|w| *w = 0);
-            for &k in &members[c] {
-                for &(to, blocking) in &next[k] {
-                    if blocking {
-                        let held = &model.holds[to];
-                        let from = held.partition_point(|(u, _)| *u < start);
-                        for &(u, _) in held[from..].iter().take_while(|(u, _)| *u < end) {
-                            let b = u - start;
-                            acc[b / 64] |= 1 << (b % 64);
-                        }
-                    }
-                    let tc = component[to];
-                    if tc != c {
-                        let row = &bits[tc * CHUNK_WORDS..tc * CHUNK_WORDS + words];
-                        for (a, r) in acc[..words].iter_mut().zip(row) {
-                            *a |= r;
-                        }
-                    }
-                }
-            }
-            bits[c * CHUNK_WORDS..c * CHUNK_WORDS + words].copy_from_slice(&acc[..words]);
-        }
+        let chunk = Chunk {
+            start,
+            end,
+            words: (end - start).div_ceil(64),
+        };
+        reach(model, scc, chunk, &mut bits, &mut acc);
         // Most units have one gating Kustomization: its row, counted once per component.
         let pop: Vec<usize> = (0..count)
             .map(|c| {
-                bits[c * CHUNK_WORDS..c * CHUNK_WORDS + words]
+                chunk
+                    .row(&bits, c)
                     .iter()
                     .map(|w| w.count_ones() as usize)
                     .sum()
             })
             .collect();
-        let limit = match detail {
-            Detail::Count => 0,
-            Detail::First(n) => n,
+        let reached = Reached {
+            chunk,
+            bits: &bits,
+            pop: &pop,
         };
-        for ub in &mut units {
-            let mut gating = of_unit[ub.unit].iter().filter(|(_, g)| *g).map(|(k, _)| *k);
-            let (first, second) = (gating.next(), gating.next());
-            let Some(first) = first else { continue };
-            let row: &[u64] = if second.is_none() {
-                let c = component[first];
-                &bits[c * CHUNK_WORDS..c * CHUNK_WORDS + words]
-            } else {
-                acc[..words].iter_mut().for_each(|w| *w = 0);
-                for k in [first].into_iter().chain(second).chain(gating) {
-                    let c = component[k];
-                    let row = &bits[c * CHUNK_WORDS..c * CHUNK_WORDS + words];
-                    for (a, r) in acc[..words].iter_mut().zip(row) {
-                        *a |= r;
+        for ub in units.iter_mut() {
+            let gating = of_unit[ub.unit].iter().filter(|(_, g)| *g).map(|(k, _)| *k);
+            block_one(ub, gating, &scc.component, &reached, &mut acc, limit);
+        }
+    }
+}
+
+/// Into `bits`, a row per component: the units of `chunk` its readiness blocks, each
+/// component after its successors (numbered below it), whose rows it takes in.
+fn reach(
+    model: &Model,
+    scc: &Components,
+    chunk: Chunk,
+    bits: &mut [u64],
+    acc: &mut [u64; CHUNK_WORDS],
+) {
+    let words = chunk.words;
+    bits.iter_mut().for_each(|w| *w = 0);
+    for (c, members) in scc.members.iter().enumerate() {
+        acc[..words].iter_mut().for_each(|w| *w = 0);
+        for &k in members {
+            for &(to, blocking) in &scc.next[k] {
+                if blocking {
+                    let held = &model.holds[to];
+                    let from = held.partition_point(|(u, _)| *u < chunk.start);
+                    for &(u, _) in held[from..].iter().take_while(|(u, _)| *u < chunk.end) {
+                        let b = u - chunk.start;
+                        acc[b / 64] |= 1 << (b % 64);
                     }
                 }
-                &acc[..words]
-            };
-            // A unit never blocks itself (its files in two Kustomizations, one after the
-            // other, or a cycle).
-            let own = (start..end).contains(&ub.unit).then(|| ub.unit - start);
-            let has_own = own.is_some_and(|b| row[b / 64] & (1 << (b % 64)) != 0);
-            let count: usize = if second.is_none() {
-                pop[component[first]]
-            } else {
-                row.iter().map(|w| w.count_ones() as usize).sum()
-            };
-            ub.blocks.count += count - usize::from(has_own);
-            // Names only as far as `detail` keeps them (a unit of wave 0 blocks nearly every
-            // unit: walking each bit would be units squared).
-            'words: for (w, &word) in row.iter().enumerate() {
-                let mut word = word;
-                while word != 0 {
-                    if ub.blocks.kept.len() >= limit {
-                        break 'words;
-                    }
-                    let b = word.trailing_zeros() as usize;
-                    word &= word - 1;
-                    if Some(w * 64 + b) != own {
-                        ub.blocks.kept.push(start + w * 64 + b);
+                let tc = scc.component[to];
+                if tc != c {
+                    for (a, r) in acc[..words].iter_mut().zip(chunk.row(bits, tc)) {
+                        *a |= r;
                     }
                 }
             }
         }
+        bits[c * CHUNK_WORDS..c * CHUNK_WORDS + words].copy_from_slice(&acc[..words]);
     }
+}
 
-    // Shares: the other units of the Kustomizations that gate it.
-    for ub in &mut units {
+/// One chunk's rows (`reach`) and each component's count of set bits in it.
+struct Reached<'a> {
+    chunk: Chunk,
+    bits: &'a [u64],
+    pop: &'a [usize],
+}
+
+/// What unit `ub` blocks among the units of the chunk: the union of the rows of its gating
+/// Kustomizations' components, less itself. Its count is added; names are kept up to
+/// `limit` (a unit of wave 0 blocks nearly every unit: walking each bit would be units
+/// squared).
+fn block_one(
+    ub: &mut UnitBlast,
+    mut gating: impl Iterator<Item = usize>,
+    component: &[usize],
+    reached: &Reached,
+    acc: &mut [u64; CHUNK_WORDS],
+    limit: usize,
+) {
+    let Reached { chunk, bits, pop } = *reached;
+    let (first, second) = (gating.next(), gating.next());
+    let Some(first) = first else { return };
+    let row: &[u64] = if second.is_none() {
+        chunk.row(bits, component[first])
+    } else {
+        acc[..chunk.words].iter_mut().for_each(|w| *w = 0);
+        for k in [first].into_iter().chain(second).chain(gating) {
+            for (a, r) in acc[..chunk.words]
+                .iter_mut()
+                .zip(chunk.row(bits, component[k]))
+            {
+                *a |= r;
+            }
+        }
+        &acc[..chunk.words]
+    };
+    // A unit never blocks itself (its files in two Kustomizations, one after the other, or a
+    // cycle).
+    let own = (chunk.start..chunk.end)
+        .contains(&ub.unit)
+        .then(|| ub.unit - chunk.start);
+    let has_own = own.is_some_and(|b| row[b / 64] & (1 << (b % 64)) != 0);
+    let count: usize = if second.is_none() {
+        pop[component[first]]
+    } else {
+        row.iter().map(|w| w.count_ones() as usize).sum()
+    };
+    ub.blocks.count += count - usize::from(has_own);
+    'words: for (w, &word) in row.iter().enumerate() {
+        let mut word = word;
+        while word != 0 {
+            if ub.blocks.kept.len() >= limit {
+                break 'words;
+            }
+            let b = word.trailing_zeros() as usize;
+            word &= word - 1;
+            if Some(w * 64 + b) != own {
+                ub.blocks.kept.push(chunk.start + w * 64 + b);
+            }
+        }
+    }
+}
+
+/// What each unit shares a gate with: the other units of the Kustomizations that gate it.
+fn shared(model: &Model, of_unit: &[Vec<(usize, bool)>], detail: Detail, units: &mut [UnitBlast]) {
+    for ub in units {
         let gates: Vec<usize> = of_unit[ub.unit]
             .iter()
             .filter(|(_, g)| *g)
@@ -388,23 +495,22 @@ pub fn analyse(model: &Model, detail: Detail) -> Blast {
             }
         }
     }
+}
 
+/// The sums over every unit, and the unit that blocks most.
+fn totals(units: &[UnitBlast]) -> Totals {
     let mut totals = Totals {
         units: units.len(),
         ..Totals::default()
     };
-    for ub in &units {
+    for ub in units {
         totals.blocked += ub.blocks.count as u64;
         totals.shared += ub.shares.count as u64;
         if ub.blocks.count > 0 && totals.worst.is_none_or(|(_, most)| ub.blocks.count > most) {
             totals.worst = Some((ub.unit, ub.blocks.count));
         }
     }
-    Blast {
-        units,
-        totals,
-        chain: chain(model, &component, count),
-    }
+    totals
 }
 
 /// Every unit a unit blocks or shares a gate with, one unit at a time, as `--format json`

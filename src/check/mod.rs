@@ -2,8 +2,9 @@
 //! an error: every finding is gathered and the exit code is decided at the end by counting
 //! errors. Drift findings come from the same change set `apply` carries out, so `check` is
 //! clean exactly when `apply` has nothing to do; they run only where there is a catalog (or
-//! units declared in fluxwave.yaml). Every other lint reads the environments as Flux builds them (the cutover
-//! builder on the working tree), so it sees what Flux sees, whatever the layout.
+//! units declared in fluxwave.yaml). Every other lint reads the environments as Flux builds
+//! them (`flux::inventory` over the working tree, HelmReleases rendered by `helm`), so it sees
+//! what Flux sees, whatever the layout.
 
 mod build;
 mod decryption;
@@ -54,7 +55,6 @@ pub struct ObjectFacts<'a> {
 }
 
 impl FluxView {
-    /// The Flux view of a tree already read.
     /// The Flux view of a tree already read; `overrides` are `--env NAME=PATH`.
     pub fn with_tree(
         tree: FileTree,

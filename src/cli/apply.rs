@@ -6,7 +6,8 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::{io, Outcome};
+use super::layout::load;
+use super::report::{io, warn, Outcome};
 use crate::diag::{render, Finding};
 use crate::error::Result;
 use crate::plan::changes::{self, Change, Op};
@@ -21,11 +22,11 @@ pub fn run(root: &Path, dry_run: bool, out: &mut impl Write) -> Result<Outcome> 
     } else {
         Some(crate::fs::lock::acquire(root, "apply")?)
     };
-    let (repo, plan) = super::plan::load(root)?;
+    let (repo, plan) = load(root)?;
     let set = changes::compute(&repo, &plan)?;
     for w in &set.warnings {
         let f = Finding::new(w.code, &w.path, w.message.clone(), &w.help);
-        super::warn(format_args!("{}", render::line(&f)));
+        warn(format_args!("{}", render::line(&f)));
     }
     let changes = set.changes;
     let mut s = String::new();

@@ -9,7 +9,9 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::{io, markdown, Outcome};
+use super::format::Format;
+use super::markdown;
+use super::report::{io, write_json, Outcome, JSON_VERSION};
 use crate::blast::{self, Blast, Detail, Model};
 use crate::config::{Config, Topology};
 use crate::error::{Error, Result};
@@ -40,14 +42,6 @@ impl Which {
             Which::Units => "units",
         }
     }
-}
-
-/// `--format`.
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
-    Markdown,
 }
 
 /// One topology's analysis: of an environment's build, or of a hypothetical layout.
@@ -152,15 +146,12 @@ pub fn run(
     let text = match format {
         Format::Json => {
             // Written as it is serialised, through the same writer as every output.
-            let mut w = std::io::BufWriter::with_capacity(1 << 16, &mut *out);
-            serde_json::to_writer_pretty(&mut w, &to_json(which, &main, &others))
-                .map_err(|e| io(e.into()))?;
-            w.write_all(b"\n").map_err(io)?;
-            w.flush().map_err(io)?;
+            write_json(out, &to_json(which, &main, &others))?;
             return Ok(Outcome::Clean);
         }
         Format::Text => text(&main, &others, false),
         Format::Markdown => text(&main, &others, true),
+        other => return Err(other.unsupported("blast")),
     };
     out.write_all(text.as_bytes()).map_err(io)?;
     Ok(Outcome::Clean)
@@ -317,7 +308,7 @@ fn to_json<'a>(which: Which, main: &'a [Section], others: &[Section]) -> Json<'a
         Vec::new()
     };
     Json {
-        version: super::JSON_VERSION,
+        version: JSON_VERSION,
         topology: which.as_str(),
         environment: environment_json(first),
         units: UnitsJson(first),

@@ -12,21 +12,16 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{io, warn, Outcome, JSON_VERSION};
+use super::format::Format;
+use super::report::{io, warn, Outcome, JSON_VERSION};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::flux::discover::{self, Environment};
-use crate::flux::inventory::{self, flux_id};
+use crate::flux::inventory::{self, flux_id, Inventory};
 use crate::flux::release::Release;
 use crate::kustomize::object::ObjectId;
 use crate::objects::{self, MaskedObject};
 use crate::tree::FileTree;
-
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Yaml,
-    Json,
-}
 
 pub fn run(
     root: &Path,
@@ -35,6 +30,12 @@ pub fn run(
     format: Format,
     out: &mut impl Write,
 ) -> Result<Outcome> {
+    // A stream of YAML documents, or one JSON document.
+    let as_json = match format {
+        Format::Yaml => false,
+        Format::Json => true,
+        other => return Err(other.unsupported("build")),
+    };
     let wanted = kustomization.map(parse_kustomization).transpose()?;
     let config = Config::load(root)?;
     let tree = FileTree::from_worktree_or_dir(root)?;
@@ -46,27 +47,89 @@ pub fn run(
     // YAML and JSON are written as each environment is built, one object held at a time.
     let mut w = std::io::BufWriter::with_capacity(1 << 16, &mut *out);
     let mut json = JsonStream::new(envs.iter().map(|e| e.name.clone()).collect());
-    let mut found = false;
-    let mut known: Vec<String> = Vec::new();
-    // (environment, Kustomization, why) of each that fails to build.
-    let mut failed: Vec<(String, String, String)> = Vec::new();
-    // (environment, HelmRelease, why) of each whose chart is not rendered.
-    let mut not_rendered: Vec<(String, String, String)> = Vec::new();
-    // The HelmReleases whose values are not checked against their chart's schema, by chart
-    // and why: said once for each chart, as most repositories install one chart many times.
-    let mut unchecked: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    let mut seen = Seen::default();
     for env in &envs {
         let mut inv = inventory::build_whole(&tree, env);
         crate::helm::render(&mut inv, &tree);
+        seen.owners(env, &inv, wanted.as_ref());
+        seen.releases(env, &inv, wanted.as_ref());
+        let make = |b: MaskedObject| {
+            let selected = wanted.as_ref().is_none_or(|w| *w == *b.owner);
+            selected.then(|| {
+                if as_json {
+                    json_item(&b)
+                } else {
+                    Ok(yaml_document(&b))
+                }
+            })
+        };
+        objects::each(&inv, make, |text| {
+            let Some(text) = text else { return Ok(()) };
+            // What is written is of a Kustomization found: a `--kustomization` not found
+            // fails below with nothing written.
+            seen.found = true;
+            if as_json {
+                json.object(&mut w, &text?)
+            } else {
+                w.write_all(text?.as_bytes()).map_err(io)
+            }
+        })?;
+    }
+    seen.warn_unchecked();
+    if let (Some(w), false) = (&wanted, seen.found) {
+        seen.known.sort();
+        seen.known.dedup();
+        return Err(Error::Usage(format!(
+            "--kustomization {}/{}: no such Flux Kustomization in {}; there are: {}",
+            w.namespace,
+            w.name,
+            names(&envs),
+            seen.known.join(", ")
+        )));
+    }
+    if as_json {
+        seen.finish_json(json, &mut w)?;
+    }
+    w.flush().map_err(io)?;
+    drop(w);
+    if !seen.failed.is_empty() {
+        return Err(Error::Partial(format!(
+            "{} failed to build; what the others apply is printed",
+            crate::plural::count(seen.failed.len(), "Kustomization")
+        )));
+    }
+    Ok(Outcome::Clean)
+}
+
+/// What the builds say besides their objects, gathered environment by environment.
+#[derive(Default)]
+struct Seen {
+    /// Whether the Kustomization `--kustomization` names was found (any, without it).
+    found: bool,
+    /// Every Kustomization, as `namespace/name`.
+    known: Vec<String>,
+    /// (environment, Kustomization, why) of each that fails to build.
+    failed: Vec<(String, String, String)>,
+    /// (environment, HelmRelease, why) of each whose chart is not rendered.
+    not_rendered: Vec<(String, String, String)>,
+    /// The HelmReleases whose values are not checked against their chart's schema, by chart
+    /// and why: said once for each chart, as most repositories install one chart many times.
+    unchecked: BTreeMap<(String, String), BTreeSet<String>>,
+}
+
+impl Seen {
+    /// The Kustomizations of `env` that `wanted` selects: each that fails to build, or that
+    /// applies objects fluxwave cannot see, is said on stderr.
+    fn owners(&mut self, env: &Environment, inv: &Inventory, wanted: Option<&ObjectId>) {
         for (id, o) in &inv.owners {
-            let selected = wanted.as_ref().is_none_or(|w| w == id);
-            known.push(format!("{}/{}", id.namespace, id.name));
-            found |= selected;
+            let selected = wanted.is_none_or(|w| w == id);
+            self.known.push(format!("{}/{}", id.namespace, id.name));
+            self.found |= selected;
             if !selected {
                 continue;
             }
             if let Some(e) = &o.build_error {
-                failed.push((
+                self.failed.push((
                     env.name.clone(),
                     format!("{}/{}", id.namespace, id.name),
                     e.to_string(),
@@ -85,12 +148,17 @@ pub fn run(
                 ));
             }
         }
+    }
+
+    /// The HelmReleases of `env` that `wanted` selects: each not rendered is said on stderr;
+    /// those whose values are not checked are kept for `warn_unchecked`.
+    fn releases(&mut self, env: &Environment, inv: &Inventory, wanted: Option<&ObjectId>) {
         for (id, e) in &inv.objects {
-            let selected = wanted.as_ref().is_none_or(|w| *w == *e.owner);
+            let selected = wanted.is_none_or(|w| *w == *e.owner);
             let rendered = e.release.as_deref().and_then(Release::rendered);
             if let (true, Some(r)) = (selected, rendered) {
                 if let Some(why) = &r.unchecked {
-                    unchecked
+                    self.unchecked
                         .entry((r.chart.clone(), why.clone()))
                         .or_default()
                         .insert(format!("{}/{}", id.namespace, id.name));
@@ -101,55 +169,34 @@ pub fn run(
                     "fluxwave: warning: {}: HelmRelease {}/{} is not rendered: {why}",
                     env.name, id.namespace, id.name
                 ));
-                not_rendered.push((
+                self.not_rendered.push((
                     env.name.clone(),
                     format!("{}/{}", id.namespace, id.name),
                     why.to_string(),
                 ));
             }
         }
-        let make = |b: MaskedObject| {
-            let selected = wanted.as_ref().is_none_or(|w| *w == *b.owner);
-            selected.then(|| match format {
-                Format::Yaml => Ok(yaml_document(&b)),
-                Format::Json => json_item(&b),
-            })
-        };
-        objects::each(&inv, make, |text| {
-            let Some(text) = text else { return Ok(()) };
-            // What is written is of a Kustomization found: a `--kustomization` not found
-            // fails below with nothing written.
-            found = true;
-            match format {
-                Format::Yaml => w.write_all(text?.as_bytes()).map_err(io),
-                Format::Json => json.object(&mut w, &text?),
+    }
+
+    /// Once per chart and reason: the HelmReleases whose values are not checked.
+    fn warn_unchecked(&self) {
+        for ((chart, why), releases) in &self.unchecked {
+            let mut names: Vec<&str> = releases.iter().map(String::as_str).take(3).collect();
+            if releases.len() > 3 {
+                names.push("…");
             }
-        })?;
-    }
-    for ((chart, why), releases) in &unchecked {
-        let mut names: Vec<&str> = releases.iter().map(String::as_str).take(3).collect();
-        if releases.len() > 3 {
-            names.push("…");
+            warn(format_args!(
+                "fluxwave: warning: {} of chart {chart} ({}): {why}",
+                crate::plural::count(releases.len(), "HelmRelease"),
+                names.join(", ")
+            ));
         }
-        warn(format_args!(
-            "fluxwave: warning: {} of chart {chart} ({}): {why}",
-            crate::plural::count(releases.len(), "HelmRelease"),
-            names.join(", ")
-        ));
     }
-    if let (Some(w), false) = (&wanted, found) {
-        known.sort();
-        known.dedup();
-        return Err(Error::Usage(format!(
-            "--kustomization {}/{}: no such Flux Kustomization in {}; there are: {}",
-            w.namespace,
-            w.name,
-            names(&envs),
-            known.join(", ")
-        )));
-    }
-    if format == Format::Json {
-        let failed: Vec<JsonFailure> = failed
+
+    /// The end of the JSON document: what failed to build and what is not rendered.
+    fn finish_json(&self, json: JsonStream, w: &mut impl Write) -> Result<()> {
+        let failed: Vec<JsonFailure> = self
+            .failed
             .iter()
             .map(|(environment, kustomization, error)| JsonFailure {
                 environment,
@@ -157,7 +204,8 @@ pub fn run(
                 error,
             })
             .collect();
-        let not_rendered: Vec<JsonNotRendered> = not_rendered
+        let not_rendered: Vec<JsonNotRendered> = self
+            .not_rendered
             .iter()
             .map(|(environment, release, why)| JsonNotRendered {
                 environment,
@@ -165,17 +213,8 @@ pub fn run(
                 why,
             })
             .collect();
-        json.finish(&mut w, &failed, &not_rendered)?;
+        json.finish(w, &failed, &not_rendered)
     }
-    w.flush().map_err(io)?;
-    drop(w);
-    if !failed.is_empty() {
-        return Err(Error::Partial(format!(
-            "{} failed to build; what the others apply is printed",
-            crate::plural::count(failed.len(), "Kustomization")
-        )));
-    }
-    Ok(Outcome::Clean)
 }
 
 /// `b` as a document of the YAML stream, after the comment naming its owner, environment and

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::{io, Outcome};
+use super::report::{io, warn, Outcome};
 use crate::cache::{Policy, Tally};
 use crate::error::{Error, Result};
 
@@ -49,7 +49,7 @@ pub fn gc(cache: &Path, policy: &Policy, out: &mut impl Write) -> Result<Outcome
     )
     .map_err(io)?;
     for (path, e) in &report.failed {
-        super::warn(format_args!("fluxwave: cannot remove {path}: {e}"));
+        warn(format_args!("fluxwave: cannot remove {path}: {e}"));
     }
     if !report.failed.is_empty() {
         return Err(Error::Partial(format!(

@@ -7,21 +7,12 @@
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 
-use super::{io, Outcome};
+use super::format::Format;
+use super::report::{io, Outcome, JSON_VERSION};
 use crate::check::{self, Severity};
 use crate::diag::{render, Code};
 use crate::error::{Error, Result};
 use crate::plural::count;
-
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// Each finding with a snippet of the line it points at, then the counts
-    Text,
-    /// `{"findings": [...], "errors": N, "warnings": N, "environments": [{name, path, kustomizations}], "kustomizations": N}`
-    Json,
-    /// GitHub Actions workflow commands (`::error file=...,line=...::message`)
-    Github,
-}
 
 /// What `--deny` turns into errors.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -53,7 +44,7 @@ pub fn run(
                 serde_json::json!(report.environments),
             );
             more.insert("kustomizations".into(), report.kustomizations().into());
-            render::json(super::JSON_VERSION, &findings, more)
+            render::json(JSON_VERSION, &findings, more)
         }
         Format::Text => {
             let colour = super::terminal::colour(std::io::stdout().is_terminal());
@@ -66,6 +57,7 @@ pub fn run(
                 |path: &str| std::fs::symlink_metadata(root.join(path)).is_ok_and(|m| m.is_file());
             before_counts(render::github(&findings, &is_file), &findings, &built)
         }
+        other => return Err(other.unsupported("check")),
     };
     out.write_all(text.as_bytes()).map_err(io)?;
     Ok(if render::counts(&findings).0 > 0 {

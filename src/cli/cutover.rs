@@ -9,7 +9,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::{io, Outcome, ReportFormat};
+use super::format::Format;
+use super::report::{io, write_json, Outcome, JSON_VERSION};
+use super::revisions::{heading, incomplete, RevisionsJson};
 use crate::cutover::{self, Deletion, Report, Verdict};
 use crate::error::Result;
 use crate::plural::count;
@@ -18,20 +20,16 @@ pub fn run(
     root: &Path,
     from: &str,
     to: Option<&str>,
-    format: ReportFormat,
+    format: Format,
     envs: &[(String, String)],
     out: &mut impl Write,
 ) -> Result<Outcome> {
     let report = cutover::analyse(root, from, to, envs)?;
     match format {
-        ReportFormat::Json => {
-            // Written as it is serialised: at 100,000 services the document is 220 MB.
-            let mut w = std::io::BufWriter::with_capacity(1 << 16, &mut *out);
-            serde_json::to_writer_pretty(&mut w, &Json::of(&report)).map_err(|e| io(e.into()))?;
-            w.write_all(b"\n").map_err(io)?;
-            w.flush().map_err(io)?;
-        }
-        ReportFormat::Text => out.write_all(text(&report).as_bytes()).map_err(io)?,
+        // Written as it is serialised: at 100,000 services the document is 220 MB.
+        Format::Json => write_json(out, &json_of(&report))?,
+        Format::Text => out.write_all(text(&report).as_bytes()).map_err(io)?,
+        other => return Err(other.unsupported("cutover")),
     }
     Ok(if report.is_safe() {
         Outcome::Clean
@@ -47,18 +45,19 @@ pub fn run(
 pub fn run_each(
     root: &Path,
     range: &str,
-    format: ReportFormat,
+    format: Format,
     envs: &[(String, String)],
     out: &mut impl Write,
 ) -> Result<Outcome> {
     let steps = crate::tree::first_parent_steps(root, range)?;
     let reports = cutover::analyse_steps(root, &steps, envs)?;
     let subjects = match format {
-        ReportFormat::Text => crate::tree::subjects(root, &steps).unwrap_or_default(),
-        ReportFormat::Json => Default::default(),
+        Format::Text => crate::tree::subjects(root, &steps).unwrap_or_default(),
+        Format::Json => Default::default(),
+        other => return Err(other.unsupported("cutover")),
     };
     for (i, (pair, report)) in steps.windows(2).zip(&reports).enumerate() {
-        if let ReportFormat::Text = format {
+        if let Format::Text = format {
             let subject = subjects.get(&pair[1]).map_or("", String::as_str);
             let head = format!(
                 "== step {} of {}: {} {}\n",
@@ -72,22 +71,19 @@ pub fn run_each(
             out.write_all(b"\n").map_err(io)?;
         }
     }
-    if let ReportFormat::Json = format {
+    if let Format::Json = format {
         #[derive(Serialize)]
         struct Each<'a> {
             version: u32,
             range: &'a str,
-            steps: Vec<Json<'a>>,
+            steps: Vec<RevisionsJson<'a, Body<'a>>>,
         }
         let doc = Each {
-            version: super::JSON_VERSION,
+            version: JSON_VERSION,
             range,
-            steps: reports.iter().map(Json::of).collect(),
+            steps: reports.iter().map(json_of).collect(),
         };
-        let mut w = std::io::BufWriter::with_capacity(1 << 16, &mut *out);
-        serde_json::to_writer_pretty(&mut w, &doc).map_err(|e| io(e.into()))?;
-        w.write_all(b"\n").map_err(io)?;
-        w.flush().map_err(io)?;
+        write_json(out, &doc)?;
     } else if reports.is_empty() {
         out.write_all(format!("--each {range}: no commit on the way\n").as_bytes())
             .map_err(io)?;
@@ -99,38 +95,22 @@ pub fn run_each(
     })
 }
 
-/// The JSON form of a report.
+/// `cutover`'s own fields of its JSON report.
 #[derive(Serialize)]
-struct Json<'a> {
-    version: u32,
-    from: &'a str,
-    to: &'a str,
-    environments: &'a [String],
-    verdict: cutover::Verdict,
+struct Body<'a> {
     safe: bool,
     stateful: usize,
     deletions: &'a [Deletion],
-    incomplete: &'a [cutover::Incomplete],
-    warnings: &'a [cutover::EnvWarning],
-    runbook: &'a [cutover::runbook::Section],
 }
 
-impl<'a> Json<'a> {
-    fn of(r: &'a Report) -> Json<'a> {
-        Json {
-            version: super::JSON_VERSION,
-            from: &r.from,
-            to: &r.to,
-            environments: &r.environments,
-            verdict: r.verdict(),
-            safe: r.is_safe(),
-            stateful: r.deletions.iter().filter(|d| d.stateful).count(),
-            deletions: &r.deletions,
-            incomplete: &r.incomplete,
-            warnings: &r.warnings,
-            runbook: &r.runbook,
-        }
-    }
+/// The JSON form of a report.
+fn json_of(r: &Report) -> RevisionsJson<'_, Body<'_>> {
+    let body = Body {
+        safe: r.is_safe(),
+        stateful: r.deletions.iter().filter(|d| d.stateful).count(),
+        deletions: &r.deletions,
+    };
+    RevisionsJson::of(r, body).with_runbook(r)
 }
 
 /// Deletions grouped by environment and owner, then by reason (the same reason is printed once,
@@ -161,42 +141,6 @@ fn group(s: &mut String, title: &str, items: &[&Deletion]) {
             }
         }
     }
-}
-
-/// The Kustomizations the analysis could not see into, each with why: Flux may `verb` objects
-/// there that no list shows (`cutover` and `diff` print the same section).
-pub(super) fn incomplete(s: &mut String, r: &Report, verb: &str) {
-    if r.incomplete.is_empty() {
-        return;
-    }
-    s.push_str(&format!(
-        "\nIncomplete (Flux may {verb} objects fluxwave cannot see)\n"
-    ));
-    for i in &r.incomplete {
-        s.push_str(&format!(
-            "  {} — {} ({})\n",
-            i.environment,
-            i.what(),
-            i.file
-        ));
-        for why in &i.why {
-            s.push_str(&format!("    {why}\n"));
-        }
-    }
-}
-
-/// The first line of `cutover` and `diff`: what is compared, and in which environments.
-pub(super) fn heading(command: &str, r: &Report) -> String {
-    format!(
-        "{command} {} -> {} (environments: {})",
-        r.from,
-        r.to,
-        if r.environments.is_empty() {
-            "none found".to_string()
-        } else {
-            r.environments.join(", ")
-        }
-    )
 }
 
 fn text(r: &Report) -> String {

@@ -11,20 +11,15 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::{io, markdown, Outcome, JSON_VERSION};
-use crate::cutover::{self, Deletion, Report, Verdict};
+use super::format::Format;
+use super::markdown;
+use super::report::{io, write_json, Outcome};
+use super::revisions::{heading, incomplete, RevisionsJson};
+use crate::cutover::{Deletion, Report, Verdict};
 use crate::error::Result;
 use crate::kustomize::object::ObjectId;
 use crate::objects::{self, Change, Kind};
 use crate::plural::count;
-
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
-    /// Markdown for a pull-request comment or `$GITHUB_STEP_SUMMARY`
-    Github,
-}
 
 /// At most this many changes are listed in `--format github`, and at most this many bytes
 /// of diffs: a pull-request comment holds 65,536 characters.
@@ -76,15 +71,15 @@ fn shown(
         .filter(|d| !listed.contains(&(&*d.environment, &d.id)))
         .collect();
     match format {
-        Format::Json => {
-            let doc = Json::of(report, &rows, &also);
-            serde_json::to_writer_pretty(&mut *out, &doc).map_err(|e| io(e.into()))?;
-            out.write_all(b"\n")
-        }
-        Format::Text => out.write_all(text(report, &rows, &also).as_bytes()),
-        Format::Github => out.write_all(github(report, &rows, &also).as_bytes()),
+        Format::Json => write_json(out, &json_of(report, &rows, &also))?,
+        Format::Text => out
+            .write_all(text(report, &rows, &also).as_bytes())
+            .map_err(io)?,
+        Format::Github => out
+            .write_all(github(report, &rows, &also).as_bytes())
+            .map_err(io)?,
+        other => return Err(other.unsupported("diff")),
     }
-    .map_err(io)?;
     Ok(if rows.is_empty() && also.is_empty() {
         Outcome::Clean
     } else {
@@ -176,39 +171,29 @@ impl Summary {
     }
 }
 
+/// `diff`'s own fields of its JSON report.
 #[derive(Serialize)]
-struct Json<'a> {
-    version: u32,
-    from: &'a str,
-    to: &'a str,
-    environments: &'a [String],
-    /// cutover's verdict: `safe`, `deletes` or `incomplete`.
-    verdict: Verdict,
+struct Body<'a> {
     summary: Summary,
     changes: JsonChanges<'a>,
     /// cutover's deletions of objects that do not change themselves (in a Namespace or of a
     /// CRD that is deleted), as `cutover --format json` lists them.
     #[serde(rename = "alsoDeleted")]
     also_deleted: &'a [&'a Deletion],
-    incomplete: &'a [cutover::Incomplete],
-    warnings: &'a [cutover::EnvWarning],
 }
 
-impl<'a> Json<'a> {
-    fn of(r: &'a Report, rows: &'a [Row<'a>], also: &'a [&'a Deletion]) -> Json<'a> {
-        Json {
-            version: JSON_VERSION,
-            from: &r.from,
-            to: &r.to,
-            environments: &r.environments,
-            verdict: r.verdict(),
-            summary: Summary::of(rows),
-            changes: JsonChanges(rows),
-            also_deleted: also,
-            incomplete: &r.incomplete,
-            warnings: &r.warnings,
-        }
-    }
+/// The JSON form of the changes and cutover's report on them.
+fn json_of<'a>(
+    r: &'a Report,
+    rows: &'a [Row<'a>],
+    also: &'a [&'a Deletion],
+) -> RevisionsJson<'a, Body<'a>> {
+    let body = Body {
+        summary: Summary::of(rows),
+        changes: JsonChanges(rows),
+        also_deleted: also,
+    };
+    RevisionsJson::of(r, body)
 }
 
 /// The changes of `Json`, each made as it is written.
@@ -332,7 +317,7 @@ fn line(r: &Row) -> String {
 
 fn text(r: &Report, rows: &[Row], also: &[&Deletion]) -> String {
     let summary = Summary::of(rows);
-    let mut s = format!("{}\n", super::cutover::heading("diff", r));
+    let mut s = format!("{}\n", heading("diff", r));
     if rows.is_empty() {
         s.push_str("no object changes\n");
     } else {
@@ -394,7 +379,7 @@ fn text(r: &Report, rows: &[Row], also: &[&Deletion]) -> String {
             ));
         }
     }
-    super::cutover::incomplete(&mut s, r, "change");
+    incomplete(&mut s, r, "change");
     s
 }
 

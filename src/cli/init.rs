@@ -8,7 +8,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::{io, Outcome};
+use super::report::{io, Outcome};
 use crate::error::{Error, Result};
 use crate::fs::write;
 use crate::init;

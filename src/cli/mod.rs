@@ -1,5 +1,8 @@
 //! The command line: one file per command, the only place that prints. Errors go to stderr
-//! as located diagnostics; results go to stdout; the exit code is decided here once.
+//! as located diagnostics; results go to stdout; the exit code is decided here once. What
+//! commands share has a file of its own, never a sibling command: `format` (`--format`),
+//! `report` (outcome, JSON version, writers, failures), `revisions` (`cutover` and `diff`),
+//! `layout` (`waves`, `plan` and `apply`).
 
 mod apply;
 mod blast;
@@ -8,32 +11,28 @@ mod cache;
 mod check;
 mod cutover;
 mod diff;
+mod format;
 mod init;
+mod layout;
 mod markdown;
 mod plan;
 mod render;
+mod report;
+mod revisions;
 mod schema;
 pub mod terminal;
 mod waves;
 
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::error::Error;
-
-/// How a successful run ended: with nothing to report, or with findings (exit 1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    Clean,
-    Findings,
-}
-
-/// The `version` of every JSON document fluxwave prints: raised when a field changes meaning
-/// or goes away; a field added leaves it as it is.
-pub const JSON_VERSION: u32 = 1;
+use format::Format;
+pub use report::Outcome;
+use report::{fail, io, Machine};
 
 const AFTER_HELP: &str = "Exit status: 0 fine, 1 findings, 2 bad input or usage.";
 
@@ -117,9 +116,29 @@ struct HelmArgs {
 }
 
 impl HelmArgs {
+    /// The bounds of each helm run.
+    fn limits(&self) -> crate::process::Limits {
+        crate::process::Limits::helm(self.helm_timeout, self.helm_output_limit)
+    }
+
+    /// How this run renders HelmReleases; `base` as `hosts` takes it.
+    fn options(&self, repo: &Path, base: Option<&str>) -> crate::helm::Options {
+        if self.no_helm {
+            return crate::helm::Options::off();
+        }
+        let mut options = crate::helm::Options::new(
+            self.helm.clone(),
+            self.offline,
+            self.cache.clone(),
+            self.hosts(repo, base),
+        );
+        options.limits = self.limits();
+        options
+    }
+
     /// The hosts this run may pull charts from; `base` is the revision a comparison starts
     /// from (the one the cluster runs: reviewed and merged), whose chart sources are trusted.
-    fn hosts(&self, repo: &std::path::Path, base: Option<&str>) -> crate::helm::Hosts {
+    fn hosts(&self, repo: &Path, base: Option<&str>) -> crate::helm::Hosts {
         use crate::helm::Hosts;
         let allowed: std::collections::BTreeSet<String> = self
             .allow_hosts
@@ -155,14 +174,6 @@ impl HelmArgs {
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
-    Markdown,
-    Mermaid,
-}
-
 #[derive(Subcommand)]
 enum Command {
     /// Write a first fluxwave.yaml from what the repository holds, saying why for each setting
@@ -180,7 +191,7 @@ enum Command {
         after_help = "Example:\n  fluxwave --repo examples/homelab waves --format markdown\n\nExit status: 0 fine, 2 bad input (a cycle, an unknown dependency, ...)."
     )]
     Waves {
-        #[arg(long, value_enum, default_value = "text")]
+        #[arg(long, value_parser = format::WAVES, default_value = "text")]
         format: Format,
     },
     /// Which file goes to which wave, and which files must move (read-only)
@@ -188,8 +199,8 @@ enum Command {
         after_help = "Example:\n  fluxwave --repo examples/homelab plan --format json\n\nExit status: 0 fine, 2 bad input (a file no unit owns, ...)."
     )]
     Plan {
-        #[arg(long, value_enum, default_value = "text")]
-        format: ReportFormat,
+        #[arg(long, value_parser = format::PLAN, default_value = "text")]
+        format: Format,
     },
     /// Move files into their waves and keep the Flux wiring in step (idempotent)
     #[command(
@@ -205,8 +216,8 @@ enum Command {
         after_help = "Examples:\n  fluxwave --repo examples/homelab check\n  fluxwave check --format github --deny warnings   # in GitHub Actions\n  fluxwave check --base origin/main                # also what Flux would delete\n\nExit status: 0 no errors, 1 errors found (or warnings, with --deny warnings), 2 bad input."
     )]
     Check {
-        #[arg(long, value_enum, default_value = "text")]
-        format: check::Format,
+        #[arg(long, value_parser = format::CHECK, default_value = "text")]
+        format: Format,
         /// Also report what Flux would delete going from git revision REV to the working tree
         #[arg(long, value_name = "REV")]
         base: Option<String>,
@@ -235,8 +246,8 @@ enum Command {
         /// deletes what, as Flux applies the commits of a push one by one)
         #[arg(long, value_name = "A..B", conflicts_with_all = ["from", "to"])]
         each: Option<String>,
-        #[arg(long, value_enum, default_value = "text")]
-        format: ReportFormat,
+        #[arg(long, value_parser = format::CUTOVER, default_value = "text")]
+        format: Format,
         /// Compare this environment (entry folder PATH) instead of those found; repeatable
         #[arg(long = "env", value_name = "NAME=PATH", value_parser = env_pair)]
         envs: Vec<(String, String)>,
@@ -252,8 +263,8 @@ enum Command {
         /// Only the objects this Flux Kustomization applies
         #[arg(long, value_name = "NS/NAME")]
         kustomization: Option<String>,
-        #[arg(long, value_enum, default_value = "yaml")]
-        format: build::Format,
+        #[arg(long, value_parser = format::BUILD, default_value = "yaml")]
+        format: Format,
     },
     /// What changes in each Kustomization's objects between two git revisions
     #[command(
@@ -266,8 +277,8 @@ enum Command {
         /// The revision to go to (default: the working tree)
         #[arg(long, value_name = "REV")]
         to: Option<String>,
-        #[arg(long, value_enum, default_value = "text")]
-        format: diff::Format,
+        #[arg(long, value_parser = format::DIFF, default_value = "text")]
+        format: Format,
     },
     /// What a failing unit blocks under each topology, and the longest dependsOn chain
     #[command(
@@ -277,8 +288,8 @@ enum Command {
         /// The Flux Kustomizations as built (current), or a layout of the catalog
         #[arg(long, value_enum, default_value = "current")]
         topology: blast::Which,
-        #[arg(long, value_enum, default_value = "text")]
-        format: blast::Format,
+        #[arg(long, value_parser = format::BLAST, default_value = "text")]
+        format: Format,
         /// Build this environment (entry folder PATH) instead of those found; repeatable
         #[arg(long = "env", value_name = "NAME=PATH", value_parser = env_pair)]
         envs: Vec<(String, String)>,
@@ -349,29 +360,6 @@ enum CacheAction {
     },
 }
 
-/// The formats of `plan` and `cutover`.
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ReportFormat {
-    Text,
-    Json,
-}
-
-/// The repository fluxwave lays out has a `fluxwave.yaml` or a catalog: without either, a
-/// command that lays out waves would print an empty table for any folder (a typo in
-/// `--repo`, the wrong working directory), so it says so instead.
-pub(crate) fn managed_here(root: &std::path::Path) -> crate::error::Result<()> {
-    let config_file = root.join(crate::config::FILE);
-    let catalog = root.join("catalog");
-    if config_file.exists() || catalog.is_dir() {
-        return Ok(());
-    }
-    Err(Error::Usage(format!(
-        "{}: no {} and no catalog/ folder, so there is nothing for fluxwave to lay out here; run it from the GitOps repository's root (or name it with --repo), or start with `fluxwave init`",
-        root.display(),
-        crate::config::FILE
-    )))
-}
-
 /// One manual page: fluxwave's own, then each command's (its synopsis, options and examples)
 /// as a section of it, so that `man fluxwave` holds everything.
 fn man(out: &mut impl Write) -> std::io::Result<()> {
@@ -406,18 +394,26 @@ fn man(out: &mut impl Write) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Why `--env` refuses a value (clap prints it after the value).
+#[derive(Debug, thiserror::Error)]
+enum EnvPairError {
+    #[error("`{0}` is not NAME=PATH (say `--env prod=clusters/prod`)")]
+    NotPair(String),
+    #[error("`{0}` is not a valid environment name (a DNS-1123 label)")]
+    Name(String),
+    #[error("`{0}` must be a folder inside the repository")]
+    Path(String),
+}
+
 /// `--env NAME=PATH`: an environment's name and entry folder.
-fn env_pair(s: &str) -> Result<(String, String), String> {
+fn env_pair(s: &str) -> Result<(String, String), EnvPairError> {
     let (name, path) = s
         .split_once('=')
-        .ok_or_else(|| format!("`{s}` is not NAME=PATH (say `--env prod=clusters/prod`)"))?;
+        .ok_or_else(|| EnvPairError::NotPair(s.into()))?;
     if !crate::config::is_dns_label(name) {
-        return Err(format!(
-            "`{name}` is not a valid environment name (a DNS-1123 label)"
-        ));
+        return Err(EnvPairError::Name(name.into()));
     }
-    let path = crate::config::repo_relative(path)
-        .ok_or_else(|| format!("`{path}` must be a folder inside the repository"))?;
+    let path = crate::config::repo_relative(path).ok_or_else(|| EnvPairError::Path(path.into()))?;
     Ok((name.to_string(), path))
 }
 
@@ -428,186 +424,32 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
     terminal::set_when(terminal::when_of(&args));
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
-        Err(e) => {
-            use clap::error::ErrorKind;
-            let help = matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion);
-            // clap's message quotes the arguments (a value it refuses): through the same
-            // escaping as every other line.
-            let colour = terminal::colour(if help {
-                std::io::stdout().is_terminal()
-            } else {
-                std::io::stderr().is_terminal()
-            });
-            // (clap's plain form strips escape sequences and what follows an unterminated
-            // one: its coloured form keeps the argument whole, for `shown` to escape.)
-            let text = e.render().ansi().to_string();
-            let text = if colour {
-                terminal::shown(&text, true)
-            } else {
-                terminal::shown(&terminal::without_colour(&text), false)
-            };
-            if help {
-                let _ = std::io::stdout().lock().write_all(text.as_bytes());
-                return Ok(Outcome::Clean);
-            }
-            let _ = std::io::stderr().lock().write_all(text.as_bytes());
-            return Err(2);
-        }
+        Err(e) => return refused(&e),
     };
     // Once per run: every error report renders through the same handler as `check`'s text
     // (set already when the command line runs twice in one process).
     let _ = miette::set_hook(Box::new(|_| Box::new(crate::diag::render::handler(None))));
     terminal::set_when(cli.color);
-    let h = &cli.helm;
-    // The revision a comparison starts from.
-    let base = match &cli.command {
-        Command::Check { base, .. } => base.as_deref(),
-        Command::Cutover {
-            each: Some(range), ..
-        } => Some(range.split_once("..").map_or(range.as_str(), |(a, _)| a)),
-        Command::Cutover { from, .. } => Some(from.as_deref().unwrap_or("HEAD")),
-        Command::Diff { from, .. } => Some(from.as_str()),
-        _ => None,
-    };
-    let limits = crate::process::Limits::helm(h.helm_timeout, h.helm_output_limit);
-    let cache_dir = h.cache.clone().unwrap_or_else(crate::helm::default_cache);
-    let prune = |max_age, max_size| {
-        crate::cache::Policy::new(max_age, max_size, limits.timeout.unwrap_or_default())
-    };
-    crate::helm::configure(if h.no_helm {
-        crate::helm::Options::off()
-    } else {
-        let mut options = crate::helm::Options::new(
-            h.helm.clone(),
-            h.offline,
-            h.cache.clone(),
-            h.hosts(&cli.repo, base),
-        );
-        options.limits = limits;
-        options
-    });
+    let cache = Cache::of(&cli.helm);
+    crate::helm::configure(cli.helm.options(&cli.repo, base(&cli.command)));
     // The commands that render HelmReleases prune the cache once a day when they are done.
-    let renders = !h.no_helm
-        && matches!(
-            cli.command,
-            Command::Check { explain: None, .. }
-                | Command::Cutover { .. }
-                | Command::Build { .. }
-                | Command::Diff { .. }
-        );
-    let stdout = std::io::stdout();
-    let colour = terminal::colour(stdout.is_terminal());
-    let out = terminal::Safe::new(stdout.lock(), colour);
-    // `check` reports diagnostics; the other commands' results name files and objects.
-    let mut out = match cli.command {
-        Command::Check {
-            format: check::Format::Github,
-            ..
-        } => out.diagnostics().workflow_commands(),
-        Command::Check { .. } => out.diagnostics(),
-        // They print objects whole: a Secret value that masking missed (copied into a
-        // ConfigMap) is masked as in a diagnostic.
-        Command::Build { .. } | Command::Diff { .. } => out.diagnostics(),
-        _ => out,
-    };
-    // Every command but `schema`, `completions` and `man` reads the repository: one that is
-    // not a folder is bad input, not an empty repository.
+    let renders = !cli.helm.no_helm && renders(&cli.command);
+    let mut out = stdout_for(&cli.command);
+    // Every command but `schema`, `completions`, `man` and `cache` reads the repository: one
+    // that is not a folder is bad input, not an empty repository.
     let machine = machine(&cli.command);
-    let reads_repo = !matches!(
-        cli.command,
-        Command::Schema { .. } | Command::Completions { .. } | Command::Man | Command::Cache { .. }
-    );
-    if reads_repo && !cli.repo.is_dir() {
+    if reads_repo(&cli.command) && !cli.repo.is_dir() {
         let e = Error::Usage(format!(
             "--repo {}: no such folder (name the GitOps repository's root, or run from it)",
             cli.repo.display()
         ));
         return Err(fail(&e, machine, &mut out));
     }
-    let result = match cli.command {
-        Command::Init { catalog } => init::run(&cli.repo, catalog, &mut out),
-        Command::Waves { format } => waves::run(&cli.repo, format, &mut out),
-        Command::Plan { format } => plan::run(&cli.repo, format, &mut out),
-        Command::Apply { dry_run } => apply::run(&cli.repo, dry_run, &mut out),
-        Command::Check {
-            explain: Some(code),
-            ..
-        } => check::explain(&code, &mut out),
-        Command::Check {
-            format,
-            base,
-            deny,
-            envs,
-            ..
-        } => check::run(&cli.repo, format, base.as_deref(), deny, &envs, &mut out),
-        Command::Cutover {
-            each: Some(range),
-            format,
-            envs,
-            ..
-        } => cutover::run_each(&cli.repo, &range, format, &envs, &mut out),
-        Command::Cutover {
-            from,
-            to,
-            format,
-            envs,
-            ..
-        } => cutover::run(
-            &cli.repo,
-            from.as_deref().unwrap_or("HEAD"),
-            to.as_deref(),
-            format,
-            &envs,
-            &mut out,
-        ),
-        Command::Build {
-            env,
-            kustomization,
-            format,
-        } => build::run(
-            &cli.repo,
-            env.as_deref(),
-            kustomization.as_deref(),
-            format,
-            &mut out,
-        ),
-        Command::Diff { from, to, format } => {
-            diff::run(&cli.repo, &from, to.as_deref(), format, &mut out)
-        }
-        Command::Blast {
-            topology,
-            format,
-            envs,
-        } => blast::run(&cli.repo, topology, format, &envs, &mut out),
-        Command::Render {
-            files,
-            output,
-            wave_layout,
-            no_image_automation,
-        } => render::run(
-            &cli.repo,
-            render::Args {
-                files: &files,
-                out_dir: output.as_deref(),
-                wave_layout,
-                image_automation: !no_image_automation,
-            },
-            &mut out,
-        ),
-        Command::Cache {
-            action: CacheAction::Gc { max_age, max_size },
-        } => cache::gc(&cache_dir, &prune(max_age, max_size), &mut out),
-        Command::Schema { kind } => schema::run(kind, &mut out),
-        Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "fluxwave", &mut out);
-            Ok(Outcome::Clean)
-        }
-        Command::Man => man(&mut out).map(|()| Outcome::Clean).map_err(io),
-    };
+    let result = execute(cli.command, &cli.repo, &cache, &mut out);
     let _ = out.flush();
     if renders {
-        let policy = prune(crate::cache::MAX_AGE_DAYS, crate::cache::MAX_SIZE_MIB);
-        crate::cache::prune_daily(&cache_dir, &policy);
+        let policy = cache.policy(crate::cache::MAX_AGE_DAYS, crate::cache::MAX_SIZE_MIB);
+        crate::cache::prune_daily(&cache.dir, &policy);
     }
     match result {
         Ok(outcome) => Ok(outcome),
@@ -618,163 +460,203 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
     }
 }
 
-/// Reports a failure on stderr, and on stdout too in a format for programs; exit 2.
-fn fail(e: &Error, machine: Option<Machine>, out: &mut impl Write) -> u8 {
-    report(e);
-    if let (Some(machine), false) = (machine, matches!(e, Error::Partial(_))) {
-        let _ = out.write_all(machine_error(e, machine).as_bytes());
-        let _ = out.flush();
+/// A command line clap refused, or `--help` and `--version`: printed (help on stdout, with
+/// exit 0; a refusal on stderr, with exit 2).
+fn refused(e: &clap::Error) -> Result<Outcome, u8> {
+    use clap::error::ErrorKind;
+    let help = matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion);
+    // clap's message quotes the arguments (a value it refuses): through the same escaping as
+    // every other line.
+    let colour = terminal::colour(if help {
+        std::io::stdout().is_terminal()
+    } else {
+        std::io::stderr().is_terminal()
+    });
+    // (clap's plain form strips escape sequences and what follows an unterminated one: its
+    // coloured form keeps the argument whole, for `shown` to escape.)
+    let text = e.render().ansi().to_string();
+    let text = if colour {
+        terminal::shown(&text, true)
+    } else {
+        terminal::shown(&terminal::without_colour(&text), false)
+    };
+    if help {
+        let _ = std::io::stdout().lock().write_all(text.as_bytes());
+        return Ok(Outcome::Clean);
     }
-    2
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+    Err(2)
 }
 
-/// A format for programs (`--format json`, `--format github`): bad input is printed in it
-/// too, on stdout, beside the report on stderr.
-#[derive(Clone, Copy)]
-enum Machine {
-    Json,
-    /// Workflow commands (`check`).
-    Github,
-    /// A job summary's markdown (`diff`).
-    Markdown,
-}
-
-fn machine(command: &Command) -> Option<Machine> {
+/// The revision a comparison starts from (the one the cluster runs), if the command compares.
+fn base(command: &Command) -> Option<&str> {
     match command {
-        Command::Waves {
-            format: Format::Json,
-        }
-        | Command::Plan {
-            format: ReportFormat::Json,
-        }
-        | Command::Cutover {
-            format: ReportFormat::Json,
-            ..
-        }
-        | Command::Check {
-            format: check::Format::Json,
-            ..
-        }
-        | Command::Blast {
-            format: blast::Format::Json,
-            ..
-        }
-        | Command::Build {
-            format: build::Format::Json,
-            ..
-        }
-        | Command::Diff {
-            format: diff::Format::Json,
-            ..
-        } => Some(Machine::Json),
-        Command::Check {
-            format: check::Format::Github,
-            ..
-        } => Some(Machine::Github),
-        Command::Diff {
-            format: diff::Format::Github,
-            ..
-        } => Some(Machine::Markdown),
+        Command::Check { base, .. } => base.as_deref(),
+        Command::Cutover {
+            each: Some(range), ..
+        } => Some(range.split_once("..").map_or(range.as_str(), |(a, _)| a)),
+        Command::Cutover { from, .. } => Some(from.as_deref().unwrap_or("HEAD")),
+        Command::Diff { from, .. } => Some(from.as_str()),
         _ => None,
     }
 }
 
-/// `{"version", "error": {"kind", "message", "problems": [{file, line, column, message,
-/// help}]}}`, or one workflow command per problem.
-fn machine_error(e: &Error, machine: Machine) -> String {
-    let (kind, message, problems): (&str, String, &[crate::error::SourceError]) = match e {
-        Error::Input(errors) => (
-            "input",
-            format!(
-                "{} in the input; nothing was written",
-                crate::plural::count(errors.len(), "problem")
-            ),
-            errors,
-        ),
-        Error::Usage(_) | Error::Partial(_) => ("usage", e.to_string(), &[]),
-        Error::Io { .. } => ("io", e.to_string(), &[]),
-        Error::Git { .. } => ("git", e.to_string(), &[]),
+/// Whether the command renders HelmReleases (`check --explain` reads nothing).
+fn renders(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Check { explain: None, .. }
+            | Command::Cutover { .. }
+            | Command::Build { .. }
+            | Command::Diff { .. }
+    )
+}
+
+/// Whether the command reads the repository.
+fn reads_repo(command: &Command) -> bool {
+    !matches!(
+        command,
+        Command::Schema { .. } | Command::Completions { .. } | Command::Man | Command::Cache { .. }
+    )
+}
+
+/// Stdout as the command writes it: `check` reports diagnostics; the other commands' results
+/// name files and objects.
+fn stdout_for(command: &Command) -> terminal::Safe<std::io::StdoutLock<'static>> {
+    let stdout = std::io::stdout();
+    let colour = terminal::colour(stdout.is_terminal());
+    let out = terminal::Safe::new(stdout.lock(), colour);
+    match command {
+        Command::Check {
+            format: Format::Github,
+            ..
+        } => out.diagnostics().workflow_commands(),
+        Command::Check { .. } => out.diagnostics(),
+        // They print objects whole: a Secret value that masking missed (copied into a
+        // ConfigMap) is masked as in a diagnostic.
+        Command::Build { .. } | Command::Diff { .. } => out.diagnostics(),
+        _ => out,
+    }
+}
+
+/// The format for programs the command prints in, if it does: bad input is printed in it
+/// too. `github` is workflow commands for `check`, a job summary's markdown for `diff`.
+fn machine(command: &Command) -> Option<Machine> {
+    let format = match command {
+        Command::Waves { format }
+        | Command::Plan { format }
+        | Command::Check { format, .. }
+        | Command::Cutover { format, .. }
+        | Command::Build { format, .. }
+        | Command::Diff { format, .. }
+        | Command::Blast { format, .. } => *format,
+        _ => return None,
     };
-    match machine {
-        Machine::Json => {
-            let problems: Vec<serde_json::Value> = problems
-                .iter()
-                .map(|p| {
-                    let (line, column) = p.line_col().unzip();
-                    serde_json::json!({
-                        "file": p.path,
-                        "line": line,
-                        "column": column,
-                        "message": p.message,
-                        "help": p.help,
-                    })
-                })
-                .collect();
-            let doc = serde_json::json!({
-                "version": JSON_VERSION,
-                "error": {"kind": kind, "message": message, "problems": problems},
-            });
-            serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
-        }
-        Machine::Markdown => {
-            // The message quotes revisions, paths and the input: all in a code block.
-            let mut body = format!("{message}\n");
-            for p in problems {
-                let place = match p.line_col() {
-                    Some((line, col)) => format!("{}:{line}:{col}", p.path),
-                    None => p.path.clone(),
-                };
-                body.push_str(&format!("{place}: {}\n", p.message));
-            }
-            format!(
-                "**fluxwave could not compare the revisions:**\n\n{}",
-                markdown::fenced("text", &body)
-            )
-        }
-        Machine::Github if problems.is_empty() => {
-            crate::diag::render::github_error(None, None, &message, None)
-        }
-        Machine::Github => problems
-            .iter()
-            .map(|p| {
-                crate::diag::render::github_error(
-                    Some(&p.path),
-                    p.line_col(),
-                    &p.message,
-                    p.help.as_deref(),
-                )
-            })
-            .collect(),
+    match (format, command) {
+        (Format::Json, _) => Some(Machine::Json),
+        (Format::Github, Command::Check { .. }) => Some(Machine::Github),
+        (Format::Github, Command::Diff { .. }) => Some(Machine::Markdown),
+        _ => None,
     }
 }
 
-fn report(e: &Error) {
-    match e {
-        Error::Input(errors) => {
-            for err in errors {
-                warn(format_args!("{:?}", err.report()));
-            }
-            if errors.len() > 1 {
-                warn(format_args!(
-                    "fluxwave: {}; nothing was written",
-                    crate::plural::count(errors.len(), "problem")
-                ));
-            }
+/// The cache of pulled charts and renders (`--cache`), and the helm timeout its pruning
+/// waits out.
+struct Cache {
+    dir: PathBuf,
+    limits: crate::process::Limits,
+}
+
+impl Cache {
+    fn of(h: &HelmArgs) -> Cache {
+        Cache {
+            dir: h.cache.clone().unwrap_or_else(crate::helm::default_cache),
+            limits: h.limits(),
         }
-        other => warn(format_args!("fluxwave: {other}")),
+    }
+
+    fn policy(&self, max_age: u64, max_size: u64) -> crate::cache::Policy {
+        crate::cache::Policy::new(max_age, max_size, self.limits.timeout.unwrap_or_default())
     }
 }
 
-/// One line to stderr. A stderr that is closed or full loses the line, never the run:
-/// `eprintln!` would panic (exit 101) where the exit code must still say what happened.
-pub(crate) fn warn(line: std::fmt::Arguments) {
-    let stderr = std::io::stderr();
-    let colour = terminal::colour(stderr.is_terminal());
-    let line = terminal::diagnostic(&format!("{line}\n"), colour);
-    let _ = stderr.lock().write_all(line.as_bytes());
-}
-
-/// Writes to stdout, turning a write failure (a closed pipe) into an error.
-pub(crate) fn io(e: std::io::Error) -> Error {
-    Error::io(std::path::Path::new("<stdout>"), e)
+/// Runs the command, writing its result to `out`.
+fn execute(
+    command: Command,
+    repo: &Path,
+    cache: &Cache,
+    out: &mut terminal::Safe<std::io::StdoutLock<'static>>,
+) -> crate::error::Result<Outcome> {
+    match command {
+        Command::Init { catalog } => init::run(repo, catalog, out),
+        Command::Waves { format } => waves::run(repo, format, out),
+        Command::Plan { format } => plan::run(repo, format, out),
+        Command::Apply { dry_run } => apply::run(repo, dry_run, out),
+        Command::Check {
+            explain: Some(code),
+            ..
+        } => check::explain(&code, out),
+        Command::Check {
+            format,
+            base,
+            deny,
+            envs,
+            ..
+        } => check::run(repo, format, base.as_deref(), deny, &envs, out),
+        Command::Cutover {
+            each: Some(range),
+            format,
+            envs,
+            ..
+        } => cutover::run_each(repo, &range, format, &envs, out),
+        Command::Cutover {
+            from,
+            to,
+            format,
+            envs,
+            ..
+        } => cutover::run(
+            repo,
+            from.as_deref().unwrap_or("HEAD"),
+            to.as_deref(),
+            format,
+            &envs,
+            out,
+        ),
+        Command::Build {
+            env,
+            kustomization,
+            format,
+        } => build::run(repo, env.as_deref(), kustomization.as_deref(), format, out),
+        Command::Diff { from, to, format } => diff::run(repo, &from, to.as_deref(), format, out),
+        Command::Blast {
+            topology,
+            format,
+            envs,
+        } => blast::run(repo, topology, format, &envs, out),
+        Command::Render {
+            files,
+            output,
+            wave_layout,
+            no_image_automation,
+        } => render::run(
+            repo,
+            render::Args {
+                files: &files,
+                out_dir: output.as_deref(),
+                wave_layout,
+                image_automation: !no_image_automation,
+            },
+            out,
+        ),
+        Command::Cache {
+            action: CacheAction::Gc { max_age, max_size },
+        } => cache::gc(&cache.dir, &cache.policy(max_age, max_size), out),
+        Command::Schema { kind } => schema::run(kind, out),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "fluxwave", out);
+            Ok(Outcome::Clean)
+        }
+        Command::Man => man(out).map(|()| Outcome::Clean).map_err(io),
+    }
 }

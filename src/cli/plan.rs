@@ -4,87 +4,23 @@
 use std::io::Write;
 use std::path::Path;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
-use super::{io, Outcome, ReportFormat};
-use crate::diag::{render, Finding};
-use crate::error::{Error, Result, SourceError};
-use crate::plan::{Group, GroupKind, Plan, Problem};
+use super::format::Format;
+use super::layout::{group_json, load};
+use super::report::{io, Outcome, JSON_VERSION};
+use crate::error::Result;
+use crate::plan::{Group, GroupKind};
 use crate::plural::count;
-use crate::repo::Repo;
 
-/// The plan of a repository, or every problem that stops it as an input error.
-pub(crate) fn load(root: &Path) -> Result<(Repo, Plan)> {
-    super::managed_here(root)?;
-    let repo = Repo::load(root)?;
-    let plan = Plan::for_repo(&repo)?;
-    let blocking: Vec<SourceError> = plan.blocking().map(|p| locate(&repo, p)).collect();
-    if !blocking.is_empty() {
-        return Err(Error::Input(blocking));
-    }
-    for p in plan.problems.iter().filter(|p| !p.blocks()) {
-        let f = Finding::new(p.code(), p.path(&repo.apps.dir), p.message(), p.help());
-        super::warn(format_args!("{}", render::line(&f)));
-    }
-    Ok((repo, plan))
-}
-
-/// A blocking problem as an input error, at the dependency entry when a catalog file declares it.
-fn locate(repo: &Repo, p: &Problem) -> SourceError {
-    let plain = |path: &str| SourceError::new(path, p.message()).help(p.help());
-    match p {
-        Problem::Unowned { file } => plain(file),
-        Problem::Duplicate { paths, .. } => {
-            plain(paths.first().map_or(repo.apps.dir.as_str(), String::as_str))
-        }
-        Problem::MissingDependency { node, dependency } => {
-            let declared = repo
-                .services
-                .iter()
-                .find(|s| &s.name == node)
-                .and_then(|s| {
-                    let d = s.dependencies.iter().find(|d| &d.to == dependency)?;
-                    Some(
-                        SourceError::new(&s.path, p.message())
-                            .at(&s.text, d.span)
-                            .help(p.help()),
-                    )
-                });
-            declared.unwrap_or_else(|| plain(crate::config::FILE))
-        }
-        other => plain(other.path(&repo.apps.dir)),
-    }
-}
-
-/// A wave's or a unit's Kustomization as `plan` and `waves` print it: its name, its wave (or
-/// its unit), its folder, its `dependsOn` and its units, by name.
-pub(super) fn group_json(repo: &Repo, group: &Group) -> Map<String, Value> {
-    let g = &repo.graph;
-    let mut doc = Map::new();
-    doc.insert("name".into(), json!(group.name));
-    match group.kind {
-        GroupKind::Wave(n) => doc.insert("wave".into(), json!(n)),
-        GroupKind::Unit(u) => doc.insert("unit".into(), json!(g.nodes[u].name)),
-    };
-    doc.insert("path".into(), json!(repo.apps.dir_of(&group.folder)));
-    doc.insert("dependsOn".into(), json!(group.depends_on));
-    let units: Vec<&str> = group
-        .members
-        .iter()
-        .map(|&m| g.nodes[m].name.as_str())
-        .collect();
-    doc.insert("units".into(), json!(units));
-    doc
-}
-
-pub fn run(root: &Path, format: ReportFormat, out: &mut impl Write) -> Result<Outcome> {
+pub fn run(root: &Path, format: Format, out: &mut impl Write) -> Result<Outcome> {
     let (repo, plan) = load(root)?;
     let apps = &repo.apps;
     let g = &repo.graph;
     let unplaced: Vec<_> = (0..g.nodes.len()).filter(|&i| !plan.placed[i]).collect();
     let moves = plan.placements.iter().filter(|p| p.moves).count();
     let text = match format {
-        ReportFormat::Json => {
+        Format::Json => {
             let group = |i: usize, group: &Group| {
                 let files: Vec<_> = plan
                     .files_in(i)
@@ -114,7 +50,7 @@ pub fn run(root: &Path, format: ReportFormat, out: &mut impl Write) -> Result<Ou
                 .map(|&i| json!({"name": g.nodes[i].name, "wave": g.nodes[i].wave}))
                 .collect();
             let doc = json!({
-                "version": super::JSON_VERSION,
+                "version": JSON_VERSION,
                 "topology": repo.config.topology.as_str(),
                 "waves": waves,
                 "kustomizations": groups,
@@ -124,7 +60,7 @@ pub fn run(root: &Path, format: ReportFormat, out: &mut impl Write) -> Result<Ou
             });
             serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
         }
-        ReportFormat::Text => {
+        Format::Text => {
             let mut s = String::new();
             for (i, group) in plan.groups().iter().enumerate() {
                 match group.kind {
@@ -174,6 +110,7 @@ pub fn run(root: &Path, format: ReportFormat, out: &mut impl Write) -> Result<Ou
             ));
             s
         }
+        other => return Err(other.unsupported("plan")),
     };
     out.write_all(text.as_bytes()).map_err(io)?;
     // The process ends next: freeing every service, node and file name one by one is work

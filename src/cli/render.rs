@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::{io, Outcome};
+use super::report::{io, Outcome};
 use crate::error::{Error, Result, SourceError};
 use crate::fs::write;
 use crate::render::{self, Options};

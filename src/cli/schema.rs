@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use super::{io, Outcome};
+use super::report::{io, Outcome};
 use crate::error::Result;
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

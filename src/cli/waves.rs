@@ -6,7 +6,10 @@ use std::path::Path;
 
 use serde_json::json;
 
-use super::{io, markdown, Format, Outcome};
+use super::format::Format;
+use super::layout::{group_json, managed_here};
+use super::markdown;
+use super::report::{io, Outcome, JSON_VERSION};
 use crate::config::Topology;
 use crate::error::Result;
 use crate::graph::NodeKind;
@@ -15,7 +18,7 @@ use crate::plural::count;
 use crate::repo::Repo;
 
 pub fn run(root: &Path, format: Format, out: &mut impl Write) -> Result<Outcome> {
-    super::managed_here(root)?;
+    managed_here(root)?;
     let repo = Repo::load(root)?;
     let plan = Plan::new(&repo.graph, &repo.apps, &repo.config)?;
     let text = match format {
@@ -23,6 +26,7 @@ pub fn run(root: &Path, format: Format, out: &mut impl Write) -> Result<Outcome>
         Format::Json => json(&repo, &plan),
         Format::Markdown => markdown(&repo, &plan),
         Format::Mermaid => mermaid(&repo, &plan),
+        other => return Err(other.unsupported("waves")),
     };
     out.write_all(text.as_bytes()).map_err(io)?;
     // The process ends next: freeing every service, node and file name one by one is work
@@ -155,10 +159,10 @@ fn json(repo: &Repo, plan: &Plan) -> String {
     let groups: Vec<_> = plan
         .groups()
         .iter()
-        .map(|group| super::plan::group_json(repo, group))
+        .map(|group| group_json(repo, group))
         .collect();
     let doc = json!({
-        "version": super::JSON_VERSION,
+        "version": JSON_VERSION,
         "topology": repo.config.topology.as_str(),
         "waves": groups[..plan.waves],
         "kustomizations": groups,

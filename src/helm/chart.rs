@@ -23,6 +23,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::command::Helm;
+use super::error::{ChartError, Invalid, RunError};
 use super::semver::{self, Constraint, Version};
 use super::validate::{self, Scheme};
 use super::Options;
@@ -75,7 +76,7 @@ pub struct Resolved {
 }
 
 /// The chart of HelmRelease `hr` (in `namespace`), or why it cannot be found.
-pub fn resolve(hr: &Value, namespace: &str, inv: &Inventory) -> Result<Resolved, String> {
+pub fn resolve(hr: &Value, namespace: &str, inv: &Inventory) -> Result<Resolved, ChartError> {
     let text = |v: &Value, p: &str| {
         v.pointer(p)
             .and_then(Value::as_str)
@@ -91,14 +92,17 @@ pub fn resolve(hr: &Value, namespace: &str, inv: &Inventory) -> Result<Resolved,
         let what = format!("{kind} {ns}/{name}");
         match kind.as_str() {
             "OCIRepository" => {
-                let src = source(inv, "OCIRepository", &ns, &name).ok_or_else(|| {
-                    format!("its chart comes from {what}, which nothing in the build applies")
-                })?;
+                let src = source(inv, "OCIRepository", &ns, &name)
+                    .ok_or_else(|| ChartError::SourceMissing { what: what.clone() })?;
+                let invalid = |invalid: Invalid| ChartError::SourceInvalid {
+                    what: what.clone(),
+                    invalid,
+                };
                 let url = text(src, "/spec/url");
-                let host = validate::url(&url, Scheme::Oci).map_err(|e| format!("{what}: {e}"))?;
+                let host = validate::url(&url, Scheme::Oci).map_err(invalid)?;
                 let digest = text(src, "/spec/ref/digest");
                 if !digest.is_empty() {
-                    validate::digest(&digest).map_err(|e| format!("{what}: {e}"))?;
+                    validate::digest(&digest).map_err(invalid)?;
                 }
                 let version = [
                     digest,
@@ -108,14 +112,14 @@ pub fn resolve(hr: &Value, namespace: &str, inv: &Inventory) -> Result<Resolved,
                 .into_iter()
                 .find(|v| !v.is_empty())
                 .unwrap_or_else(|| "latest".into());
-                validate::version(&version).map_err(|e| format!("{what}: {e}"))?;
+                validate::version(&version).map_err(invalid)?;
                 let chart_name = url
                     .trim_end_matches('/')
                     .rsplit('/')
                     .next()
                     .unwrap_or("")
                     .to_string();
-                validate::chart_name(&chart_name).map_err(|e| format!("{what}: {e}"))?;
+                validate::chart_name(&chart_name).map_err(invalid)?;
                 let remote = Remote {
                     url,
                     host,
@@ -131,26 +135,23 @@ pub fn resolve(hr: &Value, namespace: &str, inv: &Inventory) -> Result<Resolved,
                 })
             }
             "HelmChart" => {
-                let src = source(inv, "HelmChart", &ns, &name).ok_or_else(|| {
-                    format!("its chart comes from {what}, which nothing in the build applies")
-                })?;
+                let src = source(inv, "HelmChart", &ns, &name)
+                    .ok_or(ChartError::SourceMissing { what })?;
                 let spec = src.get("spec").cloned().unwrap_or(Value::Null);
                 from_chart_spec(&spec, &ns, inv)
             }
-            "" => Err("spec.chartRef has no kind".into()),
-            other => Err(format!(
-                "its chart comes from a {other}, which fluxwave does not read"
-            )),
+            "" => Err(ChartError::ChartRefNoKind),
+            other => Err(ChartError::UnreadKind(other.into())),
         }
     } else if let Some(spec) = hr.pointer("/spec/chart/spec") {
         from_chart_spec(spec, namespace, inv)
     } else {
-        Err("it has neither spec.chart nor spec.chartRef".into())
+        Err(ChartError::NoChartSpec)
     }
 }
 
 /// A HelmChart's spec (`spec.chart.spec` of a HelmRelease, or a HelmChart object's spec).
-fn from_chart_spec(spec: &Value, namespace: &str, inv: &Inventory) -> Result<Resolved, String> {
+fn from_chart_spec(spec: &Value, namespace: &str, inv: &Inventory) -> Result<Resolved, ChartError> {
     let text = |p: &str| {
         spec.pointer(p)
             .and_then(Value::as_str)
@@ -159,7 +160,7 @@ fn from_chart_spec(spec: &Value, namespace: &str, inv: &Inventory) -> Result<Res
     };
     let chart = text("/chart");
     if chart.is_empty() {
-        return Err("its chart spec names no chart".into());
+        return Err(ChartError::NoChartName);
     }
     let (kind, name) = (text("/sourceRef/kind"), text("/sourceRef/name"));
     let ns = match text("/sourceRef/namespace") {
@@ -187,21 +188,22 @@ fn from_chart_spec(spec: &Value, namespace: &str, inv: &Inventory) -> Result<Res
     };
     match kind.as_str() {
         "HelmRepository" => {
-            let src = source(inv, "HelmRepository", &ns, &name).ok_or_else(|| {
-                format!("its chart comes from {what}, which nothing in the build applies")
-            })?;
+            let src = source(inv, "HelmRepository", &ns, &name)
+                .ok_or_else(|| ChartError::SourceMissing { what: what.clone() })?;
             let url = text_of(src, "/spec/url");
             if url.is_empty() {
-                return Err(format!("{what} has no spec.url"));
+                return Err(ChartError::NoUrl { what });
             }
-            let host =
-                validate::url(&url, Scheme::HelmRepository).map_err(|e| format!("{what}: {e}"))?;
+            let host = validate::url(&url, Scheme::HelmRepository).map_err(|invalid| {
+                ChartError::SourceInvalid {
+                    what: what.clone(),
+                    invalid,
+                }
+            })?;
             validate::chart_name(&chart)?;
             let oci = text_of(src, "/spec/type") == "oci" || url.starts_with("oci://");
             if oci && !url.starts_with("oci://") {
-                return Err(format!(
-                    "{what} is of type oci, and its spec.url is no oci:// address"
-                ));
+                return Err(ChartError::OciWithoutOciUrl { what });
             }
             let version = match text("/version") {
                 v if v.is_empty() => "*".to_string(),
@@ -236,18 +238,14 @@ fn from_chart_spec(spec: &Value, namespace: &str, inv: &Inventory) -> Result<Res
                 .map(|o| o.source());
             let this = root == Some(SourceRef::new(SourceKind::parse(&kind), &ns, &name));
             if !this {
-                return Err(format!(
-                    "its chart is at {chart} in {what}, which is not this repository: fluxwave reads charts from this repository, Helm repositories and OCI registries"
-                ));
+                return Err(ChartError::NotThisRepository { chart, what });
             }
             Ok(resolved(Chart::Local {
                 path: normalize_path(&chart),
             }))
         }
-        "" => Err("its chart spec has no sourceRef kind".into()),
-        other => Err(format!(
-            "its chart comes from a {other}, which fluxwave does not read"
-        )),
+        "" => Err(ChartError::NoSourceKind),
+        other => Err(ChartError::UnreadKind(other.into())),
     }
 }
 
@@ -285,11 +283,11 @@ fn join(dir: &str, path: &str) -> String {
 /// `Chart::Local` of `tree` written into the cache (a revision need not be checked out): its
 /// every file as bytes (binary files too, as the artifact holds them; links are in no
 /// artifact), in a folder named by the digest of its files and written once.
-pub fn local(tree: &FileTree, path: &str, opts: &Options) -> Result<Fetched, String> {
+pub fn local(tree: &FileTree, path: &str, opts: &Options) -> Result<Fetched, ChartError> {
     let files: Vec<&str> = tree.files_under(path).collect();
     let chart_yaml = join(path, "Chart.yaml");
     if !files.contains(&chart_yaml.as_str()) {
-        return Err(format!("{chart_yaml} is not in the repository"));
+        return Err(ChartError::NoChartYaml(chart_yaml));
     }
     let mut hash = Sha256::new();
     let mut contents = Vec::new();
@@ -334,24 +332,23 @@ pub fn local(tree: &FileTree, path: &str, opts: &Options) -> Result<Fetched, Str
 
 /// Writes `bytes` at `rel` (a path of the tree's, `/`-separated, no `.` or `..` part) below
 /// `dir`.
-fn write_below(dir: &Path, rel: &str, bytes: &[u8]) -> Result<(), String> {
+fn write_below(dir: &Path, rel: &str, bytes: &[u8]) -> Result<(), ChartError> {
     let mut to = dir.to_path_buf();
     for part in rel.split('/') {
         if part.is_empty() || part == "." || part == ".." {
-            return Err(format!("the chart file {rel} has no name fluxwave writes"));
+            return Err(ChartError::UnwritableName(rel.into()));
         }
         to.push(part);
     }
     if let Some(parent) = to.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| format!("cannot write the chart cache: {e}"))?;
+        std::fs::create_dir_all(parent).map_err(ChartError::CacheWrite)?;
     }
-    std::fs::write(&to, bytes).map_err(|e| format!("cannot write the chart cache: {e}"))
+    std::fs::write(&to, bytes).map_err(ChartError::CacheWrite)
 }
 
 /// `remote` from the cache, or pulled into it with `helm pull` (never with `--offline`, and
 /// only from a host this run may reach).
-pub fn remote(remote: &Remote, opts: &Options, helm: Option<&Path>) -> Result<Fetched, String> {
+pub fn remote(remote: &Remote, opts: &Options, helm: Option<&Path>) -> Result<Fetched, ChartError> {
     let base = opts
         .cache
         .join("charts")
@@ -374,7 +371,7 @@ pub fn remote(remote: &Remote, opts: &Options, helm: Option<&Path>) -> Result<Fe
         }
     } else if opts.offline {
         let constraint = Constraint::parse(&remote.version)
-            .ok_or_else(|| format!("version `{}` is not a version constraint", remote.version))?;
+            .ok_or_else(|| ChartError::NotConstraint(remote.version.clone()))?;
         let versions: Vec<String> = std::fs::read_dir(&base)
             .into_iter()
             .flatten()
@@ -388,24 +385,21 @@ pub fn remote(remote: &Remote, opts: &Options, helm: Option<&Path>) -> Result<Fe
         }
     }
     if opts.offline {
-        return Err(format!(
-            "{} is not in the chart cache, and --offline forbids pulling it",
-            remote.label()
-        ));
+        return Err(ChartError::Offline {
+            label: remote.label(),
+        });
     }
     if !opts.hosts.allows(&remote.host) {
-        return Err(format!(
-            "{} is not in the chart cache, and {} is not among the hosts this run may pull charts from ({}; --allow-host adds one)",
-            remote.label(),
-            remote.host,
-            opts.hosts
-        ));
+        return Err(ChartError::HostNotAllowed {
+            label: remote.label(),
+            host: remote.host.clone(),
+            hosts: opts.hosts.to_string(),
+        });
     }
     let Some(helm) = helm else {
-        return Err(format!(
-            "{} is not in the chart cache, and no helm is found to pull it",
-            remote.label()
-        ));
+        return Err(ChartError::NoHelm {
+            label: remote.label(),
+        });
     };
     let helm = Helm {
         program: helm,
@@ -436,13 +430,13 @@ pub fn remote(remote: &Remote, opts: &Options, helm: Option<&Path>) -> Result<Fe
             &staging,
         )
     };
-    let out = super::run(cmd).map_err(|e| format!("helm pull of {} fails: {e}", remote.label()))?;
-    let inner = unpacked(&staging).ok_or_else(|| {
-        format!(
-            "helm pull of {} gave no chart: {}",
-            remote.label(),
-            out.trim()
-        )
+    let out = super::run(cmd).map_err(|error| ChartError::Pull {
+        label: remote.label(),
+        error,
+    })?;
+    let inner = unpacked(&staging).ok_or_else(|| ChartError::PullGaveNothing {
+        label: remote.label(),
+        printed: out.trim().to_string(),
     })?;
     let version = chart_version(
         std::fs::read_to_string(inner.join("Chart.yaml"))
@@ -482,14 +476,20 @@ fn unpacked(staging: &Path) -> Option<PathBuf> {
 /// The version of `remote`'s chart that its constraint picks in the repository's index, as
 /// `helm search repo` reads it (through repository settings kept in the cache, never the
 /// user's own).
-fn latest_in_index(remote: &Remote, helm: &Helm) -> Result<String, String> {
+fn latest_in_index(remote: &Remote, helm: &Helm) -> Result<String, ChartError> {
     let alias = slug(&remote.url);
-    super::run(helm.repo_add(&alias, &remote.url))
-        .map_err(|e| format!("the index of {} cannot be read: {e}", remote.url))?;
+    super::run(helm.repo_add(&alias, &remote.url)).map_err(|error: RunError| {
+        ChartError::Index {
+            url: remote.url.clone(),
+            error,
+        }
+    })?;
     let name = format!("{alias}/{}", remote.name);
     let out = super::run(helm.search(&name, &remote.version))?;
-    let found: Value =
-        serde_json::from_str(&out).map_err(|e| format!("helm search printed {out}: {e}"))?;
+    let found: Value = serde_json::from_str(&out).map_err(|error| ChartError::SearchOutput {
+        printed: out.clone(),
+        error,
+    })?;
     found
         .as_array()
         .into_iter()
@@ -497,11 +497,10 @@ fn latest_in_index(remote: &Remote, helm: &Helm) -> Result<String, String> {
         .find(|c| c.get("name").and_then(Value::as_str) == Some(name.as_str()))
         .and_then(|c| c.get("version").and_then(Value::as_str))
         .map(str::to_string)
-        .ok_or_else(|| {
-            format!(
-                "no version of chart {} in {} matches `{}`",
-                remote.name, remote.url, remote.version
-            )
+        .ok_or_else(|| ChartError::NoMatchingVersion {
+            name: remote.name.clone(),
+            url: remote.url.clone(),
+            version: remote.version.clone(),
         })
 }
 
@@ -517,7 +516,7 @@ pub fn with_values_files(
     resolved: &Resolved,
     tree: &FileTree,
     opts: &Options,
-) -> Result<Fetched, String> {
+) -> Result<Fetched, ChartError> {
     // source-controller's `OverwriteChartDefaultValues` replaces the chart's values file,
     // and fails a chart that has none.
     let has_values = fetched_chart
@@ -526,7 +525,7 @@ pub fn with_values_files(
         .symlink_metadata()
         .is_ok_and(|m| m.is_file());
     if !has_values {
-        return Err("failed to locate values file: values.yaml (valuesFiles replace it)".into());
+        return Err(ChartError::NoValuesYaml);
     }
     let mut merged = Value::Object(serde_json::Map::new());
     for f in &resolved.values_files {
@@ -538,15 +537,14 @@ pub fn with_values_files(
             if resolved.ignore_missing {
                 continue;
             }
-            return Err(format!(
-                "no values file found at path '{}' (valuesFiles)",
-                f.chars().take(200).collect::<String>()
-            ));
+            return Err(ChartError::NoValuesFile(f.chars().take(200).collect()));
         };
-        let text = String::from_utf8(bytes)
-            .map_err(|_| format!("values file '{f}' (valuesFiles) is not UTF-8 text"))?;
-        let values = super::values::read_values(&text)
-            .map_err(|e| format!("unmarshaling values from '{f}' (valuesFiles) failed: {e}"))?;
+        let text =
+            String::from_utf8(bytes).map_err(|_| ChartError::ValuesFileNotUtf8(f.clone()))?;
+        let values = super::values::read_values(&text).map_err(|error| ChartError::ValuesFile {
+            file: f.clone(),
+            error,
+        })?;
         super::values::merge(&mut merged, values);
     }
     let values = serde_json::to_string_pretty(&merged).unwrap_or_default();
@@ -561,7 +559,7 @@ pub fn with_values_files(
         let inner = staging.join("chart");
         let mut files = Vec::new();
         walk(&fetched_chart.dir, &fetched_chart.dir, &mut files, 0)
-            .map_err(|e| format!("cannot read the chart cache: {e}"))?;
+            .map_err(ChartError::CacheRead)?;
         for (rel, bytes) in files {
             if rel != "values.yaml" {
                 write_below(&inner, &rel, &bytes)?;
@@ -628,11 +626,13 @@ fn go_clean(p: &str) -> String {
 }
 
 /// A cached chart folder, its digest (its files' bytes) and version.
-fn fetched(dir: PathBuf) -> Result<Fetched, String> {
+fn fetched(dir: PathBuf) -> Result<Fetched, ChartError> {
     crate::cache::used(&dir);
     let mut files = Vec::new();
-    walk(&dir, &dir, &mut files, 0)
-        .map_err(|e| format!("cannot read the chart cache {}: {e}", dir.display()))?;
+    walk(&dir, &dir, &mut files, 0).map_err(|error| ChartError::CacheReadAt {
+        path: dir.display().to_string(),
+        error,
+    })?;
     files.sort();
     let mut hash = Sha256::new();
     for (rel, bytes) in &files {
@@ -692,27 +692,29 @@ fn chart_version(text: Option<&str>) -> String {
 /// A fresh folder in the cache to stage a chart in before it is renamed into place. It is
 /// temporary: removed when dropped (a pull that fails leaves nothing in `tmp/`), and when
 /// fluxwave is interrupted or killed.
-fn staging(cache: &Path) -> Result<crate::process::Temporary, String> {
+fn staging(cache: &Path) -> Result<crate::process::Temporary, ChartError> {
     let dir = cache.join("tmp").join(super::unique());
-    let staged = crate::process::Temporary::folder(&dir)
-        .map_err(|e| format!("cannot write the chart cache {}: {e}", cache.display()))?;
+    let staged =
+        crate::process::Temporary::folder(&dir).map_err(|error| ChartError::CacheWriteAt {
+            path: cache.display().to_string(),
+            error,
+        })?;
     crate::cache::mark(cache);
     Ok(staged)
 }
 
 /// Renames a staged chart into place; another run that placed it first wins.
-fn settle(staged: &Path, dir: &Path) -> Result<(), String> {
+fn settle(staged: &Path, dir: &Path) -> Result<(), ChartError> {
     if let Some(parent) = dir.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| format!("cannot write the chart cache: {e}"))?;
+        std::fs::create_dir_all(parent).map_err(ChartError::CacheWrite)?;
     }
     match std::fs::rename(staged, dir) {
         Ok(()) => Ok(()),
         Err(_) if dir.join("Chart.yaml").is_file() => Ok(()),
-        Err(e) => Err(format!(
-            "cannot write the chart cache {}: {e}",
-            dir.display()
-        )),
+        Err(error) => Err(ChartError::CacheWriteAt {
+            path: dir.display().to_string(),
+            error,
+        }),
     }
 }
 

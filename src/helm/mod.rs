@@ -15,6 +15,7 @@
 
 mod chart;
 mod command;
+mod error;
 mod schema;
 mod semver;
 mod validate;
@@ -35,6 +36,7 @@ use crate::kustomize::Builder;
 use crate::tree::FileTree;
 
 pub use chart::Chart;
+use error::{ChartError, Error, RunError, ValuesError};
 
 /// How releases are rendered in this run (`--helm`, `--no-helm`, `--offline`, `--cache`).
 #[derive(Debug, Clone)]
@@ -229,12 +231,12 @@ pub fn render(inv: &mut Inventory, tree: &FileTree) {
 /// What one release needs to be rendered.
 struct Job {
     id: ObjectId,
-    chart: Result<chart::Resolved, String>,
+    chart: Result<chart::Resolved, Error>,
     release_name: String,
     namespace: String,
     storage_namespace: String,
     include_crds: bool,
-    values: Result<values::Composed, String>,
+    values: Result<values::Composed, ValuesError>,
     /// `values` as helm reads them on its standard input, JSON (empty when they cannot be
     /// composed); the render's key and the release's inputs digest both take it.
     values_json: String,
@@ -266,7 +268,7 @@ fn render_with(inv: &mut Inventory, tree: &FileTree, opts: &Options) {
         Chart::Local { path } => chart::local(tree, path, opts),
         Chart::Remote(r) => chart::remote(r, opts, helm),
     });
-    let fetched: BTreeMap<&Chart, Result<chart::Fetched, String>> =
+    let fetched: BTreeMap<&Chart, Result<chart::Fetched, ChartError>> =
         charts.iter().copied().zip(fetched).collect();
     let helm_id = helm.map(binary_identity).unwrap_or_default();
     let renders = pool(&jobs, |j| {
@@ -288,7 +290,7 @@ fn render_with(inv: &mut Inventory, tree: &FileTree, opts: &Options) {
 /// The digest of what decides a release's render (`Release::inputs`): where its chart comes
 /// from and which version (a chart of this repository by its files), the values, the
 /// release's name and namespaces, the CRD policy and the post-renderers.
-fn inputs(j: &Job, fetched: &BTreeMap<&Chart, Result<chart::Fetched, String>>) -> String {
+fn inputs(j: &Job, fetched: &BTreeMap<&Chart, Result<chart::Fetched, ChartError>>) -> String {
     let mut h = Sha256::new();
     let (chart, values_files) = match &j.chart {
         Ok(r) => (
@@ -298,11 +300,11 @@ fn inputs(j: &Job, fetched: &BTreeMap<&Chart, Result<chart::Fetched, String>>) -
             },
             r.values_files.join("\n"),
         ),
-        Err(e) => (e.clone(), String::new()),
+        Err(e) => (e.to_string(), String::new()),
     };
     let values = match &j.values {
         Ok(_) => j.values_json.clone(),
-        Err(e) => e.clone(),
+        Err(e) => e.to_string(),
     };
     let spec = |p: &str| j.hr.pointer(p).map(Value::to_string).unwrap_or_default();
     for part in [
@@ -337,7 +339,8 @@ fn job(id: &ObjectId, hr: &Value, inv: &Inventory) -> Job {
     }));
     // A HelmRelease the API server refuses is never reconciled: nothing to render.
     let chart = validate::helm_release(&id.name, text("/spec/releaseName").as_deref())
-        .and_then(|()| chart::resolve(hr, &id.namespace, inv));
+        .map_err(Error::from)
+        .and_then(|()| chart::resolve(hr, &id.namespace, inv).map_err(Error::from));
     // helm-controller installs the chart's `crds/` unless `install.crds` is `Skip` (its
     // default is `Create`).
     let include_crds = text("/spec/install/crds").as_deref() != Some("Skip");
@@ -377,19 +380,19 @@ pub fn shorten(name: &str) -> String {
 
 fn render_one(
     j: &Job,
-    fetched: &BTreeMap<&Chart, Result<chart::Fetched, String>>,
+    fetched: &BTreeMap<&Chart, Result<chart::Fetched, ChartError>>,
     tree: &FileTree,
     opts: &Options,
     helm_id: &str,
 ) -> Render {
     let resolved = match &j.chart {
         Ok(r) => r,
-        Err(e) => return Render::NotRendered(e.clone()),
+        Err(e) => return Render::NotRendered(e.to_string()),
     };
     let chart = &resolved.chart;
     let values = match &j.values {
         Ok(v) => v,
-        Err(e) => return Render::NotRendered(e.clone()),
+        Err(e) => return Render::NotRendered(e.to_string()),
     };
     // helm-controller's install and upgrade refuse these (Helm's `ValidateReleaseName`; the
     // API server, a namespace that is no DNS-1123 label): helm never sees them.
@@ -398,15 +401,15 @@ fn render_one(
         .and_then(|()| validate::namespace(&j.namespace))
         .and_then(|()| validate::namespace(&j.storage_namespace))
     {
-        return Render::NotRendered(e);
+        return Render::NotRendered(e.to_string());
     }
     let Some(helm) = &opts.helm else {
         return Render::NoHelm;
     };
     let got = match fetched.get(chart) {
         Some(Ok(f)) => f,
-        Some(Err(e)) => return Render::NotRendered(e.clone()),
-        None => return Render::NotRendered("its chart was not fetched".into()),
+        Some(Err(e)) => return Render::NotRendered(e.to_string()),
+        None => return Render::NotRendered(Error::NotFetched.to_string()),
     };
     let valued;
     let got = if resolved.values_files.is_empty() {
@@ -417,7 +420,7 @@ fn render_one(
                 valued = f;
                 &valued
             }
-            Err(e) => return Render::NotRendered(e),
+            Err(e) => return Render::NotRendered(e.to_string()),
         }
     };
     // A schema that refers outside itself is not followed (see `schema`).
@@ -462,14 +465,13 @@ fn render_one(
             j.include_crds,
             unchecked.is_some(),
         );
-        let text =
-            run_with_input(cmd, values_json).map_err(|e| format!("helm template fails: {e}"))?;
+        let text = run_with_input(cmd, values_json).map_err(Error::Template)?;
         keep(&cached, &text);
         Ok(text)
     });
     let output = match output {
         Ok(text) => text,
-        Err(e) => return Render::NotRendered(e.clone()),
+        Err(e) => return Render::NotRendered(e.to_string()),
     };
     let label = format!("{} (chart {} {})", j.id, chart_name(chart), got.version);
     match finish(j, output, &label) {
@@ -482,7 +484,7 @@ fn render_one(
             secret_strings: values.secret_strings.clone(),
             unchecked,
         }),
-        Err(e) => Render::NotRendered(e),
+        Err(e) => Render::NotRendered(e.to_string()),
     }
 }
 
@@ -494,7 +496,7 @@ fn chart_name(c: &Chart) -> &str {
 }
 
 /// The renders of this run by key, each made once (see `render_one`).
-type Inflight = BTreeMap<String, Arc<OnceLock<Result<String, String>>>>;
+type Inflight = BTreeMap<String, Arc<OnceLock<Result<String, Error>>>>;
 static INFLIGHT: Mutex<Inflight> = Mutex::new(BTreeMap::new());
 
 /// Writes a render into the cache (atomically: a reader sees all of it or nothing).
@@ -522,13 +524,13 @@ fn unique() -> String {
 }
 
 /// The objects of `helm template`'s output, post-rendered as helm-controller does.
-fn finish(j: &Job, output: &str, label: &str) -> Result<Vec<Object>, String> {
+fn finish(j: &Job, output: &str, label: &str) -> Result<Vec<Object>, Error> {
     let mut objects = Vec::new();
     let mut main: Vec<(String, Value)> = Vec::new();
     for (template, doc) in documents(output) {
         let text = Arc::new(doc.to_string());
         let docs = crate::yaml::parse_all(&format!("{label} {template}"), &text)
-            .map_err(|e| format!("helm template printed YAML fluxwave cannot read: {e}"))?;
+            .map_err(|e| Error::TemplateYaml(Box::new(e)))?;
         for v in docs {
             let hook = v
                 .pointer("/metadata/annotations")
@@ -571,9 +573,9 @@ fn finish(j: &Job, output: &str, label: &str) -> Result<Vec<Object>, String> {
                 &kustomization,
                 values,
             )
-            .map_err(|e| format!("its post-renderer fails: {e}"))?;
+            .map_err(|e| Error::PostRenderer(Box::new(e)))?;
         if values.len() != before {
-            return Err("its post-renderer changes the number of objects".into());
+            return Err(Error::PostRendererCount);
         }
     }
     let labels =
@@ -631,9 +633,7 @@ fn finish(j: &Job, output: &str, label: &str) -> Result<Vec<Object>, String> {
             }
         }
         let Some(id) = ObjectId::of(&v) else {
-            return Err(format!(
-                "{template} renders an object without apiVersion, kind or name"
-            ));
+            return Err(Error::NoIdentity { template });
         };
         out.push(Object {
             id,
@@ -693,30 +693,15 @@ fn documents(output: &str) -> Vec<(String, &str)> {
 
 /// Runs `cmd` and gives its output, or its error output when it fails; within this run's
 /// bounds (`--helm-timeout`, `--helm-output-limit`).
-fn run(cmd: std::process::Command) -> Result<String, String> {
-    let out = crate::process::run(cmd, None, &options().limits).map_err(why)?;
+fn run(cmd: std::process::Command) -> Result<String, RunError> {
+    let out = crate::process::run(cmd, None, &options().limits)?;
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// `run`, with `input` on its standard input.
-fn run_with_input(cmd: std::process::Command, input: &str) -> Result<String, String> {
-    let out = crate::process::run(cmd, Some(input.as_bytes()), &options().limits).map_err(why)?;
-    String::from_utf8(out.stdout).map_err(|_| "helm printed output that is not UTF-8".into())
-}
-
-/// Why a helm run gave nothing: its error output in a few lines when it failed, else what
-/// stopped it, with the option that moves the bound it passed.
-fn why(e: crate::process::Error) -> String {
-    use crate::process::Error;
-    match e {
-        Error::TooMuchOutput { .. } => format!(
-            "{e} (the bound is --helm-output-limit, FLUXWAVE_HELM_OUTPUT_LIMIT, in MiB; nothing was cached)"
-        ),
-        Error::TimedOut { .. } => {
-            format!("{e} (the bound is --helm-timeout, FLUXWAVE_HELM_TIMEOUT, in seconds)")
-        }
-        e => e.brief(),
-    }
+fn run_with_input(cmd: std::process::Command, input: &str) -> Result<String, RunError> {
+    let out = crate::process::run(cmd, Some(input.as_bytes()), &options().limits)?;
+    String::from_utf8(out.stdout).map_err(|_| RunError::NotUtf8)
 }
 
 /// What identifies the helm program: its path, size and modification time.

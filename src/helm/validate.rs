@@ -4,6 +4,7 @@
 //! nothing it writes may become an option of helm, a path outside the chart, or an address
 //! of a kind source-controller would not fetch.
 
+use super::error::Invalid;
 use super::semver::Constraint;
 use crate::config::is_dns_label;
 
@@ -14,15 +15,12 @@ fn is_dns_subdomain(s: &str) -> bool {
 
 /// Helm's `ValidateReleaseName`, which helm-controller's install and upgrade run: at most 53
 /// characters, a DNS-1123 subdomain.
-pub fn release_name(name: &str) -> Result<(), String> {
+pub fn release_name(name: &str) -> Result<(), Invalid> {
     if name.is_empty() {
-        return Err("its release name is empty".into());
+        return Err(Invalid::ReleaseNameEmpty);
     }
     if name.len() > 53 || !is_dns_subdomain(name) {
-        return Err(format!(
-            "its release name `{}` is invalid: Helm and helm-controller want at most 53 characters of lower-case letters, digits, `-` and `.`, starting and ending with a letter or digit",
-            shown(name)
-        ));
+        return Err(Invalid::ReleaseName(shown(name)));
     }
     Ok(())
 }
@@ -31,30 +29,21 @@ pub fn release_name(name: &str) -> Result<(), String> {
 /// DNS-1123 subdomain of at most 253 characters (as every object's), and `spec.releaseName`
 /// is at most 53 characters (`MaxLength=53` in the HelmRelease CRD; a longer name made of
 /// `targetNamespace` and the name is shortened instead).
-pub fn helm_release(name: &str, release_name: Option<&str>) -> Result<(), String> {
+pub fn helm_release(name: &str, release_name: Option<&str>) -> Result<(), Invalid> {
     if name.len() > 253 || !is_dns_subdomain(name) {
-        return Err(format!(
-            "its name `{}` is no object name the API server accepts (a DNS-1123 subdomain of at most 253 characters)",
-            shown(name)
-        ));
+        return Err(Invalid::ObjectName(shown(name)));
     }
     if release_name.is_some_and(|r| r.chars().count() > 53) {
-        return Err(
-            "its spec.releaseName is longer than 53 characters, which the HelmRelease CRD refuses"
-                .into(),
-        );
+        return Err(Invalid::ReleaseNameTooLong);
     }
     Ok(())
 }
 
 /// A namespace's name (`targetNamespace`, the HelmRelease's own): a DNS-1123 label of at
 /// most 63 characters, as the API server wants.
-pub fn namespace(name: &str) -> Result<(), String> {
+pub fn namespace(name: &str) -> Result<(), Invalid> {
     if !is_dns_label(name) {
-        return Err(format!(
-            "its namespace `{}` is not a namespace name Kubernetes accepts (at most 63 lower-case letters, digits and `-`)",
-            shown(name)
-        ));
+        return Err(Invalid::Namespace(shown(name)));
     }
     Ok(())
 }
@@ -63,16 +52,13 @@ pub fn namespace(name: &str) -> Result<(), String> {
 /// `pkg/chartutil/create.go`), so also what `Metadata.Validate` wants (not `.` or `..`, its
 /// own base name), and never starting with `-`. The name is looked up in a repository's
 /// index or appended to an OCI repository's address, never used as a path.
-pub fn chart_name(name: &str) -> Result<(), String> {
+pub fn chart_name(name: &str) -> Result<(), Invalid> {
     let chars = !name.is_empty()
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
     if !chars || name == "." || name == ".." || name.starts_with('-') {
-        return Err(format!(
-            "its chart name `{}` is not a name Helm accepts (letters, digits, `.`, `_` and `-`, not first, and not `.` or `..`)",
-            shown(name)
-        ));
+        return Err(Invalid::ChartName(shown(name)));
     }
     Ok(())
 }
@@ -86,34 +72,37 @@ pub enum Scheme {
     Oci,
 }
 
+impl Scheme {
+    /// The addresses of the kind, for a message.
+    pub(super) fn expected(self) -> &'static str {
+        match self {
+            Scheme::HelmRepository => "an http://, https:// or oci:// address",
+            Scheme::Oci => "an oci:// address",
+        }
+    }
+}
+
 /// A source's `spec.url`, as its CRD's pattern wants it, with a host fluxwave can name:
 /// `http://`, `https://` or `oci://` (`Scheme`), then an authority of ASCII letters, digits,
 /// `.`, `-`, `:`, `[`, `]` and `_` (user information is refused: a credential in an address is
 /// no address to fetch, and `user@host` hides which host is asked), and no white space,
 /// control character or `\` anywhere. Gives the host, lower-case, with its port.
-pub fn url(url: &str, scheme: Scheme) -> Result<String, String> {
+pub fn url(url: &str, scheme: Scheme) -> Result<String, Invalid> {
     let schemes: &[&str] = match scheme {
         Scheme::HelmRepository => &["http://", "https://", "oci://"],
         Scheme::Oci => &["oci://"],
     };
     let Some(rest) = schemes.iter().find_map(|s| url.strip_prefix(s)) else {
-        return Err(format!(
-            "its source's url `{}` is not {} (source-controller refuses it)",
-            shown(url),
-            match scheme {
-                Scheme::HelmRepository => "an http://, https:// or oci:// address",
-                Scheme::Oci => "an oci:// address",
-            }
-        ));
+        return Err(Invalid::UrlScheme {
+            url: shown(url),
+            scheme,
+        });
     };
     if url
         .chars()
         .any(|c| c.is_whitespace() || c.is_control() || c == '\\')
     {
-        return Err(format!(
-            "its source's url `{}` holds white space, a control character or `\\`",
-            shown(url)
-        ));
+        return Err(Invalid::UrlCharacters(shown(url)));
     }
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     let host_ok = !authority.is_empty()
@@ -121,10 +110,7 @@ pub fn url(url: &str, scheme: Scheme) -> Result<String, String> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || ".-:[]_".contains(c));
     if !host_ok {
-        return Err(format!(
-            "its source's url `{}` names no host fluxwave can read (user information, or characters a host name does not have)",
-            shown(url)
-        ));
+        return Err(Invalid::UrlHost(shown(url)));
     }
     Ok(authority.to_ascii_lowercase())
 }
@@ -140,7 +126,7 @@ pub fn host_name(host: &str) -> &str {
 
 /// An OCI digest, as an OCIRepository's `spec.ref.digest` or a HelmRelease pins it:
 /// `sha256:` and 64 lower-case hexadecimal digits (or `sha512:` and 128).
-pub fn digest(d: &str) -> Result<(), String> {
+pub fn digest(d: &str) -> Result<(), Invalid> {
     let ok = |hex: &str, n: usize| {
         hex.len() == n
             && hex
@@ -150,7 +136,7 @@ pub fn digest(d: &str) -> Result<(), String> {
     match d.split_once(':') {
         Some(("sha256", hex)) if ok(hex, 64) => Ok(()),
         Some(("sha512", hex)) if ok(hex, 128) => Ok(()),
-        _ => Err(format!("`{}` is not an OCI digest", shown(d))),
+        _ => Err(Invalid::Digest(shown(d))),
     }
 }
 
@@ -159,7 +145,7 @@ pub fn digest(d: &str) -> Result<(), String> {
 /// OCIRepository's `ref.semver`; an exact version is one), an OCI tag (`[A-Za-z0-9_]` then at
 /// most 127 of `[A-Za-z0-9._-]`, the distribution spec's rule) or a digest. Anything else
 /// source-controller cannot resolve either.
-pub fn version(v: &str) -> Result<(), String> {
+pub fn version(v: &str) -> Result<(), Invalid> {
     let tag = v.len() <= 128
         && v.bytes()
             .next()
@@ -169,10 +155,7 @@ pub fn version(v: &str) -> Result<(), String> {
     if tag || digest(v).is_ok() || (v.len() <= 256 && Constraint::parse(v).is_some()) {
         return Ok(());
     }
-    Err(format!(
-        "its chart version `{}` is not a version, a version constraint or a tag",
-        shown(v)
-    ))
+    Err(Invalid::Version(shown(v)))
 }
 
 /// `text` for a message: at most 80 characters (a hostile name may be very long).

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use super::error::{PathError, ReadError, ValuesError};
 use crate::flux::substitute::Source;
 use crate::kustomize::object::ObjectId;
 use crate::redact::Secrets;
@@ -28,7 +29,7 @@ pub fn compose(
     hr: &Value,
     namespace: &str,
     sources: &BTreeMap<ObjectId, Source>,
-) -> Result<Composed, String> {
+) -> Result<Composed, ValuesError> {
     let mut out = Composed {
         values: Value::Object(Map::new()),
         ..Composed::default()
@@ -48,9 +49,10 @@ pub fn compose(
         };
         let optional = r.get("optional").and_then(Value::as_bool) == Some(true);
         if !matches!(kind, "ConfigMap" | "Secret") {
-            return Err(format!(
-                "valuesFrom {kind}/{name}: only ConfigMap and Secret are read"
-            ));
+            return Err(ValuesError::UnreadKind {
+                kind: kind.into(),
+                name: name.into(),
+            });
         }
         let id = ObjectId {
             group: String::new(),
@@ -61,14 +63,19 @@ pub fn compose(
         let data = match sources.get(&id) {
             None if optional => continue,
             None => {
-                return Err(format!(
-                    "its values come from {kind} {namespace}/{name} (valuesFrom), which nothing in the build applies"
-                ))
+                return Err(ValuesError::Missing {
+                    kind: kind.into(),
+                    namespace: namespace.into(),
+                    name: name.into(),
+                })
             }
             Some(Source::Unknown(why)) => {
-                return Err(format!(
-                    "its values come from {kind} {namespace}/{name} (valuesFrom), which cannot be read: {why}"
-                ))
+                return Err(ValuesError::Unreadable {
+                    kind: kind.into(),
+                    namespace: namespace.into(),
+                    name: name.into(),
+                    why: why.clone(),
+                })
             }
             Some(Source::Data(data)) => data,
         };
@@ -76,21 +83,31 @@ pub fn compose(
             if optional {
                 continue;
             }
-            return Err(format!(
-                "{kind} {namespace}/{name} has no key `{key}` (valuesFrom valuesKey), and helm-controller fails the release"
-            ));
+            return Err(ValuesError::NoKey {
+                kind: kind.into(),
+                namespace: namespace.into(),
+                name: name.into(),
+                key: key.into(),
+            });
         };
         let secret = kind == "Secret";
         match text("targetPath") {
             "" => {
                 let doc = read_values(raw).map_err(|e| {
                     // The reader's message may quote the Secret's text.
-                    let e = if secret {
+                    let e = e.to_string();
+                    let why = if secret {
                         Secrets::new(vec![raw.clone()]).mask(&e).into_owned()
                     } else {
                         e
                     };
-                    format!("{kind} {namespace}/{name} key `{key}` is not a YAML mapping: {e}")
+                    ValuesError::NotMapping {
+                        kind: kind.into(),
+                        namespace: namespace.into(),
+                        name: name.into(),
+                        key: key.into(),
+                        why,
+                    }
                 })?;
                 if secret {
                     strings(&doc, &mut secret_strings);
@@ -101,8 +118,12 @@ pub fn compose(
                 if secret {
                     secret_strings.push(raw.trim().to_string());
                 }
-                set_path(&mut out.values, path, raw)
-                    .map_err(|e| format!("valuesFrom {kind}/{name} targetPath `{path}`: {e}"))?;
+                set_path(&mut out.values, path, raw).map_err(|error| ValuesError::TargetPath {
+                    kind: kind.into(),
+                    name: name.into(),
+                    path: path.into(),
+                    error,
+                })?;
             }
         }
     }
@@ -148,18 +169,19 @@ pub fn for_helm(values: &Value) -> String {
 }
 
 /// A values document: empty is an empty mapping (Helm's `ReadValues`).
-pub(super) fn read_values(text: &str) -> Result<Value, String> {
+pub(super) fn read_values(text: &str) -> Result<Value, ReadError> {
     if text.trim().is_empty() {
         return Ok(Value::Object(Map::new()));
     }
     let text = std::sync::Arc::new(text.to_string());
-    let mut docs = crate::yaml::parse_all("values", &text).map_err(|e| e.to_string())?;
+    let mut docs =
+        crate::yaml::parse_all("values", &text).map_err(|e| ReadError::Yaml(Box::new(e)))?;
     match docs.len() {
         0 => Ok(Value::Object(Map::new())),
         _ => match docs.swap_remove(0) {
             v @ Value::Object(_) => Ok(v),
             Value::Null => Ok(Value::Object(Map::new())),
-            _ => Err("it is not a mapping".into()),
+            _ => Err(ReadError::NotMapping),
         },
     }
 }
@@ -197,16 +219,14 @@ fn strings(v: &Value, out: &mut Vec<String>) {
 /// string); a value in quotes is
 /// set as the string inside them (`ParseIntoString`). A comma would start another
 /// assignment in Helm's parser: such a value is refused rather than guessed.
-pub fn set_path(values: &mut Value, path: &str, raw: &str) -> Result<(), String> {
+pub fn set_path(values: &mut Value, path: &str, raw: &str) -> Result<(), PathError> {
     let quoted = (raw.starts_with('"') && raw.ends_with('"') && raw.len() >= 2)
         || (raw.starts_with('\'') && raw.ends_with('\'') && raw.len() >= 2);
     let value = if quoted {
         Value::String(raw.trim_matches(['"', '\'']).to_string())
     } else {
         if raw.contains(',') {
-            return Err(
-                "the value holds a comma, which Helm's parser reads as a second assignment".into(),
-            );
+            return Err(PathError::Comma);
         }
         typed(raw)
     };
@@ -228,11 +248,9 @@ pub fn set_path(values: &mut Value, path: &str, raw: &str) -> Result<(), String>
                     }
                     n.push(d);
                 }
-                let i: usize = n
-                    .parse()
-                    .map_err(|_| format!("`[{n}]` is not a list index"))?;
+                let i: usize = n.parse().map_err(|_| PathError::NotIndex(n.clone()))?;
                 if i > 65_536 {
-                    return Err(format!("list index {i} is too large"));
+                    return Err(PathError::IndexTooLarge(i));
                 }
                 if !cur.is_empty() {
                     keys.push(Key::Name(std::mem::take(&mut cur)));
@@ -253,7 +271,7 @@ pub fn set_path(values: &mut Value, path: &str, raw: &str) -> Result<(), String>
         .any(|k| matches!(k, Key::Name(n) if n.is_empty()))
         || keys.is_empty()
     {
-        return Err("an empty key".into());
+        return Err(PathError::EmptyKey);
     }
     let mut at = values;
     for k in &keys {
@@ -263,7 +281,7 @@ pub fn set_path(values: &mut Value, path: &str, raw: &str) -> Result<(), String>
                     *at = Value::Object(Map::new());
                 }
                 let Value::Object(m) = at else {
-                    unreachable_mapping()?
+                    return Err(PathError::Unfollowable);
                 };
                 m.entry(n.clone()).or_insert(Value::Null)
             }
@@ -272,7 +290,7 @@ pub fn set_path(values: &mut Value, path: &str, raw: &str) -> Result<(), String>
                     *at = Value::Array(Vec::new());
                 }
                 let Value::Array(a) = at else {
-                    unreachable_mapping()?
+                    return Err(PathError::Unfollowable);
                 };
                 if a.len() <= *i {
                     a.resize(i + 1, Value::Null);
@@ -283,10 +301,6 @@ pub fn set_path(values: &mut Value, path: &str, raw: &str) -> Result<(), String>
     }
     *at = value;
     Ok(())
-}
-
-fn unreachable_mapping<T>() -> Result<T, String> {
-    Err("the path could not be followed".into())
 }
 
 enum Key {
@@ -368,6 +382,7 @@ mod tests {
         let missing = json!({"spec": {"valuesFrom": [{"kind": "ConfigMap", "name": "missing"}]}});
         assert!(compose(&missing, "apps", &sources)
             .unwrap_err()
+            .to_string()
             .contains("nothing in the build applies"));
     }
 

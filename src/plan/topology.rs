@@ -81,8 +81,6 @@ impl Group {
 /// The groups of one topology.
 #[derive(Debug, Clone, Default)]
 pub struct Layout {
-    #[allow(dead_code)]
-    pub topology: Topology,
     /// The waves in order, then the units' own groups by (wave, name).
     pub groups: Vec<Group>,
     /// Per graph node: the index of its group, None when it is not placed.
@@ -91,8 +89,6 @@ pub struct Layout {
 
 impl Layout {
     /// The layout of `topology` for the repository's placed units.
-    // Used by `blast`, which compares the topologies.
-    #[allow(dead_code)]
     pub fn new(repo: &crate::repo::Repo, plan: &super::Plan, topology: Topology) -> Result<Layout> {
         Layout::of(&repo.graph, &plan.placed, &repo.config, topology)
     }
@@ -173,11 +169,7 @@ impl Layout {
                 },
             });
         }
-        Ok(Layout {
-            topology,
-            groups,
-            group_of,
-        })
+        Ok(Layout { groups, group_of })
     }
 
     /// The number of wave groups (they come first).

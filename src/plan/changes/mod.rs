@@ -105,7 +105,7 @@ pub(super) fn parse_docs(rel: &str, text: &str) -> Result<Vec<Value>> {
 }
 
 /// The kustomization of hand-kept folder `dir`, under whichever name kustomize reads it from
-/// (`repo::apptier::KUSTOMIZATION_NAMES`): its name and text. None is an error with `help`;
+/// (`kustomize::KUSTOMIZATION_FILES`): its name and text. None is an error with `help`;
 /// more than one is refused, as kustomize refuses it.
 pub(super) fn kustomization_in(repo: &Repo, dir: &str, help: &str) -> Result<(String, String)> {
     let mut found = Vec::new();

@@ -1,0 +1,87 @@
+//! A comparison of two revisions as `cutover` and `diff` print it: the same first line, the
+//! same section on what fluxwave cannot see, and one JSON document whose shared fields keep
+//! their order around each command's own.
+
+use serde::Serialize;
+
+use super::report::JSON_VERSION;
+use crate::cutover::{self, Report, Verdict};
+
+/// The JSON form of a comparison: what is compared and cutover's verdict, then `body` (the
+/// command's own fields, in its order), then what could not be seen and what is not
+/// modelled, then the runbook (`cutover` only).
+#[derive(Serialize)]
+pub(super) struct RevisionsJson<'a, B: Serialize> {
+    version: u32,
+    from: &'a str,
+    to: &'a str,
+    environments: &'a [String],
+    /// cutover's verdict: `safe`, `deletes` or `incomplete`.
+    verdict: Verdict,
+    #[serde(flatten)]
+    body: B,
+    incomplete: &'a [cutover::Incomplete],
+    warnings: &'a [cutover::EnvWarning],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    runbook: Option<&'a [cutover::runbook::Section]>,
+}
+
+impl<'a, B: Serialize> RevisionsJson<'a, B> {
+    pub(super) fn of(r: &'a Report, body: B) -> RevisionsJson<'a, B> {
+        RevisionsJson {
+            version: JSON_VERSION,
+            from: &r.from,
+            to: &r.to,
+            environments: &r.environments,
+            verdict: r.verdict(),
+            body,
+            incomplete: &r.incomplete,
+            warnings: &r.warnings,
+            runbook: None,
+        }
+    }
+
+    /// With the report's runbook last.
+    pub(super) fn with_runbook(self, r: &'a Report) -> RevisionsJson<'a, B> {
+        RevisionsJson {
+            runbook: Some(&r.runbook),
+            ..self
+        }
+    }
+}
+
+/// The first line of `cutover` and `diff`: what is compared, and in which environments.
+pub(super) fn heading(command: &str, r: &Report) -> String {
+    format!(
+        "{command} {} -> {} (environments: {})",
+        r.from,
+        r.to,
+        if r.environments.is_empty() {
+            "none found".to_string()
+        } else {
+            r.environments.join(", ")
+        }
+    )
+}
+
+/// The Kustomizations the analysis could not see into, each with why: Flux may `verb` objects
+/// there that no list shows.
+pub(super) fn incomplete(s: &mut String, r: &Report, verb: &str) {
+    if r.incomplete.is_empty() {
+        return;
+    }
+    s.push_str(&format!(
+        "\nIncomplete (Flux may {verb} objects fluxwave cannot see)\n"
+    ));
+    for i in &r.incomplete {
+        s.push_str(&format!(
+            "  {} — {} ({})\n",
+            i.environment,
+            i.what(),
+            i.file
+        ));
+        for why in &i.why {
+            s.push_str(&format!("    {why}\n"));
+        }
+    }
+}
