@@ -960,25 +960,35 @@ mod tests {
         );
     }
 
-    /// A large file is read in time linear in its size.
+    /// A large file is read in time linear in its size: four times the keys cost about four
+    /// times the time, measured as a ratio of two sizes in one run (the fastest of three
+    /// reads each), so a busy machine slows both alike; a quadratic reader would be 16×.
     #[test]
-    fn a_large_document_is_read_quickly() {
-        let mut text = String::from("kind: Secret\nstringData:\n");
-        for i in 0..40_000 {
-            text.push_str(&format!("  key-{i}: value-{i}\n"));
-        }
-        text.push_str("---\nkind: ConfigMap\n");
-        let start = std::time::Instant::now();
-        let r = ranges(&text);
-        assert_eq!(r.len(), 40_000);
+    fn a_large_document_is_read_in_time_linear_in_its_size() {
+        let secret = |keys: usize| {
+            let mut text = String::from("kind: Secret\nstringData:\n");
+            for i in 0..keys {
+                text.push_str(&format!("  key-{i}: value-{i}\n"));
+            }
+            text.push_str("---\nkind: ConfigMap\n");
+            text
+        };
+        let fastest = |text: &str, keys: usize| {
+            (0..3)
+                .map(|_| {
+                    let start = std::time::Instant::now();
+                    assert_eq!(ranges(text).len(), keys);
+                    start.elapsed()
+                })
+                .min()
+                .unwrap_or_default()
+        };
+        let (small, large) = (secret(5_000), secret(20_000));
+        let ratio = fastest(&large, 20_000).as_secs_f64() / fastest(&small, 5_000).as_secs_f64();
+        assert!(ratio < 8.0, "4× the keys took {ratio:.1}× the time");
         // And every value is masked in output in time linear in the output.
-        let out = mask_known("value-39999 and value-5 stay apart from value-123456\n");
+        let out = mask_known("value-19999 and value-5 stay apart from value-123456\n");
         assert_eq!(out, "*** and value-5 stay apart from ***6\n");
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(30),
-            "{:?}",
-            start.elapsed()
-        );
     }
 
     /// Each shape a Secret can be written in: the value is masked, the keys are not.

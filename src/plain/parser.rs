@@ -192,6 +192,7 @@ impl<'a> Parser<'a> {
 
     fn map_inner(&mut self, indent: usize) -> Option<Node<'a>> {
         let mut entries: Vec<(&'a str, Node<'a>)> = Vec::with_capacity(8);
+        let mut keys = Keys::default();
         while let Some(line) = self.current() {
             if line.indent < indent {
                 break;
@@ -200,7 +201,7 @@ impl<'a> Parser<'a> {
                 return None;
             }
             let (key, after) = self.key_at(line.start, line.end)?;
-            if entries.iter().any(|(k, _)| *k == key) {
+            if keys.repeats(&entries, key) {
                 return None;
             }
             let value = self.value_after(after, line, indent)?;
@@ -470,13 +471,14 @@ impl<'a> Parser<'a> {
     fn flow_map_inner(&self, open: usize, end: usize) -> Option<(Node<'a>, usize)> {
         let b = self.bytes();
         let mut entries: Vec<(&'a str, Node<'a>)> = Vec::new();
+        let mut keys = Keys::default();
         let mut pos = self.skip_blanks(open + 1, end);
         if pos < end && b[pos] == b'}' {
             return Some((Node::Map(entries), pos + 1));
         }
         loop {
             let (key, after) = self.key_at(pos, end)?;
-            if after == end || entries.iter().any(|(k, _)| *k == key) {
+            if after == end || keys.repeats(&entries, key) {
                 return None;
             }
             let start = self.skip_blanks(after, end);
@@ -522,5 +524,28 @@ impl<'a> Parser<'a> {
                 (false, p) => return Some((Node::Seq(items), p)),
             }
         }
+    }
+}
+
+/// The keys of a mapping read so far, to refuse a repeated one: a look along the entries
+/// while the mapping is small, a set once it is large, so a Secret of 40,000 keys is read
+/// in time linear in its size.
+#[derive(Default)]
+struct Keys<'a> {
+    set: std::collections::HashSet<&'a str>,
+}
+
+impl<'a> Keys<'a> {
+    const SMALL: usize = 32;
+
+    /// Whether `key` is already among `entries` (the entries read so far, in order).
+    fn repeats(&mut self, entries: &[(&'a str, Node<'a>)], key: &'a str) -> bool {
+        if entries.len() < Self::SMALL {
+            return entries.iter().any(|(k, _)| *k == key);
+        }
+        if self.set.is_empty() {
+            self.set.extend(entries.iter().map(|(k, _)| *k));
+        }
+        !self.set.insert(key)
     }
 }
