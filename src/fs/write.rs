@@ -470,6 +470,17 @@ pub struct Dir {
     fd: rustix::fd::OwnedFd,
 }
 
+impl Dir {
+    /// The repository-relative path of the entry `name` of this folder.
+    fn rel_of(&self, name: &str) -> String {
+        if self.rel.is_empty() {
+            name.to_string()
+        } else {
+            format!("{}/{name}", self.rel)
+        }
+    }
+}
+
 /// The folders of one repository that `apply` has opened, by repository-relative path. At
 /// most `OPEN_AT_ONCE` stay open: a move between topologies touches a folder per unit
 /// (100,000 of them), more than a process may hold open. A folder opened again is opened as
@@ -577,14 +588,6 @@ mod at {
 
 #[cfg(unix)]
 impl Dir {
-    fn rel_of(&self, name: &str) -> String {
-        if self.rel.is_empty() {
-            name.to_string()
-        } else {
-            format!("{}/{name}", self.rel)
-        }
-    }
-
     /// The type of the entry `name` (a link is a link), `None` when there is none.
     fn kind(&self, name: &str) -> std::io::Result<Option<at::FileType>> {
         match rustix::fs::statat(&self.fd, name, at::AtFlags::SYMLINK_NOFOLLOW) {

@@ -8,14 +8,6 @@ use super::{link_refused, replace, sync_dir, Dir, Expect};
 use crate::error::{Error, Result};
 
 impl Dir {
-    fn rel_of(&self, name: &str) -> String {
-        if self.rel.is_empty() {
-            name.to_string()
-        } else {
-            format!("{}/{name}", self.rel)
-        }
-    }
-
     pub fn read(&self, name: &str) -> std::io::Result<Option<Vec<u8>>> {
         let path = self.path.join(name);
         if path
