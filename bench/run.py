@@ -237,18 +237,27 @@ def machine():
 
 
 def against(other, repo, applied, runs):
-    """`plan`, `check` and `cutover` of this build and of `other`, in turns: {cmd: (ours, theirs)}."""
+    """The headline commands of this build and of `other`, in turns: {cmd: (ours, theirs)}.
+    `apply` runs each time on a fresh copy of the flat tree, one copy per binary."""
     out = {}
+    scratch = {b: WORK / f"against-{i}" for i, b in enumerate((FLUXWAVE, other))}
     for name, args, codes in [
+        ("waves", ["--repo", repo, "waves"], (0,)),
         ("plan", ["--repo", repo, "plan"], (0,)),
+        ("apply", None, (0,)),
         ("check", ["--repo", applied, "check"], (0, 1)),
         ("cutover", ["--repo", applied, "cutover", "--from", "HEAD~1", "--to", "HEAD"], (0, 1)),
     ]:
-        ours, theirs = measure_together([
-            {"cmd": [FLUXWAVE, *args], "ok_codes": codes},
-            {"cmd": [other, *args], "ok_codes": codes},
-        ], runs)
-        out[name] = (ours, theirs)
+        specs = []
+        for b in (FLUXWAVE, other):
+            if args is None:
+                specs.append({"cmd": [b, "--repo", scratch[b], "apply"], "ok_codes": codes,
+                              "setup": fresh_copy(repo, scratch[b])})
+            else:
+                specs.append({"cmd": [b, *args], "ok_codes": codes})
+        out[name] = tuple(measure_together(specs, runs))
+    for d in scratch.values():
+        shutil.rmtree(d, ignore_errors=True)
     return out
 
 
