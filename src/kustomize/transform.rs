@@ -57,7 +57,7 @@ impl Builder<'_> {
             })?;
             acc = self.build_component(&path, &kfile, (&what, entry), acc)?;
         }
-        self.generators(file, k, &mut acc)?;
+        self.generators(file, dir, k, &mut acc)?;
         // Everything accumulated: kustomize appends each object to the list, refusing an
         // id it holds already (`resWrangler.Append`, `appendReplaceOrMerge`).
         Ids::check(self, file, &acc)?;

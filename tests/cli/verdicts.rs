@@ -611,3 +611,32 @@ fn a_patch_allowed_to_rename_a_claim_deletes_it() {
         ]
     );
 }
+
+/// A `configMapGenerator` with its hash suffix on (no `disableNameSuffixHash`) names its
+/// ConfigMap after a hash of its content (kustomize api `hasher`), so an edit of a file it
+/// reads renames the ConfigMap and Flux prunes the old one. fluxwave does not compute the
+/// hash: the edit touches the Kustomization, which is incomplete and names the generator,
+/// never safe. (Here a JSON file, such as a Grafana dashboard.)
+#[test]
+fn an_edit_of_a_hash_suffixed_generators_file_is_incomplete() {
+    let repo = TestRepo::empty();
+    repo.write("clusters/dev/kustomization.yaml", "resources: [apps.yaml]\n")
+        .write("clusters/dev/apps.yaml", &ks("apps", "./apps", &[]))
+        .write(
+            "apps/kustomization.yaml",
+            "resources: [web.yaml]\nconfigMapGenerator:\n- name: dashboards\n  namespace: web\n  files: [board=dashboards/board.json]\n",
+        )
+        .write("apps/dashboards/board.json", "{\"panels\": 1}\n")
+        .write("apps/web.yaml", &config_map("web", "web"));
+    repo.commit_all("a dashboard");
+    repo.write("apps/dashboards/board.json", "{\"panels\": 2}\n");
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (1, Some("incomplete")),
+        "{doc:#}"
+    );
+    assert_eq!(incomplete(&doc), ["flux-system/apps"]);
+    let why = doc["incomplete"][0]["why"][0].as_str().unwrap();
+    assert!(why.contains("ConfigMap `dashboards`"), "{why}");
+}
