@@ -32,6 +32,9 @@ pub struct Config {
     /// `helm.allowHosts`: hosts charts may be pulled from when this revision is the base of a
     /// comparison, beyond those its chart sources name.
     pub helm_allow_hosts: Vec<String>,
+    /// `cutover.accept`: the gaps of the analysis this repository accepts, by name. Read from
+    /// the base revision of a comparison only (`cutover`).
+    pub cutover_accept: Vec<Accept>,
     /// Text of fluxwave.yaml when there is one (for locating unit errors).
     pub text: Option<Text>,
 }
@@ -108,6 +111,32 @@ impl CheckSettings {
     }
 }
 
+/// A kind of gap in what `cutover` can judge that a repository may accept by name
+/// (`cutover.accept`): a touched thing of that kind that is not judged then leaves the
+/// verdict alone, and the report lists it as accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Accept {
+    /// A HelmRelease that stays the same release (name, namespaces, chart name) and whose
+    /// chart, version or values change while a side of it is not rendered (`--no-helm`, no
+    /// helm, a chart that cannot be had): what Helm's upgrade deletes is not judged.
+    HelmUpgrades,
+}
+
+impl Accept {
+    pub const ALL: [Accept; 1] = [Accept::HelmUpgrades];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Accept::HelmUpgrades => "helm-upgrades",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Accept> {
+        Accept::ALL.into_iter().find(|a| a.as_str() == name)
+    }
+}
+
 /// An app-tier unit with no ServiceDefinition, placed relative to its anchor.
 #[derive(Debug, Clone)]
 pub struct Unit {
@@ -151,6 +180,29 @@ struct RawConfig {
     units: Option<Vec<RawUnit>>,
     check: Option<RawCheck>,
     helm: Option<RawHelm>,
+    cutover: Option<RawCutover>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(rename = "Cutover")]
+/// How `cutover`, `diff` and `check --base` judge a change.
+struct RawCutover {
+    /// Gaps of the analysis accepted by name: a touched thing of that kind that cannot be
+    /// judged leaves the verdict alone (it is listed as accepted) instead of making it
+    /// `incomplete`. `helm-upgrades`: a HelmRelease whose chart, version or values change
+    /// while it is not rendered (`--no-helm`, no helm, a chart that cannot be had). Read from
+    /// the base revision of a comparison only, so a change cannot accept its own gap.
+    #[schemars(with = "Option<Vec<AcceptName>>")]
+    accept: Option<Vec<Spanned<String>>>,
+}
+
+/// The name of a gap `cutover.accept` may accept.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+#[serde(rename_all = "kebab-case")]
+enum AcceptName {
+    HelmUpgrades,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -325,6 +377,7 @@ impl Default for Config {
             units: vec![],
             check: CheckSettings::default(),
             helm_allow_hosts: Vec::new(),
+            cutover_accept: Vec::new(),
             text: None,
         }
     }
@@ -547,6 +600,27 @@ impl Parse<'_> {
         }
     }
 
+    /// The `cutover.accept` names; one that names no gap is an error.
+    fn accept(&mut self, into: &mut Vec<Accept>, names: Vec<Spanned<String>>) {
+        for name in names {
+            match Accept::parse(&name.value) {
+                Some(a) => {
+                    if !into.contains(&a) {
+                        into.push(a);
+                    }
+                }
+                None => {
+                    let known: Vec<&str> = Accept::ALL.iter().map(|a| a.as_str()).collect();
+                    self.err(
+                        &name,
+                        format!("cutover.accept: `{}` names no gap", name.value),
+                        &format!("the gaps that may be accepted: {}", known.join(", ")),
+                    );
+                }
+            }
+        }
+    }
+
     /// The units, with their names' places; a name declared twice is an error.
     fn units(&mut self, into: &mut Vec<Unit>, units: Vec<RawUnit>) {
         let text = self.text;
@@ -662,6 +736,12 @@ impl Config {
                 .into_iter()
                 .map(|h| h.to_ascii_lowercase())
                 .collect();
+        }
+        if let Some(cutover) = raw.cutover {
+            p.accept(
+                &mut config.cutover_accept,
+                cutover.accept.unwrap_or_default(),
+            );
         }
         if p.errors.is_empty() {
             Ok(config)

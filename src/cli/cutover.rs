@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::format::Format;
 use super::report::{io, write_json, Outcome, JSON_VERSION};
-use super::revisions::{heading, incomplete, RevisionsJson};
+use super::revisions::{heading, incomplete, kustomizations, RevisionsJson};
 use crate::cutover::{self, Deletion, Report, Verdict};
 use crate::error::Result;
 use crate::plural::count;
@@ -166,7 +166,7 @@ fn text(r: &Report) -> String {
         Verdict::Deletes => s.push_str(&format!("{found}\n")),
         Verdict::Incomplete => s.push_str(&format!(
             "incomplete: the change touches {} fluxwave cannot see whole; Flux may delete more than the {} found\n",
-            count(r.incomplete.len(), "Kustomization"),
+            count(kustomizations(&r.incomplete), "Kustomization"),
             count(r.deletions.len(), "deletion")
         )),
     }

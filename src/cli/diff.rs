@@ -14,7 +14,7 @@ use serde::Serialize;
 use super::format::Format;
 use super::markdown;
 use super::report::{io, write_json, Outcome};
-use super::revisions::{heading, incomplete, RevisionsJson};
+use super::revisions::{heading, incomplete, kustomizations, RevisionsJson};
 use crate::cutover::{Deletion, Report, Verdict};
 use crate::error::Result;
 use crate::kustomize::object::ObjectId;
@@ -290,7 +290,7 @@ fn deletes_line(r: &Report, s: &Summary) -> String {
         ),
         Verdict::Incomplete => format!(
             "incomplete: fluxwave cannot see all of {}; Flux may delete more than the {} found",
-            count(r.incomplete.len(), "Kustomization"),
+            count(kustomizations(&r.incomplete), "Kustomization"),
             count(r.deletions.len(), "deletion")
         ),
     }
@@ -398,7 +398,7 @@ fn github(r: &Report, rows: &[Row], also: &[&Deletion]) -> String {
         }
     );
     let environments = markdown::codes(&r.environments);
-    if rows.is_empty() && also.is_empty() {
+    if rows.is_empty() && also.is_empty() && r.incomplete.is_empty() && r.accepted.is_empty() {
         s.push_str(&format!("No object changes in {environments}.\n"));
         return s;
     }
@@ -476,6 +476,16 @@ fn github(r: &Report, rows: &[Row], also: &[&Deletion]) -> String {
             s.push_str(&format!("- … and {} more\n", also.len() - GITHUB_ROWS));
         }
     }
+    gaps_markdown(
+        &mut s,
+        &r.incomplete,
+        "Incomplete: Flux may change objects fluxwave cannot see",
+    );
+    gaps_markdown(
+        &mut s,
+        &r.accepted,
+        "Accepted gaps (not judged; `cutover.accept` in the base revision's fluxwave.yaml)",
+    );
     let diffs: Vec<&Change> = rows
         .iter()
         .map(|r| r.change)
@@ -502,6 +512,30 @@ fn github(r: &Report, rows: &[Row], also: &[&Deletion]) -> String {
         s.push_str("</details>\n");
     }
     s
+}
+
+/// The gaps of a comparison as a Markdown list under `title`, each with why.
+fn gaps_markdown(s: &mut String, gaps: &[crate::cutover::Incomplete], title: &str) {
+    if gaps.is_empty() {
+        return;
+    }
+    s.push_str(&format!("\n{title}:\n\n"));
+    for i in gaps.iter().take(GITHUB_ROWS) {
+        let gap = i
+            .gap
+            .map(|g| format!(" [{}]", markdown::code(g.as_str())))
+            .unwrap_or_default();
+        s.push_str(&format!(
+            "- {} ({}, {}){gap}: {}\n",
+            markdown::code(&i.what()),
+            markdown::code(&i.environment),
+            markdown::code(&i.file),
+            markdown::code(&i.why.join("; "))
+        ));
+    }
+    if gaps.len() > GITHUB_ROWS {
+        s.push_str(&format!("- … and {} more\n", gaps.len() - GITHUB_ROWS));
+    }
 }
 
 #[cfg(test)]

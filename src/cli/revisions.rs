@@ -21,6 +21,8 @@ pub(super) struct RevisionsJson<'a, B: Serialize> {
     #[serde(flatten)]
     body: B,
     incomplete: &'a [cutover::Incomplete],
+    /// Gaps of the kinds the base revision's fluxwave.yaml accepts (`cutover.accept`).
+    accepted: &'a [cutover::Incomplete],
     warnings: &'a [cutover::EnvWarning],
     #[serde(skip_serializing_if = "Option::is_none")]
     runbook: Option<&'a [cutover::runbook::Section]>,
@@ -36,6 +38,7 @@ impl<'a, B: Serialize> RevisionsJson<'a, B> {
             verdict: r.verdict(),
             body,
             incomplete: &r.incomplete,
+            accepted: &r.accepted,
             warnings: &r.warnings,
             runbook: None,
         }
@@ -65,17 +68,41 @@ pub(super) fn heading(command: &str, r: &Report) -> String {
 }
 
 /// The Kustomizations the analysis could not see into, each with why: Flux may `verb` objects
-/// there that no list shows.
+/// there that no list shows. Then the gaps the base revision accepts, each with why.
 pub(super) fn incomplete(s: &mut String, r: &Report, verb: &str) {
-    if r.incomplete.is_empty() {
+    gaps(
+        s,
+        &r.incomplete,
+        &format!("Incomplete (Flux may {verb} objects fluxwave cannot see)"),
+    );
+    gaps(
+        s,
+        &r.accepted,
+        "Accepted gaps (not judged; cutover.accept in the base revision's fluxwave.yaml)",
+    );
+}
+
+/// How many Flux Kustomizations `gaps` name (one may hold several).
+pub(super) fn kustomizations(gaps: &[cutover::Incomplete]) -> usize {
+    let named: std::collections::BTreeSet<(&str, &str)> = gaps
+        .iter()
+        .map(|i| (i.environment.as_str(), i.kustomization.as_str()))
+        .collect();
+    named.len()
+}
+
+fn gaps(s: &mut String, gaps: &[cutover::Incomplete], title: &str) {
+    if gaps.is_empty() {
         return;
     }
-    s.push_str(&format!(
-        "\nIncomplete (Flux may {verb} objects fluxwave cannot see)\n"
-    ));
-    for i in &r.incomplete {
+    s.push_str(&format!("\n{title}\n"));
+    for i in gaps {
+        let gap = i
+            .gap
+            .map(|g| format!(" [{}]", g.as_str()))
+            .unwrap_or_default();
         s.push_str(&format!(
-            "  {} — {} ({})\n",
+            "  {} — {} ({}){gap}\n",
             i.environment,
             i.what(),
             i.file

@@ -4,6 +4,7 @@
 //! (`ObjectId -> owner`) judged by the owners' specs (`rules`), never by file names. A
 //! feature the builder does not model is reported as a warning, never skipped in silence.
 
+mod helm;
 pub mod rules;
 pub mod runbook;
 
@@ -12,7 +13,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::config::Config;
+use crate::config::{Accept, Config};
 use crate::error::{Error, Result};
 use crate::flux::discover::{self, Environment};
 use crate::flux::inventory::{self, Inventory, Keep, Owner};
@@ -40,6 +41,9 @@ pub struct Incomplete {
     pub file: String,
     /// Each reason, one line each.
     pub why: Vec<String>,
+    /// The kind of gap it is, when a repository may accept it by name (`cutover.accept`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gap: Option<Accept>,
 }
 
 impl Incomplete {
@@ -63,6 +67,9 @@ pub struct Report {
     pub deletions: Vec<Deletion>,
     /// What the change touches that could not be modelled: the verdict is "incomplete".
     pub incomplete: Vec<Incomplete>,
+    /// What the change touches that could not be modelled, of a kind the base revision's
+    /// fluxwave.yaml accepts (`cutover.accept`): listed, and leaving the verdict alone.
+    pub accepted: Vec<Incomplete>,
     pub warnings: Vec<EnvWarning>,
     pub runbook: Vec<runbook::Section>,
 }
@@ -318,55 +325,15 @@ fn permute<T>(items: &mut [T], order: &mut [usize]) {
     }
 }
 
-/// The HelmReleases whose render inputs change between the builds (their values, or the
-/// chart version their source names) while a side of them is not rendered: incomplete when
-/// rendering failed, a warning when no helm is found (Helm's own deletions are then not
-/// judged, as with `--no-helm`, which leaves the warning out too):
-/// what Helm's upgrade deletes inside them is not seen (only with rendering on; off, Helm's
-/// own deletions are not judged at all, as the documentation says).
-fn unrendered_upgrades(
-    env: &str,
-    old: &Inventory,
-    new: &Inventory,
-) -> (Vec<Incomplete>, Vec<EnvWarning>) {
-    use crate::flux::release::Render;
-    let (mut out, mut unjudged) = (Vec::new(), Vec::new());
-    // Only HelmReleases carry a release: the others are passed over without a lookup.
-    for (id, e) in new.objects.iter().filter(|(_, e)| e.release.is_some()) {
-        let Some(was) = old.objects.get(id) else {
-            continue;
-        };
-        let (Some(before), Some(after)) = (was.release.as_deref(), e.release.as_deref()) else {
-            continue;
-        };
-        // What the render depends on is the same: the same release is installed.
-        if before.inputs == after.inputs {
-            continue;
-        }
-        let Some(why) = before.why().or(after.why()) else {
-            continue;
-        };
-        if matches!(before.render, Render::NoHelm) || matches!(after.render, Render::NoHelm) {
-            unjudged.push(EnvWarning {
-                environment: env.to_string(),
-                path: e.file.to_string(),
-                feature: "HelmRelease not rendered".into(),
-                message: format!(
-                    "{id} changes, and no helm is found: what Helm's upgrade deletes inside the release is not judged (install Helm 3, or name it with --helm; --no-helm leaves it unjudged without this warning)"
-                ),
-            });
-            continue;
-        }
-        out.push(Incomplete {
-            environment: env.to_string(),
-            kustomization: format!("{}/{}", e.owner.namespace, e.owner.name),
-            file: e.file.to_string(),
-            why: vec![format!(
-                "{id} changes, and its chart is not rendered ({why}): what Helm's upgrade deletes inside the release is not seen"
-            )],
-        });
+/// The gaps the fluxwave.yaml of `base` (the older revision of a change: what was reviewed
+/// and merged) accepts by name, `cutover.accept`; never the newer revision's or the working
+/// tree's, so that a change cannot accept its own gap. A base whose file cannot be read
+/// accepts nothing.
+fn accepted_by(base: &FileTree) -> Vec<Accept> {
+    match Config::from_tree(base) {
+        Ok(Some(config)) => config.cutover_accept,
+        Ok(None) | Err(_) => Vec::new(),
     }
-    (out, unjudged)
 }
 
 /// An environment's build of one revision of a history, kept for the next step.
@@ -386,6 +353,8 @@ struct Builds {
     envs: Vec<Environment>,
     incomplete: Vec<Incomplete>,
     warnings: Vec<EnvWarning>,
+    /// The gaps the older revision's fluxwave.yaml accepts (`cutover.accept`).
+    accept: Vec<Accept>,
 }
 
 impl Builds {
@@ -444,6 +413,7 @@ impl Builds {
                     kustomization: String::new(),
                     file: env.path.clone(),
                     why: vec![why],
+                    gap: None,
                 });
                 continue;
             }
@@ -496,9 +466,7 @@ impl Builds {
             incomplete.extend(unseen(old, new, &o, &n, || {
                 changed.get_or_init(|| old.changed_paths(new)).as_slice()
             }));
-            let (unseen, unjudged) = unrendered_upgrades(name, &o, &n);
-            incomplete.extend(unseen);
-            warnings.extend(unjudged);
+            incomplete.extend(helm::unjudged(name, &o, &n));
             pairs.push((o, n));
             built.push(env.clone());
         }
@@ -510,6 +478,7 @@ impl Builds {
             envs: built,
             incomplete,
             warnings,
+            accept: accepted_by(old),
         };
         Ok((builds, newer))
     }
@@ -535,7 +504,11 @@ impl Builds {
             envs: _,
             incomplete,
             mut warnings,
+            accept,
         } = self;
+        let (accepted, incomplete): (Vec<Incomplete>, Vec<Incomplete>) = incomplete
+            .into_iter()
+            .partition(|i| i.gap.is_some_and(|g| accept.contains(&g)));
         // The objects of an environment are freed on another core while the rest is judged.
         let mut freeing = Vec::new();
         let mut deletions = Vec::new();
@@ -586,6 +559,7 @@ impl Builds {
             environments,
             deletions,
             incomplete,
+            accepted,
             warnings,
             runbook,
         };
@@ -736,6 +710,7 @@ fn unseen<'a>(
                 o.file.clone()
             },
             why,
+            gap: None,
         });
     }
     out

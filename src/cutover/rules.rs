@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::flux::data::{self, Data, HELM_GROUP};
 use crate::flux::facts::opt_out;
 use crate::flux::inventory::{Entry, Inventory, Owner};
-use crate::flux::release::{Release, Rendered};
+use crate::flux::release::Release;
 use crate::kustomize::object::{crd_kind, ObjectId};
 
 /// Why Flux deletes an object. Serialised as its code.
@@ -267,7 +267,7 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
     // `filter_map`, not `flatten`: it collects in place, without a second list.
     #[allow(clippy::filter_map_identity)]
     let mut found: Vec<Deletion> = out.into_iter().filter_map(|d| d).collect();
-    found.extend(helm_deletions(env, old, new));
+    found.extend(super::helm::deletions(env, old, new));
     found
 }
 
@@ -565,105 +565,8 @@ fn release_deleted(reason: &str, e: &Entry) -> (String, bool) {
     (text, true)
 }
 
-/// What Helm deletes inside the HelmReleases both revisions render: the objects an upgrade
-/// no longer renders, or, when the release's target changes (helm-controller
-/// `ReleaseTargetChanged`: release name, namespace, storage namespace or chart name), every
-/// object of the old release, uninstalled before the new one is installed. Hooks and the
-/// chart's `crds/` are not part of a release; `helm.sh/resource-policy: keep` leaves an
-/// object in place.
-fn helm_deletions(env: &Arc<str>, old: &Inventory, new: &Inventory) -> Vec<Deletion> {
-    let mut out = Vec::new();
-    for (id, e) in &old.objects {
-        if !id.is(HELM_GROUP, "HelmRelease") || e.whole.as_deref().is_some_and(suspended) {
-            continue;
-        }
-        // A suspended HelmRelease is not upgraded until it is resumed.
-        let Some(now) = new
-            .objects
-            .get(id)
-            .filter(|n| !n.whole.as_deref().is_some_and(suspended))
-        else {
-            continue;
-        };
-        let (Some(was), Some(is)) = (
-            e.release.as_deref().and_then(Release::rendered),
-            now.release.as_deref().and_then(Release::rendered),
-        ) else {
-            continue;
-        };
-        let chart_name = |r: &Rendered| r.chart.split(' ').next().unwrap_or("").to_string();
-        let target = (
-            &was.release_name,
-            &was.namespace,
-            &was.storage_namespace,
-            chart_name(was),
-        );
-        let replaced = target
-            != (
-                &is.release_name,
-                &is.namespace,
-                &is.storage_namespace,
-                chart_name(is),
-            );
-        // What the newer render still installs.
-        let still: BTreeSet<&ObjectId> = is
-            .objects
-            .iter()
-            .filter(|o| o.in_release())
-            .map(|o| &o.id)
-            .collect();
-        let (rule, reason): (Rule, Arc<str>) = if replaced {
-            (Rule::ReleaseReplaced, Arc::from(format!(
-                "{id} changes its release (release {} in {}, stored in {}, chart {} -> release {} in {}, stored in {}, chart {}): helm-controller uninstalls the old release before it installs the new one, and the uninstall deletes it",
-                was.release_name, was.namespace, was.storage_namespace, was.chart,
-                is.release_name, is.namespace, is.storage_namespace, is.chart
-            )))
-        } else {
-            (
-                Rule::ReleaseUpgraded,
-                Arc::from(format!(
-                    "{id} renders it no more (chart {} -> {}): Helm's upgrade deletes it",
-                    was.chart, is.chart
-                )),
-            )
-        };
-        for o in was.objects.iter().filter(|o| o.in_release()) {
-            if o.kept() || (!replaced && still.contains(&o.id)) {
-                continue;
-            }
-            let mut reason = reason.clone();
-            if replaced && still.contains(&o.id) {
-                reason = Arc::from(format!(
-                    "{reason}; the new release creates it again, as a new object"
-                ));
-            }
-            let judged = data::of(&o.id, None, None, &BTreeMap::new());
-            let judged = match judged {
-                Data::Holds(k) => {
-                    Data::Holds(format!("chart {} renders {}: {k}", was.chart, o.at()))
-                }
-                other => other,
-            };
-            out.push(Deletion {
-                environment: env.clone(),
-                id: o.id.clone(),
-                stateful: judged.holds(),
-                data: judged,
-                owner_id: e.owner.clone(),
-                new_owner: None,
-                rule,
-                reason,
-                sops: false,
-                file: e.file.clone(),
-            });
-        }
-    }
-    out.sort_by(|a, b| a.id.cmp(&b.id));
-    out
-}
-
 /// `spec.suspend: true` (in the old revision: what the cluster holds when it is deleted).
-fn suspended(hr: &Value) -> bool {
+pub(super) fn suspended(hr: &Value) -> bool {
     hr.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true)
 }
 

@@ -13,7 +13,53 @@ pub struct Release {
     /// its version, the composed values, the release's name and namespace, the CRD policy):
     /// two revisions with the same inputs install the same release.
     pub inputs: String,
+    /// Which release it is, read from the spec without rendering.
+    pub target: Target,
     pub render: Render,
+}
+
+/// What names a release for helm-controller (`action.ReleaseTargetChanged`): its name
+/// (`release.ShortenName` of `GetReleaseName`), the namespace it installs into, the namespace
+/// Helm keeps it in, and its chart's name. A change of any of them uninstalls the old release.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub release_name: String,
+    pub namespace: String,
+    pub storage_namespace: String,
+    /// The chart's name, when it can be read without fetching the chart: a Helm repository
+    /// or OCI chart's name, a chart of this repository's `Chart.yaml` `name`.
+    pub chart: Option<String>,
+}
+
+impl Target {
+    /// Whether `other` is another release for helm-controller: `Some(true)` when it surely
+    /// is, `None` when a chart name that cannot be read leaves it open.
+    pub fn replaced_by(&self, other: &Target) -> Option<bool> {
+        if (&self.release_name, &self.namespace, &self.storage_namespace)
+            != (
+                &other.release_name,
+                &other.namespace,
+                &other.storage_namespace,
+            )
+        {
+            return Some(true);
+        }
+        match (&self.chart, &other.chart) {
+            (Some(a), Some(b)) => Some(a != b),
+            _ => None,
+        }
+    }
+
+    /// `release NAME in NS, stored in NS, chart NAME`, for reasons.
+    pub fn describe(&self) -> String {
+        format!(
+            "release {} in {}, stored in {}, chart {}",
+            self.release_name,
+            self.namespace,
+            self.storage_namespace,
+            self.chart.as_deref().unwrap_or("(not read)")
+        )
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -23,10 +69,15 @@ pub enum Render {
     NotRendered(String),
     /// No helm program is found: nothing was tried.
     NoHelm,
+    /// Rendering is off (`--no-helm`): nothing was tried, as asked.
+    Off,
 }
 
 /// Why a release is not rendered when no helm is found.
 pub const NO_HELM: &str = "no helm is found on the PATH (install Helm 3, or name it with --helm)";
+
+/// Why a release is not rendered with rendering off.
+pub const OFF: &str = "rendering is off (--no-helm)";
 
 impl Render {
     /// The render with every form of `secrets` masked in why it failed: Helm's error text
@@ -44,16 +95,25 @@ impl Release {
     pub fn rendered(&self) -> Option<&Rendered> {
         match &self.render {
             Render::Rendered(r) => Some(r),
-            Render::NotRendered(_) | Render::NoHelm => None,
+            Render::NotRendered(_) | Render::NoHelm | Render::Off => None,
         }
     }
 
-    /// Why it is not rendered, when it is not.
+    /// Why it is not rendered, when rendering was asked for and it is not (with rendering
+    /// off, nothing is said: `unrendered` says it).
     pub fn why(&self) -> Option<&str> {
         match &self.render {
-            Render::Rendered(_) => None,
+            Render::Rendered(_) | Render::Off => None,
             Render::NotRendered(why) => Some(why),
             Render::NoHelm => Some(NO_HELM),
+        }
+    }
+
+    /// Why it is not rendered, whatever the reason (rendering off included).
+    pub fn unrendered(&self) -> Option<&str> {
+        match &self.render {
+            Render::Off => Some(OFF),
+            _ => self.why(),
         }
     }
 }
@@ -75,6 +135,16 @@ pub struct Rendered {
     pub secret_strings: Secrets,
     /// Why the values were not checked against the chart's schema, when they were not.
     pub unchecked: Option<String>,
+}
+
+impl Rendered {
+    /// `release NAME in NS, stored in NS, chart NAME VERSION`, for reasons.
+    pub fn describe(&self) -> String {
+        format!(
+            "release {} in {}, stored in {}, chart {}",
+            self.release_name, self.namespace, self.storage_namespace, self.chart
+        )
+    }
 }
 
 /// One object of a rendered release.

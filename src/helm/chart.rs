@@ -289,16 +289,11 @@ pub fn local(tree: &FileTree, path: &str, opts: &Options) -> Result<Fetched, Cha
     if !files.contains(&chart_yaml.as_str()) {
         return Err(ChartError::NoChartYaml(chart_yaml));
     }
-    let mut hash = Sha256::new();
     let mut contents = Vec::new();
     for f in &files {
         let Some(bytes) = tree.bytes(f) else {
             continue;
         };
-        hash.update(f.as_bytes());
-        hash.update([0]);
-        hash.update(bytes.as_slice());
-        hash.update([0]);
         let rel = if path.is_empty() {
             f
         } else {
@@ -306,7 +301,7 @@ pub fn local(tree: &FileTree, path: &str, opts: &Options) -> Result<Fetched, Cha
         };
         contents.push((rel.to_string(), bytes));
     }
-    let digest = crate::fs::hex(&hash.finalize());
+    let digest = local_digest(tree, path);
     let dir = opts.cache.join("local").join(&digest[..32]).join("chart");
     let version = chart_version(tree.read(&chart_yaml).as_deref().map(String::as_str));
     if dir.join("Chart.yaml").is_file() {
@@ -328,6 +323,41 @@ pub fn local(tree: &FileTree, path: &str, opts: &Options) -> Result<Fetched, Cha
         digest,
         version,
     })
+}
+
+/// The digest of every file of the chart at `path` of `tree` (its name and its bytes): two
+/// revisions with the same digest hold the same chart. Read without helm.
+pub fn local_digest(tree: &FileTree, path: &str) -> String {
+    let mut hash = Sha256::new();
+    for f in tree.files_under(path) {
+        let Some(bytes) = tree.bytes(f) else {
+            continue;
+        };
+        hash.update(f.as_bytes());
+        hash.update([0]);
+        hash.update(bytes.as_slice());
+        hash.update([0]);
+    }
+    crate::fs::hex(&hash.finalize())
+}
+
+/// The name a chart goes by for helm-controller (`action.ReleaseTargetChanged` compares the
+/// loaded chart's `Metadata.Name`): a remote chart's name, a local chart's `Chart.yaml`
+/// `name`; `None` when it cannot be read without fetching the chart.
+pub fn name(tree: &FileTree, chart: &Chart) -> Option<String> {
+    match chart {
+        Chart::Remote(r) => Some(r.name.clone()),
+        Chart::Local { path } => {
+            let file = join(path, "Chart.yaml");
+            let text = tree.read(&file)?;
+            let docs = crate::yaml::parse_all(&file, &text).ok()?;
+            docs.first()?
+                .get("name")?
+                .as_str()
+                .filter(|n| !n.is_empty())
+                .map(str::to_string)
+        }
+    }
 }
 
 /// Writes `bytes` at `rel` (a path of the tree's, `/`-separated, no `.` or `..` part) below

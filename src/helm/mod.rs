@@ -30,7 +30,7 @@ use sha2::{Digest, Sha256};
 
 use crate::flux::data::HELM_GROUP;
 use crate::flux::inventory::Inventory;
-pub use crate::flux::release::{Object, Release, Render, Rendered};
+pub use crate::flux::release::{Object, Release, Render, Rendered, Target};
 use crate::kustomize::object::{crd_kind, ObjectId, CLUSTER_SCOPED};
 use crate::kustomize::Builder;
 use crate::tree::FileTree;
@@ -220,11 +220,10 @@ pub fn default_cache() -> PathBuf {
 
 /// Renders every HelmRelease of `inv` (built from `tree`) with this run's options, and
 /// sets each one's `release`.
+/// With rendering off, each is kept not rendered (`Render::Off`), with what decides its
+/// render and which release it is: a change of either is still seen.
 pub fn render(inv: &mut Inventory, tree: &FileTree) {
     let opts = options();
-    if !opts.enabled {
-        return;
-    }
     render_with(inv, tree, &opts);
 }
 
@@ -241,6 +240,7 @@ struct Job {
     /// composed); the render's key and the release's inputs digest both take it.
     values_json: String,
     hr: Value,
+    target: Target,
 }
 
 fn render_with(inv: &mut Inventory, tree: &FileTree, opts: &Options) {
@@ -254,7 +254,19 @@ fn render_with(inv: &mut Inventory, tree: &FileTree, opts: &Options) {
         return;
     }
     // Composing each release's values reads the inventory only: on every core.
-    let jobs: Vec<Job> = crate::par::map(&releases, |(id, hr)| job(id, hr, inv));
+    let jobs: Vec<Job> = crate::par::map(&releases, |(id, hr)| job(id, hr, inv, tree));
+    if !opts.enabled {
+        for j in &jobs {
+            if let Some(e) = inv.objects.get_mut(&j.id) {
+                e.release = Some(Arc::new(Release {
+                    inputs: inputs(j, tree),
+                    target: j.target.clone(),
+                    render: Render::Off,
+                }));
+            }
+        }
+        return;
+    }
     // Each distinct chart is fetched once, in parallel; without helm, none is.
     let helm = opts.helm.as_deref();
     let charts: BTreeSet<&Chart> = jobs
@@ -278,25 +290,30 @@ fn render_with(inv: &mut Inventory, tree: &FileTree, opts: &Options) {
             Ok(v) => render.masked(&v.secret_strings),
             Err(_) => render,
         };
-        (render, inputs(j, &fetched))
+        (render, inputs(j, tree))
     });
     for (j, (render, inputs)) in jobs.iter().zip(renders) {
         if let Some(e) = inv.objects.get_mut(&j.id) {
-            e.release = Some(Arc::new(Release { inputs, render }));
+            e.release = Some(Arc::new(Release {
+                inputs,
+                target: j.target.clone(),
+                render,
+            }));
         }
     }
 }
 
 /// The digest of what decides a release's render (`Release::inputs`): where its chart comes
-/// from and which version (a chart of this repository by its files), the values, the
-/// release's name and namespaces, the CRD policy and the post-renderers.
-fn inputs(j: &Job, fetched: &BTreeMap<&Chart, Result<chart::Fetched, ChartError>>) -> String {
+/// from and which version (a chart of this repository by its files, read with or without
+/// helm), the values, the release's name and namespaces, the CRD policy and the
+/// post-renderers.
+fn inputs(j: &Job, tree: &FileTree) -> String {
     let mut h = Sha256::new();
     let (chart, values_files) = match &j.chart {
         Ok(r) => (
-            match fetched.get(&r.chart) {
-                Some(Ok(f)) if matches!(r.chart, Chart::Local { .. }) => f.digest.clone(),
-                _ => format!("{:?}", r.chart),
+            match &r.chart {
+                Chart::Local { path } => chart::local_digest(tree, path),
+                remote => format!("{remote:?}"),
             },
             r.values_files.join("\n"),
         ),
@@ -324,7 +341,7 @@ fn inputs(j: &Job, fetched: &BTreeMap<&Chart, Result<chart::Fetched, ChartError>
     crate::fs::hex(&h.finalize())
 }
 
-fn job(id: &ObjectId, hr: &Value, inv: &Inventory) -> Job {
+fn job(id: &ObjectId, hr: &Value, inv: &Inventory, tree: &FileTree) -> Job {
     let text = |p: &str| {
         hr.pointer(p)
             .and_then(Value::as_str)
@@ -349,16 +366,27 @@ fn job(id: &ObjectId, hr: &Value, inv: &Inventory) -> Job {
         .as_ref()
         .map(|v| values::for_helm(&v.values))
         .unwrap_or_default();
+    let storage_namespace = text("/spec/storageNamespace").unwrap_or_else(|| id.namespace.clone());
+    let target = Target {
+        release_name: release_name.clone(),
+        namespace: namespace.clone(),
+        storage_namespace: storage_namespace.clone(),
+        chart: chart
+            .as_ref()
+            .ok()
+            .and_then(|r| chart::name(tree, &r.chart)),
+    };
     Job {
         id: id.clone(),
         chart,
         release_name,
-        storage_namespace: text("/spec/storageNamespace").unwrap_or_else(|| id.namespace.clone()),
+        storage_namespace,
         namespace,
         include_crds,
         values,
         values_json,
         hr: hr.clone(),
+        target,
     }
 }
 

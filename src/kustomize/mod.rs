@@ -537,10 +537,15 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// ConfigMap and Secret generators: modelled when their names carry no hash suffix.
+    /// ConfigMap and Secret generators: modelled when their names carry no hash suffix. The
+    /// files each reads (`files`, `envs`, `env`, in the kustomization's folder `dir`) are
+    /// asked of the tree, so that what a build reads holds them: an edit of one changes the
+    /// generated object (and, with a hash suffix, its name: kustomize api `hasher`), so it
+    /// touches the Kustomization that builds it.
     pub(super) fn generators(
         &mut self,
         file: &str,
+        dir: &str,
         k: &Map<String, Value>,
         acc: &mut Vec<Resource>,
     ) -> Result<(), BuildError> {
@@ -554,6 +559,7 @@ impl<'a> Builder<'a> {
             ("secretGenerator", "Secret"),
         ] {
             for (i, item) in list(k, field, file)?.iter().enumerate() {
+                self.generator_inputs(dir, item);
                 let name = item.get("name").and_then(Value::as_str).unwrap_or("");
                 let behavior = item
                     .get("behavior")
@@ -588,6 +594,26 @@ impl<'a> Builder<'a> {
             }
         }
         Ok(())
+    }
+}
+
+impl Builder<'_> {
+    /// Asks the tree for each file generator `item` reads (kustomize api `types`
+    /// `GeneratorArgs`: `files` entries `[key=]path`, `envs`, the older `env`), resolved in
+    /// `dir`: only so that a recording tree notes them.
+    fn generator_inputs(&self, dir: &str, item: &Value) {
+        let entries = ["files", "envs"]
+            .iter()
+            .filter_map(|f| item.get(*f).and_then(Value::as_array))
+            .flatten()
+            .chain(item.get("env"))
+            .filter_map(Value::as_str);
+        for entry in entries {
+            let path = entry.split_once('=').map_or(entry, |(_, path)| path);
+            if let Some(path) = resolve::resolve(dir, path).local() {
+                self.tree.is_file(&path);
+            }
+        }
     }
 }
 

@@ -79,7 +79,7 @@ impl Builder<'_> {
         &mut self,
         what: &str,
         text: &str,
-        target: Option<PatchTarget>,
+        (target, allow): (Option<PatchTarget>, Allow),
         mut acc: Vec<Resource>,
         names: &mut Option<Names>,
     ) -> Built {
@@ -154,14 +154,20 @@ impl Builder<'_> {
                 });
                 continue;
             }
+            // kustomize `Resource.ApplySmPatch`: the object keeps its namespace, and its name
+            // and kind unless the patch's options allow them to change.
             let mut patch = doc.clone();
             if let Some(meta) = patch.get_mut("metadata").and_then(Value::as_object_mut) {
-                meta.remove("name");
+                if !allow.name_change {
+                    meta.remove("name");
+                }
                 meta.remove("namespace");
             }
             if let Some(p) = patch.as_object_mut() {
                 p.remove("apiVersion");
-                p.remove("kind");
+                if !allow.kind_change {
+                    p.remove("kind");
+                }
             }
             for i in selected {
                 let r = &mut acc[i];
@@ -189,6 +195,26 @@ impl Builder<'_> {
             .into();
         self.patches.insert(text.to_string(), docs.clone());
         Ok(docs)
+    }
+}
+
+/// The `options` of a `patches` entry that let a strategic-merge patch change what names
+/// an object (kustomize api `internal/builtins/PatchTransformer.Config`: `allowNameChange`,
+/// `allowKindChange`, read as `map[string]bool`); `patchesStrategicMerge` has none.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Allow {
+    pub name_change: bool,
+    pub kind_change: bool,
+}
+
+impl Allow {
+    pub(super) fn of(entry: &Value) -> Allow {
+        let option =
+            |key: &str| entry.pointer(&format!("/options/{key}")) == Some(&Value::Bool(true));
+        Allow {
+            name_change: option("allowNameChange"),
+            kind_change: option("allowKindChange"),
+        }
     }
 }
 

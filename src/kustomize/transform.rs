@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::error::{BuildError, PatchProblem};
 use super::keys::{self, Transformer};
-use super::patch::{patch_file, patch_text, target_of};
+use super::patch::{patch_file, patch_text, target_of, Allow};
 use super::resource::{Built, Resource};
 use super::{list, resolve, Appended, Builder, Ids, Ref};
 
@@ -57,7 +57,7 @@ impl Builder<'_> {
             })?;
             acc = self.build_component(&path, &kfile, (&what, entry), acc)?;
         }
-        self.generators(file, k, &mut acc)?;
+        self.generators(file, dir, k, &mut acc)?;
         // Everything accumulated: kustomize appends each object to the list, refusing an
         // id it holds already (`resWrangler.Append`, `appendReplaceOrMerge`).
         Ids::check(self, file, &acc)?;
@@ -78,7 +78,7 @@ impl Builder<'_> {
                 Some(s) => s.to_string(),
                 None => return Err(BuildError::patch(&what, PatchProblem::NotAString)),
             };
-            acc = self.apply_patch(&what, &text, None, acc, &mut names)?;
+            acc = self.apply_patch(&what, &text, (None, Allow::default()), acc, &mut names)?;
             patched = true;
         }
         let patches = Transformer::Patches.key();
@@ -86,7 +86,8 @@ impl Builder<'_> {
             let what = Appended::name(appended, file, patches, i);
             let text = patch_text(self.tree, dir, entry, &what)?;
             let target = target_of(entry, &what)?;
-            acc = self.apply_patch(&what, &text, target, acc, &mut names)?;
+            let allow = Allow::of(entry);
+            acc = self.apply_patch(&what, &text, (target, allow), acc, &mut names)?;
             patched = true;
         }
         drop(names);
@@ -146,7 +147,13 @@ impl Builder<'_> {
             let text = patch_text(self.tree, dir, entry, &what)?;
             let target = target_of(entry, &what)?
                 .ok_or_else(|| BuildError::patch(&what, PatchProblem::NeedsTarget))?;
-            acc = self.apply_patch(&what, &text, Some(target), acc, &mut names)?;
+            acc = self.apply_patch(
+                &what,
+                &text,
+                (Some(target), Allow::default()),
+                acc,
+                &mut names,
+            )?;
             patched = true;
         }
         if patched {

@@ -776,11 +776,11 @@ fn a_helm_chart_reference_and_the_crd_policy_are_followed() {
     assert_eq!(kinds(&repo), ["Service/db", "StatefulSet/db"]);
 }
 
-/// Without a helm program (none on the PATH, none named), a HelmRelease that changes is a
-/// warning, not an incomplete verdict: Helm's own deletions are not judged, as with
-/// `--no-helm`, which leaves the warning out too.
+/// Without a helm program (none on the PATH, none named) and with `--no-helm`, a HelmRelease
+/// that changes is an upgrade whose deletions are not judged: the verdict is incomplete, and
+/// says why, never safe with a warning beside it.
 #[test]
-fn without_helm_a_changed_release_is_a_warning_and_no_helm_silences_it() {
+fn without_helm_or_with_no_helm_a_changed_release_is_incomplete() {
     let repo = store_repo();
     repo.write(
         "apps/store.yaml",
@@ -803,17 +803,11 @@ fn without_helm_a_changed_release_is_a_warning_and_no_helm_silences_it() {
         .env("PATH", bin.path())
         .env("FLUXWAVE_CACHE", cache().path());
     let doc = json(&repo.run_command(cmd));
-    assert_eq!(doc["verdict"], "safe", "{doc:#}");
-    let warnings = doc["warnings"].as_array().unwrap();
-    assert_eq!(warnings.len(), 1, "{doc:#}");
-    assert!(
-        warnings[0]["message"]
-            .as_str()
-            .unwrap()
-            .contains("no helm is found"),
-        "{doc:#}"
-    );
+    assert_eq!(doc["verdict"], "incomplete", "{doc:#}");
+    let why = |doc: &Value| doc["incomplete"][0]["why"][0].as_str().unwrap().to_string();
+    assert!(why(&doc).contains("no helm is found"), "{doc:#}");
+    assert_eq!(doc["incomplete"][0]["gap"], "helm-upgrades", "{doc:#}");
     let off: Value = serde_json::from_str(&repo.run(&args).stdout).unwrap();
-    assert_eq!(off["verdict"], "safe");
-    assert_eq!(off["warnings"], serde_json::json!([]), "{off:#}");
+    assert_eq!(off["verdict"], "incomplete", "{off:#}");
+    assert!(why(&off).contains("--no-helm"), "{off:#}");
 }

@@ -546,3 +546,97 @@ fn a_kustomization_whose_build_fails_in_both_revisions_hides_what_it_applies() {
     let (code, doc) = cutover(&repo, &["--from", "HEAD", "--to", "HEAD"]);
     assert_eq!((code, doc["verdict"].as_str()), (0, Some("safe")));
 }
+
+/// A `patches` entry whose `options.allowNameChange` lets a strategic-merge patch rename a
+/// claim (kustomize `Resource.ApplySmPatch` restores the name only when the option is not
+/// set): the old claim leaves the build, and Flux prunes it with its volume. Without the
+/// option the same patch keeps the name, and nothing is deleted. `allowKindChange` makes a
+/// ConfigMap a Secret: the ConfigMap leaves the build. (The fixture
+/// `tests/fixtures/flux/patch-options` holds the same build against Flux's own code.)
+#[test]
+fn a_patch_allowed_to_rename_a_claim_deletes_it() {
+    let claim = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: media, namespace: media}\nspec: {resources: {requests: {storage: 10Gi}}}\n";
+    let patched = |options: &str| {
+        format!("resources: [claim.yaml, settings.yaml]\npatches:\n- target: {{kind: PersistentVolumeClaim, name: media}}\n  {options}\n  patch: |\n    apiVersion: v1\n    kind: PersistentVolumeClaim\n    metadata: {{name: media-v2}}\n- target: {{kind: ConfigMap, name: settings}}\n  {options}\n  patch: |\n    apiVersion: v1\n    kind: Secret\n    metadata: {{name: settings}}\n")
+    };
+    let repo = TestRepo::empty();
+    repo.write(
+        "clusters/dev/kustomization.yaml",
+        "resources: [apps.yaml]\n",
+    )
+    .write("clusters/dev/apps.yaml", &ks("apps", "./apps", &[]))
+    .write(
+        "apps/kustomization.yaml",
+        "resources: [claim.yaml, settings.yaml]\n",
+    )
+    .write("apps/claim.yaml", claim)
+    .write("apps/settings.yaml", &config_map("settings", "media"));
+    repo.commit_all("a claim");
+    repo.write("apps/kustomization.yaml", &patched("options: {}"));
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (0, Some("safe")),
+        "{doc:#}"
+    );
+    repo.write(
+        "apps/kustomization.yaml",
+        &patched("options: {allowNameChange: true, allowKindChange: true}"),
+    );
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (1, Some("deletes")),
+        "{doc:#}"
+    );
+    let found: Vec<(String, &str, bool)> = deletions(&doc)
+        .iter()
+        .map(|d| {
+            (
+                deletion_id(d),
+                d["rule"].as_str().unwrap(),
+                d["stateful"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                "PersistentVolumeClaim/media/media".to_string(),
+                "identity-changed",
+                true
+            ),
+            ("ConfigMap/media/settings".to_string(), "left-build", false),
+        ]
+    );
+}
+
+/// A `configMapGenerator` with its hash suffix on (no `disableNameSuffixHash`) names its
+/// ConfigMap after a hash of its content (kustomize api `hasher`), so an edit of a file it
+/// reads renames the ConfigMap and Flux prunes the old one. fluxwave does not compute the
+/// hash: the edit touches the Kustomization, which is incomplete and names the generator,
+/// never safe. (Here a JSON file, such as a Grafana dashboard.)
+#[test]
+fn an_edit_of_a_hash_suffixed_generators_file_is_incomplete() {
+    let repo = TestRepo::empty();
+    repo.write("clusters/dev/kustomization.yaml", "resources: [apps.yaml]\n")
+        .write("clusters/dev/apps.yaml", &ks("apps", "./apps", &[]))
+        .write(
+            "apps/kustomization.yaml",
+            "resources: [web.yaml]\nconfigMapGenerator:\n- name: dashboards\n  namespace: web\n  files: [board=dashboards/board.json]\n",
+        )
+        .write("apps/dashboards/board.json", "{\"panels\": 1}\n")
+        .write("apps/web.yaml", &config_map("web", "web"));
+    repo.commit_all("a dashboard");
+    repo.write("apps/dashboards/board.json", "{\"panels\": 2}\n");
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (1, Some("incomplete")),
+        "{doc:#}"
+    );
+    assert_eq!(incomplete(&doc), ["flux-system/apps"]);
+    let why = doc["incomplete"][0]["why"][0].as_str().unwrap();
+    assert!(why.contains("ConfigMap `dashboards`"), "{why}");
+}
