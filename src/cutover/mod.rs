@@ -599,27 +599,46 @@ impl Builds {
 }
 
 /// Whether `o`'s build of this repository fails on its way through Flux Kustomizations
-/// (a file it reads, `seen`, other than its own object's, declares one), so that the
-/// Kustomizations it applies, and so where the rest of the repository is reconciled from, are
-/// not known. When that holds in both revisions, the Kustomizations an earlier build of it
-/// applied are still in the cluster and reconcile the newer revision (kustomize-controller
-/// applies nothing of a failing build and prunes nothing, `KustomizationReconciler.reconcile`):
-/// any change of the repository may reach them. Asked of an owner of this repository's
-/// source that no ArtifactGenerator makes.
+/// (a file it reads or lists, `seen`, declares one other than `o` itself:
+/// `declares_kustomization`), so that the Kustomizations it applies, and so where the rest of
+/// the repository is reconciled from, are not known. When that holds in both revisions, the
+/// Kustomizations an earlier build of it applied are still in the cluster and reconcile the
+/// newer revision (kustomize-controller internal/controller/kustomization_controller.go,
+/// `reconcile`: a build error returns before `apply` and `prune`, and the inventory of the last
+/// build that succeeded stays): any change of the repository may reach them. Asked of an owner
+/// of this repository's source that no ArtifactGenerator makes.
 fn hides_what_it_applies(o: &Owner, tree: &FileTree, seen: &Footprint) -> bool {
-    // Its own object's file declares itself.
-    let declares = |file: &str| {
-        file != o.file
-            && tree
-                .read(file)
-                .is_some_and(|t| t.contains(crate::flux::KUSTOMIZE_GROUP))
-    };
+    let declares =
+        |file: &str| declares_kustomization(tree, file, (file == o.file).then_some(o.index));
     !o.built
         && (seen.files.iter().any(|f| declares(f))
             || seen
                 .folders
                 .iter()
                 .any(|d| tree.files_under(d).any(declares)))
+}
+
+/// Whether `file` of `tree` declares a Flux Kustomization, by its objects as
+/// kustomize-controller reads them (`ssautil.ReadObjects`: apiVersion
+/// `kustomize.toolkit.fluxcd.io/*`, kind `Kustomization`; the items of a `List` too), the
+/// document at `own` (an owner's own, counted as the builds do: non-empty documents from 0)
+/// left out. A manifest that cannot be parsed in this revision may have declared one in the
+/// revision an earlier build read: it counts.
+fn declares_kustomization(tree: &FileTree, file: &str, own: Option<usize>) -> bool {
+    let Some(text) = tree.read(file) else {
+        return false;
+    };
+    let Ok(docs) = crate::yaml::parse_all(file, &text) else {
+        return crate::fs::is_manifest(file);
+    };
+    let is = |v: &serde_json::Value| crate::flux::Kustomization::is(v);
+    docs.iter().enumerate().any(|(i, doc)| {
+        Some(i) != own && is(doc)
+            || doc
+                .get("items")
+                .and_then(serde_json::Value::as_array)
+                .is_some_and(|items| items.iter().any(is))
+    })
 }
 
 /// The owners of one environment whose objects fluxwave cannot wholly see in either

@@ -42,5 +42,6 @@ mod secrets;
 mod substitution;
 mod terminal;
 mod topology;
+mod touched;
 mod verdicts;
 mod wiring;

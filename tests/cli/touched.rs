@@ -1,0 +1,137 @@
+//! What a change touches among the Flux Kustomizations fluxwave cannot see whole, and what a
+//! step of a history costs. A partial Kustomization makes the verdict "incomplete" only when
+//! the change reaches what it builds: its own object (not its file's other documents), a file
+//! its build reads, or, when its build fails in both revisions on its way through Flux
+//! Kustomizations it declares, anything (those an earlier build applied still reconcile).
+//! Real git repositories, written by the tests in the shapes of the common layouts.
+
+use serde_json::Value;
+
+use crate::common::{cutover_json, flux_ks as ks, TestRepo};
+
+fn config_map(name: &str, value: &str) -> String {
+    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: apps\ndata:\n  a: {value}\n")
+}
+
+fn incomplete(doc: &Value) -> Vec<String> {
+    doc["incomplete"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["kustomization"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// `cutover --from HEAD` (to the working tree): exit code, verdict and the partial
+/// Kustomizations named.
+fn verdict(repo: &TestRepo) -> (i32, String, Vec<String>) {
+    let (code, doc) = cutover_json(repo, &["--from", "HEAD"]);
+    let verdict = doc["verdict"].as_str().unwrap().to_string();
+    (code, verdict, incomplete(&doc))
+}
+
+/// The Kustomization `broken` fails to build (a resource is missing) in both revisions; the
+/// ConfigMap it reads carries Flux's own labels (`kustomize.toolkit.fluxcd.io/ssa`,
+/// `.../prune`), as manifests commonly do.
+fn failing_build_repo() -> TestRepo {
+    let repo = TestRepo::empty();
+    repo.write(
+        "clusters/dev/kustomization.yaml",
+        "resources: [apps.yaml, broken.yaml]\n",
+    )
+    .write("clusters/dev/apps.yaml", &ks("apps", "./apps", &[]))
+    .write("clusters/dev/broken.yaml", &ks("broken", "./broken", &[]))
+    .write("apps/web.yaml", &config_map("web", "b"))
+    .write(
+        "broken/kustomization.yaml",
+        "resources: [cm.yaml, missing.yaml]\n",
+    )
+    .write(
+        "broken/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  namespace: broken\n  labels:\n    kustomize.toolkit.fluxcd.io/ssa: IfNotPresent\n  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n",
+    );
+    repo.commit_all("a build that fails");
+    repo
+}
+
+#[test]
+fn a_failing_build_that_declares_no_kustomization_hides_nothing() {
+    // kustomize-controller internal/controller/kustomization_controller.go, `reconcile`: a
+    // build that fails returns before `apply` and `prune`, so `broken` applies and deletes
+    // nothing in either revision; the Kustomizations it could hide are those its objects
+    // declare (`ssautil.ReadObjects`: apiVersion kustomize.toolkit.fluxcd.io/*, kind
+    // Kustomization), and it declares none: a label of Flux's group is not one. The change
+    // to `apps` is judged in full, and is safe.
+    let repo = failing_build_repo();
+    repo.write("apps/web.yaml", &config_map("web", "c"));
+    assert_eq!(verdict(&repo), (0, "safe".to_string(), vec![]));
+    // A change to a file it reads still reaches it: what it applies once fixed is unknown.
+    repo.write(
+        "broken/cm.yaml",
+        &repo.read("broken/cm.yaml").replace("name: cm", "name: cm2"),
+    );
+    assert_eq!(
+        verdict(&repo),
+        (
+            1,
+            "incomplete".to_string(),
+            vec!["flux-system/broken".into()]
+        )
+    );
+}
+
+#[test]
+fn a_failing_build_that_declares_a_kustomization_hides_it() {
+    // The same, but `broken` declares `child`, which an earlier build of it applied: `child`
+    // is still in the cluster and reconciles the newer revision (`reconcile` keeps the
+    // inventory of a failing build), so removing a file at its path deletes an object that
+    // no build fluxwave sees holds: incomplete, whatever the change.
+    let repo = failing_build_repo();
+    repo.write(
+        "broken/kustomization.yaml",
+        "resources: [cm.yaml, child.yaml, missing.yaml]\n",
+    )
+    .write("broken/child.yaml", &ks("child", "./child", &[]))
+    .write("child/cm.yaml", &config_map("child", "b"));
+    repo.commit_all("broken declares child");
+    repo.remove("child/cm.yaml");
+    assert_eq!(
+        verdict(&repo),
+        (
+            1,
+            "incomplete".to_string(),
+            vec!["flux-system/broken".into()]
+        )
+    );
+}
+
+#[test]
+fn a_failing_root_hides_the_kustomizations_its_own_file_declares() {
+    // `flux bootstrap`'s sync file, with a second Kustomization `apps` beside the root's own
+    // document. The root's build fails in both revisions (a resource is missing), so Flux
+    // applies none of it (kustomize-controller `reconcile`), but `apps`, applied by an
+    // earlier build, reconciles the newer revision and prunes `db`. The root's own document
+    // is not a Kustomization it hides; the other document of its file is.
+    let repo = TestRepo::empty();
+    let sync = "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 1m0s\n  ref: {branch: main}\n  url: ssh://git@example.org/fleet\n---\n".to_string()
+        + &ks("flux-system", "./clusters/dev", &[])
+        + "---\n"
+        + &ks("apps", "./apps", &[]);
+    repo.write("clusters/dev/flux-system/gotk-sync.yaml", &sync)
+        .write(
+            "clusters/dev/kustomization.yaml",
+            "resources: [flux-system/gotk-sync.yaml, missing.yaml]\n",
+        )
+        .write("apps/web.yaml", &config_map("web", "b"))
+        .write("apps/db.yaml", &config_map("db", "b"));
+    repo.commit_all("a root that fails");
+    repo.remove("apps/db.yaml");
+    assert_eq!(
+        verdict(&repo),
+        (
+            1,
+            "incomplete".to_string(),
+            vec!["flux-system/flux-system".into()]
+        )
+    );
+}
