@@ -135,3 +135,36 @@ fn a_failing_root_hides_the_kustomizations_its_own_file_declares() {
         )
     );
 }
+
+#[test]
+fn a_change_to_another_document_of_its_file_does_not_touch_a_kustomization() {
+    // One `ks.yaml` declares two Kustomizations (onedr0p/cluster-template's per-app layout):
+    // `web`, seen whole, and `broken`, whose build fails. What `broken` applies depends on
+    // its own object (its spec, as its parent's build holds it) and the files its build
+    // reads, not on its neighbour in the file: a new `timeout` for `web` leaves it alone.
+    let repo = TestRepo::empty();
+    let both = |web_extra: &[&str], broken_extra: &[&str]| {
+        ks("web", "./web", web_extra) + "---\n" + &ks("broken", "./broken", broken_extra)
+    };
+    repo.write("clusters/dev/kustomization.yaml", "resources: [ks.yaml]\n")
+        .write("clusters/dev/ks.yaml", &both(&[], &[]))
+        .write("web/cm.yaml", &config_map("web", "b"))
+        .write(
+            "broken/kustomization.yaml",
+            "resources: [cm.yaml, missing.yaml]\n",
+        )
+        .write("broken/cm.yaml", &config_map("broken", "b"));
+    repo.commit_all("two Kustomizations in one file");
+    repo.write("clusters/dev/ks.yaml", &both(&["timeout: 5m"], &[]));
+    assert_eq!(verdict(&repo), (0, "safe".to_string(), vec![]));
+    // Its own object changes: what it applies once fixed may change.
+    repo.write("clusters/dev/ks.yaml", &both(&[], &["timeout: 5m"]));
+    assert_eq!(
+        verdict(&repo),
+        (
+            1,
+            "incomplete".to_string(),
+            vec!["flux-system/broken".into()]
+        )
+    );
+}
