@@ -18,8 +18,8 @@ made once under `--work` (default: a folder under the system's temporary folder)
 
 With `FLUXWAVE_TEST_STEP_COUNTS` set, fluxwave prints to stderr, for each step, how many
 owner builds and footprints it made; the script reports the most of either in a step after
-the first, which is what the test `cutover::a_step_that_touches_no_footprint_builds_nothing`
-holds at 0.
+the first, which is what the test `touched::a_step_that_touches_no_footprint_builds_nothing`
+holds (no footprint again, no build but what changes).
 """
 
 import argparse

@@ -168,3 +168,77 @@ fn a_change_to_another_document_of_its_file_does_not_touch_a_kustomization() {
         )
     );
 }
+
+/// `cutover --each` over `range` with `FLUXWAVE_TEST_STEP_COUNTS` set: for each step, the
+/// Flux Kustomizations built afresh and the footprints worked out; and the verdicts.
+fn step_counts(repo: &TestRepo, range: &str) -> (Vec<(usize, usize)>, Vec<String>) {
+    let mut cmd = repo.command(&["cutover", "--each", range, "--format", "json", "--no-helm"]);
+    cmd.env("FLUXWAVE_TEST_STEP_COUNTS", "1");
+    let run = repo.run_command(cmd);
+    assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
+    let counts = run
+        .stderr
+        .lines()
+        .filter_map(|l| {
+            let (_, rest) = l.split_once(": builds ")?;
+            let (builds, footprints) = rest.split_once(", footprints ")?;
+            Some((builds.parse().unwrap(), footprints.trim().parse().unwrap()))
+        })
+        .collect();
+    let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+    let verdicts = doc["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["verdict"].as_str().unwrap().to_string())
+        .collect();
+    (counts, verdicts)
+}
+
+#[test]
+fn a_step_that_touches_no_footprint_builds_nothing() {
+    // Six per-app Kustomizations: two seen whole, two reading a remote base (built, not seen
+    // whole), two whose build fails. What a partial one reads depends only on the files its
+    // footprint names: a step that edits README.md, or one app's ConfigMap, works out no
+    // footprint again, and builds afresh only what it changes (and the builds that fail,
+    // which are never replayed: their messages name the revision they read).
+    let repo = TestRepo::empty();
+    let apps = ["a", "b", "remote-a", "remote-b", "broken-a", "broken-b"];
+    let list: String = apps.iter().map(|a| format!("  - {a}.yaml\n")).collect();
+    repo.write(
+        "clusters/dev/kustomization.yaml",
+        &format!("resources:\n{list}"),
+    );
+    for a in apps {
+        repo.write(
+            &format!("clusters/dev/{a}.yaml"),
+            &ks(a, &format!("./apps/{a}"), &[]),
+        )
+        .write(&format!("apps/{a}/cm.yaml"), &config_map(a, "b"));
+        let extra = match a.split('-').next() {
+            Some("remote") => "  - https://github.com/example/app//deploy?ref=v1\n",
+            Some("broken") => "  - missing.yaml\n",
+            _ => "",
+        };
+        repo.write(
+            &format!("apps/{a}/kustomization.yaml"),
+            &format!("resources:\n  - cm.yaml\n{extra}"),
+        );
+    }
+    repo.write("README.md", "a fleet\n");
+    repo.commit_all("init");
+    repo.write("README.md", "a fleet, edited\n");
+    repo.commit_all("README");
+    repo.write("README.md", "a fleet, edited twice\n");
+    repo.commit_all("README twice");
+    repo.write("apps/a/cm.yaml", &config_map("a", "c"));
+    repo.commit_all("a: c");
+    repo.write("README.md", "a fleet, edited again\n");
+    repo.commit_all("README again");
+    let (counts, verdicts) = step_counts(&repo, "HEAD~4..HEAD");
+    assert_eq!(verdicts, ["safe"; 4]);
+    // The first step builds both revisions and works out each partial footprint once per
+    // revision; the others replay them.
+    assert_eq!(counts.len(), 4, "{counts:?}");
+    assert_eq!(counts[1..], [(2, 0), (3, 0), (2, 0)], "{counts:?}");
+}

@@ -715,6 +715,7 @@ fn dollars(vars: &BTreeSet<String>) -> String {
 /// is the object (`Owner::object`), which the caller compares, not its neighbours in the
 /// file.
 pub fn footprint(tree: &FileTree, env_path: &str, owner: &Owner) -> Footprint {
+    crate::tally::add(&crate::tally::FOOTPRINTS);
     tree.take_footprint();
     let mut builder = Builder::owners_only(tree).keeping(facts::KEEP);
     let what = if owner.file.is_empty() {
