@@ -45,6 +45,7 @@ pub(crate) mod process;
 pub(crate) mod redact;
 pub(crate) mod render;
 pub(crate) mod repo;
+mod tally;
 pub(crate) mod tree;
 pub(crate) mod unified;
 pub(crate) mod yaml;

@@ -51,6 +51,17 @@ pub fn run_each(
 ) -> Result<Outcome> {
     let steps = crate::tree::first_parent_steps(root, range)?;
     let reports = cutover::analyse_steps(root, &steps, envs)?;
+    // Test-only: what each step cost, as counts (docs/testing.md).
+    if std::env::var_os("FLUXWAVE_TEST_STEP_COUNTS").is_some() {
+        for (i, r) in reports.iter().enumerate() {
+            super::report::warn(format_args!(
+                "step {}: builds {}, footprints {}",
+                i + 1,
+                r.cost.owner_builds,
+                r.cost.footprints
+            ));
+        }
+    }
     let subjects = match format {
         Format::Text => crate::tree::subjects(root, &steps).unwrap_or_default(),
         Format::Json => Default::default(),

@@ -7,8 +7,8 @@
 mod helm;
 pub mod rules;
 pub mod runbook;
+mod touched;
 
-use std::collections::BTreeSet;
 use std::path::Path;
 
 use serde::Serialize;
@@ -16,11 +16,12 @@ use serde::Serialize;
 use crate::config::{Accept, Config};
 use crate::error::{Error, Result};
 use crate::flux::discover::{self, Environment};
-use crate::flux::inventory::{self, Inventory, Keep, Owner};
+use crate::flux::inventory::{self, Inventory, Keep};
 pub use crate::kustomize::object::ObjectId;
 use crate::kustomize::Remembered;
-use crate::tree::{Blobs, FileTree, Footprint, GitObjects};
+use crate::tree::{Blobs, FileTree, GitObjects};
 pub use rules::Deletion;
+use touched::{unseen, Footprints};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct EnvWarning {
@@ -72,6 +73,28 @@ pub struct Report {
     pub accepted: Vec<Incomplete>,
     pub warnings: Vec<EnvWarning>,
     pub runbook: Vec<runbook::Section>,
+    /// What a history's step cost (`analyse_steps`); zero for any other report.
+    #[serde(skip)]
+    pub cost: Cost,
+}
+
+/// The work a history's step did beyond replaying the step before: the Flux Kustomizations
+/// built afresh and the footprints worked out (`crate::tally`). A step that changes nothing a
+/// build reads does neither; the test-only `FLUXWAVE_TEST_STEP_COUNTS` prints them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Cost {
+    pub owner_builds: usize,
+    pub footprints: usize,
+}
+
+impl Cost {
+    /// The work counted since the last `take`.
+    fn take() -> Cost {
+        Cost {
+            owner_builds: crate::tally::take(&crate::tally::OWNER_BUILDS),
+            footprints: crate::tally::take(&crate::tally::FOOTPRINTS),
+        }
+    }
 }
 
 /// What a report says of its change.
@@ -250,6 +273,7 @@ pub fn analyse_steps(
     // What a step is done with is freed while the next is read and built (one step's
     // objects more held at once, the time to free them taken off the history's).
     let mut freeing: Vec<crate::par::Freeing> = Vec::new();
+    Cost::take();
     for pair in steps.windows(2) {
         let new = FileTree::from_git_reading(root, &pair[1], &mut blobs, Some(&mut objects))?;
         let config = config_in_force(root, &old, &new)?;
@@ -268,15 +292,12 @@ pub fn analyse_steps(
         drop(std::mem::replace(&mut freeing, done));
         report.from = pair[0].clone();
         report.to = pair[1].clone();
+        report.cost = Cost::take();
         out.push(report);
         older = newer
             .into_iter()
             .zip(built_new)
-            .map(|((environment, remembered), inventory)| Kept {
-                environment,
-                inventory,
-                remembered,
-            })
+            .map(|(carried, inventory)| Kept { carried, inventory })
             .collect();
         old = new;
     }
@@ -338,9 +359,17 @@ fn accepted_by(base: &FileTree) -> Vec<Accept> {
 
 /// An environment's build of one revision of a history, kept for the next step.
 struct Kept {
-    environment: Environment,
+    carried: Carried,
     inventory: Inventory,
+}
+
+/// What the builds of an environment in one revision of a history leave for the next step,
+/// besides its inventory.
+struct Carried {
+    environment: Environment,
     remembered: Remembered,
+    /// The footprints of its partial owners over that revision (`touched::Footprints`).
+    footprints: Footprints,
 }
 
 /// Every environment of both revisions, built.
@@ -372,7 +401,9 @@ impl Builds {
     /// taken from `older` where an environment is the same, and for each environment of
     /// `pairs` in order the builds of its Flux Kustomizations in `new` are given back
     /// remembered: the next step replays those whose files did not change
-    /// (`inventory::build_remembering`).
+    /// (`inventory::build_remembering`), with the footprints of its partial owners
+    /// (`touched::unseen`), which the next step takes as they are where nothing they cover
+    /// changed.
     fn of_reusing(
         old: &FileTree,
         new: &FileTree,
@@ -381,7 +412,7 @@ impl Builds {
         kept: Keep,
         mut older: Vec<Kept>,
         keep: bool,
-    ) -> Result<(Builds, Vec<(Environment, Remembered)>)> {
+    ) -> Result<(Builds, Vec<Carried>)> {
         let envs = discover::environments(&[new, old], config, overrides);
         if envs.is_empty() {
             return Err(Error::Usage(format!(
@@ -434,13 +465,17 @@ impl Builds {
             };
             let reused = older
                 .iter()
-                .position(|k| k.environment == *env)
+                .position(|k| k.carried.environment == *env)
                 .map(|i| older.swap_remove(i));
             // A history's steps replay what the step before built; its first step replays
             // the older revision's builds in the newer.
+            let mut footprints = Footprints::default();
             let (o, n, remembered) = if keep && kept == Keep::Facts {
                 let (o, before) = match reused {
-                    Some(k) if in_old => (k.inventory, k.remembered),
+                    Some(k) if in_old => {
+                        footprints = k.carried.footprints;
+                        (k.inventory, k.carried.remembered)
+                    }
                     _ if in_old => remembering(old, Remembered::default()),
                     _ => (Inventory::default(), Remembered::default()),
                 };
@@ -460,12 +495,19 @@ impl Builds {
                     (o, n, Remembered::default())
                 })
             };
+            incomplete.extend(unseen(
+                (old, new),
+                (&o, &n),
+                || changed.get_or_init(|| old.changed_paths(new)).as_slice(),
+                &mut footprints,
+            ));
             if keep {
-                newer.push((env.clone(), remembered));
+                newer.push(Carried {
+                    environment: env.clone(),
+                    remembered,
+                    footprints,
+                });
             }
-            incomplete.extend(unseen(old, new, &o, &n, || {
-                changed.get_or_init(|| old.changed_paths(new)).as_slice()
-            }));
             incomplete.extend(helm::unjudged(name, &o, &n));
             pairs.push((o, n));
             built.push(env.clone());
@@ -562,6 +604,7 @@ impl Builds {
             accepted,
             warnings,
             runbook,
+            cost: Cost::default(),
         };
         let newer = if keep {
             pairs.into_iter().map(|(_, n)| n).collect()
@@ -570,150 +613,6 @@ impl Builds {
         };
         (report, newer, freeing)
     }
-}
-
-/// Whether `o`'s build of this repository fails on its way through Flux Kustomizations
-/// (a file it reads, `seen`, other than its own object's, declares one), so that the
-/// Kustomizations it applies, and so where the rest of the repository is reconciled from, are
-/// not known. When that holds in both revisions, the Kustomizations an earlier build of it
-/// applied are still in the cluster and reconcile the newer revision (kustomize-controller
-/// applies nothing of a failing build and prunes nothing, `KustomizationReconciler.reconcile`):
-/// any change of the repository may reach them. Asked of an owner of this repository's
-/// source that no ArtifactGenerator makes.
-fn hides_what_it_applies(o: &Owner, tree: &FileTree, seen: &Footprint) -> bool {
-    // Its own object's file declares itself.
-    let declares = |file: &str| {
-        file != o.file
-            && tree
-                .read(file)
-                .is_some_and(|t| t.contains(crate::flux::KUSTOMIZE_GROUP))
-    };
-    !o.built
-        && (seen.files.iter().any(|f| declares(f))
-            || seen
-                .folders
-                .iter()
-                .any(|d| tree.files_under(d).any(declares)))
-}
-
-/// The owners of one environment whose objects fluxwave cannot wholly see in either
-/// revision (`Owner::unmodelled`) and that the change touches. An owner the change does not
-/// touch applies what it applied before, whatever that is. The change touches an owner when
-/// its own object changes (or it comes or goes), and
-/// - for one that reads another source: when the file that declares that source changes
-///   (an OCIRepository's tag, a GitRepository's branch);
-/// - for any other: when a file its build reads, or a folder it lists, changes
-///   (`inventory::footprint`);
-/// - for one whose build of this repository fails in both revisions on its way through
-///   Flux Kustomizations: when anything changes (`hides_what_it_applies`);
-/// - and for every one when the root's own file changes (its source's `spec.ignore` decides
-///   what each build of the artifact sees).
-fn unseen<'a>(
-    old_tree: &FileTree,
-    new_tree: &FileTree,
-    old: &Inventory,
-    new: &Inventory,
-    changed: impl FnOnce() -> &'a [String],
-) -> Vec<Incomplete> {
-    let partial: BTreeSet<&ObjectId> = old
-        .owners
-        .iter()
-        .chain(&new.owners)
-        .filter(|(_, o)| !o.unmodelled.is_empty())
-        .map(|(id, _)| id)
-        .collect();
-    if partial.is_empty() {
-        return Vec::new();
-    }
-    // The paths the change touches are worked out only when some owner is partial.
-    let changed = changed();
-    let recording = [old_tree.recording(), new_tree.recording()];
-    // Both sides of an owner are read: a file the older build read may be gone in the newer.
-    // Whether the change touches `o` of `inv` (`tree`, recording what a build reads, as
-    // `recording`), and whether `o` hides what it applies (`hides_what_it_applies`).
-    let touches = |o: &Owner, inv: &Inventory, tree: &FileTree, recording: &FileTree| {
-        if !o.artifact_files.is_empty() {
-            // Made by an ArtifactGenerator from these files of this repository.
-            let touched = changed
-                .iter()
-                .any(|c| o.artifact_files.binary_search(c).is_ok());
-            return (touched, false);
-        }
-        let root_source = inv
-            .owners
-            .values()
-            .find(|r| r.parent.is_none())
-            .map(Owner::source);
-        let source = o.source();
-        if o.parent.is_some() && root_source.as_ref() != Some(&source) {
-            let touched = inv
-                .objects
-                .iter()
-                .filter(|(id, _)| {
-                    id.kind == source.kind.as_str()
-                        && id.namespace == source.namespace
-                        && id.name == source.name
-                })
-                .any(|(_, e)| {
-                    changed
-                        .binary_search_by(|c| c.as_str().cmp(&e.file))
-                        .is_ok()
-                });
-            return (touched, false);
-        }
-        let seen = inventory::footprint(recording, &inv.env_path, o);
-        (
-            changed.iter().any(|c| seen.covers(c)),
-            root_source.is_some() && hides_what_it_applies(o, tree, &seen),
-        )
-    };
-    // The root's own file holds the source's `spec.ignore`, which decides what every build
-    // of the artifact sees.
-    let root_changed = [old, new].iter().any(|inv| {
-        inv.owners
-            .values()
-            .filter(|o| o.parent.is_none() && !o.file.is_empty())
-            .any(|r| changed.binary_search(&r.file).is_ok())
-    });
-    let mut out = Vec::new();
-    for id in partial {
-        let sides = [old.owners.get(id), new.owners.get(id)];
-        let touched = match sides {
-            [Some(a), Some(b)] => {
-                root_changed || a.object != b.object || {
-                    let (touched, hides) = touches(a, old, old_tree, &recording[0]);
-                    touched || {
-                        let (touched, hides_too) = touches(b, new, new_tree, &recording[1]);
-                        touched || (hides && hides_too && !changed.is_empty())
-                    }
-                }
-            }
-            // Added or removed by the change.
-            _ => true,
-        };
-        let Some(o) = sides[1].or(sides[0]).filter(|_| touched) else {
-            continue;
-        };
-        let mut why: Vec<String> = sides
-            .iter()
-            .flatten()
-            .flat_map(|o| o.unmodelled.iter().cloned())
-            .collect();
-        why.sort();
-        why.dedup();
-        out.push(Incomplete {
-            environment: new.env.clone(),
-            kustomization: format!("{}/{}", id.namespace, id.name),
-            file: if o.file.is_empty() {
-                new.env_path.clone()
-            } else {
-                o.file.clone()
-            },
-            why,
-            gap: None,
-        });
-    }
-    out
 }
 
 #[cfg(test)]

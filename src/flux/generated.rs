@@ -100,6 +100,7 @@ impl FluxBuild for Builder<'_> {
         spec: &FluxSpec,
         emit: &mut Emit,
     ) -> Result<(), FluxBuildError> {
+        crate::tally::add(&crate::tally::OWNER_BUILDS);
         let (file, mut k) = kustomization_at(self, dir)?;
         let appended = write_spec(self.tree(), spec, dir, &file, &mut k)?;
         let labels = Value::Object(spec.labels.clone());

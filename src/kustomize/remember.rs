@@ -5,8 +5,9 @@
 //! nothing else but the cluster-scoped kinds of the tree's CRDs), so the objects it handed on
 //! then are handed on again instead of being read, parsed and transformed again.
 //!
-//! Only builds that succeed are kept: a failure's message names the revision it was read
-//! from.
+//! A build that fails is kept with its error when the error does not name the revision it
+//! was read from (`FileTree::shown`: `<commit>:<path>`): replayed in another revision, a
+//! message that names one would name the wrong one.
 
 use std::any::Any;
 use std::borrow::Cow;
@@ -47,6 +48,8 @@ struct Kept {
     footprint: Footprint,
     emitted: Vec<(Resource, Shared)>,
     warnings: Vec<Warning>,
+    /// The caller's error, when the build failed.
+    failure: Option<Box<dyn Any + Send + Sync>>,
 }
 
 /// What the caller derives from an object of a kept build, made once and shared by every
@@ -192,7 +195,8 @@ impl<'a> Builder<'a> {
 
     /// `build(self, emit)`, the build of folder `dir` with the caller's `spec`, replayed from
     /// `memo` when the same folder was built with the same spec and none of the files it
-    /// read changed; otherwise built, and kept when it succeeds. Without `memo`, `build`.
+    /// read changed (its failure too); otherwise built, and kept unless it fails with an
+    /// error that names this revision. Without `memo`, `build`.
     /// Objects are handed to `emit` borrowed where they are kept, with the cell their whole
     /// value is shared in: one that is not changed on the way is not copied.
     pub fn build_remembered<S, E>(
@@ -205,6 +209,7 @@ impl<'a> Builder<'a> {
     ) -> Result<(), E>
     where
         S: Any + Clone + PartialEq + Send + Sync,
+        E: Any + Clone + std::fmt::Display + Send + Sync,
     {
         let Some(memo) = memo.filter(|m| m.now.tree.is_some()) else {
             return build(self, &mut |r| emit(Cow::Owned(r), None));
@@ -221,12 +226,17 @@ impl<'a> Builder<'a> {
             for (r, shared) in &kept.emitted {
                 emit(Cow::Borrowed(r), Some(shared));
             }
+            let failed = kept
+                .failure
+                .as_ref()
+                .and_then(|e| e.downcast_ref::<E>())
+                .cloned();
             memo.now
                 .builds
                 .entry(dir.to_string())
                 .or_default()
                 .push(kept);
-            return Ok(());
+            return failed.map_or(Ok(()), Err);
         }
         self.tree.take_footprint();
         let warned = self.warnings.len();
@@ -238,12 +248,21 @@ impl<'a> Builder<'a> {
             }
         });
         let footprint = self.tree.take_footprint();
-        if built.is_ok() {
+        let names_revision = |e: &E| {
+            self.tree
+                .commit()
+                .is_some_and(|c| e.to_string().contains(&format!("{c}:")))
+        };
+        if built.as_ref().err().is_none_or(|e| !names_revision(e)) {
             let kept = Kept {
                 spec: Box::new(spec.clone()),
                 footprint,
                 emitted,
                 warnings: self.warnings[warned..].to_vec(),
+                failure: built
+                    .as_ref()
+                    .err()
+                    .map(|e| Box::new(e.clone()) as Box<dyn Any + Send + Sync>),
             };
             memo.now
                 .builds

@@ -416,6 +416,11 @@ impl FileTree {
         }
     }
 
+    /// For a git revision, its short commit id, as `shown` names its files.
+    pub fn commit(&self) -> Option<&str> {
+        self.commit.as_deref()
+    }
+
     /// The file at `path` as an error names it: as git names a file of a revision
     /// (`<commit>:<path>`, which `git show` takes), or its path in the working tree.
     pub fn shown(&self, path: &str) -> String {

@@ -42,6 +42,7 @@ mod secrets;
 mod substitution;
 mod terminal;
 mod topology;
+mod touched;
 mod unjudged;
 mod verdicts;
 mod wiring;

@@ -710,8 +710,12 @@ fn dollars(vars: &BTreeSet<String>) -> String {
 }
 
 /// What building `owner` (of `env`) asks of `tree`, a `recording` tree: the files whose
-/// change may change what it applies (see `Footprint`). Its objects are not kept.
+/// change may change what it applies (see `Footprint`). Its objects are not kept. The file
+/// its own object is written in is not counted unless the build reads it: what of it counts
+/// is the object (`Owner::object`), which the caller compares, not its neighbours in the
+/// file.
 pub fn footprint(tree: &FileTree, env_path: &str, owner: &Owner) -> Footprint {
+    crate::tally::add(&crate::tally::FOOTPRINTS);
     tree.take_footprint();
     let mut builder = Builder::owners_only(tree).keeping(facts::KEEP);
     let what = if owner.file.is_empty() {
@@ -720,11 +724,7 @@ pub fn footprint(tree: &FileTree, env_path: &str, owner: &Owner) -> Footprint {
         owner.file.as_str()
     };
     let _ = builder.build_owner(&owner.path, &owner.flux_spec(what.to_string()), &mut |_| {});
-    let mut seen = tree.take_footprint();
-    if !owner.file.is_empty() {
-        seen.files.insert(owner.file.clone());
-    }
-    seen
+    tree.take_footprint()
 }
 
 #[cfg(test)]

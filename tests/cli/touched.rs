@@ -1,0 +1,244 @@
+//! What a change touches among the Flux Kustomizations fluxwave cannot see whole, and what a
+//! step of a history costs. A partial Kustomization makes the verdict "incomplete" only when
+//! the change reaches what it builds: its own object (not its file's other documents), a file
+//! its build reads, or, when its build fails in both revisions on its way through Flux
+//! Kustomizations it declares, anything (those an earlier build applied still reconcile).
+//! Real git repositories, written by the tests in the shapes of the common layouts.
+
+use serde_json::Value;
+
+use crate::common::{cutover_json, flux_ks as ks, TestRepo};
+
+fn config_map(name: &str, value: &str) -> String {
+    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: apps\ndata:\n  a: {value}\n")
+}
+
+fn incomplete(doc: &Value) -> Vec<String> {
+    doc["incomplete"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["kustomization"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// `cutover --from HEAD` (to the working tree): exit code, verdict and the partial
+/// Kustomizations named.
+fn verdict(repo: &TestRepo) -> (i32, String, Vec<String>) {
+    let (code, doc) = cutover_json(repo, &["--from", "HEAD"]);
+    let verdict = doc["verdict"].as_str().unwrap().to_string();
+    (code, verdict, incomplete(&doc))
+}
+
+/// The Kustomization `broken` fails to build (a resource is missing) in both revisions; the
+/// ConfigMap it reads carries Flux's own labels (`kustomize.toolkit.fluxcd.io/ssa`,
+/// `.../prune`), as manifests commonly do.
+fn failing_build_repo() -> TestRepo {
+    let repo = TestRepo::empty();
+    repo.write(
+        "clusters/dev/kustomization.yaml",
+        "resources: [apps.yaml, broken.yaml]\n",
+    )
+    .write("clusters/dev/apps.yaml", &ks("apps", "./apps", &[]))
+    .write("clusters/dev/broken.yaml", &ks("broken", "./broken", &[]))
+    .write("apps/web.yaml", &config_map("web", "b"))
+    .write(
+        "broken/kustomization.yaml",
+        "resources: [cm.yaml, missing.yaml]\n",
+    )
+    .write(
+        "broken/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  namespace: broken\n  labels:\n    kustomize.toolkit.fluxcd.io/ssa: IfNotPresent\n  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n",
+    );
+    repo.commit_all("a build that fails");
+    repo
+}
+
+#[test]
+fn a_failing_build_that_declares_no_kustomization_hides_nothing() {
+    // kustomize-controller internal/controller/kustomization_controller.go, `reconcile`: a
+    // build that fails returns before `apply` and `prune`, so `broken` applies and deletes
+    // nothing in either revision; the Kustomizations it could hide are those its objects
+    // declare (`ssautil.ReadObjects`: apiVersion kustomize.toolkit.fluxcd.io/*, kind
+    // Kustomization), and it declares none: a label of Flux's group is not one. The change
+    // to `apps` is judged in full, and is safe.
+    let repo = failing_build_repo();
+    repo.write("apps/web.yaml", &config_map("web", "c"));
+    assert_eq!(verdict(&repo), (0, "safe".to_string(), vec![]));
+    // A change to a file it reads still reaches it: what it applies once fixed is unknown.
+    repo.write(
+        "broken/cm.yaml",
+        &repo.read("broken/cm.yaml").replace("name: cm", "name: cm2"),
+    );
+    assert_eq!(
+        verdict(&repo),
+        (
+            1,
+            "incomplete".to_string(),
+            vec!["flux-system/broken".into()]
+        )
+    );
+}
+
+#[test]
+fn a_failing_build_that_declares_a_kustomization_hides_it() {
+    // The same, but `broken` declares `child`, which an earlier build of it applied: `child`
+    // is still in the cluster and reconciles the newer revision (`reconcile` keeps the
+    // inventory of a failing build), so removing a file at its path deletes an object that
+    // no build fluxwave sees holds: incomplete, whatever the change.
+    let repo = failing_build_repo();
+    repo.write(
+        "broken/kustomization.yaml",
+        "resources: [cm.yaml, child.yaml, missing.yaml]\n",
+    )
+    .write("broken/child.yaml", &ks("child", "./child", &[]))
+    .write("child/cm.yaml", &config_map("child", "b"));
+    repo.commit_all("broken declares child");
+    repo.remove("child/cm.yaml");
+    assert_eq!(
+        verdict(&repo),
+        (
+            1,
+            "incomplete".to_string(),
+            vec!["flux-system/broken".into()]
+        )
+    );
+}
+
+#[test]
+fn a_failing_root_hides_the_kustomizations_its_own_file_declares() {
+    // `flux bootstrap`'s sync file, with a second Kustomization `apps` beside the root's own
+    // document. The root's build fails in both revisions (a resource is missing), so Flux
+    // applies none of it (kustomize-controller `reconcile`), but `apps`, applied by an
+    // earlier build, reconciles the newer revision and prunes `db`. The root's own document
+    // is not a Kustomization it hides; the other document of its file is.
+    let repo = TestRepo::empty();
+    let sync = "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 1m0s\n  ref: {branch: main}\n  url: ssh://git@example.org/fleet\n---\n".to_string()
+        + &ks("flux-system", "./clusters/dev", &[])
+        + "---\n"
+        + &ks("apps", "./apps", &[]);
+    repo.write("clusters/dev/flux-system/gotk-sync.yaml", &sync)
+        .write(
+            "clusters/dev/kustomization.yaml",
+            "resources: [flux-system/gotk-sync.yaml, missing.yaml]\n",
+        )
+        .write("apps/web.yaml", &config_map("web", "b"))
+        .write("apps/db.yaml", &config_map("db", "b"));
+    repo.commit_all("a root that fails");
+    repo.remove("apps/db.yaml");
+    assert_eq!(
+        verdict(&repo),
+        (
+            1,
+            "incomplete".to_string(),
+            vec!["flux-system/flux-system".into()]
+        )
+    );
+}
+
+#[test]
+fn a_change_to_another_document_of_its_file_does_not_touch_a_kustomization() {
+    // One `ks.yaml` declares two Kustomizations (onedr0p/cluster-template's per-app layout):
+    // `web`, seen whole, and `broken`, whose build fails. What `broken` applies depends on
+    // its own object (its spec, as its parent's build holds it) and the files its build
+    // reads, not on its neighbour in the file: a new `timeout` for `web` leaves it alone.
+    let repo = TestRepo::empty();
+    let both = |web_extra: &[&str], broken_extra: &[&str]| {
+        ks("web", "./web", web_extra) + "---\n" + &ks("broken", "./broken", broken_extra)
+    };
+    repo.write("clusters/dev/kustomization.yaml", "resources: [ks.yaml]\n")
+        .write("clusters/dev/ks.yaml", &both(&[], &[]))
+        .write("web/cm.yaml", &config_map("web", "b"))
+        .write(
+            "broken/kustomization.yaml",
+            "resources: [cm.yaml, missing.yaml]\n",
+        )
+        .write("broken/cm.yaml", &config_map("broken", "b"));
+    repo.commit_all("two Kustomizations in one file");
+    repo.write("clusters/dev/ks.yaml", &both(&["timeout: 5m"], &[]));
+    assert_eq!(verdict(&repo), (0, "safe".to_string(), vec![]));
+    // Its own object changes: what it applies once fixed may change.
+    repo.write("clusters/dev/ks.yaml", &both(&[], &["timeout: 5m"]));
+    assert_eq!(
+        verdict(&repo),
+        (
+            1,
+            "incomplete".to_string(),
+            vec!["flux-system/broken".into()]
+        )
+    );
+}
+
+/// `cutover --each` over `range` with `FLUXWAVE_TEST_STEP_COUNTS` set: for each step, the
+/// Flux Kustomizations built afresh and the footprints worked out; and the verdicts.
+fn step_counts(repo: &TestRepo, range: &str) -> (Vec<(usize, usize)>, Vec<String>) {
+    let mut cmd = repo.command(&["cutover", "--each", range, "--format", "json", "--no-helm"]);
+    cmd.env("FLUXWAVE_TEST_STEP_COUNTS", "1");
+    let run = repo.run_command(cmd);
+    assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
+    let counts = run
+        .stderr
+        .lines()
+        .filter_map(|l| {
+            let (_, rest) = l.split_once(": builds ")?;
+            let (builds, footprints) = rest.split_once(", footprints ")?;
+            Some((builds.parse().unwrap(), footprints.trim().parse().unwrap()))
+        })
+        .collect();
+    let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+    let verdicts = doc["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["verdict"].as_str().unwrap().to_string())
+        .collect();
+    (counts, verdicts)
+}
+
+#[test]
+fn a_step_that_touches_no_footprint_builds_nothing() {
+    // Six per-app Kustomizations: two seen whole, two reading a remote base (built, not seen
+    // whole), two whose build fails. What a partial one reads depends only on the files its
+    // footprint names: a step that edits README.md, or one app's ConfigMap, works out no
+    // footprint again, and builds afresh only what it changes (a build that fails is
+    // replayed too, its error with it).
+    let repo = TestRepo::empty();
+    let apps = ["a", "b", "remote-a", "remote-b", "broken-a", "broken-b"];
+    let list: String = apps.iter().map(|a| format!("  - {a}.yaml\n")).collect();
+    repo.write(
+        "clusters/dev/kustomization.yaml",
+        &format!("resources:\n{list}"),
+    );
+    for a in apps {
+        repo.write(
+            &format!("clusters/dev/{a}.yaml"),
+            &ks(a, &format!("./apps/{a}"), &[]),
+        )
+        .write(&format!("apps/{a}/cm.yaml"), &config_map(a, "b"));
+        let extra = match a.split('-').next() {
+            Some("remote") => "  - https://github.com/example/app//deploy?ref=v1\n",
+            Some("broken") => "  - missing.yaml\n",
+            _ => "",
+        };
+        repo.write(
+            &format!("apps/{a}/kustomization.yaml"),
+            &format!("resources:\n  - cm.yaml\n{extra}"),
+        );
+    }
+    repo.write("README.md", "a fleet\n");
+    repo.commit_all("init");
+    repo.write("README.md", "a fleet, edited\n");
+    repo.commit_all("README");
+    repo.write("README.md", "a fleet, edited twice\n");
+    repo.commit_all("README twice");
+    repo.write("apps/a/cm.yaml", &config_map("a", "c"));
+    repo.commit_all("a: c");
+    repo.write("README.md", "a fleet, edited again\n");
+    repo.commit_all("README again");
+    let (counts, verdicts) = step_counts(&repo, "HEAD~4..HEAD");
+    assert_eq!(verdicts, ["safe"; 4]);
+    // The first step builds both revisions and works out each partial footprint once per
+    // revision; the others replay them.
+    assert_eq!(counts.len(), 4, "{counts:?}");
+    assert_eq!(counts[1..], [(0, 0), (1, 0), (0, 0)], "{counts:?}");
+}
