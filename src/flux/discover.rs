@@ -488,11 +488,12 @@ fn operator_sync(doc: &Value) -> Option<(&Value, String, &'static str)> {
     None
 }
 
-/// The root Kustomization written in `file` of `tree`: the one at `path` when given and
-/// present, else the first; with its index among the file's non-empty documents.
+/// The root Kustomization written in `file` of `tree`, as the kustomization of its folder
+/// builds it (`source::root_documents`): the one at `path` when given and present, else the
+/// first; with its index among the file's non-empty documents.
 fn written_root(tree: &FileTree, file: &str, path: Option<&str>) -> Option<(usize, Value)> {
-    let text = tree.read(file)?;
-    let docs = yaml::parse_all(file, &text).ok()?;
+    // As the cluster holds it: bootstrap's customisation patches applied.
+    let docs = super::source::root_documents(tree, file)?;
     let flux: Vec<(usize, &Value)> = docs
         .iter()
         .enumerate()

@@ -72,3 +72,61 @@ fn a_root_written_outside_a_flux_system_folder_is_found() {
         "{doc}"
     );
 }
+
+/// Bootstrap's documented customisation: `patches` in `clusters/<c>/flux-system/
+/// kustomization.yaml` targeting the root GitRepository or Kustomization. The root applies
+/// `./clusters/<c>`, which builds that kustomization: the objects the cluster holds, and
+/// that source-controller and kustomize-controller reconcile, are the patched ones.
+fn patched_root() -> TestRepo {
+    let repo = TestRepo::empty();
+    let sync = "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 1m0s\n  ref:\n    branch: main\n  url: ssh://git@example.org/acme/fleet\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./clusters/prod\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n";
+    repo.write("clusters/prod/flux-system/gotk-sync.yaml", sync)
+        .write(
+            "clusters/prod/flux-system/kustomization.yaml",
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - gotk-sync.yaml\n",
+        )
+        .write(
+            "clusters/prod/apps.yaml",
+            &crate::common::flux_ks("apps", "./apps", &[]),
+        )
+        .write("apps/web/config.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: web\ndata:\n  a: b\n")
+        .write("apps/db/data.yaml", "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: db\nspec:\n  resources:\n    requests:\n      storage: 1Gi\n");
+    repo.commit_all("bootstrap");
+    repo
+}
+
+/// A patch that adds `/apps/db` to the root GitRepository's `spec.ignore`: source-controller
+/// leaves those files out of the artifact, the `apps` build no longer has the PVC, and
+/// kustomize-controller prunes it (prune: true).
+#[test]
+fn a_patch_of_the_root_source_in_flux_system_changes_what_flux_builds() {
+    let repo = patched_root();
+    repo.write(
+        "clusters/prod/flux-system/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - gotk-sync.yaml\npatches:\n  - target:\n      kind: GitRepository\n      name: flux-system\n    patch: |\n      - op: add\n        path: /spec/ignore\n        value: |\n          /apps/db\n",
+    );
+    let (code, doc) = cutover_json(&repo, &["--from", "HEAD"]);
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (1, Some("deletes")),
+        "{doc}"
+    );
+    assert_eq!(deleted(&doc), ["PersistentVolumeClaim/db/data"], "{doc}");
+}
+
+/// A patch that sets `prune: false` on the root Kustomization, merged before: the root the
+/// cluster holds does not prune, so removing `apps` from its build orphans it
+/// (kustomize-controller prunes only when the in-cluster `spec.prune` is true), and its
+/// finalizer deletes nothing.
+#[test]
+fn a_patch_of_the_root_kustomization_in_flux_system_is_the_root() {
+    let repo = patched_root();
+    repo.write(
+        "clusters/prod/flux-system/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - gotk-sync.yaml\npatches:\n  - target:\n      kind: Kustomization\n      name: flux-system\n    patch: |\n      - op: replace\n        path: /spec/prune\n        value: false\n",
+    );
+    repo.commit_all("the root does not prune");
+    repo.remove("clusters/prod/apps.yaml");
+    let (code, doc) = cutover_json(&repo, &["--from", "HEAD"]);
+    assert_eq!((code, doc["verdict"].as_str()), (0, Some("safe")), "{doc}");
+}
