@@ -31,9 +31,10 @@ pub fn run(
     from: &str,
     to: Option<&str>,
     format: Format,
+    envs: &[(String, String)],
     out: &mut impl Write,
 ) -> Result<Outcome> {
-    let (report, changes) = objects::changes(root, from, to, &[])?;
+    let (report, changes) = objects::changes(root, from, to, envs)?;
     let mut w = std::io::BufWriter::with_capacity(1 << 16, &mut *out);
     let outcome = shown(&report, &changes, format, &mut w)?;
     w.flush().map_err(io)?;

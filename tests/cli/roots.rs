@@ -130,3 +130,57 @@ fn a_patch_of_the_root_kustomization_in_flux_system_is_the_root() {
     let (code, doc) = cutover_json(&repo, &["--from", "HEAD"]);
     assert_eq!((code, doc["verdict"].as_str()), (0, Some("safe")), "{doc}");
 }
+
+/// `--env NAME=PATH` names the environment for `build` and `diff` as it does for `cutover`:
+/// a layout discovery does not read is still built.
+#[test]
+fn build_and_diff_take_an_environment_by_its_entry() {
+    let repo = TestRepo::empty();
+    repo.write(
+        "deploy/apps.yaml",
+        &crate::common::flux_ks("apps", "./apps", &[]),
+    )
+    .write("apps/web.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: web\ndata:\n  a: b\n");
+    repo.commit_all("no entry discovery reads");
+    let none = repo.run(&["build"]);
+    assert_eq!(none.code, 2, "{}", none.stdout);
+    let run = repo.run(&["build", "--env", "lab=./deploy/", "--format", "json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(doc["environments"], serde_json::json!(["lab"]));
+    let objects: Vec<(&str, &str)> = doc["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["kind"].as_str().unwrap(),
+                o["environment"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(objects, [("ConfigMap", "lab"), ("Kustomization", "lab")]);
+    // NAME picks one of those NAME=PATH gives.
+    let run = repo.run(&["build", "--env", "lab=deploy", "--env", "lab"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = repo.run(&["build", "--env", "lab=deploy", "--env", "dev"]);
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(run.stderr.contains("no such environment"), "{}", run.stderr);
+    repo.remove("apps/web.yaml");
+    let run = repo.run(&[
+        "diff",
+        "--from",
+        "HEAD",
+        "--env",
+        "lab=deploy",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(doc["changes"][0]["change"], "removed", "{doc}");
+    assert_eq!(doc["changes"][0]["name"], "web", "{doc}");
+    let bad = repo.run(&["diff", "--from", "HEAD", "--env", "lab"]);
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("NAME=PATH"), "{}", bad.stderr);
+}
