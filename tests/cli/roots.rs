@@ -184,3 +184,62 @@ fn build_and_diff_take_an_environment_by_its_entry() {
     assert_eq!(bad.code, 2);
     assert!(bad.stderr.contains("NAME=PATH"), "{}", bad.stderr);
 }
+
+/// `cutover --each`: a step in which neither revision has an environment is reported as such
+/// (verdict `no-environment`, not safe); the other steps are judged as usual. A range in
+/// which no step has one is bad input, as a single comparison's is.
+#[test]
+fn a_step_without_an_environment_is_reported_as_such() {
+    let repo = TestRepo::empty();
+    repo.write("README.md", "fleet\n");
+    repo.commit_all("start");
+    let start = repo.git(&["rev-parse", "HEAD"]).trim().to_string();
+    repo.write("README.md", "fleet, soon\n");
+    repo.commit_all("no environment yet");
+    let all_none = repo.run(&["cutover", "--each", &format!("{start}..HEAD")]);
+    assert_eq!(all_none.code, 2, "{}", all_none.stdout);
+    assert!(
+        all_none.stderr.contains("no Flux environment found"),
+        "{}",
+        all_none.stderr
+    );
+    repo.write(
+        "clusters/dev/kustomization.yaml",
+        "resources: [web.yaml, db.yaml]\n",
+    )
+    .write(
+        "clusters/dev/web.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: web\n",
+    )
+    .write(
+        "clusters/dev/db.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: db\n  namespace: web\n",
+    );
+    repo.commit_all("an environment");
+    repo.write("clusters/dev/kustomization.yaml", "resources: [web.yaml]\n");
+    repo.commit_all("drop db");
+    let range = format!("{start}..HEAD");
+    let run = repo.run(&["cutover", "--each", &range, "--format", "json"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+    let verdicts: Vec<&str> = doc["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(verdicts, ["no-environment", "safe", "deletes"], "{doc}");
+    assert!(doc["steps"][0]["no_environment"]
+        .as_str()
+        .unwrap()
+        .contains("looked for"));
+    assert_eq!(doc["steps"][2]["deletions"][0]["name"], "db", "{doc}");
+    let text = repo.run(&["cutover", "--each", &range]);
+    assert_eq!(text.code, 1);
+    assert!(
+        text.stdout
+            .contains("no environment: nothing compared, not safe"),
+        "{}",
+        text.stdout
+    );
+}
