@@ -243,3 +243,31 @@ fn a_step_without_an_environment_is_reported_as_such() {
         text.stdout
     );
 }
+
+/// Flux Operator's flux-instance HelmRelease with its values in `valuesFrom`: a ConfigMap
+/// that the `configMapGenerator` of the release's folder makes of `helm/values.yaml`
+/// (`values.yaml=./helm/values.yaml`, read at helm-controller's default `valuesKey`,
+/// `values.yaml`). Its `instance.sync.path` names the environment, and the operator makes
+/// the root (flux-operator's sync: a Kustomization named after the namespace, `prune:
+/// true`, reading the GitRepository of the same name).
+#[test]
+fn a_flux_instance_whose_values_come_from_a_generated_config_map_names_its_environment() {
+    let repo = TestRepo::fixture("roots/flux-instance-values");
+    repo.commit_all("home-ops");
+    repo.write(
+        "kubernetes/main/apps/default/kustomization.yaml",
+        "---\napiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n",
+    );
+    let (code, doc) = cutover_json(&repo, &["--from", "HEAD"]);
+    assert_eq!(doc["environments"], serde_json::json!(["cluster"]), "{doc}");
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (1, Some("deletes")),
+        "{doc}"
+    );
+    assert_eq!(
+        deleted(&doc),
+        ["PersistentVolumeClaim/default/echo"],
+        "{doc}"
+    );
+}

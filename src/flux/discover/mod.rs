@@ -13,7 +13,8 @@
 //!    file, at a `spec.path` that holds the file, in a file named `gotk-sync.yaml` or in
 //!    namespace `flux-system`; the environment is named after the path's last folder.
 //! 4. Flux Operator: a `FluxInstance` (`fluxcd.controlplane.io`) with `spec.sync.path`, or a
-//!    HelmRelease of the flux-instance chart whose values set `instance.sync.path`. The
+//!    HelmRelease of the flux-instance chart whose values set `instance.sync.path`, inline or
+//!    through `valuesFrom` from a file a generator of its folder reads (`operator.rs`). The
 //!    operator creates the root as its sync template writes it: a Kustomization named
 //!    `spec.sync.name` or else the instance's namespace, in that namespace, `prune: true`,
 //!    reading the `spec.sync.kind` source of the same name. The environment is named after
@@ -28,6 +29,8 @@
 //! A folder that does not exist in the tree is no entry. Discovery reads every tree it is
 //! given (both revisions of a cutover), so an environment added or removed by the change is
 //! still compared with the other side.
+
+mod operator;
 
 use std::sync::Arc;
 
@@ -143,7 +146,7 @@ pub fn environments(
 }
 
 /// Where the rules looked, for the message that says none was found.
-pub const WHERE_LOOKED: &str = "clusters.environments in fluxwave.yaml, <dir>/flux-system/gotk-sync.yaml (flux bootstrap) or another file declaring a GitRepository and the Kustomization that reads it inside its own spec.path, a FluxInstance's spec.sync.path or a flux-instance HelmRelease's instance.sync.path (Flux Operator), folders clusters/<env> with a kustomization or Flux objects (that no root applies), and a flux/cluster folder of Flux Kustomizations";
+pub const WHERE_LOOKED: &str = "clusters.environments in fluxwave.yaml, <dir>/flux-system/gotk-sync.yaml (flux bootstrap) or another file declaring a GitRepository and the Kustomization that reads it inside its own spec.path, a FluxInstance's spec.sync.path or a flux-instance HelmRelease's instance.sync.path, inline or in a generated valuesFrom (Flux Operator), folders clusters/<env> with a kustomization or Flux objects (that no root applies), and a flux/cluster folder of Flux Kustomizations";
 
 /// Adds `env` to `found` unless an environment has its entry already.
 fn add(found: &mut Vec<Environment>, env: Environment) {
@@ -219,42 +222,8 @@ fn roots(tree: &FileTree) -> Vec<Environment> {
         }
     }
     // 4. Flux Operator.
-    let instance = memmem::Finder::new("FluxInstance");
-    let release = memmem::Finder::new("HelmRelease");
-    let sync = memmem::Finder::new("sync:");
-    for (file, text) in tree.manifests() {
-        let bytes = text.as_bytes();
-        // Only the files that may hold one are parsed.
-        let (is_instance, is_release) = (
-            instance.find(bytes).is_some(),
-            release.find(bytes).is_some()
-                && sync.find(bytes).is_some()
-                && memmem::find(bytes, b"instance:").is_some(),
-        );
-        if !is_instance && !is_release {
-            continue;
-        }
-        for op in operator_syncs(file, text).iter() {
-            if !tree.is_dir(&op.path) {
-                continue;
-            }
-            let root = json!({
-                "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
-                "kind": "Kustomization",
-                "metadata": {"name": op.name, "namespace": op.namespace},
-                "spec": {"interval": "10m0s", "path": op.path, "prune": true,
-                         "sourceRef": {"kind": op.kind.as_str(), "name": op.name}},
-            });
-            add(
-                &mut found,
-                Environment {
-                    name: last_folder(&op.path, "cluster"),
-                    path: op.path.clone(),
-                    found: format!("{} in {file}", op.what),
-                    root: Root::Generated(root),
-                },
-            );
-        }
+    for env in operator::roots(tree) {
+        add(&mut found, env);
     }
     found
 }
@@ -412,82 +381,6 @@ fn within(path: &str, dir: &str) -> bool {
             .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
-/// What a Flux Operator sync written in a manifest says (see `operator_sync`).
-#[derive(Debug)]
-struct OperatorSync {
-    /// Its `path`, normalised.
-    path: String,
-    name: String,
-    namespace: String,
-    /// The kind of its source.
-    kind: SourceKind,
-    what: &'static str,
-}
-
-/// The operator syncs of the documents of `text` (the manifest `file`), with a path; none
-/// when it does not parse. Each text is parsed once (`PerText`): a history hands discovery
-/// hundreds of trees that share most of their files.
-fn operator_syncs(file: &str, text: &Text) -> Arc<Vec<OperatorSync>> {
-    static READ: PerText<Vec<OperatorSync>> = PerText::new();
-    READ.get(text, || {
-        let Ok(docs) = yaml::parse_all(file, text) else {
-            return Vec::new();
-        };
-        docs.iter()
-            .filter_map(|doc| {
-                let (sync, namespace, what) = operator_sync(doc)?;
-                let path = normalize_path(sync.get("path")?.as_str()?);
-                let name = sync
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or(&namespace)
-                    .to_string();
-                let kind = sync
-                    .get("kind")
-                    .and_then(Value::as_str)
-                    .map_or(SourceKind::GitRepository, SourceKind::parse);
-                Some(OperatorSync {
-                    path,
-                    name,
-                    namespace,
-                    kind,
-                    what,
-                })
-            })
-            .collect()
-    })
-}
-
-/// A FluxInstance's `spec.sync`, or a flux-instance HelmRelease's `values.instance.sync`,
-/// with the namespace the operator creates the root in and what was read.
-fn operator_sync(doc: &Value) -> Option<(&Value, String, &'static str)> {
-    let api = doc.get("apiVersion")?.as_str()?;
-    let kind = doc.get("kind")?.as_str()?;
-    let namespace = |ns: Option<&Value>| {
-        ns.and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .unwrap_or("flux-system")
-            .to_string()
-    };
-    if kind == "FluxInstance" && api.starts_with("fluxcd.controlplane.io/") {
-        let sync = doc.pointer("/spec/sync")?;
-        return Some((
-            sync,
-            namespace(doc.pointer("/metadata/namespace")),
-            "a FluxInstance",
-        ));
-    }
-    if kind == "HelmRelease" && api.starts_with("helm.toolkit.fluxcd.io/") {
-        let sync = doc.pointer("/spec/values/instance/sync")?;
-        // The chart makes the FluxInstance in the release's namespace.
-        let ns = doc
-            .pointer("/spec/targetNamespace")
-            .or(doc.pointer("/metadata/namespace"));
-        return Some((sync, namespace(ns), "a flux-instance HelmRelease"));
-    }
-    None
-}
-
 /// The root Kustomization written in `file` of `tree`, as the kustomization of its folder
 /// builds it (`source::root_documents`): the one at `path` when given and present, else the
 /// first; with its index among the file's non-empty documents.
@@ -509,7 +402,7 @@ fn written_root(tree: &FileTree, file: &str, path: Option<&str>) -> Option<(usiz
 }
 
 /// The last folder of `path`, or `otherwise` for the repository root.
-fn last_folder(path: &str, otherwise: &str) -> String {
+pub(super) fn last_folder(path: &str, otherwise: &str) -> String {
     path.rsplit('/')
         .find(|s| !s.is_empty())
         .unwrap_or(otherwise)
