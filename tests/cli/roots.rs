@@ -271,3 +271,39 @@ fn a_flux_instance_whose_values_come_from_a_generated_config_map_names_its_envir
         "{doc}"
     );
 }
+
+/// `init` on a hub: the one environment is the hub (not its spokes), and once listed in
+/// fluxwave.yaml it keeps the root written for it, wherever under its entry that is.
+#[test]
+fn init_lists_the_hub_alone_and_the_listed_hub_keeps_its_root() {
+    let repo = TestRepo::fixture("roots/hub-spoke");
+    repo.commit_all("hub and spokes");
+    let run = repo.run(&["init"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let config = repo.read("fluxwave.yaml");
+    assert!(config.contains("- name: hub\n      path: hub\n"), "{config}");
+    assert!(!config.contains("path: clusters/"), "{config}");
+    // The root exported by `flux create` into hub/flux-system.yaml, with a spec.ignore that
+    // hides the production spoke's data: the listed environment reads it.
+    let sync = repo.read("hub/flux-system/gotk-sync.yaml").replace(
+        "  url: ssh://git@example.org/acme/fleet\n",
+        "  url: ssh://git@example.org/acme/fleet\n  ignore: |\n    /clusters/production/data.yaml\n",
+    );
+    std::fs::remove_dir_all(repo.path().join("hub/flux-system")).unwrap();
+    repo.write("hub/flux-system.yaml", &sync);
+    repo.write(
+        "clusters/production/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - web.yaml\n",
+    );
+    repo.commit_all("the hub's root exported, ignoring a file");
+    // Unignored, the PVC enters the build: nothing is deleted. Ignored again by a change
+    // to the root: it leaves the build and the spoke's Kustomization prunes it.
+    repo.write(
+        "clusters/production/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - web.yaml\n  - data.yaml\n",
+    );
+    let (code, doc) = cutover_json(&repo, &["--from", "HEAD"]);
+    assert_eq!(code, 1, "{doc}");
+    assert_eq!(doc["environments"], serde_json::json!(["hub"]), "{doc}");
+    assert_eq!(doc["verdict"], "incomplete", "{doc}");
+}

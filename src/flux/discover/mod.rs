@@ -37,6 +37,7 @@ use std::sync::Arc;
 use memchr::memmem;
 use serde_json::{json, Value};
 
+use super::source::SOURCE_GROUP;
 use super::{normalize_path, Kustomization, SourceKind, SourceRef, KUSTOMIZE_GROUP};
 use crate::config::Config;
 use crate::fs::{is_manifest, join};
@@ -73,10 +74,16 @@ pub enum Root {
 
 impl Environment {
     /// An environment named by configuration: bootstrap's sync file in `path/flux-system` is
-    /// its root when `tree` has one.
+    /// its root when `tree` has one, else a root written elsewhere under `path` whose
+    /// `spec.path` is `path` (rule 3).
     pub fn configured(tree: &FileTree, name: &str, path: &str, found: &str) -> Environment {
         let path = normalize_path(path);
-        let sync = join(&path, "flux-system/gotk-sync.yaml").unwrap_or_default();
+        let bootstrap = join(&path, "flux-system/gotk-sync.yaml").unwrap_or_default();
+        let sync = if tree.is_file(&bootstrap) {
+            bootstrap
+        } else {
+            written_under(tree, &path).unwrap_or(bootstrap)
+        };
         let root = written_root(tree, &sync, Some(&path))
             .map(|(index, object)| Root::Written {
                 file: sync,
@@ -347,6 +354,24 @@ fn declared_source(doc: &Value) -> Option<SourceRef> {
     let meta = doc.get("metadata")?;
     let namespace = meta.get("namespace").and_then(Value::as_str).unwrap_or("");
     Some(SourceRef::new(kind, namespace, meta.get("name")?.as_str()?))
+}
+
+/// The first file under `path` (not the root) that writes a root at `path` (see
+/// `written_syncs`).
+fn written_under(tree: &FileTree, path: &str) -> Option<String> {
+    if path.is_empty() {
+        return None;
+    }
+    let source = memmem::Finder::new(SOURCE_GROUP);
+    tree.files_under(path)
+        .filter(|f| is_manifest(f))
+        .find(|f| {
+            tree.read(f).is_some_and(|text| {
+                source.find(text.as_bytes()).is_some()
+                    && written_syncs(f, &text).iter().any(|p| p == path)
+            })
+        })
+        .map(String::from)
 }
 
 /// The `spec.path` of every Flux Kustomization written under the entry of an environment of
