@@ -184,6 +184,9 @@ pub enum Error {
         source: std::io::Error,
     },
     Usage(String),
+    /// No Flux environment is found where the message says it looked: bad input, exit 2, but
+    /// one step of a history says so in its report (`cutover --each`).
+    NoEnvironment(String),
     /// The command printed what it could (all its output, in its format) and this is what it
     /// could not: exit 2, said on stderr only.
     Partial(String),
@@ -243,7 +246,9 @@ impl fmt::Display for Error {
                 Ok(())
             }
             Error::Io { path, source } => write!(f, "{}: {}", path.display(), source),
-            Error::Usage(message) | Error::Partial(message) => f.write_str(message),
+            Error::Usage(message) | Error::NoEnvironment(message) | Error::Partial(message) => {
+                f.write_str(message)
+            }
             Error::Git { command, message } => write!(f, "`{command}` failed: {message}"),
         }
     }

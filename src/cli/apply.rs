@@ -73,7 +73,7 @@ fn ownership_note(repo: &crate::repo::Repo, changes: &[Change]) -> Result<String
             count(report.deletions.len(), "object"),
             report.deletions.iter().filter(|d| d.data.holds()).count()
         )),
-        crate::cutover::Verdict::Incomplete => s.push_str(&format!(
+        crate::cutover::Verdict::Incomplete | crate::cutover::Verdict::NoEnvironment => s.push_str(&format!(
             "cutover: incomplete: this change moves objects between Flux Kustomizations, and it touches {} fluxwave cannot see whole; Flux may delete more than the {} found\n",
             count(report.incomplete.len(), "Kustomization"),
             count(report.deletions.len(), "object")

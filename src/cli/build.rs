@@ -25,7 +25,7 @@ use crate::tree::FileTree;
 
 pub fn run(
     root: &Path,
-    env: Option<&str>,
+    envs: &[super::EnvArg],
     kustomization: Option<&str>,
     format: Format,
     out: &mut impl Write,
@@ -39,9 +39,22 @@ pub fn run(
     let wanted = kustomization.map(parse_kustomization).transpose()?;
     let config = Config::load(root)?;
     let tree = FileTree::from_worktree_or_dir(root)?;
+    // `--env NAME=PATH` names the environments, as for `cutover`; `--env NAME` picks one.
+    let (mut overrides, mut wanted_env) = (Vec::new(), None);
+    for e in envs {
+        match e {
+            super::EnvArg::Pair(name, path) => overrides.push((name.clone(), path.clone())),
+            super::EnvArg::Name(name) if wanted_env.is_none() => wanted_env = Some(name.as_str()),
+            super::EnvArg::Name(name) => {
+                return Err(Error::Usage(format!(
+                    "--env {name}: one environment is built by name at a time"
+                )))
+            }
+        }
+    }
     let envs = pick(
-        discover::environments(&[&tree], Some(&config), &[]),
-        env,
+        discover::environments(&[&tree], Some(&config), &overrides),
+        wanted_env,
         &root.display().to_string(),
     )?;
     // YAML and JSON are written as each environment is built, one object held at a time.

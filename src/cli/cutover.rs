@@ -173,6 +173,10 @@ fn text(r: &Report) -> String {
         found.push_str(&format!(", {} that may", may.len()));
     }
     match r.verdict() {
+        Verdict::NoEnvironment => {
+            let why = r.no_environment.as_deref().unwrap_or_default();
+            s.push_str(&format!("no environment: nothing compared, not safe: {why}\n"));
+        }
         Verdict::Safe => s.push_str("safe: Flux deletes nothing on the way\n"),
         Verdict::Deletes => s.push_str(&format!("{found}\n")),
         Verdict::Incomplete => s.push_str(&format!(

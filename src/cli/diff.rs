@@ -31,9 +31,10 @@ pub fn run(
     from: &str,
     to: Option<&str>,
     format: Format,
+    envs: &[(String, String)],
     out: &mut impl Write,
 ) -> Result<Outcome> {
-    let (report, changes) = objects::changes(root, from, to, &[])?;
+    let (report, changes) = objects::changes(root, from, to, envs)?;
     let mut w = std::io::BufWriter::with_capacity(1 << 16, &mut *out);
     let outcome = shown(&report, &changes, format, &mut w)?;
     w.flush().map_err(io)?;
@@ -288,6 +289,7 @@ fn deletes_line(r: &Report, s: &Summary) -> String {
             count(r.deletions.len(), "object"),
             s.stateful
         ),
+        Verdict::NoEnvironment => "no Flux environment found: nothing was compared".to_string(),
         Verdict::Incomplete => format!(
             "incomplete: fluxwave cannot see all of {}; Flux may delete more than the {} found",
             count(kustomizations(&r.incomplete), "Kustomization"),
@@ -405,7 +407,7 @@ fn github(r: &Report, rows: &[Row], also: &[&Deletion]) -> String {
     let icon = match r.verdict() {
         Verdict::Safe => "✅",
         Verdict::Deletes if summary.stateful > 0 => "🛑",
-        Verdict::Deletes | Verdict::Incomplete => "⚠️",
+        Verdict::Deletes | Verdict::Incomplete | Verdict::NoEnvironment => "⚠️",
     };
     s.push_str(&format!(
         "**{}** in {environments}: {}.\n\n{icon} {}.\n\n",

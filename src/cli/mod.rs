@@ -257,9 +257,10 @@ enum Command {
         after_help = "Examples:\n  fluxwave --repo examples/homelab build | kubeconform -ignore-missing-schemas -summary\n  fluxwave build --kustomization flux-system/apps --format json\n\nEach YAML document follows a comment naming its owner (the Flux Kustomization), its\nenvironment and its file. Secret data and stringData values are printed as ***.\n\nExit status: 0 built, 2 bad input (an unknown environment or Kustomization, one whose build\nfails: the rest is printed)."
     )]
     Build {
-        /// Build only this environment (one of those discovered)
-        #[arg(long, value_name = "NAME")]
-        env: Option<String>,
+        /// Build only this environment (NAME, one of those found), or build the environment
+        /// NAME at entry folder PATH instead of those found (NAME=PATH); repeatable
+        #[arg(long = "env", value_name = "NAME[=PATH]", value_parser = env_arg)]
+        envs: Vec<EnvArg>,
         /// Only the objects this Flux Kustomization applies
         #[arg(long, value_name = "NS/NAME")]
         kustomization: Option<String>,
@@ -279,6 +280,9 @@ enum Command {
         to: Option<String>,
         #[arg(long, value_parser = format::DIFF, default_value = "text")]
         format: Format,
+        /// Compare this environment (entry folder PATH) instead of those found; repeatable
+        #[arg(long = "env", value_name = "NAME=PATH", value_parser = env_pair)]
+        envs: Vec<(String, String)>,
     },
     /// What a failing unit blocks under each topology, and the longest dependsOn chain
     #[command(
@@ -415,6 +419,22 @@ fn env_pair(s: &str) -> Result<(String, String), EnvPairError> {
     }
     let path = crate::config::repo_relative(path).ok_or_else(|| EnvPairError::Path(path.into()))?;
     Ok((name.to_string(), path))
+}
+
+/// `build --env`: one environment to build of those found (`NAME`), or one to build instead
+/// of those found (`NAME=PATH`, as `env_pair` reads it).
+#[derive(Debug, Clone, PartialEq)]
+pub enum EnvArg {
+    Name(String),
+    Pair(String, String),
+}
+
+fn env_arg(s: &str) -> Result<EnvArg, EnvPairError> {
+    if s.contains('=') {
+        let (name, path) = env_pair(s)?;
+        return Ok(EnvArg::Pair(name, path));
+    }
+    Ok(EnvArg::Name(s.to_string()))
 }
 
 /// Runs the command line; `Err` carries the exit code of a failure (already reported).
@@ -624,11 +644,16 @@ fn execute(
             out,
         ),
         Command::Build {
-            env,
+            envs,
             kustomization,
             format,
-        } => build::run(repo, env.as_deref(), kustomization.as_deref(), format, out),
-        Command::Diff { from, to, format } => diff::run(repo, &from, to.as_deref(), format, out),
+        } => build::run(repo, &envs, kustomization.as_deref(), format, out),
+        Command::Diff {
+            from,
+            to,
+            format,
+            envs,
+        } => diff::run(repo, &from, to.as_deref(), format, &envs, out),
         Command::Blast {
             topology,
             format,

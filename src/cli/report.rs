@@ -76,7 +76,9 @@ fn machine_error(e: &Error, machine: Machine) -> String {
             ),
             errors,
         ),
-        Error::Usage(_) | Error::Partial(_) => ("usage", e.to_string(), &[]),
+        Error::Usage(_) | Error::NoEnvironment(_) | Error::Partial(_) => {
+            ("usage", e.to_string(), &[])
+        }
         Error::Io { .. } => ("io", e.to_string(), &[]),
         Error::Git { .. } => ("git", e.to_string(), &[]),
     };

@@ -16,8 +16,12 @@ pub(super) struct RevisionsJson<'a, B: Serialize> {
     from: &'a str,
     to: &'a str,
     environments: &'a [String],
-    /// cutover's verdict: `safe`, `deletes` or `incomplete`.
+    /// cutover's verdict: `safe`, `deletes`, `incomplete` or `no-environment` (a step of
+    /// `cutover --each` in which none is found).
     verdict: Verdict,
+    /// Why no environment was found, with that verdict.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    no_environment: Option<&'a str>,
     #[serde(flatten)]
     body: B,
     incomplete: &'a [cutover::Incomplete],
@@ -36,6 +40,7 @@ impl<'a, B: Serialize> RevisionsJson<'a, B> {
             to: &r.to,
             environments: &r.environments,
             verdict: r.verdict(),
+            no_environment: r.no_environment.as_deref(),
             body,
             incomplete: &r.incomplete,
             accepted: &r.accepted,

@@ -76,6 +76,10 @@ pub struct Report {
     /// What a history's step cost (`analyse_steps`); zero for any other report.
     #[serde(skip)]
     pub cost: Cost,
+    /// Why no environment was found, when none was (a step of `cutover --each`): nothing
+    /// was compared, and the verdict says so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_environment: Option<String>,
 }
 
 /// The work a history's step did beyond replaying the step before: the Flux Kustomizations
@@ -108,6 +112,9 @@ pub enum Verdict {
     /// Something the change touches could not be seen (`incomplete`): Flux may delete more
     /// than `deletions` lists.
     Incomplete,
+    /// No Flux environment was found in either revision: nothing was compared.
+    #[serde(rename = "no-environment")]
+    NoEnvironment,
 }
 
 impl Report {
@@ -121,8 +128,26 @@ impl Report {
         }
     }
 
+    /// The report of a step where no environment is found (`why`).
+    fn no_environment(from: &str, to: &str, why: String) -> Report {
+        Report {
+            from: from.to_string(),
+            to: to.to_string(),
+            environments: Vec::new(),
+            deletions: Vec::new(),
+            incomplete: Vec::new(),
+            accepted: Vec::new(),
+            warnings: Vec::new(),
+            runbook: Vec::new(),
+            cost: Cost::default(),
+            no_environment: Some(why),
+        }
+    }
+
     pub fn verdict(&self) -> Verdict {
-        if !self.incomplete.is_empty() {
+        if self.no_environment.is_some() {
+            Verdict::NoEnvironment
+        } else if !self.incomplete.is_empty() {
             Verdict::Incomplete
         } else if self.deletions.is_empty() {
             Verdict::Safe
@@ -277,7 +302,7 @@ pub fn analyse_steps(
     for pair in steps.windows(2) {
         let new = FileTree::from_git_reading(root, &pair[1], &mut blobs, Some(&mut objects))?;
         let config = config_in_force(root, &old, &new)?;
-        let (built, newer) = Builds::of_reusing(
+        let built = Builds::of_reusing(
             &old,
             &new,
             config.as_ref(),
@@ -285,7 +310,16 @@ pub fn analyse_steps(
             Keep::Facts,
             std::mem::take(&mut older),
             true,
-        )?;
+        );
+        // A step with no environment says so, and is not safe; the others are judged.
+        let (built, newer) = match built {
+            Err(Error::NoEnvironment(why)) => {
+                out.push(Report::no_environment(&pair[0], &pair[1], why));
+                old = new;
+                continue;
+            }
+            other => other?,
+        };
         let (mut report, built_new, done) =
             built.judge_keeping(&format!("{} -> {}", pair[0], pair[1]), true);
         // The step before's objects have been freed while this one was built.
@@ -300,6 +334,15 @@ pub fn analyse_steps(
             .map(|(carried, inventory)| Kept { carried, inventory })
             .collect();
         old = new;
+    }
+    // No step has one: the range is bad input, as a single comparison's would be.
+    if let Some(why) = out
+        .iter()
+        .map(|r| r.no_environment.as_ref())
+        .collect::<Option<Vec<_>>>()
+        .and_then(|w| w.first().copied())
+    {
+        return Err(Error::NoEnvironment(why.clone()));
     }
     Ok(out)
 }
@@ -415,7 +458,7 @@ impl Builds {
     ) -> Result<(Builds, Vec<Carried>)> {
         let envs = discover::environments(&[new, old], config, overrides);
         if envs.is_empty() {
-            return Err(Error::Usage(format!(
+            return Err(Error::NoEnvironment(format!(
                 "no Flux environment found in {} or {}; looked for {}. Name one with `--env NAME=PATH` or list them under clusters.environments in fluxwave.yaml",
                 new.label,
                 old.label,
@@ -605,6 +648,7 @@ impl Builds {
             warnings,
             runbook,
             cost: Cost::default(),
+            no_environment: None,
         };
         let newer = if keep {
             pairs.into_iter().map(|(_, n)| n).collect()

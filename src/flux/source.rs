@@ -12,6 +12,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use crate::kustomize::object::{group_of, ObjectId};
+use crate::kustomize::Builder;
 use crate::tree::FileTree;
 
 /// The API group of Flux's sources (source-controller's `source.toolkit.fluxcd.io`).
@@ -193,13 +194,44 @@ pub fn artifact(tree: &FileTree, file: &str, source: &SourceRef) -> FileTree {
     tree.artifact(spec_ignore(tree, file, source).as_deref())
 }
 
-/// `spec.ignore` of the GitRepository `source` when `file` holds it.
+/// The documents of `file`, a root's sync file, as the cluster holds them: as the
+/// kustomization of the file's folder builds them when it builds the file, else as written.
+/// Bootstrap's documented customisation is `patches` in `flux-system/kustomization.yaml`
+/// targeting the root GitRepository or Kustomization; the root applies its own entry, which
+/// builds that kustomization, so the objects source-controller and kustomize-controller
+/// reconcile are the patched ones (kustomize-controller `internal/controller/
+/// kustomization_controller.go`, `reconcile`: build, then apply every object built). A
+/// build that fails leaves the documents as written.
+pub fn root_documents(tree: &FileTree, file: &str) -> Option<Vec<Value>> {
+    let text = tree.read(file)?;
+    let mut docs = crate::yaml::parse_all(file, &text).ok()?;
+    let dir = file.rsplit_once('/').map_or("", |(dir, _)| dir);
+    let mut builder = Builder::owners_only(tree);
+    if !matches!(builder.kustomization_file(dir), Ok(Some(_))) {
+        return Some(docs);
+    }
+    for r in builder.build_dir(dir).unwrap_or_default() {
+        if r.file != file {
+            continue;
+        }
+        // An item of a List shares its document's index: only a document is replaced.
+        if let Some(doc) = docs
+            .get_mut(r.index)
+            .filter(|d| d.get("kind") == r.value.get("kind"))
+        {
+            *doc = r.value;
+        }
+    }
+    Some(docs)
+}
+
+/// `spec.ignore` of the GitRepository `source` when `file` holds it (as `root_documents`
+/// reads it).
 pub(super) fn spec_ignore(tree: &FileTree, file: &str, source: &SourceRef) -> Option<String> {
     if source.kind != SourceKind::GitRepository || file.is_empty() {
         return None;
     }
-    let text = tree.read(file)?;
-    let docs = crate::yaml::parse_all(file, &text).ok()?;
+    let docs = root_documents(tree, file)?;
     let found = docs.iter().find(|d| {
         let meta = &d["metadata"];
         group_of(d["apiVersion"].as_str().unwrap_or("")) == SOURCE_GROUP
@@ -241,6 +273,23 @@ mod tests {
         assert!(other.read("apps/a.yaml").is_some());
         let assumed = artifact(&tree, "", &source("flux-system"));
         assert!(assumed.read("apps/a.yaml").is_some());
+    }
+
+    /// The kustomization of the sync file's folder patches the root objects; a build that
+    /// fails, or one that does not build the file, leaves them as written.
+    #[test]
+    fn the_root_documents_are_as_their_folder_builds_them() {
+        let sync = "clusters/dev/flux-system/gotk-sync.yaml";
+        let kustomization = "clusters/dev/flux-system/kustomization.yaml";
+        let patch = "resources: [gotk-sync.yaml]\npatches:\n  - target: {kind: GitRepository}\n    patch: |\n      - {op: replace, path: /spec/ignore, value: \"/apps\"}\n";
+        let tree = FileTree::from_files([(sync, SYNC), (kustomization, patch)]);
+        let ignore = spec_ignore(&tree, sync, &source("flux-system"));
+        assert_eq!(ignore.as_deref(), Some("/apps"));
+        for other in ["resources: [missing.yaml]\n", "resources: []\n"] {
+            let tree = FileTree::from_files([(sync, SYNC), (kustomization, other)]);
+            let ignore = spec_ignore(&tree, sync, &source("flux-system"));
+            assert!(ignore.is_some_and(|i| i.contains("!/clusters")));
+        }
     }
 
     /// A kind reads back as written, known or not, and two kinds are one when their names are.

@@ -37,6 +37,7 @@ mod machine;
 mod markdown;
 mod props;
 mod render;
+mod roots;
 mod secret_forms;
 mod secrets;
 mod substitution;

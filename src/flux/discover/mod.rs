@@ -7,16 +7,22 @@
 //! 2. `clusters.environments` of `fluxwave.yaml`, when it lists them: those only.
 //! 3. `flux bootstrap`: every `<dir>/flux-system/gotk-sync.yaml`. The environment is named
 //!    after `<dir>`'s last folder; its entry is the `spec.path` of the sync file's
-//!    Kustomization (bootstrap writes `<dir>`), and that Kustomization is its root.
+//!    Kustomization (bootstrap writes `<dir>`), and that Kustomization is its root. So is a
+//!    root written elsewhere (`flux create ... --export`, `flux bootstrap --namespace`): a
+//!    Kustomization reading a GitRepository, OCIRepository or Bucket declared in the same
+//!    file, at a `spec.path` that holds the file, in a file named `gotk-sync.yaml` or in
+//!    namespace `flux-system`; the environment is named after the path's last folder.
 //! 4. Flux Operator: a `FluxInstance` (`fluxcd.controlplane.io`) with `spec.sync.path`, or a
-//!    HelmRelease of the flux-instance chart whose values set `instance.sync.path`. The
+//!    HelmRelease of the flux-instance chart whose values set `instance.sync.path`, inline or
+//!    through `valuesFrom` from a file a generator of its folder reads (`operator.rs`). The
 //!    operator creates the root as its sync template writes it: a Kustomization named
 //!    `spec.sync.name` or else the instance's namespace, in that namespace, `prune: true`,
 //!    reading the `spec.sync.kind` source of the same name. The environment is named after
 //!    the path's last folder.
 //! 5. Every folder `clusters/<env>` (but `clusters/base`) holding a kustomization, or Flux
 //!    objects without one (Flux generates the kustomization then); its root is assumed as
-//!    `flux bootstrap` writes it.
+//!    `flux bootstrap` writes it. Not a folder that a Kustomization written under the entry
+//!    of a root of rules 3 and 4 applies, in either tree: a hub's spokes are in its build.
 //! 6. A `flux/cluster` folder of Flux Kustomizations (the per-app `ks.yaml` layout, when its
 //!    FluxInstance is installed from outside the repository), as environment `cluster`.
 //!
@@ -24,12 +30,15 @@
 //! given (both revisions of a cutover), so an environment added or removed by the change is
 //! still compared with the other side.
 
+mod operator;
+
 use std::sync::Arc;
 
 use memchr::memmem;
 use serde_json::{json, Value};
 
-use super::{normalize_path, Kustomization, SourceKind};
+use super::source::SOURCE_GROUP;
+use super::{normalize_path, Kustomization, SourceKind, SourceRef, KUSTOMIZE_GROUP};
 use crate::config::Config;
 use crate::fs::{is_manifest, join};
 use crate::tree::FileTree;
@@ -65,10 +74,16 @@ pub enum Root {
 
 impl Environment {
     /// An environment named by configuration: bootstrap's sync file in `path/flux-system` is
-    /// its root when `tree` has one.
+    /// its root when `tree` has one, else a root written elsewhere under `path` whose
+    /// `spec.path` is `path` (rule 3).
     pub fn configured(tree: &FileTree, name: &str, path: &str, found: &str) -> Environment {
         let path = normalize_path(path);
-        let sync = join(&path, "flux-system/gotk-sync.yaml").unwrap_or_default();
+        let bootstrap = join(&path, "flux-system/gotk-sync.yaml").unwrap_or_default();
+        let sync = if tree.is_file(&bootstrap) {
+            bootstrap
+        } else {
+            written_under(tree, &path).unwrap_or(bootstrap)
+        };
         let root = written_root(tree, &sync, Some(&path))
             .map(|(index, object)| Root::Written {
                 file: sync,
@@ -113,9 +128,16 @@ pub fn environments(
             .collect();
         return configured(pairs, "clusters.environments in fluxwave.yaml");
     }
+    // A folder a root applies in either revision is no root of its own (rule 5).
+    let roots: Vec<Vec<Environment>> = trees.iter().map(|t| roots(t)).collect();
+    let applied: Vec<(String, String)> = trees
+        .iter()
+        .zip(&roots)
+        .flat_map(|(tree, found)| applied_folders(tree, found))
+        .collect();
     let mut found: Vec<Environment> = Vec::new();
-    for tree in trees {
-        for env in discover(tree) {
+    for (tree, roots) in trees.iter().zip(roots) {
+        for env in folders(tree, roots, &applied) {
             if found.iter().any(|e| e.path == env.path) {
                 continue;
             }
@@ -131,16 +153,18 @@ pub fn environments(
 }
 
 /// Where the rules looked, for the message that says none was found.
-pub const WHERE_LOOKED: &str = "clusters.environments in fluxwave.yaml, <dir>/flux-system/gotk-sync.yaml (flux bootstrap), a FluxInstance's spec.sync.path or a flux-instance HelmRelease's instance.sync.path (Flux Operator), folders clusters/<env> with a kustomization or Flux objects, and a flux/cluster folder of Flux Kustomizations";
+pub const WHERE_LOOKED: &str = "clusters.environments in fluxwave.yaml, <dir>/flux-system/gotk-sync.yaml (flux bootstrap) or another file declaring a GitRepository and the Kustomization that reads it inside its own spec.path, a FluxInstance's spec.sync.path or a flux-instance HelmRelease's instance.sync.path, inline or in a generated valuesFrom (Flux Operator), folders clusters/<env> with a kustomization or Flux objects (that no root applies), and a flux/cluster folder of Flux Kustomizations";
 
-/// The environments of one tree by rules 3 to 6.
-fn discover(tree: &FileTree) -> Vec<Environment> {
+/// Adds `env` to `found` unless an environment has its entry already.
+fn add(found: &mut Vec<Environment>, env: Environment) {
+    if !found.iter().any(|e| e.path == env.path) {
+        found.push(env);
+    }
+}
+
+/// The environments of one tree by rules 3 and 4: the roots written in it.
+fn roots(tree: &FileTree) -> Vec<Environment> {
     let mut found: Vec<Environment> = Vec::new();
-    let add = |found: &mut Vec<Environment>, env: Environment| {
-        if !found.iter().any(|e| e.path == env.path) {
-            found.push(env);
-        }
-    };
     // 3. flux bootstrap.
     for (file, _) in tree.files() {
         let Some(dir) = file
@@ -173,45 +197,52 @@ fn discover(tree: &FileTree) -> Vec<Environment> {
             },
         );
     }
-    // 4. Flux Operator.
-    let instance = memmem::Finder::new("FluxInstance");
-    let release = memmem::Finder::new("HelmRelease");
-    let sync = memmem::Finder::new("sync:");
+    // 3. A root written elsewhere: a Kustomization reading a source declared beside it, in a
+    // folder it applies (`flux create ... --export`, or bootstrap's file moved).
+    let kustomize = memmem::Finder::new(KUSTOMIZE_GROUP);
+    let source = memmem::Finder::new("source.toolkit.fluxcd.io");
     for (file, text) in tree.manifests() {
         let bytes = text.as_bytes();
-        // Only the files that may hold one are parsed.
-        let (is_instance, is_release) = (
-            instance.find(bytes).is_some(),
-            release.find(bytes).is_some()
-                && sync.find(bytes).is_some()
-                && memmem::find(bytes, b"instance:").is_some(),
-        );
-        if !is_instance && !is_release {
+        if kustomize.find(bytes).is_none() || source.find(bytes).is_none() {
             continue;
         }
-        for op in operator_syncs(file, text).iter() {
-            if !tree.is_dir(&op.path) {
+        for path in written_syncs(file, text).iter() {
+            if !tree.is_dir(path) {
                 continue;
             }
-            let root = json!({
-                "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
-                "kind": "Kustomization",
-                "metadata": {"name": op.name, "namespace": op.namespace},
-                "spec": {"interval": "10m0s", "path": op.path, "prune": true,
-                         "sourceRef": {"kind": op.kind.as_str(), "name": op.name}},
-            });
+            let Some((index, object)) = written_root(tree, file, Some(path)) else {
+                continue;
+            };
             add(
                 &mut found,
                 Environment {
-                    name: last_folder(&op.path, "cluster"),
-                    path: op.path.clone(),
-                    found: format!("{} in {file}", op.what),
-                    root: Root::Generated(root),
+                    name: last_folder(path, "flux-system"),
+                    path: path.clone(),
+                    found: format!("the root Kustomization written in {file}"),
+                    root: Root::Written {
+                        file: file.to_string(),
+                        index,
+                        object,
+                    },
                 },
             );
         }
     }
-    // 5. clusters/<env>.
+    // 4. Flux Operator.
+    for env in operator::roots(tree) {
+        add(&mut found, env);
+    }
+    found
+}
+
+/// The environments of one tree: its `roots`, then rules 5 and 6. `applied` are the folders
+/// the roots of every tree apply (`applied_folders`).
+fn folders(
+    tree: &FileTree,
+    mut found: Vec<Environment>,
+    applied: &[(String, String)],
+) -> Vec<Environment> {
+    // 5. clusters/<env>, unless a root applies it (a hub's spokes).
     let mut folders: Vec<&str> = Vec::new();
     for (file, text) in tree.files() {
         let Some(rest) = file.strip_prefix("clusters/") else {
@@ -221,6 +252,12 @@ fn discover(tree: &FileTree) -> Vec<Environment> {
             continue;
         };
         if env == "base" || folders.last() == Some(&env) {
+            continue;
+        }
+        let dir = format!("clusters/{env}");
+        let dir = dir.as_str();
+        let by_other = |(from, path): &(String, String)| within(path, dir) && !within(from, dir);
+        if applied.iter().any(by_other) {
             continue;
         }
         let marks = crate::kustomize::KUSTOMIZATION_FILES.contains(&below)
@@ -266,87 +303,115 @@ fn discover(tree: &FileTree) -> Vec<Environment> {
     found
 }
 
-/// What a Flux Operator sync written in a manifest says (see `operator_sync`).
-#[derive(Debug)]
-struct OperatorSync {
-    /// Its `path`, normalised.
-    path: String,
-    name: String,
-    namespace: String,
-    /// The kind of its source.
-    kind: SourceKind,
-    what: &'static str,
-}
-
-/// The operator syncs of the documents of `text` (the manifest `file`), with a path; none
-/// when it does not parse. Each text is parsed once (`PerText`): a history hands discovery
-/// hundreds of trees that share most of their files.
-fn operator_syncs(file: &str, text: &Text) -> Arc<Vec<OperatorSync>> {
-    static READ: PerText<Vec<OperatorSync>> = PerText::new();
+/// The entries of the roots written in `file` (`text`) outside bootstrap's `flux-system`
+/// folder: each Kustomization that reads a GitRepository, OCIRepository or Bucket declared in
+/// the same file, at a `spec.path` that holds the file (it applies itself, as a root does:
+/// flux2's `pkg/manifestgen/sync` `Generate` writes both objects to
+/// `<path>/<namespace>/gotk-sync.yaml` with `spec.path: ./<path>`). Only a file named
+/// `gotk-sync.yaml` or a Kustomization in `flux-system` (where the root is made) counts: a
+/// tenant's sync (its own GitRepository, in its namespace) is a child of another build.
+fn written_syncs(file: &str, text: &Text) -> Arc<Vec<String>> {
+    static READ: PerText<Vec<String>> = PerText::new();
     READ.get(text, || {
         let Ok(docs) = yaml::parse_all(file, text) else {
             return Vec::new();
         };
+        let sources: Vec<SourceRef> = docs.iter().filter_map(declared_source).collect();
+        let named_sync = file.rsplit('/').next() == Some("gotk-sync.yaml");
         docs.iter()
-            .filter_map(|doc| {
-                let (sync, namespace, what) = operator_sync(doc)?;
-                let path = normalize_path(sync.get("path")?.as_str()?);
-                let name = sync
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or(&namespace)
-                    .to_string();
-                let kind = sync
-                    .get("kind")
-                    .and_then(Value::as_str)
-                    .map_or(SourceKind::GitRepository, SourceKind::parse);
-                Some(OperatorSync {
-                    path,
-                    name,
-                    namespace,
-                    kind,
-                    what,
-                })
+            .filter_map(Kustomization::from_value)
+            .filter(|k| {
+                let namespace = if k.namespace.is_empty() {
+                    "flux-system"
+                } else {
+                    k.namespace.as_str()
+                };
+                let reads = k.spec.source_ref.in_namespace(namespace);
+                (named_sync || namespace == "flux-system")
+                    && !k.spec.path.is_empty()
+                    && within(file, &k.spec.path)
+                    && sources.iter().any(|s| s.in_namespace(namespace) == reads)
             })
+            .map(|k| k.spec.path)
             .collect()
     })
 }
 
-/// A FluxInstance's `spec.sync`, or a flux-instance HelmRelease's `values.instance.sync`,
-/// with the namespace the operator creates the root in and what was read.
-fn operator_sync(doc: &Value) -> Option<(&Value, String, &'static str)> {
+/// The source a document declares, if it is one a Kustomization reads from a repository
+/// (its namespace empty when it names none).
+fn declared_source(doc: &Value) -> Option<SourceRef> {
     let api = doc.get("apiVersion")?.as_str()?;
-    let kind = doc.get("kind")?.as_str()?;
-    let namespace = |ns: Option<&Value>| {
-        ns.and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .unwrap_or("flux-system")
-            .to_string()
-    };
-    if kind == "FluxInstance" && api.starts_with("fluxcd.controlplane.io/") {
-        let sync = doc.pointer("/spec/sync")?;
-        return Some((
-            sync,
-            namespace(doc.pointer("/metadata/namespace")),
-            "a FluxInstance",
-        ));
+    if !api.starts_with("source.toolkit.fluxcd.io/") {
+        return None;
     }
-    if kind == "HelmRelease" && api.starts_with("helm.toolkit.fluxcd.io/") {
-        let sync = doc.pointer("/spec/values/instance/sync")?;
-        // The chart makes the FluxInstance in the release's namespace.
-        let ns = doc
-            .pointer("/spec/targetNamespace")
-            .or(doc.pointer("/metadata/namespace"));
-        return Some((sync, namespace(ns), "a flux-instance HelmRelease"));
+    let kind = SourceKind::parse(doc.get("kind")?.as_str()?);
+    if !matches!(
+        kind,
+        SourceKind::GitRepository | SourceKind::OCIRepository | SourceKind::Bucket
+    ) {
+        return None;
     }
-    None
+    let meta = doc.get("metadata")?;
+    let namespace = meta.get("namespace").and_then(Value::as_str).unwrap_or("");
+    Some(SourceRef::new(kind, namespace, meta.get("name")?.as_str()?))
 }
 
-/// The root Kustomization written in `file` of `tree`: the one at `path` when given and
-/// present, else the first; with its index among the file's non-empty documents.
+/// The first file under `path` (not the root) that writes a root at `path` (see
+/// `written_syncs`).
+fn written_under(tree: &FileTree, path: &str) -> Option<String> {
+    if path.is_empty() {
+        return None;
+    }
+    let source = memmem::Finder::new(SOURCE_GROUP);
+    tree.files_under(path)
+        .filter(|f| is_manifest(f))
+        .find(|f| {
+            tree.read(f).is_some_and(|text| {
+                source.find(text.as_bytes()).is_some()
+                    && written_syncs(f, &text).iter().any(|p| p == path)
+            })
+        })
+        .map(String::from)
+}
+
+/// The `spec.path` of every Flux Kustomization written under the entry of an environment of
+/// `found`, with its file: the folders those roots apply, which are no roots of their own.
+fn applied_folders(tree: &FileTree, found: &[Environment]) -> Vec<(String, String)> {
+    static READ: PerText<Vec<String>> = PerText::new();
+    let kustomize = memmem::Finder::new(KUSTOMIZE_GROUP);
+    let mut applied = Vec::new();
+    for (file, text) in tree.manifests() {
+        if !found.iter().any(|e| within(file, &e.path)) || kustomize.find(text.as_bytes()).is_none()
+        {
+            continue;
+        }
+        let paths = READ.get(text, || {
+            yaml::parse_all(file, text)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(Kustomization::from_value)
+                .map(|k| k.spec.path)
+                .collect()
+        });
+        applied.extend(paths.iter().map(|p| (file.to_string(), p.clone())));
+    }
+    applied
+}
+
+/// Whether `path` is folder `dir` or below it (everything is below the root, `""`).
+fn within(path: &str, dir: &str) -> bool {
+    dir.is_empty()
+        || path
+            .strip_prefix(dir)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
+/// The root Kustomization written in `file` of `tree`, as the kustomization of its folder
+/// builds it (`source::root_documents`): the one at `path` when given and present, else the
+/// first; with its index among the file's non-empty documents.
 fn written_root(tree: &FileTree, file: &str, path: Option<&str>) -> Option<(usize, Value)> {
-    let text = tree.read(file)?;
-    let docs = yaml::parse_all(file, &text).ok()?;
+    // As the cluster holds it: bootstrap's customisation patches applied.
+    let docs = super::source::root_documents(tree, file)?;
     let flux: Vec<(usize, &Value)> = docs
         .iter()
         .enumerate()
@@ -362,7 +427,7 @@ fn written_root(tree: &FileTree, file: &str, path: Option<&str>) -> Option<(usiz
 }
 
 /// The last folder of `path`, or `otherwise` for the repository root.
-fn last_folder(path: &str, otherwise: &str) -> String {
+pub(super) fn last_folder(path: &str, otherwise: &str) -> String {
     path.rsplit('/')
         .find(|s| !s.is_empty())
         .unwrap_or(otherwise)
@@ -519,6 +584,36 @@ mod tests {
             names(&environments(&[&tree], Some(&config), &[])),
             [("dev", "clusters/dev")]
         );
+    }
+
+    #[test]
+    fn a_root_written_anywhere_applies_itself_and_its_spokes_are_no_roots() {
+        let hub = SYNC.replace("./clusters/prod", "./hub");
+        let spoke = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps, namespace: prod}\nspec:\n  path: ./clusters/prod\n  sourceRef: {kind: GitRepository, name: flux-system, namespace: flux-system}\n";
+        // A tenant's own sync (its namespace, another repository, no path) is no root.
+        let tenant = "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: {name: team, namespace: team}\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: team, namespace: team}\nspec:\n  sourceRef: {kind: GitRepository, name: team}\n";
+        // A Kustomization whose source is not beside it is no root either.
+        let other = hub.replace("name: flux-system}", "name: elsewhere}");
+        let tree = FileTree::from_files([
+            ("hub/flux-system.yaml", hub.as_str()),
+            ("hub/prod.yaml", spoke),
+            ("clusters/prod/kustomization.yaml", ""),
+            ("clusters/dev/kustomization.yaml", ""),
+            ("tenants/team/sync.yaml", tenant),
+            ("lab/sync.yaml", other.replace("./hub", "./lab").leak()),
+        ]);
+        let envs = environments(&[&tree], None, &[]);
+        assert_eq!(names(&envs), [("dev", "clusters/dev"), ("hub", "hub")]);
+        assert!(
+            matches!(&envs[1].root, Root::Written { file, index: 1, .. } if file == "hub/flux-system.yaml")
+        );
+        // A spoke applied in the other revision only is still no root.
+        let without = FileTree::from_files([
+            ("hub/flux-system.yaml", hub.as_str()),
+            ("clusters/prod/kustomization.yaml", ""),
+        ]);
+        let envs = environments(&[&without, &tree], None, &[]);
+        assert_eq!(names(&envs), [("dev", "clusters/dev"), ("hub", "hub")]);
     }
 
     #[test]

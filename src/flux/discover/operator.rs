@@ -1,0 +1,253 @@
+//! Rule 4 of discovery: Flux Operator. A `FluxInstance` (`fluxcd.controlplane.io`) with
+//! `spec.sync.path`, or a HelmRelease of the flux-instance chart whose values set
+//! `instance.sync.path`: inline in `spec.values`, or through `valuesFrom` from a ConfigMap or
+//! Secret that a generator of the release's own folder makes of a file (the layout of
+//! onedr0p's cluster-template: `configMapGenerator` `files: [values.yaml=./helm/values.yaml]`).
+//! helm-controller merges the `valuesFrom` references in order, each read at its `valuesKey`
+//! (default `values.yaml`), then `spec.values` over them (fluxcd/pkg `chartutil`
+//! `ChartValuesFromReferences`). The operator creates the root as its sync template writes
+//! it: a Kustomization named `spec.sync.name` or else the instance's namespace, in that
+//! namespace, `prune: true`, reading the `spec.sync.kind` source of the same name. The
+//! environment is named after the path's last folder.
+
+use std::sync::Arc;
+
+use memchr::memmem;
+use serde_json::{json, Map, Value};
+
+use super::{last_folder, Environment, Root};
+use crate::flux::{normalize_path, SourceKind};
+use crate::fs::join;
+use crate::tree::FileTree;
+use crate::yaml::{self, PerText, Text};
+
+/// The environments Flux Operator's syncs written in `tree` name (see the module).
+pub(super) fn roots(tree: &FileTree) -> Vec<Environment> {
+    let instance = memmem::Finder::new("FluxInstance");
+    let release = memmem::Finder::new("HelmRelease");
+    let mut found = Vec::new();
+    for (file, text) in tree.manifests() {
+        let bytes = text.as_bytes();
+        // Only the files that may hold one are parsed.
+        if instance.find(bytes).is_none() && release.find(bytes).is_none() {
+            continue;
+        }
+        for written in declared(file, text).iter() {
+            let Some(op) = written.resolve(tree, file) else {
+                continue;
+            };
+            if !tree.is_dir(&op.path) {
+                continue;
+            }
+            let root = json!({
+                "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+                "kind": "Kustomization",
+                "metadata": {"name": op.name, "namespace": written.namespace},
+                "spec": {"interval": "10m0s", "path": op.path, "prune": true,
+                         "sourceRef": {"kind": op.kind.as_str(), "name": op.name}},
+            });
+            found.push(Environment {
+                name: last_folder(&op.path, "cluster"),
+                path: op.path.clone(),
+                found: format!("{} in {file}", written.what),
+                root: Root::Generated(root),
+            });
+        }
+    }
+    found
+}
+
+/// A sync as a manifest declares it, before the values it reads from other files are known.
+#[derive(Debug)]
+struct Declared {
+    /// The sync written inline (`spec.sync`, or `spec.values.instance.sync`).
+    inline: Map<String, Value>,
+    /// A HelmRelease's `valuesFrom`, in order: kind, name and `valuesKey`; none with a
+    /// `targetPath` (which places a single value elsewhere).
+    values_from: Vec<(String, String, String)>,
+    /// The namespace the operator creates the root in.
+    namespace: String,
+    what: &'static str,
+}
+
+/// What the sync says once its values are merged.
+struct OperatorSync {
+    /// Its `path`, normalised.
+    path: String,
+    name: String,
+    /// The kind of its source.
+    kind: SourceKind,
+}
+
+impl Declared {
+    /// The sync, its `valuesFrom` read from the generators of `file`'s folder and merged
+    /// under the inline values; None without a path.
+    fn resolve(&self, tree: &FileTree, file: &str) -> Option<OperatorSync> {
+        let mut sync = Map::new();
+        let dir = file.rsplit_once('/').map_or("", |(dir, _)| dir);
+        for (kind, name, key) in &self.values_from {
+            if let Some(from) = generated_sync(tree, dir, kind, name, key) {
+                sync.extend(from.as_ref().clone());
+            }
+        }
+        sync.extend(self.inline.clone());
+        let path = normalize_path(sync.get("path")?.as_str()?);
+        let name = sync
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or(&self.namespace)
+            .to_string();
+        let kind = sync
+            .get("kind")
+            .and_then(Value::as_str)
+            .map_or(SourceKind::GitRepository, SourceKind::parse);
+        Some(OperatorSync { path, name, kind })
+    }
+}
+
+/// The syncs the documents of `text` (the manifest `file`) declare; none when it does not
+/// parse. Each text is parsed once (`PerText`): a history hands discovery hundreds of trees
+/// that share most of their files.
+fn declared(file: &str, text: &Text) -> Arc<Vec<Declared>> {
+    static READ: PerText<Vec<Declared>> = PerText::new();
+    READ.get(text, || {
+        let Ok(docs) = yaml::parse_all(file, text) else {
+            return Vec::new();
+        };
+        docs.iter().filter_map(declared_in).collect()
+    })
+}
+
+/// A FluxInstance's `spec.sync`, or a HelmRelease's `values.instance.sync` and
+/// `valuesFrom`, with the namespace the operator creates the root in.
+fn declared_in(doc: &Value) -> Option<Declared> {
+    let api = doc.get("apiVersion")?.as_str()?;
+    let kind = doc.get("kind")?.as_str()?;
+    let namespace = |ns: Option<&Value>| {
+        ns.and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .unwrap_or("flux-system")
+            .to_string()
+    };
+    let object = |v: Option<&Value>| v.and_then(Value::as_object).cloned().unwrap_or_default();
+    if kind == "FluxInstance" && api.starts_with("fluxcd.controlplane.io/") {
+        return Some(Declared {
+            inline: object(Some(doc.pointer("/spec/sync")?)),
+            values_from: Vec::new(),
+            namespace: namespace(doc.pointer("/metadata/namespace")),
+            what: "a FluxInstance",
+        });
+    }
+    if kind != "HelmRelease" || !api.starts_with("helm.toolkit.fluxcd.io/") {
+        return None;
+    }
+    let values_from: Vec<(String, String, String)> = doc
+        .pointer("/spec/valuesFrom")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|r| r.get("targetPath").is_none())
+        .filter_map(|r| {
+            let text = |k: &str| r.get(k).and_then(Value::as_str).map(String::from);
+            let key = text("valuesKey").unwrap_or_else(|| "values.yaml".to_string());
+            Some((text("kind")?, text("name")?, key))
+        })
+        .collect();
+    let inline = doc.pointer("/spec/values/instance/sync");
+    if inline.is_none() && values_from.is_empty() {
+        return None;
+    }
+    // The chart makes the FluxInstance in the release's namespace.
+    let ns = doc
+        .pointer("/spec/targetNamespace")
+        .or(doc.pointer("/metadata/namespace"));
+    Some(Declared {
+        inline: object(inline),
+        values_from,
+        namespace: namespace(ns),
+        what: "a flux-instance HelmRelease",
+    })
+}
+
+/// `instance.sync` of the values that the generator of `dir`'s kustomization named `name`
+/// (a `configMapGenerator` for a ConfigMap, a `secretGenerator` for a Secret) makes of the
+/// file it reads at `key` (`files: [key=path]`, or `[path]` keyed by its file name).
+fn generated_sync(
+    tree: &FileTree,
+    dir: &str,
+    kind: &str,
+    name: &str,
+    key: &str,
+) -> Option<Arc<Map<String, Value>>> {
+    let generators = match kind {
+        "ConfigMap" => "configMapGenerator",
+        "Secret" => "secretGenerator",
+        _ => return None,
+    };
+    let (k_file, k_text) = crate::kustomize::KUSTOMIZATION_FILES
+        .iter()
+        .filter_map(|f| join(dir, f))
+        .find_map(|f| tree.read(&f).map(|t| (f, t)))?;
+    let docs = yaml::parse_all(&k_file, &k_text).ok()?;
+    let generator = docs
+        .first()?
+        .get(generators)?
+        .as_array()?
+        .iter()
+        .find(|g| g.get("name").and_then(Value::as_str) == Some(name))?;
+    let source = generator
+        .get("files")?
+        .as_array()?
+        .iter()
+        .filter_map(Value::as_str)
+        .find_map(|entry| match entry.split_once('=') {
+            Some((k, path)) => (k == key).then_some(path),
+            None => (entry.rsplit('/').next() == Some(key)).then_some(entry),
+        })?;
+    let file = normalize_path(&join(dir, source)?);
+    let text = tree.read(&file)?;
+    static READ: PerText<Option<Map<String, Value>>> = PerText::new();
+    let sync = READ.get(&text, || {
+        let docs = yaml::parse_all(&file, &text).ok()?;
+        docs.first()?
+            .pointer("/instance/sync")?
+            .as_object()
+            .cloned()
+    });
+    sync.as_ref().clone().map(Arc::new)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// helm-controller merges `valuesFrom` in order and `spec.values` over them; a reference
+    /// is read at its `valuesKey`, `values.yaml` by default, and one with `targetPath` is not
+    /// a values document.
+    #[test]
+    fn values_from_generated_files_merge_under_the_inline_values() {
+        let release = "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: flux-instance, namespace: flux-system}\nspec:\n  valuesFrom:\n    - {kind: ConfigMap, name: base}\n    - {kind: Secret, name: extra, valuesKey: sync.yaml}\n    - {kind: ConfigMap, name: base, targetPath: instance.sync.path}\n  values:\n    instance:\n      sync: {name: home}\n";
+        let kustomization = "configMapGenerator:\n  - name: base\n    files: [values.yaml=./helm/values.yaml]\nsecretGenerator:\n  - name: extra\n    files: [./helm/sync.yaml]\n";
+        let tree = FileTree::from_files([
+            ("k/app/helmrelease.yaml", release),
+            ("k/app/kustomization.yaml", kustomization),
+            (
+                "k/app/helm/values.yaml",
+                "instance:\n  sync: {kind: OCIRepository, path: k/old, name: other}\n",
+            ),
+            (
+                "k/app/helm/sync.yaml",
+                "instance:\n  sync: {path: k/cluster}\n",
+            ),
+            ("k/cluster/ks.yaml", "a: b\n"),
+        ]);
+        let envs = roots(&tree);
+        assert_eq!(envs.len(), 1);
+        assert_eq!(envs[0].path, "k/cluster");
+        let Root::Generated(root) = &envs[0].root else {
+            panic!("{:?}", envs[0].root)
+        };
+        assert_eq!(root["metadata"]["name"], "home");
+        assert_eq!(root["spec"]["sourceRef"]["kind"], "OCIRepository");
+    }
+}

@@ -1,0 +1,309 @@
+//! How fluxwave finds each Flux environment and its root Kustomization on layouts beyond
+//! `clusters/<env>`: a hub that applies its spokes to remote clusters, a root written outside
+//! a `flux-system` folder. Real git repositories made from the fixtures under
+//! `tests/fixtures/roots/`.
+
+use serde_json::Value;
+
+use crate::common::{cutover_json, deletion_id, deletions, TestRepo};
+
+fn deleted(doc: &Value) -> Vec<String> {
+    deletions(doc).iter().map(deletion_id).collect()
+}
+
+/// The hub-and-spoke fixture, committed.
+fn hub_spoke() -> TestRepo {
+    let repo = TestRepo::fixture("roots/hub-spoke");
+    repo.commit_all("hub and spokes");
+    repo
+}
+
+/// flux2's bootstrap (`pkg/manifestgen/sync`, `Generate`) writes the root GitRepository and
+/// Kustomization to `<path>/<namespace>/gotk-sync.yaml` with `spec.path: ./<path>`: here
+/// `./hub`. The spokes' folders under `clusters/` are applied by the hub's Kustomizations
+/// (to other clusters): no root is bootstrapped there, so they are no environments.
+#[test]
+fn a_hub_is_the_one_environment_and_its_spokes_are_not() {
+    let repo = hub_spoke();
+    let (code, doc) = cutover_json(&repo, &["--from", "HEAD", "--to", "HEAD"]);
+    assert_eq!(doc["environments"], serde_json::json!(["hub"]), "{doc}");
+    assert_eq!((code, doc["verdict"].as_str()), (0, Some("safe")), "{doc}");
+    // Removing a spoke removes its Kustomization from the hub's build: kustomize-controller
+    // prunes it (prune: true), and its finalizer deletes what it applied.
+    repo.remove("hub/production.yaml");
+    let (code, doc) = cutover_json(&repo, &["--from", "HEAD"]);
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (1, Some("deletes")),
+        "{doc}"
+    );
+    let gone = deleted(&doc);
+    for id in [
+        "PersistentVolumeClaim/web/production-data",
+        "ConfigMap/web/production-web",
+        "Namespace//production",
+    ] {
+        assert!(gone.contains(&id.to_string()), "{id} in {gone:?}");
+    }
+}
+
+/// The root as `flux create source git flux-system` and `flux create kustomization
+/// flux-system --path=./hub` write it with `--export` (what the hub-and-spoke example's
+/// script applies by hand), kept in `hub/flux-system.yaml`: a GitRepository and a
+/// Kustomization reading it, in a folder that Kustomization applies, is a root wherever the
+/// file is.
+#[test]
+fn a_root_written_outside_a_flux_system_folder_is_found() {
+    let repo = TestRepo::fixture("roots/hub-spoke");
+    let sync = repo.read("hub/flux-system/gotk-sync.yaml");
+    std::fs::remove_dir_all(repo.path().join("hub/flux-system")).unwrap();
+    repo.write("hub/flux-system.yaml", &sync);
+    repo.commit_all("the hub's root exported by flux create");
+    repo.remove("hub/production.yaml");
+    let (code, doc) = cutover_json(&repo, &["--from", "HEAD"]);
+    assert_eq!(doc["environments"], serde_json::json!(["hub"]), "{doc}");
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (1, Some("deletes")),
+        "{doc}"
+    );
+    assert!(
+        deleted(&doc).contains(&"PersistentVolumeClaim/web/production-data".to_string()),
+        "{doc}"
+    );
+}
+
+/// Bootstrap's documented customisation: `patches` in `clusters/<c>/flux-system/
+/// kustomization.yaml` targeting the root GitRepository or Kustomization. The root applies
+/// `./clusters/<c>`, which builds that kustomization: the objects the cluster holds, and
+/// that source-controller and kustomize-controller reconcile, are the patched ones.
+fn patched_root() -> TestRepo {
+    let repo = TestRepo::empty();
+    let sync = "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 1m0s\n  ref:\n    branch: main\n  url: ssh://git@example.org/acme/fleet\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./clusters/prod\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n";
+    repo.write("clusters/prod/flux-system/gotk-sync.yaml", sync)
+        .write(
+            "clusters/prod/flux-system/kustomization.yaml",
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - gotk-sync.yaml\n",
+        )
+        .write(
+            "clusters/prod/apps.yaml",
+            &crate::common::flux_ks("apps", "./apps", &[]),
+        )
+        .write("apps/web/config.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: web\ndata:\n  a: b\n")
+        .write("apps/db/data.yaml", "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: db\nspec:\n  resources:\n    requests:\n      storage: 1Gi\n");
+    repo.commit_all("bootstrap");
+    repo
+}
+
+/// A patch that adds `/apps/db` to the root GitRepository's `spec.ignore`: source-controller
+/// leaves those files out of the artifact, the `apps` build no longer has the PVC, and
+/// kustomize-controller prunes it (prune: true).
+#[test]
+fn a_patch_of_the_root_source_in_flux_system_changes_what_flux_builds() {
+    let repo = patched_root();
+    repo.write(
+        "clusters/prod/flux-system/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - gotk-sync.yaml\npatches:\n  - target:\n      kind: GitRepository\n      name: flux-system\n    patch: |\n      - op: add\n        path: /spec/ignore\n        value: |\n          /apps/db\n",
+    );
+    let (code, doc) = cutover_json(&repo, &["--from", "HEAD"]);
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (1, Some("deletes")),
+        "{doc}"
+    );
+    assert_eq!(deleted(&doc), ["PersistentVolumeClaim/db/data"], "{doc}");
+}
+
+/// A patch that sets `prune: false` on the root Kustomization, merged before: the root the
+/// cluster holds does not prune, so removing `apps` from its build orphans it
+/// (kustomize-controller prunes only when the in-cluster `spec.prune` is true), and its
+/// finalizer deletes nothing.
+#[test]
+fn a_patch_of_the_root_kustomization_in_flux_system_is_the_root() {
+    let repo = patched_root();
+    repo.write(
+        "clusters/prod/flux-system/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - gotk-sync.yaml\npatches:\n  - target:\n      kind: Kustomization\n      name: flux-system\n    patch: |\n      - op: replace\n        path: /spec/prune\n        value: false\n",
+    );
+    repo.commit_all("the root does not prune");
+    repo.remove("clusters/prod/apps.yaml");
+    let (code, doc) = cutover_json(&repo, &["--from", "HEAD"]);
+    assert_eq!((code, doc["verdict"].as_str()), (0, Some("safe")), "{doc}");
+}
+
+/// `--env NAME=PATH` names the environment for `build` and `diff` as it does for `cutover`:
+/// a layout discovery does not read is still built.
+#[test]
+fn build_and_diff_take_an_environment_by_its_entry() {
+    let repo = TestRepo::empty();
+    repo.write(
+        "deploy/apps.yaml",
+        &crate::common::flux_ks("apps", "./apps", &[]),
+    )
+    .write("apps/web.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: web\ndata:\n  a: b\n");
+    repo.commit_all("no entry discovery reads");
+    let none = repo.run(&["build"]);
+    assert_eq!(none.code, 2, "{}", none.stdout);
+    let run = repo.run(&["build", "--env", "lab=./deploy/", "--format", "json"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(doc["environments"], serde_json::json!(["lab"]));
+    let objects: Vec<(&str, &str)> = doc["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["kind"].as_str().unwrap(),
+                o["environment"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(objects, [("ConfigMap", "lab"), ("Kustomization", "lab")]);
+    // NAME picks one of those NAME=PATH gives.
+    let run = repo.run(&["build", "--env", "lab=deploy", "--env", "lab"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = repo.run(&["build", "--env", "lab=deploy", "--env", "dev"]);
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(run.stderr.contains("no such environment"), "{}", run.stderr);
+    repo.remove("apps/web.yaml");
+    let run = repo.run(&[
+        "diff",
+        "--from",
+        "HEAD",
+        "--env",
+        "lab=deploy",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(doc["changes"][0]["change"], "removed", "{doc}");
+    assert_eq!(doc["changes"][0]["name"], "web", "{doc}");
+    let bad = repo.run(&["diff", "--from", "HEAD", "--env", "lab"]);
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("NAME=PATH"), "{}", bad.stderr);
+}
+
+/// `cutover --each`: a step in which neither revision has an environment is reported as such
+/// (verdict `no-environment`, not safe); the other steps are judged as usual. A range in
+/// which no step has one is bad input, as a single comparison's is.
+#[test]
+fn a_step_without_an_environment_is_reported_as_such() {
+    let repo = TestRepo::empty();
+    repo.write("README.md", "fleet\n");
+    repo.commit_all("start");
+    let start = repo.git(&["rev-parse", "HEAD"]).trim().to_string();
+    repo.write("README.md", "fleet, soon\n");
+    repo.commit_all("no environment yet");
+    let all_none = repo.run(&["cutover", "--each", &format!("{start}..HEAD")]);
+    assert_eq!(all_none.code, 2, "{}", all_none.stdout);
+    assert!(
+        all_none.stderr.contains("no Flux environment found"),
+        "{}",
+        all_none.stderr
+    );
+    repo.write(
+        "clusters/dev/kustomization.yaml",
+        "resources: [web.yaml, db.yaml]\n",
+    )
+    .write(
+        "clusters/dev/web.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: web\n",
+    )
+    .write(
+        "clusters/dev/db.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: db\n  namespace: web\n",
+    );
+    repo.commit_all("an environment");
+    repo.write("clusters/dev/kustomization.yaml", "resources: [web.yaml]\n");
+    repo.commit_all("drop db");
+    let range = format!("{start}..HEAD");
+    let run = repo.run(&["cutover", "--each", &range, "--format", "json"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+    let verdicts: Vec<&str> = doc["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(verdicts, ["no-environment", "safe", "deletes"], "{doc}");
+    assert!(doc["steps"][0]["no_environment"]
+        .as_str()
+        .unwrap()
+        .contains("looked for"));
+    assert_eq!(doc["steps"][2]["deletions"][0]["name"], "db", "{doc}");
+    let text = repo.run(&["cutover", "--each", &range]);
+    assert_eq!(text.code, 1);
+    assert!(
+        text.stdout
+            .contains("no environment: nothing compared, not safe"),
+        "{}",
+        text.stdout
+    );
+}
+
+/// Flux Operator's flux-instance HelmRelease with its values in `valuesFrom`: a ConfigMap
+/// that the `configMapGenerator` of the release's folder makes of `helm/values.yaml`
+/// (`values.yaml=./helm/values.yaml`, read at helm-controller's default `valuesKey`,
+/// `values.yaml`). Its `instance.sync.path` names the environment, and the operator makes
+/// the root (flux-operator's sync: a Kustomization named after the namespace, `prune:
+/// true`, reading the GitRepository of the same name).
+#[test]
+fn a_flux_instance_whose_values_come_from_a_generated_config_map_names_its_environment() {
+    let repo = TestRepo::fixture("roots/flux-instance-values");
+    repo.commit_all("home-ops");
+    repo.write(
+        "kubernetes/main/apps/default/kustomization.yaml",
+        "---\napiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n",
+    );
+    let (code, doc) = cutover_json(&repo, &["--from", "HEAD"]);
+    assert_eq!(doc["environments"], serde_json::json!(["cluster"]), "{doc}");
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (1, Some("deletes")),
+        "{doc}"
+    );
+    assert_eq!(
+        deleted(&doc),
+        ["PersistentVolumeClaim/default/echo"],
+        "{doc}"
+    );
+}
+
+/// `init` on a hub: the one environment is the hub (not its spokes), and once listed in
+/// fluxwave.yaml it keeps the root written for it, wherever under its entry that is.
+#[test]
+fn init_lists_the_hub_alone_and_the_listed_hub_keeps_its_root() {
+    let repo = TestRepo::fixture("roots/hub-spoke");
+    repo.commit_all("hub and spokes");
+    let run = repo.run(&["init"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let config = repo.read("fluxwave.yaml");
+    assert!(config.contains("- name: hub\n      path: hub\n"), "{config}");
+    assert!(!config.contains("path: clusters/"), "{config}");
+    // The root exported by `flux create` into hub/flux-system.yaml, with a spec.ignore that
+    // hides the production spoke's data: the listed environment reads it.
+    let sync = repo.read("hub/flux-system/gotk-sync.yaml").replace(
+        "  url: ssh://git@example.org/acme/fleet\n",
+        "  url: ssh://git@example.org/acme/fleet\n  ignore: |\n    /clusters/production/data.yaml\n",
+    );
+    std::fs::remove_dir_all(repo.path().join("hub/flux-system")).unwrap();
+    repo.write("hub/flux-system.yaml", &sync);
+    repo.write(
+        "clusters/production/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - web.yaml\n",
+    );
+    repo.commit_all("the hub's root exported, ignoring a file");
+    // Unignored, the PVC enters the build: nothing is deleted. Ignored again by a change
+    // to the root: it leaves the build and the spoke's Kustomization prunes it.
+    repo.write(
+        "clusters/production/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - web.yaml\n  - data.yaml\n",
+    );
+    let (code, doc) = cutover_json(&repo, &["--from", "HEAD"]);
+    assert_eq!(code, 1, "{doc}");
+    assert_eq!(doc["environments"], serde_json::json!(["hub"]), "{doc}");
+    assert_eq!(doc["verdict"], "incomplete", "{doc}");
+}
