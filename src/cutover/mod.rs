@@ -625,7 +625,8 @@ fn hides_what_it_applies(o: &Owner, tree: &FileTree, seen: &Footprint) -> bool {
 /// The owners of one environment whose objects fluxwave cannot wholly see in either
 /// revision (`Owner::unmodelled`) and that the change touches. An owner the change does not
 /// touch applies what it applied before, whatever that is. The change touches an owner when
-/// its own object changes (or it comes or goes), and
+/// its own object changes (or it comes or goes), or the `postBuild` variables it reads (a
+/// `substituteFrom` value, or the object an unreadable source comes from), and
 /// - for one that reads another source: when the file that declares that source changes
 ///   (an OCIRepository's tag, a GitRepository's branch);
 /// - for any other: when a file its build reads, or a folder it lists, changes
@@ -706,7 +707,7 @@ fn unseen<'a>(
         let sides = [old.owners.get(id), new.owners.get(id)];
         let touched = match sides {
             [Some(a), Some(b)] => {
-                root_changed || a.object != b.object || {
+                root_changed || a.object != b.object || a.reads != b.reads || {
                     let (touched, hides) = touches(a, old, old_tree, &recording[0]);
                     touched || {
                         let (touched, hides_too) = touches(b, new, new_tree, &recording[1]);
