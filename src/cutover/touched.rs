@@ -177,7 +177,8 @@ fn declares_kustomization(tree: &FileTree, file: &str, own: Option<usize>) -> bo
 /// The owners of one environment whose objects fluxwave cannot wholly see in either
 /// revision (`Owner::unmodelled`) and that the change touches. An owner the change does not
 /// touch applies what it applied before, whatever that is. The change touches an owner when
-/// its own object changes (or it comes or goes), and
+/// its own object changes (or it comes or goes), or the `postBuild` variables it reads (a
+/// `substituteFrom` value, or the object an unreadable source comes from), and
 /// - for one that reads another source: when the file that declares that source changes
 ///   (an OCIRepository's tag, a GitRepository's branch);
 /// - for any other: when a file its build reads, or a folder it lists, changes
@@ -224,6 +225,7 @@ pub(super) fn unseen<'a>(
             [Some(a), Some(b)] => {
                 root_changed
                     || a.object != b.object
+                    || a.reads != b.reads
                     || touches(&sides, [a, b], changed, before.by_owner.get(id), known)
             }
             // Added or removed by the change.

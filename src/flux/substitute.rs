@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 
 use super::facts::SUBSTITUTE;
 use crate::envsubst::{self, Lookup, ParseError, Unresolved};
-use crate::kustomize::object::ObjectId;
+use crate::kustomize::object::{digest, ObjectId};
 
 /// Why Flux's substitution fails a Kustomization's build (and Flux applies nothing of it).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -51,8 +51,11 @@ pub fn substitutions(owner: &Value) -> BTreeMap<String, String> {
 pub enum Source {
     /// Its variables: a ConfigMap's `data`, a Secret's `data` (decoded) and `stringData`.
     Data(BTreeMap<String, String>),
-    /// It cannot be read from the repository (SOPS-encrypted, generated): why.
-    Unknown(String),
+    /// It cannot be read from the repository (SOPS-encrypted, made in the cluster): why, and
+    /// the digest of the object of the build it comes from (the encrypted Secret, the
+    /// ExternalSecret that makes it), so that a change of that object is seen; `None` when
+    /// no object of the build makes it.
+    Unknown { why: String, from: Option<[u8; 32]> },
 }
 
 impl Source {
@@ -79,7 +82,10 @@ impl Source {
         };
         Some((
             secret,
-            Source::Unknown(format!("made in the cluster by {id}")),
+            Source::Unknown {
+                why: format!("made in the cluster by {id}"),
+                from: Some(digest(v)),
+            },
         ))
     }
 
@@ -89,13 +95,19 @@ impl Source {
             return None;
         }
         if super::facts::is_sops(v) {
-            return Some(Source::Unknown("SOPS-encrypted".into()));
+            return Some(Source::Unknown {
+                why: "SOPS-encrypted".into(),
+                from: Some(digest(v)),
+            });
         }
         let map = |k: &str| v.get(k).and_then(Value::as_object);
         let (data, string_data) = (map("data"), map("stringData"));
         if data.is_none() && string_data.is_none() && map("binaryData").is_none() {
             // A generated one: its contents are not modelled.
-            return Some(Source::Unknown("its contents are not modelled".into()));
+            return Some(Source::Unknown {
+                why: "its contents are not modelled".into(),
+                from: Some(digest(v)),
+            });
         }
         let mut vars = BTreeMap::new();
         let secret = id.kind == "Secret";
@@ -146,11 +158,21 @@ fn base64(s: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The variables an owner substitutes with, in Flux's precedence.
-#[derive(Debug, Clone, Default)]
+/// A `substituteFrom` source as an owner reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Read {
+    /// Its variables, newlines taken out.
+    Known(BTreeMap<String, String>),
+    /// It cannot be read (see `Source::Unknown`): it may set any variable.
+    Unknown(Option<[u8; 32]>),
+}
+
+/// The variables an owner substitutes with, in Flux's precedence. Two are equal when every
+/// source reads the same, an unknown one coming from the same object.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Variables {
-    /// The `substituteFrom` sources in order: their variables, or why they are unknown.
-    from: Vec<(String, Option<BTreeMap<String, String>>)>,
+    /// The `substituteFrom` sources in order, as `Kind/name`, with what they hold.
+    from: Vec<(String, Read)>,
     inline: BTreeMap<String, String>,
     /// The sources that are not `optional` and in no build of the environment, as
     /// `Kind/name`: Flux fails the build unless they are in the cluster (made out of band),
@@ -163,19 +185,21 @@ pub struct Variables {
 
 impl Variables {
     /// A variable's value: inline, else the last source that sets it; unknown when a source
-    /// that cannot be read comes after every one that sets it.
+    /// that cannot be read comes after every one that sets it, as it may set it too
+    /// (`LoadVariables` reads the sources in order, each overriding the ones before, and
+    /// `SubstituteVariables` lays the inline `substitute` over them all).
     pub fn lookup(&self, name: &str) -> Lookup {
         if let Some(v) = self.inline.get(name) {
             return Lookup::Set(v.clone());
         }
         for (_, source) in self.from.iter().rev() {
             match source {
-                Some(vars) => {
+                Read::Known(vars) => {
                     if let Some(v) = vars.get(name) {
                         return Lookup::Set(v.clone());
                     }
                 }
-                None => return Lookup::Unknown,
+                Read::Unknown(_) => return Lookup::Unknown,
             }
         }
         Lookup::Unset
@@ -185,7 +209,7 @@ impl Variables {
     pub fn unknown_sources(&self) -> Vec<&str> {
         self.from
             .iter()
-            .filter(|(_, s)| s.is_none())
+            .filter(|(_, s)| matches!(s, Read::Unknown(_)))
             .map(|(n, _)| n.as_str())
             .collect()
     }
@@ -225,13 +249,13 @@ pub fn variables(
                     .into_iter()
                     .map(|(k, v)| (k, v.replace('\n', "")))
                     .collect();
-                vars.from.push((label, Some(data)));
+                vars.from.push((label, Read::Known(data)));
             }
-            Some(Source::Unknown(_)) => vars.from.push((label, None)),
+            Some(Source::Unknown { from, .. }) => vars.from.push((label, Read::Unknown(from))),
             None if optional => {}
             None => {
                 vars.missing.push(label.clone());
-                vars.from.push((label, None));
+                vars.from.push((label, Read::Unknown(None)));
             }
         }
     }
@@ -242,8 +266,11 @@ pub fn variables(
     let names = vars.inline.keys().chain(
         vars.from
             .iter()
-            .filter_map(|(_, s)| s.as_ref())
-            .flat_map(|m| m.keys()),
+            .flat_map(|(_, s)| match s {
+                Read::Known(m) => Some(m.keys()),
+                Read::Unknown(_) => None,
+            })
+            .flatten(),
     );
     for name in names {
         if !valid_name(name) {
@@ -259,7 +286,7 @@ pub fn variables(
         || vars
             .from
             .iter()
-            .any(|(_, s)| s.as_ref().is_none_or(|m| !m.is_empty()));
+            .any(|(_, s)| !matches!(s, Read::Known(m) if m.is_empty()));
     Ok(vars)
 }
 
@@ -550,7 +577,13 @@ mod tests {
         // A SOPS Secret after the ConfigMap may set anything the ConfigMap sets.
         let sealed = [
             ("ConfigMap/first", data(&[("B", "1")])),
-            ("Secret/second", Source::Unknown("SOPS-encrypted".into())),
+            (
+                "Secret/second",
+                Source::Unknown {
+                    why: "SOPS-encrypted".into(),
+                    from: None,
+                },
+            ),
         ];
         let v = vars(owner, &sealed).unwrap();
         assert_eq!(
@@ -636,7 +669,13 @@ mod tests {
             "substituteFrom": [{"kind": "Secret", "name": "sealed"}]}}});
         let v = vars(
             owner,
-            &[("Secret/sealed", Source::Unknown("SOPS-encrypted".into()))],
+            &[(
+                "Secret/sealed",
+                Source::Unknown {
+                    why: "SOPS-encrypted".into(),
+                    from: None,
+                },
+            )],
         )
         .unwrap();
         let mut obj = json!({"metadata": {"name": "${APP}-${DOMAIN}", "namespace": "${APP}",
@@ -670,11 +709,11 @@ mod tests {
         let sops = json!({"data": {"A": "ENC[...]"}, "sops": {"mac": "m"}});
         assert!(matches!(
             Source::of(&id("Secret"), &sops),
-            Some(Source::Unknown(_))
+            Some(Source::Unknown { .. })
         ));
         assert!(matches!(
             Source::of(&id("ConfigMap"), &json!({})),
-            Some(Source::Unknown(_))
+            Some(Source::Unknown { .. })
         ));
         assert_eq!(Source::of(&id("Service"), &cm), None);
     }

@@ -69,7 +69,7 @@ pub fn compose(
                     name: name.into(),
                 })
             }
-            Some(Source::Unknown(why)) => {
+            Some(Source::Unknown { why, .. }) => {
                 return Err(ValuesError::Unreadable {
                     kind: kind.into(),
                     namespace: namespace.into(),

@@ -281,7 +281,10 @@ fn init_lists_the_hub_alone_and_the_listed_hub_keeps_its_root() {
     let run = repo.run(&["init"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let config = repo.read("fluxwave.yaml");
-    assert!(config.contains("- name: hub\n      path: hub\n"), "{config}");
+    assert!(
+        config.contains("- name: hub\n      path: hub\n"),
+        "{config}"
+    );
     assert!(!config.contains("path: clusters/"), "{config}");
     // The root exported by `flux create` into hub/flux-system.yaml, with a spec.ignore that
     // hides the production spoke's data: the listed environment reads it.

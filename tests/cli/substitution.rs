@@ -235,10 +235,11 @@ fn secrets_precedence_escapes_and_opt_outs() {
 }
 
 /// A SOPS-encrypted source cannot be read: a name that needs it is reported. A source that
-/// is not optional and in no build fails Flux's build unless it is in the cluster: nothing
-/// of its owner is judged deleted.
+/// is not optional and in no build fails Flux's build unless it is in the cluster (made out of
+/// band, as a bootstrap Secret is): with it Flux builds the owner, and prunes what leaves
+/// the build (fluxcd/pkg `LoadVariables` fails only on a missing source).
 #[test]
-fn sops_sources_are_unknown_and_missing_ones_fail_the_build() {
+fn sops_sources_are_unknown_and_missing_ones_are_in_the_cluster() {
     let repo = TestRepo::empty();
     repo.write(
         "clusters/main/kustomization.yaml",
@@ -275,13 +276,16 @@ fn sops_sources_are_unknown_and_missing_ones_fail_the_build() {
     repo.commit_all("init");
     repo.write("missing/app.yaml", "");
     let (code, doc) = cutover(&repo);
-    assert_eq!(deleted(&doc), Vec::<String>::new());
-    // The change edits what a failing build reads: were the source in the cluster, Flux
-    // would delete `other`; the verdict cannot be safe.
-    assert_eq!((code, doc["verdict"].as_str()), (1, Some("incomplete")));
+    // The source being in the cluster, Flux deletes `other`; without it the build fails
+    // until it is there, and then deletes it.
+    assert_eq!(
+        deleted(&doc),
+        ["Service/web/other left-build Kustomization/flux-system/missing"]
+    );
+    assert_eq!((code, doc["verdict"].as_str()), (1, Some("deletes")));
     let w = warnings(&doc);
     assert_eq!(w.len(), 2, "{w:?}");
-    assert_eq!(w[0].0, "build failure");
+    assert_eq!(w[0].0, "substituteFrom in the cluster");
     assert!(
         w[0].1.contains("Kustomization/flux-system/missing")
             && w[0].1.contains("ConfigMap/not-in-git"),
@@ -381,4 +385,123 @@ fn an_undefined_variable_fails_the_build_and_deletes_nothing() {
         deleted(&doc),
         ["PersistentVolumeClaim/apps/web left-build Kustomization/flux-system/app"]
     );
+}
+
+/// A Kustomization reading `substituteFrom` sources in the order `from` (each `Kind/name`),
+/// with inline `substitute` lines `inline`: a Service named `app-${SUFFIX}`, SUFFIX set to
+/// `blue` by the readable ConfigMap `settings`. `Secret/sealed` is SOPS-encrypted;
+/// `Secret/in-cluster` is in no build (made out of band).
+fn unreadable_repo(from: &[&str], inline: &str) -> TestRepo {
+    let repo = TestRepo::empty();
+    let refs: String = from
+        .iter()
+        .map(|r| {
+            let (kind, name) = r.split_once('/').unwrap();
+            format!("      - {{kind: {kind}, name: {name}}}\n")
+        })
+        .collect();
+    repo.write(
+        "clusters/main/kustomization.yaml",
+        "resources: [app.yaml, settings.yaml, sealed.sops.yaml]\n",
+    )
+    .write(
+        "clusters/main/settings.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: flux-system}\ndata: {SUFFIX: blue}\n",
+    )
+    .write(
+        "clusters/main/sealed.sops.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: sealed, namespace: flux-system}\nstringData:\n  TOKEN: ENC[AES256_GCM,data:abc,type:str]\nsops:\n  mac: ENC[AES256_GCM,data:xyz,type:str]\n",
+    )
+    .write(
+        "clusters/main/app.yaml",
+        &ks(
+            "app",
+            "./app",
+            &format!("  postBuild:\n{inline}    substituteFrom:\n{refs}"),
+        ),
+    )
+    .write(
+        "app/svc.yaml",
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: app-${SUFFIX}\n  namespace: web\n",
+    );
+    repo.commit_all("init");
+    repo
+}
+
+/// One source fluxwave cannot read makes unknown only what it may set: fluxcd/pkg
+/// `kustomize/kustomize_varsub.go`, `LoadVariables` reads the `substituteFrom` sources in
+/// order, each overriding the ones before, and `SubstituteVariables` lays the inline
+/// `substitute` over them all. A variable a readable source sets after every unreadable one
+/// (or the inline `substitute` sets) is known, and a rename through it deletes the old
+/// object; one an unreadable source may override is unknown, and its owner incomplete when
+/// what it reads changes.
+#[test]
+fn an_unreadable_source_makes_unknown_only_what_it_may_set() {
+    let rename = |repo: &TestRepo| {
+        let settings = repo.read("clusters/main/settings.yaml");
+        repo.write(
+            "clusters/main/settings.yaml",
+            &settings.replace("blue", "green"),
+        );
+        cutover(repo)
+    };
+    let renamed = ["Service/web/app-blue identity-changed Kustomization/flux-system/app"];
+    // The Secret in the cluster comes first: the ConfigMap overrides whatever it sets.
+    for first in ["Secret/in-cluster", "Secret/sealed"] {
+        let repo = unreadable_repo(&[first, "ConfigMap/settings"], "");
+        let (code, doc) = rename(&repo);
+        assert_eq!(
+            (code, deleted(&doc)),
+            (1, renamed.map(String::from).to_vec()),
+            "{first}: {doc}"
+        );
+        assert_eq!(doc["verdict"], "deletes", "{first}");
+    }
+    // It comes last: it may set SUFFIX too, so the rename is not known, and the change to
+    // what the owner reads cannot be judged safe.
+    for last in ["Secret/in-cluster", "Secret/sealed"] {
+        let repo = unreadable_repo(&["ConfigMap/settings", last], "");
+        let (code, doc) = rename(&repo);
+        assert_eq!(
+            (code, doc["verdict"].as_str()),
+            (1, Some("incomplete")),
+            "{last}: {doc}"
+        );
+        let why = doc["incomplete"][0]["why"].to_string();
+        assert!(why.contains("`${SUFFIX}`") && why.contains(last), "{why}");
+    }
+    // The encrypted Secret itself changes: what it sets may rename the Service.
+    let repo = unreadable_repo(&["ConfigMap/settings", "Secret/sealed"], "");
+    let sealed = repo.read("clusters/main/sealed.sops.yaml");
+    repo.write(
+        "clusters/main/sealed.sops.yaml",
+        &sealed.replace("data:abc", "data:def"),
+    );
+    let (code, doc) = cutover(&repo);
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (1, Some("incomplete")),
+        "{doc}"
+    );
+    // The inline `substitute` pins SUFFIX over every source: the rename is known.
+    let repo = unreadable_repo(
+        &["ConfigMap/settings", "Secret/sealed", "Secret/in-cluster"],
+        "    substitute: {SUFFIX: red}\n",
+    );
+    let app = repo.read("clusters/main/app.yaml");
+    repo.write("clusters/main/app.yaml", &app.replace("red", "purple"));
+    let (code, doc) = cutover(&repo);
+    assert_eq!(
+        (code, deleted(&doc)),
+        (
+            1,
+            vec!["Service/web/app-red identity-changed Kustomization/flux-system/app".to_string()]
+        ),
+        "{doc}"
+    );
+    assert_eq!(doc["verdict"], "deletes");
+    // Nothing changes: nothing is touched, whatever is unknown.
+    let repo = unreadable_repo(&["ConfigMap/settings", "Secret/in-cluster"], "");
+    repo.write("README.md", "notes\n");
+    assert_eq!(cutover(&repo).1["verdict"], "safe");
 }

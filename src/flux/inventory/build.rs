@@ -248,12 +248,23 @@ fn build_owner(
         Ok(vars) => vars,
         Err(e) => return found.fail(&owner.id, where_, e.to_string()),
     };
-    // A source in no build may be in the cluster (made out of band): the owner is built,
-    // what the source sets unknown, but Flux fails without it, so nothing is judged.
-    let missing = vars
-        .as_ref()
-        .map(|v| v.missing.join(", "))
-        .unwrap_or_default();
+    if let Some(o) = found.inv.owners.get_mut(&owner.id) {
+        o.reads.clone_from(&vars);
+    }
+    // A source in no build may be in the cluster (made out of band): Flux fails the build
+    // without it, and with it builds what fluxwave builds, what the source may set unknown
+    // (`Variables::lookup`). What Flux deletes once the build runs is what fluxwave finds.
+    if let Some(vars) = vars.as_ref().filter(|v| !v.missing.is_empty()) {
+        found.warnings.push(Warning {
+            path: where_.clone(),
+            feature: IN_CLUSTER.into(),
+            message: format!(
+                "{} reads substituteFrom {}, in no build of the environment: Flux fails the build unless it is in the cluster, and any variable it may set is unknown",
+                owner.id,
+                vars.missing.join(", ")
+            ),
+        });
+    }
     let shared_id = Arc::new(owner.id.clone());
     let mut building = Building {
         owner: &shared_id,
@@ -284,20 +295,13 @@ fn build_owner(
         return found.fail(&owner.id, where_, e);
     }
     // Flux fails these builds too; what they would apply is kept for the lints.
-    let mut why = Vec::new();
-    if !missing.is_empty() {
-        why.push(format!("reads substituteFrom {missing}, in no build of the environment: unless it is in the cluster, Flux fails the build"));
-    }
-    if !undefined.is_empty() {
-        why.push(format!("needs {}, which nothing sets and which has no default: Flux's strict substitution fails the build", dollars(&undefined)));
-    }
-    if why.is_empty() {
+    if undefined.is_empty() {
         found.unseen(&owner.id, builder.owner_warnings(), mark);
     } else {
         let w = Warning {
             path: where_,
             feature: "build failure".into(),
-            message: format!("{} {}, and deletes nothing of it", owner.id, why.join("; ")),
+            message: format!("{} needs {}, which nothing sets and which has no default: Flux's strict substitution fails the build, and deletes nothing of it", owner.id, dollars(&undefined)),
         };
         found.unbuilt(&owner.id, w);
     }
@@ -350,10 +354,9 @@ fn variables(
             missed.insert(id.clone());
             // One written outside every build (a bootstrap folder) is applied by
             // hand: it is in the cluster, with values that may not be its file's.
-            return written_outside(cx.tree, id).map(|file| {
-                Source::Unknown(format!(
-                    "written outside every build, in {file}, and applied by hand"
-                ))
+            return written_outside(cx.tree, id).map(|file| Source::Unknown {
+                why: format!("written outside every build, in {file}, and applied by hand"),
+                from: None,
             });
         }
         s.cloned()
@@ -408,7 +411,7 @@ impl Found {
         let unseen: Vec<&Warning> = builder
             .iter()
             .chain(&self.warnings[mark.warned..])
-            .filter(|w| w.feature != TWO_OWNERS)
+            .filter(|w| w.feature != TWO_OWNERS && w.feature != IN_CLUSTER)
             .collect();
         if !unseen.is_empty() {
             if let Some(o) = self.inv.owners.get_mut(owner) {
@@ -480,7 +483,10 @@ pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, Fl
     // Its sources are not read here: what they set is unknown, and left as written.
     let vars = root.substitutes().then(|| {
         substitute::variables(&root.object, &root.id.namespace, &mut |_| {
-            Some(Source::Unknown("not read".into()))
+            Some(Source::Unknown {
+                why: "not read".into(),
+                from: None,
+            })
         })
         .unwrap_or_default()
     });
@@ -695,6 +701,10 @@ impl Found {
 /// The warning feature of an object two owners apply: Flux's behaviour is known (see
 /// `Inventory::duplicates`), so it leaves nothing unseen.
 const TWO_OWNERS: &str = "two owners";
+
+/// A `substituteFrom` source in no build: a note, not a part of the build fluxwave cannot
+/// see (what it may set is, where an object reads it).
+const IN_CLUSTER: &str = "substituteFrom in the cluster";
 
 /// A warning as one line: `feature: message (path)`.
 fn describe(w: &Warning) -> String {

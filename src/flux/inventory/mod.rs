@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::substitute::Source;
+use super::substitute::{Source, Variables};
 use super::{Kustomization, SourceRef, KUSTOMIZE_GROUP};
 use crate::flux::facts::{self, is_sops, kept_whole, Facts};
 use crate::flux::generated::FluxSpec;
@@ -61,6 +61,9 @@ pub struct Owner {
     pub object: Arc<Value>,
     /// The `${VAR}`s it needs as written, when its parent substitutes (see `Facts`).
     pub variables: Vec<String>,
+    /// The `postBuild` variables it substitutes with, as its build read its sources: a
+    /// change of them touches what it builds (`cutover`).
+    pub reads: Option<Variables>,
 }
 
 impl Owner {
@@ -97,6 +100,7 @@ impl Owner {
             artifact_files: Vec::new(),
             object: Arc::new(k.object),
             variables: Vec::new(),
+            reads: None,
             id,
         })
     }
@@ -465,6 +469,7 @@ fn unreachable_owner(env_path: &str) -> Owner {
         artifact_files: Vec::new(),
         object: Arc::new(Value::Null),
         variables: Vec::new(),
+        reads: None,
     }
 }
 
