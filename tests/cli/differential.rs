@@ -180,7 +180,11 @@ fn fluxwave_side(inv: &Inventory) -> Side {
     let root = inv.owners.values().find(|o| o.parent.is_none());
     let root_source = root.map(|r| r.source());
     for o in inv.owners.values() {
-        let status = if o.built {
+        // The oracle builds against an empty cluster: a `substituteFrom` source in no build
+        // fails Flux's build there, where fluxwave builds it as a cluster that holds the
+        // source would (`Variables::missing`).
+        let in_cluster = o.reads.as_ref().is_some_and(|v| !v.missing.is_empty());
+        let status = if o.built && !in_cluster {
             "built"
         } else if o.parent.is_some() && Some(o.source()) != root_source {
             "other source"
