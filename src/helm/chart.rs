@@ -17,7 +17,9 @@
 //! read from the chart (a pulled one) or the artifact (this repository's), as source-controller
 //! reads them, then merged into the chart's default values (see `with_values_files`).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -435,18 +437,51 @@ pub fn remote(remote: &Remote, opts: &Options, helm: Option<&Path>) -> Result<Fe
         program: helm,
         cache: &opts.cache,
     };
+    // A chart that cannot be had is asked for once a run: a history's steps name it again.
+    let asked = format!("{}#{}@{}", remote.url, remote.name, remote.version);
+    if let Some(why) = lock(&FAILED_PULLS).get(&asked) {
+        return Err(ChartError::FailedBefore(why.clone()));
+    }
+    let pulled = pull(remote, &helm, &base, exact, mutable);
+    if let Err(e) = &pulled {
+        lock(&FAILED_PULLS).insert(asked, e.to_string());
+    }
+    pulled
+}
+
+/// What this run failed to pull, by `url#name@version`, with why.
+static FAILED_PULLS: Mutex<BTreeMap<String, String>> = Mutex::new(BTreeMap::new());
+
+/// The lock of a map only ever inserted into whole: a panic elsewhere leaves it sound.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// `remote` pulled into the cache folder `base` with `helm pull` (`exact`: its version is one
+/// version or digest; `mutable`: a tag that is not a version).
+fn pull(
+    remote: &Remote,
+    helm: &Helm,
+    base: &Path,
+    exact: bool,
+    mutable: bool,
+) -> Result<Fetched, ChartError> {
+    let cached = |version: &str| {
+        let dir = base.join(version_dir(version)).join(&remote.name);
+        dir.join("Chart.yaml").is_file().then_some(dir)
+    };
     // A constraint on a Helm repository is resolved against its index first: the chart of
     // that version is then downloaded only when the cache lacks it.
     let mut remote = remote.clone();
     if !exact && !remote.oci() {
-        remote.version = latest_in_index(&remote, &helm)?;
+        remote.version = latest_in_index(&remote, helm)?;
         if let Some(dir) = cached(&remote.version) {
             return fetched(dir);
         }
     }
     let remote = &remote;
     let exact = exact || !remote.oci();
-    let staging = staging(&opts.cache)?;
+    let staging = staging(helm.cache)?;
     let cmd = if !remote.oci() {
         helm.pull_from_repo(&remote.name, &remote.url, &remote.version, &staging)
     } else if remote.version.starts_with("sha256:") {

@@ -115,6 +115,9 @@ pub enum ChartError {
     },
     #[error("{label} is not in the chart cache, and no helm is found to pull it")]
     NoHelm { label: String },
+    /// A pull that failed earlier in this run, with what it said then.
+    #[error("{0}")]
+    FailedBefore(String),
     #[error("helm pull of {label} fails: {error}")]
     Pull { label: String, error: RunError },
     /// `printed` is what helm printed, trimmed.

@@ -811,3 +811,38 @@ fn without_helm_or_with_no_helm_a_changed_release_is_incomplete() {
     assert_eq!(off["verdict"], "incomplete", "{off:#}");
     assert!(why(&off).contains("--no-helm"), "{off:#}");
 }
+
+/// A chart that cannot be had is asked for once a run: over a history whose every step
+/// changes the release's values, the Helm repository (serving no index) is asked once, and
+/// every step that changes the release is incomplete.
+#[test]
+fn a_chart_that_cannot_be_pulled_is_asked_for_once_a_run() {
+    let empty = tempfile::tempdir().unwrap();
+    let server = ChartServer::serve(empty.path());
+    let sources = format!(
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: HelmRepository\nmetadata: {{name: charts, namespace: flux-system}}\nspec: {{url: '{}', interval: 1h}}\n",
+        server.url()
+    );
+    let chart = "  chart:\n    spec:\n      chart: store\n      version: 1.0.0\n      sourceRef: {kind: HelmRepository, name: charts, namespace: flux-system}\n";
+    let size = |n: u32| format!("    persistence: {{size: {n}Gi}}\n");
+    let repo = repo(
+        &sources,
+        &[("store.yaml", release("store", chart, &size(1)))],
+        &[],
+    );
+    for n in 2..=4 {
+        repo.write("apps/store.yaml", &release("store", chart, &size(n)));
+        repo.commit_all(&format!("size {n}"));
+    }
+    let cache = cache();
+    let out = run(
+        &repo,
+        cache.path(),
+        &["cutover", "--each", "HEAD~3..HEAD", "--format", "json"],
+    );
+    let doc = json(&out);
+    let steps = doc["steps"].as_array().unwrap();
+    let verdicts: Vec<&Value> = steps.iter().map(|r| &r["verdict"]).collect();
+    assert_eq!(verdicts, ["incomplete"; 3], "{doc:#}");
+    assert_eq!(server.hits("/index.yaml"), 1, "{:?}", server.requests());
+}
