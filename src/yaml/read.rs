@@ -119,10 +119,19 @@ pub fn parse_value(path: &str, text: &Text) -> Result<Value, SourceError> {
 /// `strconv.ParseInt(s, 0, 64)` for integers (`012` is octal 10). `kubectl kustomize` on
 /// `data: {a: y, b: no, c: on, i: True}` prints `a: "y"`, `b: "no"`, `c: "on"`, `i: true`.
 pub(crate) fn manifest_options() -> serde_saphyr::Options {
-    let mut o = serde_saphyr::Options::default();
+    let mut o = yaml_1_1_options();
     o.strict_booleans = true;
-    o.legacy_octal_numbers = true;
     o
+}
+
+/// serde-saphyr's default budget without its ratio of aliases to anchors: a Prometheus rule
+/// file that names one anchored scalar in 200 rules is an ordinary manifest, and go-yaml v3
+/// (`decode.go`, `allowedAliasRatio`) refuses aliasing only past 99% of the nodes decoded.
+/// What aliases may expand to stays bounded by the events, nodes and replays counted.
+fn budget() -> serde_saphyr::Budget {
+    let mut b = serde_saphyr::Budget::default();
+    b.enforce_alias_anchor_ratio = false;
+    b
 }
 
 /// Parses every document of a multi-document manifest file into untyped values as kustomize
@@ -171,6 +180,7 @@ pub fn patch_documents(text: &str) -> Result<Vec<Value>, serde_saphyr::Error> {
 fn yaml_1_1_options() -> serde_saphyr::Options {
     let mut o = serde_saphyr::Options::default();
     o.legacy_octal_numbers = true;
+    o.budget = Some(budget());
     o
 }
 
@@ -250,6 +260,21 @@ fn yaml_1_1(strict: Value, loose: &Value) -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// One anchored scalar named by 300 rules (a Prometheus rule file's shape) is read, as
+    /// go-yaml v3 reads it (`allowedAliasRatio`: 300 aliases of some 1,200 nodes decoded is
+    /// far below 99%); serde-saphyr's default ratio (ten aliases an anchor) refused it.
+    #[test]
+    fn many_aliases_of_one_anchor_are_read() {
+        let mut text = String::from("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: rules}\ndata:\n  rules:\n    - {record: &price price_usd, expr: '1'}\n");
+        for i in 0..300 {
+            text.push_str(&format!("    - {{record: *price, expr: '{i}'}}\n"));
+        }
+        let docs = parse_all("rules.yaml", &Text::new(text)).unwrap();
+        let rules = docs[0]["data"]["rules"].as_array().unwrap();
+        assert_eq!(rules.len(), 301);
+        assert_eq!(rules[300]["record"], "price_usd");
+    }
 
     /// What `kubectl kustomize` (v5.5, kyaml on go-yaml v3) prints for this manifest:
     /// `name: "y"`, `namespace: "no"`, every YAML 1.1 word a string, `True`/`FALSE` booleans,
