@@ -289,6 +289,7 @@ fn by_owners<'a>(
         .collect();
     let mut judge = Judge {
         env,
+        old,
         new,
         reasons: HashMap::default(),
         origins: None,
@@ -327,11 +328,12 @@ fn by_owners<'a>(
 /// What judges the objects of the old revision by their owners (see `by_owners`).
 struct Judge<'a> {
     env: &'a Arc<str>,
+    old: &'a Inventory,
     new: &'a Inventory,
     /// Reasons by what they depend on: the owners' ids (by address).
     reasons: HashMap<Because, Arc<str>>,
-    /// Where each object of the new revision comes from (file, document) -> its id there;
-    /// only needed when something leaves a build, so only then made.
+    /// Where each object new in the new revision comes from (file, document) -> its id
+    /// there; only needed when something leaves a build, so only then made.
     origins: Option<Origins<'a>>,
     /// What reconciles after and before each old owner, made once per owner (see
     /// `Inventory::order_around`).
@@ -426,12 +428,16 @@ impl<'a> Judge<'a> {
     }
 
     /// It leaves the build of its owner, `now` in the new revision, which prunes it: the
-    /// object of its file and document there, of its kind, is it renamed.
+    /// object of its file and document there, of its kind, is it renamed, when that object
+    /// is new. One the old revision has too was not made by a rename: a file of a component
+    /// that several folders build (an Alert in each namespace) makes both, and a folder
+    /// removed takes its copy away while the others stay.
     fn left(&mut self, id: &ObjectId, e: &Entry, now: &Owner) -> Deletion {
-        let new = self.new;
+        let (old, new) = (self.old, self.new);
         let origins = self.origins.get_or_insert_with(|| {
             new.objects
                 .iter()
+                .filter(|(id, _)| !old.objects.contains_key(*id))
                 .map(|(id, e)| ((&*e.file, e.index), (id, e)))
                 .collect()
         });

@@ -640,3 +640,62 @@ fn an_edit_of_a_hash_suffixed_generators_file_is_incomplete() {
     let why = doc["incomplete"][0]["why"][0].as_str().unwrap();
     assert!(why.contains("ConfigMap `dashboards`"), "{why}");
 }
+
+/// A component built into every namespace's folder (an Alert in each): removing one folder
+/// takes its copy out of the build, and Flux prunes it. The copy the other folder builds from
+/// the same file and document was there before: the removed one is not renamed into it
+/// (an identity change needs an object the old revision lacks; kustomize-controller's garbage
+/// collection deletes what leaves the inventory, whatever else shares its file).
+#[test]
+fn an_object_leaving_a_shared_component_is_not_renamed_into_a_copy_that_stays() {
+    let repo = TestRepo::empty();
+    repo.write("deploy/lab/flux-system/gotk-sync.yaml", SYNC)
+        .write(
+            "deploy/lab/flux-system/kustomization.yaml",
+            "resources: [gotk-sync.yaml]\n",
+        )
+        .write("deploy/lab/apps.yaml", &ks("apps", "./apps", &[]))
+        .write(
+            "apps/kustomization.yaml",
+            "resources: [./media, ./backup]\n",
+        )
+        .write(
+            "components/alerts/kustomization.yaml",
+            "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources: [alert.yaml]\n",
+        )
+        .write(
+            "components/alerts/alert.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: alertmanager\ndata:\n  a: b\n",
+        );
+    for ns in ["media", "backup"] {
+        repo.write(
+            &format!("apps/{ns}/kustomization.yaml"),
+            &format!(
+                "namespace: {ns}\ncomponents: [../../components/alerts]\nresources: [web.yaml]\n"
+            ),
+        )
+        .write(&format!("apps/{ns}/web.yaml"), &config_map("web", ns));
+    }
+    repo.commit_all("two namespaces with alerts");
+    repo.write("apps/kustomization.yaml", "resources: [./media]\n");
+    repo.remove("apps/backup/kustomization.yaml");
+    repo.remove("apps/backup/web.yaml");
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (1, Some("deletes")),
+        "{doc}"
+    );
+    let rules: Vec<(String, &str)> = deletions(&doc)
+        .iter()
+        .map(|d| (deletion_id(d), d["rule"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        rules,
+        [
+            ("ConfigMap/backup/alertmanager".to_string(), "left-build"),
+            ("ConfigMap/backup/web".to_string(), "left-build"),
+        ],
+        "{doc}"
+    );
+}
