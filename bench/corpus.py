@@ -23,7 +23,7 @@ For each repository, at its pinned commit (`git archive` into a scratch folder):
 - the oracle (tools/flux-oracle, Flux's own libraries) on the newest --oracle-steps steps whose
   diff deletes a YAML file or edits a kustomization.yaml or ks.yaml, in each environment found:
   an object Flux applied before the step and applies nowhere after it (Flux Kustomizations
-  apart, as cutover counts wiring apart) must be among the step's deletions, or the step must
+  apart, as cutover counts wiring apart, and objects marked `prune: disabled`, which Flux keeps) must be among the step's deletions, or the step must
   be "incomplete". One that is neither, with the verdict "safe", is a **false safe**.
 
 Helm renders with the helm on the PATH and a cache under target/corpus/ (offline, a chart
@@ -157,7 +157,9 @@ def oracle_objects(a, clone, rev, env, cache):
                 cache[key] = None
             else:
                 doc = json.loads(stdout)
-                cache[key] = {o for k in doc["kustomizations"] for o in k.get("objects", [])}
+                # Its objects, and those Flux keeps (prune: disabled): never deleted.
+                cache[key] = ({o for k in doc["kustomizations"] for o in k.get("objects", [])},
+                              {o for k in doc["kustomizations"] for o in k.get("kept") or []})
     return cache[key]
 
 
@@ -190,7 +192,8 @@ def against_oracle(a, clone, commits, envs, steps):
                 out["oracle_failed"] += 1
                 continue
             out["compared"] += 1
-            removed = {o for o in old - new if not o.startswith(FLUX_KUSTOMIZATION)}
+            (old, kept), (new, _) = old, new
+            removed = {o for o in old - new if not o.startswith(FLUX_KUSTOMIZATION) and o not in kept}
             out["removed"] += len(removed)
             reported = {f'{d["group"]}/{d["kind"]}/{d["namespace"]}/{d["name"]}' for d in step["deletions"]
                         if d.get("environment", env["name"]) == env["name"]}

@@ -84,6 +84,10 @@ type result struct {
 	// `group/kind/namespace/name` of every object it applies, sorted; the group and the
 	// namespace are empty for the core group and cluster-scoped objects.
 	Objects []string `json:"objects"`
+	// Those of Objects whose metadata says `kustomize.toolkit.fluxcd.io/prune: disabled`:
+	// garbage collection leaves them in the cluster (kustomize-controller passes that
+	// exclusion to fluxcd/pkg ssa's DeleteAll).
+	Kept []string `json:"kept,omitempty"`
 }
 
 type source struct{ kind, namespace, name string }
@@ -272,7 +276,12 @@ func (o *oracle) buildAll(root *unstructured.Unstructured, seed []client.Object)
 		}
 		for _, obj := range objects {
 			gvk := obj.GroupVersionKind()
-			r.Objects = append(r.Objects, strings.Join([]string{gvk.Group, gvk.Kind, obj.GetNamespace(), obj.GetName()}, "/"))
+			id := strings.Join([]string{gvk.Group, gvk.Kind, obj.GetNamespace(), obj.GetName()}, "/")
+			r.Objects = append(r.Objects, id)
+			if obj.GetAnnotations()["kustomize.toolkit.fluxcd.io/prune"] == "disabled" ||
+				obj.GetLabels()["kustomize.toolkit.fluxcd.io/prune"] == "disabled" {
+				r.Kept = append(r.Kept, id)
+			}
 			if isFluxKustomization(gvk.Group, gvk.Kind) {
 				key := obj.GetNamespace() + "/" + obj.GetName()
 				if !seen[key] {
@@ -285,6 +294,7 @@ func (o *oracle) buildAll(root *unstructured.Unstructured, seed []client.Object)
 			}
 		}
 		sort.Strings(r.Objects)
+		sort.Strings(r.Kept)
 		out.Kustomizations = append(out.Kustomizations, r)
 	}
 	return out, made, nil
