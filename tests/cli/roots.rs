@@ -299,8 +299,10 @@ fn init_lists_the_hub_alone_and_the_listed_hub_keeps_its_root() {
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - web.yaml\n",
     );
     repo.commit_all("the hub's root exported, ignoring a file");
-    // Unignored, the PVC enters the build: nothing is deleted. Ignored again by a change
-    // to the root: it leaves the build and the spoke's Kustomization prunes it.
+    // The production spoke now lists data.yaml, which the root's spec.ignore hides from the
+    // artifact: Flux's build of the spoke fails on the missing file, so nothing can be
+    // judged. Read without the root's ignore (an assumed root), the file would be there and
+    // the change, adding a claim, called safe.
     repo.write(
         "clusters/production/kustomization.yaml",
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - web.yaml\n  - data.yaml\n",
@@ -309,4 +311,6 @@ fn init_lists_the_hub_alone_and_the_listed_hub_keeps_its_root() {
     assert_eq!(code, 1, "{doc}");
     assert_eq!(doc["environments"], serde_json::json!(["hub"]), "{doc}");
     assert_eq!(doc["verdict"], "incomplete", "{doc}");
+    let why = doc["incomplete"].to_string();
+    assert!(why.contains("data.yaml"), "{why}");
 }
