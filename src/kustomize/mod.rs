@@ -369,13 +369,24 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// Kustomization `file` read for kustomize to build: one that says nothing fails
-    /// (`Kustomization.CheckEmpty`: "kustomization.yaml is empty"). A caller that builds a
+    /// Kustomization `file` read for kustomize to build: one that says nothing but its kind
+    /// (every other field absent or Go's zero value: null, "", false, 0; an empty list is
+    /// not one) fails (`Kustomization.CheckEmpty`: "kustomization.yaml is empty"). A caller that builds a
     /// kustomization of its own (Flux's generator at `spec.path`) reads it with
     /// `read_kustomization`, which does not check it.
     fn read_for_kustomize(&self, file: &str) -> Result<Map<String, Value>, BuildError> {
         let k = self.read_kustomization(file)?;
-        if k.keys().all(|key| key == "apiVersion" || key == "kind") {
+        // Go's zero values say nothing: `resources:` with every entry commented out is null.
+        let zero = |v: &Value| match v {
+            Value::Null => true,
+            Value::Bool(b) => !b,
+            Value::String(s) => s.is_empty(),
+            Value::Number(n) => n.as_f64() == Some(0.0),
+            Value::Array(_) | Value::Object(_) => false,
+        };
+        if k.iter()
+            .all(|(key, v)| key == "apiVersion" || key == "kind" || zero(v))
+        {
             return Err(BuildError::Empty(file.to_string()));
         }
         Ok(k)
