@@ -22,7 +22,8 @@ For each repository, at its pinned commit (`git archive` into a scratch folder):
   first: (CPU of the whole range - CPU of its first step alone) / (steps - 1);
 - the oracle (tools/flux-oracle, Flux's own libraries) on the newest --oracle-steps steps whose
   diff deletes a YAML file or edits a kustomization.yaml or ks.yaml, in each environment found:
-  an object Flux applied before the step and applies nowhere after it (Flux Kustomizations
+  an object Flux applied before the step and applies nowhere after it
+  (`flux_removes`: nothing of a Kustomization whose build fails after it) (Flux Kustomizations
   apart, as cutover counts wiring apart, and objects marked `prune: disabled`, which Flux keeps) must be among the step's deletions, or the step must
   be "incomplete". One that is neither, with the verdict "safe", is a **false safe**.
 
@@ -148,19 +149,37 @@ def each(a, clone, commits):
 
 
 def oracle_objects(a, clone, rev, env, cache):
+    """Flux's build of `env` at `rev`: its Kustomizations as the oracle prints them."""
     key = (rev, env)
     if key not in cache:
         with tempfile.TemporaryDirectory() as d:
             export(clone, rev, d)
             code, stdout, stderr, _, _ = run([a.oracle, "-repo", d, "-env", env])
-            if code != 0:
-                cache[key] = None
-            else:
-                doc = json.loads(stdout)
-                # Its objects, and those Flux keeps (prune: disabled): never deleted.
-                cache[key] = ({o for k in doc["kustomizations"] for o in k.get("objects", [])},
-                              {o for k in doc["kustomizations"] for o in k.get("kept") or []})
+            cache[key] = json.loads(stdout)["kustomizations"] if code == 0 else None
     return cache[key]
+
+
+def flux_removes(old, new):
+    """What Flux deletes going from Kustomizations `old` to `new` (the oracle's): the objects
+    of an old Kustomization that no new one applies, but none of a Kustomization whose build
+    fails in `new` or that is gone only because such a one no longer applies it
+    (kustomize-controller applies and prunes nothing of a failing build), none Flux keeps
+    (`prune: disabled`), and no Flux Kustomization (cutover counts wiring apart)."""
+    name = lambda k: f'{k["namespace"]}/{k["name"]}'
+    old_by, new_by = {name(k): k for k in old}, {name(k): k for k in new}
+    children = {n: [o[len(FLUX_KUSTOMIZATION):] for o in k.get("objects", []) if o.startswith(FLUX_KUSTOMIZATION)]
+                for n, k in old_by.items()}
+    held = {n for n, k in new_by.items() if k.get("error")}
+    stack = list(held)
+    while stack:
+        for c in children.get(stack.pop(), []):
+            if c not in new_by and c not in held:
+                held.add(c)
+                stack.append(c)
+    applied = {o for k in new for o in k.get("objects", [])}
+    kept = {o for k in old for o in k.get("kept") or []}
+    return {o for n, k in old_by.items() if n not in held for o in k.get("objects", [])
+            if o not in applied and o not in kept and not o.startswith(FLUX_KUSTOMIZATION)}
 
 
 def candidates(clone, commits):
@@ -192,8 +211,7 @@ def against_oracle(a, clone, commits, envs, steps):
                 out["oracle_failed"] += 1
                 continue
             out["compared"] += 1
-            (old, kept), (new, _) = old, new
-            removed = {o for o in old - new if not o.startswith(FLUX_KUSTOMIZATION) and o not in kept}
+            removed = flux_removes(old, new)
             out["removed"] += len(removed)
             reported = {f'{d["group"]}/{d["kind"]}/{d["namespace"]}/{d["name"]}' for d in step["deletions"]
                         if d.get("environment", env["name"]) == env["name"]}
