@@ -22,10 +22,10 @@ For each repository, at its pinned commit (`git archive` into a scratch folder):
   first: (CPU of the whole range - CPU of its first step alone) / (steps - 1);
 - the oracle (tools/flux-oracle, Flux's own libraries) on the newest --oracle-steps steps whose
   diff deletes a YAML file or edits a kustomization.yaml or ks.yaml, in each environment found:
-  an object Flux applied before the step and applies nowhere after it
-  (`flux_removes`: nothing of a Kustomization whose build fails after it) (Flux Kustomizations
-  apart, as cutover counts wiring apart, and objects marked `prune: disabled`, which Flux keeps) must be among the step's deletions, or the step must
-  be "incomplete". One that is neither, with the verdict "safe", is a **false safe**.
+  an object Flux applied before the step and applies nowhere after it (`flux_removes`: Flux
+  Kustomizations apart, as cutover counts wiring apart; nothing of a Kustomization whose build
+  fails after it; nothing marked `prune: disabled`, which Flux keeps) must be among the
+  step's deletions, or the step must be "incomplete". One that is neither, with the verdict "safe", is a **false safe**.
 
 Helm renders with the helm on the PATH and a cache under target/corpus/ (offline, a chart
 from a remote repository cannot be pulled: that release is not rendered, and a change to it
