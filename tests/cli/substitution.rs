@@ -505,3 +505,48 @@ fn an_unreadable_source_makes_unknown_only_what_it_may_set() {
     repo.write("README.md", "notes\n");
     assert_eq!(cutover(&repo).1["verdict"], "safe");
 }
+
+/// Two Kustomizations whose claims are named `${CLAIM:-${APP}}` with `APP` set inline to
+/// each one's own name: when a SOPS-encrypted source cannot be ruled out as setting `CLAIM`,
+/// both names stay as written, which says nothing of whether they collide in the cluster, so
+/// `check` reports no `double-owner`. With `CLAIM` set inline too (the inline values win over
+/// every source), both claims are named by it and do collide.
+#[test]
+fn claims_named_by_an_unknowable_variable_are_not_double_owned() {
+    let two = |inline: &str| {
+        let repo = unreadable_repo(
+            &["Secret/sealed"],
+            &format!("    substitute: {{APP: a{inline}}}\n"),
+        );
+        let app = repo.read("clusters/main/app.yaml");
+        repo.write(
+            "clusters/main/app-b.yaml",
+            &app.replace("name: app\n", "name: app-b\n")
+                .replace("./app", "./app-b")
+                .replace("APP: a", "APP: b"),
+        )
+        .write(
+            "clusters/main/kustomization.yaml",
+            "resources: [app.yaml, app-b.yaml, settings.yaml, sealed.sops.yaml]\n",
+        );
+        let claim = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: ${CLAIM:-${APP}}\n  namespace: web\n";
+        repo.write("app/claim.yaml", claim)
+            .write("app-b/claim.yaml", claim);
+        repo.commit_all("two apps");
+        let out = repo.run(&["check", "--format", "json"]);
+        let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+        doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["code"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let unknown = two("");
+    assert!(
+        !unknown.contains(&"double-owner".to_string()),
+        "{unknown:?}"
+    );
+    let named = two(", CLAIM: shared");
+    assert!(named.contains(&"double-owner".to_string()), "{named:?}");
+}
