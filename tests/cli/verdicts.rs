@@ -39,16 +39,22 @@ fn incomplete(doc: &Value) -> Vec<String> {
 /// the folder is called.
 const SYNC: &str = "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 1m0s\n  ref: {branch: main}\n  url: ssh://git@example.org/fleet\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./deploy/lab\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n";
 
-#[test]
-fn a_bootstrap_sync_file_outside_clusters_names_its_environment() {
+/// `flux bootstrap --path=deploy/lab` whose `apps` Kustomization applies `./apps`.
+fn lab() -> TestRepo {
     let repo = TestRepo::empty();
     repo.write("deploy/lab/flux-system/gotk-sync.yaml", SYNC)
         .write(
             "deploy/lab/flux-system/kustomization.yaml",
             "resources: [gotk-sync.yaml]\n",
         )
-        .write("deploy/lab/apps.yaml", &ks("apps", "./apps", &[]))
-        .write("apps/web.yaml", &config_map("web", "web"))
+        .write("deploy/lab/apps.yaml", &ks("apps", "./apps", &[]));
+    repo
+}
+
+#[test]
+fn a_bootstrap_sync_file_outside_clusters_names_its_environment() {
+    let repo = lab();
+    repo.write("apps/web.yaml", &config_map("web", "web"))
         .write("apps/db.yaml", &config_map("db", "web"));
     repo.commit_all("bootstrap");
     repo.remove("apps/db.yaml");
@@ -648,25 +654,19 @@ fn an_edit_of_a_hash_suffixed_generators_file_is_incomplete() {
 /// collection deletes what leaves the inventory, whatever else shares its file).
 #[test]
 fn an_object_leaving_a_shared_component_is_not_renamed_into_a_copy_that_stays() {
-    let repo = TestRepo::empty();
-    repo.write("deploy/lab/flux-system/gotk-sync.yaml", SYNC)
-        .write(
-            "deploy/lab/flux-system/kustomization.yaml",
-            "resources: [gotk-sync.yaml]\n",
-        )
-        .write("deploy/lab/apps.yaml", &ks("apps", "./apps", &[]))
-        .write(
-            "apps/kustomization.yaml",
-            "resources: [./media, ./backup]\n",
-        )
-        .write(
-            "components/alerts/kustomization.yaml",
-            "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources: [alert.yaml]\n",
-        )
-        .write(
-            "components/alerts/alert.yaml",
-            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: alertmanager\ndata:\n  a: b\n",
-        );
+    let repo = lab();
+    repo.write(
+        "apps/kustomization.yaml",
+        "resources: [./media, ./backup]\n",
+    )
+    .write(
+        "components/alerts/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources: [alert.yaml]\n",
+    )
+    .write(
+        "components/alerts/alert.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: alertmanager\ndata:\n  a: b\n",
+    );
     for ns in ["media", "backup"] {
         repo.write(
             &format!("apps/{ns}/kustomization.yaml"),
