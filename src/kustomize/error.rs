@@ -64,6 +64,11 @@ pub enum BuildError {
         document: usize,
         missing: &'static str,
     },
+    /// A `configMapGenerator` or `secretGenerator` entry kustomize cannot make (`what` names
+    /// it): a missing input file, a malformed literal or file source, a key given twice, a
+    /// `merge`/`replace` with nothing to merge into.
+    #[error("{what}: {why}")]
+    Generator { what: String, why: String },
     /// A folder listed under `resources` whose kustomization is a Component, or one listed
     /// under `components` whose kustomization is not (kustomize's
     /// `KustTarget.accumulateDirectory`: "expected kind != 'Component' for path", "expected
@@ -166,23 +171,18 @@ pub enum PatchProblem {
 pub enum OperationError {
     #[error("a JSON 6902 operation needs `path`")]
     NeedsPath,
-    #[error("`{0}`: needs `value`")]
-    NeedsValue(String),
+    /// `replace` of the whole document with something other than an object or an array.
+    #[error("`replace` of the whole document needs an object or an array as `value`")]
+    WholeDocument,
     /// `move` or `copy` without `from`.
     #[error("`{0}` needs `from`")]
     NeedsFrom(&'static str),
     #[error("unknown JSON 6902 operation {0:?}")]
     Unknown(Option<String>),
-    #[error("JSON pointer `{0}` must start with `/`")]
-    Pointer(String),
-    #[error("an operation on the whole document is not supported")]
-    WholeDocument,
     #[error("path `{0}` does not exist")]
     NoPath(String),
     #[error("index `{index}` out of range at `{path}`")]
     Index { index: String, path: String },
-    #[error("`{0}`: parent is not a container")]
-    NotAContainer(String),
     #[error("test failed at `{0}`")]
     TestFailed(String),
 }

@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::error::{BuildError, OperationError, PatchProblem, TargetError};
+use super::error::{BuildError, PatchProblem, TargetError};
 use super::object::group_of;
 use super::resource::{Built, Resource};
 use super::target::PatchTarget;
@@ -320,125 +320,11 @@ pub fn merge(dst: &mut Value, patch: &Value) {
     }
 }
 
-fn pointer_segments(path: &str) -> Result<Vec<String>, OperationError> {
-    if path.is_empty() {
-        return Ok(Vec::new());
-    }
-    let rest = path
-        .strip_prefix('/')
-        .ok_or_else(|| OperationError::Pointer(path.to_string()))?;
-    Ok(rest
-        .split('/')
-        .map(|s| s.replace("~1", "/").replace("~0", "~"))
-        .collect())
-}
-
-/// The container that holds the last segment of `path`, and that segment.
-fn parent_of<'v>(
-    root: &'v mut Value,
-    path: &str,
-) -> Result<(&'v mut Value, String), OperationError> {
-    let mut segs = pointer_segments(path)?;
-    let last = segs.pop().ok_or(OperationError::WholeDocument)?;
-    let mut cur = root;
-    for s in &segs {
-        cur = match cur {
-            Value::Object(m) => m.get_mut(s),
-            Value::Array(a) => s.parse::<usize>().ok().and_then(|i| a.get_mut(i)),
-            _ => None,
-        }
-        .ok_or_else(|| OperationError::NoPath(path.to_string()))?;
-    }
-    Ok((cur, last))
-}
-
-fn op_add(root: &mut Value, path: &str, value: Value) -> Result<(), OperationError> {
-    let (parent, last) = parent_of(root, path)?;
-    match parent {
-        Value::Object(m) => {
-            m.insert(last, value);
-        }
-        Value::Array(a) => {
-            let i = if last == "-" {
-                a.len()
-            } else {
-                last.parse::<usize>()
-                    .ok()
-                    .filter(|i| *i <= a.len())
-                    .ok_or_else(|| OperationError::Index {
-                        index: last.clone(),
-                        path: path.to_string(),
-                    })?
-            };
-            a.insert(i, value);
-        }
-        _ => return Err(OperationError::NotAContainer(path.to_string())),
-    }
-    Ok(())
-}
-
-fn op_remove(root: &mut Value, path: &str) -> Result<Value, OperationError> {
-    let (parent, last) = parent_of(root, path)?;
-    let missing = || OperationError::NoPath(path.to_string());
-    match parent {
-        Value::Object(m) => m.remove(&last).ok_or_else(missing),
-        Value::Array(a) => {
-            let i = last
-                .parse::<usize>()
-                .ok()
-                .filter(|i| *i < a.len())
-                .ok_or_else(missing)?;
-            Ok(a.remove(i))
-        }
-        _ => Err(missing()),
-    }
-}
-
-/// Applies JSON 6902 operations (add, replace, remove, move, copy, test).
-pub fn json6902(doc: &mut Value, ops: &[Value]) -> Result<(), OperationError> {
-    for op in ops {
-        let s = |k: &str| op.get(k).and_then(Value::as_str);
-        let path = s("path").ok_or(OperationError::NeedsPath)?;
-        let value = || {
-            op.get("value")
-                .cloned()
-                .ok_or_else(|| OperationError::NeedsValue(path.to_string()))
-        };
-        match s("op") {
-            Some("add") => op_add(doc, path, value()?)?,
-            Some("replace") => {
-                op_remove(doc, path)?;
-                op_add(doc, path, value()?)?;
-            }
-            Some("remove") => {
-                op_remove(doc, path)?;
-            }
-            Some("move") => {
-                let from = s("from").ok_or(OperationError::NeedsFrom("move"))?;
-                let v = op_remove(doc, from)?;
-                op_add(doc, path, v)?;
-            }
-            Some("copy") => {
-                let from = s("from").ok_or(OperationError::NeedsFrom("copy"))?;
-                let v = doc
-                    .pointer(from)
-                    .cloned()
-                    .ok_or_else(|| OperationError::NoPath(from.to_string()))?;
-                op_add(doc, path, v)?;
-            }
-            Some("test") => {
-                if doc.pointer(path) != Some(&value()?) {
-                    return Err(OperationError::TestFailed(path.to_string()));
-                }
-            }
-            other => return Err(OperationError::Unknown(other.map(String::from))),
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod differential;
+mod json6902;
+
+pub use json6902::json6902;
 
 #[cfg(test)]
 mod tests {
@@ -488,22 +374,5 @@ mod tests {
             "{} questions for {n} objects and patches",
             builder.patch_checks
         );
-    }
-
-    #[test]
-    fn json6902_operations() {
-        let mut v = serde_json::json!({"spec": {"list": [1, 2]}});
-        json6902(&mut v, &serde_json::from_str::<Vec<Value>>(
-            r#"[{"op":"add","path":"/spec/list/-","value":3},{"op":"replace","path":"/spec/list/0","value":0},{"op":"remove","path":"/spec/list/1"},{"op":"add","path":"/spec/prune","value":false}]"#,
-        ).unwrap()).unwrap();
-        assert_eq!(
-            v,
-            serde_json::json!({"spec": {"list": [0, 3], "prune": false}})
-        );
-        assert!(json6902(
-            &mut v,
-            &[serde_json::json!({"op": "remove", "path": "/nope"})]
-        )
-        .is_err());
     }
 }

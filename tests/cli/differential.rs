@@ -461,3 +461,48 @@ fn fluxwave_builds_what_flux_builds() {
         failures.join("\n")
     );
 }
+
+/// The tables of `tests/fixtures/upstream` are the upstream libraries' answers: the oracle,
+/// given a table (it reads only the input columns), writes it back unchanged. The unit
+/// test beside each port holds fluxwave to the same table. To add a case, add its input
+/// line and run `flux-oracle SUBCOMMAND < TABLE > TABLE.new`.
+#[test]
+fn upstream_tables_are_the_libraries_answers() {
+    /// Each table with the oracle's subcommand that answers it.
+    const UPSTREAM_TABLES: &[(&str, &str)] = &[("json6902", "json6902.tsv")];
+    use std::io::Write;
+    use std::process::Stdio;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/upstream");
+    for (subcommand, file) in UPSTREAM_TABLES {
+        let table = std::fs::read_to_string(dir.join(file)).unwrap();
+        let mut child = Command::new(oracle())
+            .arg(subcommand)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Written beside the reading, so neither side waits on a full pipe.
+        let mut stdin = child.stdin.take().unwrap();
+        let input = table.clone();
+        let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+        let out = child.wait_with_output().unwrap();
+        writer.join().unwrap().unwrap();
+        assert!(
+            out.status.success(),
+            "flux-oracle {subcommand}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let answers = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            answers == table,
+            "{file} is not what the library answers; write it again with `flux-oracle {subcommand} < {file}`:\n{}",
+            answers
+                .lines()
+                .zip(table.lines())
+                .filter(|(a, t)| a != t)
+                .map(|(a, t)| format!("library: {a}\ntable:   {t}\n"))
+                .collect::<String>()
+        );
+    }
+}

@@ -109,6 +109,9 @@ func isFluxKustomization(gvkGroup, kind string) bool {
 }
 
 func main() {
+	if ran, code := caseCommand(os.Args[1:]); ran {
+		os.Exit(code)
+	}
 	repo := flag.String("repo", "", "the repository folder")
 	rootFile := flag.String("root", "", "a YAML file holding the root Flux Kustomization (with several, the one whose spec.path is -env)")
 	env := flag.String("env", "", "the environment's path: the root is flux bootstrap's flux-system/flux-system at this path, unless -root is given")

@@ -1,0 +1,88 @@
+package main
+
+// Tables of cases for the pieces fluxwave ports by hand, answered by the upstream library
+// itself: each subcommand reads lines of input from stdin and writes each line back with the
+// library's answer as its last tab-separated column. Lines starting with `#` and blank lines
+// are copied as they are, so a table file is its own input.
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+)
+
+// cases maps a subcommand to the function answering one line's input columns.
+var cases = map[string]func(columns []string) (string, error){
+	"json6902": json6902Case,
+}
+
+// runCases answers every line of in; a line whose input is malformed is an error, so a typo
+// in a table cannot pass as an expected failure.
+func runCases(answer func([]string) (string, error), inputs int, in io.Reader, out io.Writer) error {
+	scan := bufio.NewScanner(in)
+	scan.Buffer(make([]byte, 1<<20), 1<<20)
+	w := bufio.NewWriter(out)
+	defer w.Flush()
+	for n := 1; scan.Scan(); n++ {
+		line := scan.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			fmt.Fprintln(w, line)
+			continue
+		}
+		columns := strings.Split(line, "\t")
+		if len(columns) < inputs {
+			return fmt.Errorf("line %d: %d columns, want %d inputs", n, len(columns), inputs)
+		}
+		got, err := answer(columns[:inputs])
+		if err != nil {
+			return fmt.Errorf("line %d: %w", n, err)
+		}
+		fmt.Fprintln(w, strings.Join(append(columns[:inputs:inputs], got), "\t"))
+	}
+	return scan.Err()
+}
+
+// json6902Case applies a JSON 6902 patch (column 2) to a JSON document (column 1) as
+// kustomize's patchjson6902 filter does: gopkg.in/evanphx/json-patch.v4 with its default
+// options. The answer is the patched document, compact with its keys sorted, or `error`.
+func json6902Case(columns []string) (string, error) {
+	doc, patch := []byte(columns[0]), []byte(columns[1])
+	if !json.Valid(doc) || !json.Valid(patch) {
+		return "", fmt.Errorf("document and patch must be JSON")
+	}
+	decoded, err := jsonpatch.DecodePatch(patch)
+	if err != nil {
+		return "error", nil
+	}
+	out, err := decoded.Apply(doc)
+	if err != nil {
+		return "error", nil
+	}
+	var v interface{}
+	if err := json.Unmarshal(out, &v); err != nil {
+		return "", err
+	}
+	canonical, err := json.Marshal(v)
+	return string(canonical), err
+}
+
+// caseCommand runs the subcommand named by args[0], if there is one.
+func caseCommand(args []string) (bool, int) {
+	if len(args) == 0 {
+		return false, 0
+	}
+	answer, ok := cases[args[0]]
+	if !ok {
+		return false, 0
+	}
+	if err := runCases(answer, 2, os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "flux-oracle "+args[0]+":", err)
+		return true, 2
+	}
+	return true, 0
+}
