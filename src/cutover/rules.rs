@@ -445,6 +445,10 @@ impl<'a> Judge<'a> {
             .get(&(&*e.file, e.index))
             .filter(|(nid, _)| nid.kind == id.kind && nid.group == id.group);
         match renamed {
+            Some((nid, ne)) if rehashed(&id.name, &nid.name) => deletion(self.env, id, e, Rule::IdentityChanged, format!(
+                "its content changes its generated name to {nid} (a generator's hash suffix): {} prunes the old object and {} applies the new one",
+                e.owner, ne.owner
+            ).into(), Some(&ne.owner)),
             Some((nid, ne)) => deletion(self.env, id, e, Rule::IdentityChanged, format!(
                 "its identity changes to {nid} (name, namePrefix or targetNamespace): {} prunes the old object and {} creates a new, empty one",
                 e.owner, ne.owner
@@ -458,6 +462,17 @@ impl<'a> Judge<'a> {
             }
         }
     }
+}
+
+/// Whether `old` and `new` are one generated name with two content hashes (kustomize's
+/// suffix: `-` and ten characters of its alphabet, see `kustomize::generate`).
+fn rehashed(old: &str, new: &str) -> bool {
+    fn base(name: &str) -> Option<&str> {
+        let (base, hash) = name.rsplit_once('-')?;
+        let alphabet = |c: char| c.is_ascii_digit() || c.is_ascii_lowercase();
+        (hash.len() == 10 && hash.chars().all(alphabet)).then_some(base)
+    }
+    matches!((base(old), base(new)), (Some(a), Some(b)) if a == b)
 }
 
 /// The custom resources of a CRD deleted in `out` that nothing else deletes, added to `out`:

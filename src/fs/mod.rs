@@ -20,6 +20,12 @@ pub fn hex(bytes: &[u8]) -> String {
         .collect()
 }
 
+/// The names kustomize reads a folder's kustomization from; a folder with more than one
+/// fails to build ("Found multiple kustomization files"). From kustomize's
+/// `api/konfig.RecognizedKustomizationFileNames` and `api/internal/target.loadKustFile`.
+pub const KUSTOMIZATION_FILES: [&str; 3] =
+    ["kustomization.yaml", "kustomization.yml", "Kustomization"];
+
 /// Whether a file is a YAML manifest by its name (`.yaml` or `.yml`).
 pub fn is_manifest(path: &str) -> bool {
     path.ends_with(".yaml") || path.ends_with(".yml")

@@ -61,10 +61,26 @@ pub(super) fn modelled(key: &str) -> bool {
     MODELLED.contains(&key)
 }
 
-/// Whether kustomization `k` may change what it accumulated (it has a `Transformer`): else
-/// its build is the objects of its resources and generators as they are loaded.
+/// Whether kustomization `k` may change what it accumulated (it has a `Transformer`, or a
+/// generator that merges): else its build is the objects of its resources and generators as
+/// they are loaded.
 pub(super) fn transforms(k: &Map<String, Value>) -> bool {
-    Transformer::ALL.iter().any(|t| k.contains_key(t.key()))
+    Transformer::ALL.iter().any(|t| k.contains_key(t.key())) || merges(k)
+}
+
+/// Whether a generator of `k` merges into or replaces an object of its resources, which
+/// it needs in hand.
+fn merges(k: &Map<String, Value>) -> bool {
+    ["configMapGenerator", "secretGenerator"]
+        .iter()
+        .filter_map(|f| k.get(*f).and_then(Value::as_array))
+        .flatten()
+        .any(|g| {
+            matches!(
+                g.get("behavior").and_then(Value::as_str),
+                Some("merge" | "replace")
+            )
+        })
 }
 
 #[cfg(test)]

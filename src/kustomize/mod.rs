@@ -1,7 +1,8 @@
 //! A native kustomize builder, enough to know *which objects* a build yields: resources,
 //! components, patches (strategic merge as a deep merge of mappings with lists replaced, JSON
-//! 6902), `namespace`, `namePrefix`/`nameSuffix`, labels and annotations, generators without
-//! hash suffixes; a folder's kustomization (`build_dir`) or one its caller made or edited
+//! 6902), `namespace`, `namePrefix`/`nameSuffix`, labels and annotations, ConfigMap and
+//! Secret generators with their data and hash suffixes; a folder's kustomization
+//! (`build_dir`) or one its caller made or edited
 //! (`build_kustomization`: Flux's, in `flux::generated`). A build fails where kustomize fails
 //! it (`BuildError`). Anything else that can change the set of objects is reported as a
 //! `Warning` naming the file and the feature: a build is never silently incomplete. The
@@ -14,6 +15,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 mod error;
+mod generate;
 mod keys;
 pub mod object;
 mod patch;
@@ -36,11 +38,7 @@ use crate::yaml;
 use object::CLUSTER_SCOPED;
 use resource::{load, Built};
 
-/// The names kustomize reads a folder's kustomization from; a folder with more than one
-/// fails to build ("Found multiple kustomization files"). From kustomize's
-/// `api/konfig.RecognizedKustomizationFileNames` and `api/internal/target.loadKustFile`.
-pub const KUSTOMIZATION_FILES: [&str; 3] =
-    ["kustomization.yaml", "kustomization.yml", "Kustomization"];
+pub use crate::fs::KUSTOMIZATION_FILES;
 
 const MAX_DEPTH: usize = 64;
 
@@ -301,7 +299,7 @@ impl<'a> Builder<'a> {
         let mut ids = Ids::new(self, file);
         let mut failed = None;
         let whole = keys::transforms(k);
-        let mut out = |r: Resource| {
+        let mut out = |mut r: Resource| {
             if failed.is_some() {
                 return;
             }
@@ -310,6 +308,17 @@ impl<'a> Builder<'a> {
                     failed = Some(e);
                     return;
                 }
+            }
+            // The build is transformed: a generated object's name gets its content hash
+            // (kustomize `KustTarget.addHashesToNames`, after every transformer).
+            if r.hash {
+                let hashed = format!(
+                    "{}-{}",
+                    r.meta_str("name"),
+                    generate::content_hash(&r.value)
+                );
+                r.set_meta("name", hashed);
+                r.hash = false;
             }
             let local = r
                 .value
@@ -548,11 +557,11 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// ConfigMap and Secret generators: modelled when their names carry no hash suffix. The
-    /// files each reads (`files`, `envs`, `env`, in the kustomization's folder `dir`) are
-    /// asked of the tree, so that what a build reads holds them: an edit of one changes the
-    /// generated object (and, with a hash suffix, its name: kustomize api `hasher`), so it
-    /// touches the Kustomization that builds it.
+    /// ConfigMap and Secret generators (see `generate`): each entry's object made from its
+    /// literals and files (read from the tree, so that what a build reads holds them), and
+    /// added to `acc`, or merged into or replacing the one object of `acc` with its id
+    /// (current or earlier: kustomize `GetMatchingResourcesByAnyId`). The content hash is
+    /// added to the name once the whole build is transformed (`build_kustomization`).
     pub(super) fn generators(
         &mut self,
         file: &str,
@@ -560,72 +569,91 @@ impl<'a> Builder<'a> {
         k: &Map<String, Value>,
         acc: &mut Vec<Resource>,
     ) -> Result<(), BuildError> {
-        let global_off = k
-            .get("generatorOptions")
-            .and_then(|o| o.get("disableNameSuffixHash"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
+        let global = k.get("generatorOptions");
         for (field, kind) in [
             ("configMapGenerator", "ConfigMap"),
             ("secretGenerator", "Secret"),
         ] {
             for (i, item) in list(k, field, file)?.iter().enumerate() {
-                self.generator_inputs(dir, item);
-                let name = item.get("name").and_then(Value::as_str).unwrap_or("");
-                let behavior = item
-                    .get("behavior")
-                    .and_then(Value::as_str)
-                    .unwrap_or("create");
-                if behavior != "create" {
-                    continue; // merges into an object that exists already
+                let what = format!("{file}: {field}[{i}]");
+                let made = match generate::make(self.tree, dir, kind, item, global, &what)? {
+                    generate::Made::Object(made) => made,
+                    generate::Made::Remote(why) => {
+                        let name = item.get("name").and_then(Value::as_str).unwrap_or("");
+                        self.warn(
+                            file,
+                            "remote generator input",
+                            format!(
+                                "{kind} `{name}` from `{field}`: {why}; it is not in the inventory"
+                            ),
+                        );
+                        continue;
+                    }
+                };
+                let mut r = Resource::generated(made.value, file, 1000 + i);
+                r.hash = made.hash;
+                let matches: Vec<usize> = acc
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, old)| old.kind() == kind && old.api_version() == "v1")
+                    .filter(|(_, old)| same_id_ever(old, &r))
+                    .map(|(j, _)| j)
+                    .collect();
+                let fail = |why: String| BuildError::Generator {
+                    what: what.clone(),
+                    why,
+                };
+                match (matches.as_slice(), made.behavior) {
+                    ([], generate::Behavior::Create) => acc.push(r),
+                    ([], _) => {
+                        return Err(fail(format!(
+                            "{kind} `{}` does not exist; cannot merge or replace",
+                            r.meta_str("name")
+                        )))
+                    }
+                    ([j], generate::Behavior::Merge | generate::Behavior::Replace) => {
+                        let old = &mut acc[*j];
+                        old.make_whole(self.tree)?;
+                        if made.behavior == generate::Behavior::Merge {
+                            generate::merge_data(&mut r.value, &old.value);
+                        }
+                        generate::copy_metadata(&mut r.value, &old.value);
+                        r.hash &= old.hash;
+                        r.previous = std::mem::take(&mut old.previous);
+                        r.file = old.file.clone();
+                        r.index = old.index;
+                        *old = r;
+                    }
+                    ([_], generate::Behavior::Create) => {
+                        return Err(fail(format!(
+                            "{kind} `{}` exists; behavior must be merge or replace",
+                            r.meta_str("name")
+                        )))
+                    }
+                    (_, _) => {
+                        return Err(fail(format!(
+                            "several objects could accept the merge of {kind} `{}`",
+                            r.meta_str("name")
+                        )))
+                    }
                 }
-                let off = item
-                    .get("options")
-                    .and_then(|o| o.get("disableNameSuffixHash"))
-                    .and_then(Value::as_bool)
-                    .unwrap_or(global_off);
-                if !off {
-                    self.warn(
-                        file,
-                        "generator with hash suffix",
-                        format!("{kind} `{name}` from `{field}` gets a content-hash suffix fluxwave does not compute; it is not in the inventory"),
-                    );
-                    continue;
-                }
-                let mut meta = Map::new();
-                meta.insert("name".into(), Value::String(name.into()));
-                if let Some(ns) = item.get("namespace").and_then(Value::as_str) {
-                    meta.insert("namespace".into(), Value::String(ns.into()));
-                }
-                let mut value = Map::new();
-                value.insert("apiVersion".into(), Value::String("v1".into()));
-                value.insert("kind".into(), Value::String(kind.into()));
-                value.insert("metadata".into(), Value::Object(meta));
-                acc.push(Resource::generated(Value::Object(value), file, 1000 + i));
             }
         }
         Ok(())
     }
 }
 
-impl Builder<'_> {
-    /// Asks the tree for each file generator `item` reads (kustomize api `types`
-    /// `GeneratorArgs`: `files` entries `[key=]path`, `envs`, the older `env`), resolved in
-    /// `dir`: only so that a recording tree notes them.
-    fn generator_inputs(&self, dir: &str, item: &Value) {
-        let entries = ["files", "envs"]
-            .iter()
-            .filter_map(|f| item.get(*f).and_then(Value::as_array))
-            .flatten()
-            .chain(item.get("env"))
-            .filter_map(Value::as_str);
-        for entry in entries {
-            let path = entry.split_once('=').map_or(entry, |(_, path)| path);
-            if let Some(path) = resolve::resolve(dir, path).local() {
-                self.tree.is_file(&path);
-            }
-        }
-    }
+/// Whether `old`, now or under an earlier name, has the id of `new` (kustomize
+/// `ResId.Equals`: no namespace is `default`).
+fn same_id_ever(old: &Resource, new: &Resource) -> bool {
+    let ns = |s: &str| if s.is_empty() { "default" } else { s }.to_string();
+    let want = (
+        new.meta_str("name").to_string(),
+        ns(new.meta_str("namespace")),
+    );
+    std::iter::once((old.meta_str("name"), old.meta_str("namespace")))
+        .chain(old.previous.iter().map(|(n, s)| (n.as_str(), s.as_str())))
+        .any(|(n, s)| (n.to_string(), ns(s)) == want)
 }
 
 /// The ids of a build's objects as kustomize compares them (kyaml `resid.ResId.Equals`:

@@ -46,6 +46,9 @@ pub struct Resource {
     pub file: String,
     pub index: usize,
     pub(super) previous: Vec<(String, String)>,
+    /// Whether its name gets a content hash once the build is transformed: a generated
+    /// object without `disableNameSuffixHash` (see `generate`).
+    pub(super) hash: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -91,6 +94,7 @@ impl Resource {
             file: file.to_string(),
             index,
             previous: Vec::new(),
+            hash: false,
         }
     }
 
@@ -102,6 +106,7 @@ impl Resource {
             file: file.to_string(),
             index,
             previous: Vec::new(),
+            hash: false,
         }
     }
 

@@ -90,6 +90,90 @@ pub(super) fn decoded(path: &str, bytes: Vec<u8>) -> Decoded {
     crate::fs::decode(bytes).map(Arc::new)
 }
 
+/// The files the ConfigMap and Secret generators of the kustomizations among `files` read
+/// (`files` entries `[key=]path`, `envs`, the older `env`: kustomize reads them whatever
+/// their names) that `files` does not hold, sorted: a tree reads them beside its manifests,
+/// keeping the bytes of those whose text is not their bytes (`raw`), so that a build makes
+/// the generated data and an edit of a `.env` file is an edit the tree sees. Entries that
+/// name no path of the repository (a URL, an absolute path, one above the root) are left to
+/// the build.
+fn generator_inputs<'a>(files: impl Iterator<Item = (&'a str, &'a Decoded)>) -> Vec<String> {
+    let mut held = BTreeSet::new();
+    let mut inputs = BTreeSet::new();
+    for (path, text) in files {
+        held.insert(path);
+        let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+        let Ok(text) = text else { continue };
+        if !crate::fs::KUSTOMIZATION_FILES.contains(&name) || !text.contains("Generator") {
+            continue;
+        }
+        let Ok(k) = crate::yaml::parse_kustomization(path, text) else {
+            continue;
+        };
+        let generators = ["configMapGenerator", "secretGenerator"]
+            .iter()
+            .filter_map(|f| k.get(*f).and_then(|v| v.as_array()))
+            .flatten();
+        for g in generators {
+            let files = g
+                .get("files")
+                .and_then(|v| v.as_array())
+                .into_iter()
+                .flatten();
+            let files = files
+                .filter_map(|v| v.as_str())
+                .map(|e| match e.split_once('=') {
+                    Some((_, path)) => path,
+                    None => e,
+                });
+            let envs = g
+                .get("envs")
+                .and_then(|v| v.as_array())
+                .into_iter()
+                .flatten();
+            let envs = envs.chain(g.get("env")).filter_map(|v| v.as_str());
+            for entry in files.chain(envs) {
+                if entry.contains("://") || entry.starts_with('/') {
+                    continue;
+                }
+                if let Some(path) = crate::fs::join(dir, entry) {
+                    inputs.insert(path);
+                }
+            }
+        }
+    }
+    inputs
+        .into_iter()
+        .filter(|p| !held.contains(p.as_str()))
+        .collect()
+}
+
+/// Adds to `files` (and their bytes to `raw`, when their text is not their bytes) the
+/// generator inputs (`generator_inputs`) that `read` gives, from a listing of `existing`
+/// files.
+fn add_generator_inputs(
+    files: &mut Vec<(String, Decoded)>,
+    raw: &mut BTreeMap<String, Bytes>,
+    existing: impl Fn(&str) -> bool,
+    read: impl FnOnce(&[String]) -> Result<Vec<Option<Vec<u8>>>>,
+) -> Result<()> {
+    let inputs: Vec<String> = generator_inputs(files.iter().map(|(p, t)| (p.as_str(), t)))
+        .into_iter()
+        .filter(|p| existing(p))
+        .collect();
+    if inputs.is_empty() {
+        return Ok(());
+    }
+    for (path, bytes) in inputs.iter().zip(read(&inputs)?) {
+        let Some(bytes) = bytes else { continue };
+        if !plain(&bytes) {
+            raw.insert(path.clone(), Arc::new(bytes.clone()));
+        }
+        files.push((path.clone(), decoded(path, bytes)));
+    }
+    Ok(())
+}
+
 /// A tree of `files`: its files, `.sourceignore` files and unreadable files.
 pub(super) fn tree_of(
     files: impl IntoIterator<Item = (String, Decoded)>,
@@ -137,6 +221,8 @@ struct GitEntries {
     folders: BTreeSet<String>,
     /// The listing's chart folders (`chart_folders`).
     charts: Vec<String>,
+    /// The blob of every other file (no link), by path: a generator may read one.
+    others: HashMap<String, String>,
 }
 
 impl GitEntries {
@@ -148,6 +234,7 @@ impl GitEntries {
         let mut ignore_paths = Vec::new();
         let mut ignore_blobs = Vec::new();
         let mut folders = BTreeSet::new();
+        let mut others = HashMap::new();
         let charts = chart_folders(listing.split(|b| *b == 0).filter_map(|e| {
             std::str::from_utf8(&e[e.iter().position(|b| *b == b'\t')? + 1..]).ok()
         }));
@@ -165,10 +252,13 @@ impl GitEntries {
             if kind == Some("blob") && mode != Some("120000") && !wanted(path) {
                 add_folders(&mut folders, path);
             }
-            if kind != Some("blob")
-                || mode == Some("120000")
-                || !(listed(path) || in_chart(path, &charts))
-            {
+            if kind != Some("blob") || mode == Some("120000") {
+                continue;
+            }
+            if !(listed(path) || in_chart(path, &charts)) {
+                if let Some(hash) = hash {
+                    others.insert(path.to_string(), hash.to_string());
+                }
                 continue;
             }
             if let Some(hash) = hash {
@@ -188,6 +278,7 @@ impl GitEntries {
             ignore_blobs,
             folders,
             charts,
+            others,
         }
     }
 }
@@ -267,6 +358,7 @@ impl FileTree {
             ignore_blobs,
             folders,
             charts,
+            others,
         } = GitEntries::of(&listing);
         let mut missing: Vec<String> = blobs
             .iter()
@@ -306,7 +398,7 @@ impl FileTree {
         }
         let ignores = read_blobs(&ignore_blobs, &|b| shown(&ignore_paths, &ignore_blobs, b))?;
         let mut raw = BTreeMap::new();
-        let files: Vec<(String, Decoded)> = paths
+        let mut files: Vec<(String, Decoded)> = paths
             .into_iter()
             .zip(blobs)
             .filter_map(|(p, oid)| {
@@ -327,6 +419,16 @@ impl FileTree {
                 (p, text)
             }))
             .collect();
+        add_generator_inputs(
+            &mut files,
+            &mut raw,
+            |p| others.contains_key(p),
+            |inputs| {
+                let ids: Vec<String> = inputs.iter().map(|p| others[p].clone()).collect();
+                let read = read_blobs(&ids, &|b| shown(inputs, &ids, b))?;
+                Ok(read.into_iter().map(Some).collect())
+            },
+        )?;
         Ok(FileTree {
             commit: Some(short.clone()),
             ..tree_of(files, raw, folders, short)
@@ -381,6 +483,19 @@ impl FileTree {
                 raw.extend(bytes);
             }
         }
+        let all: std::collections::HashSet<&str> = listing
+            .split(|b| *b == 0)
+            .filter_map(|p| std::str::from_utf8(p).ok())
+            .collect();
+        add_generator_inputs(
+            &mut files,
+            &mut raw,
+            |p| all.contains(p),
+            |inputs| {
+                let mut listed = crate::fs::Listed::new(root);
+                inputs.iter().map(|p| listed.read(p)).collect()
+            },
+        )?;
         Ok(tree_of(files, raw, folders, "the working tree".into()))
     }
 
@@ -406,6 +521,7 @@ impl FileTree {
         let mut files = Vec::new();
         let mut raw = BTreeMap::new();
         let mut folders = BTreeSet::new();
+        let fulls: HashMap<String, std::path::PathBuf> = found.iter().cloned().collect();
         for (path, full) in found {
             if !wanted(&path) {
                 add_folders(&mut folders, &path);
@@ -420,6 +536,15 @@ impl FileTree {
                 files.push((path, text));
             }
         }
+        add_generator_inputs(
+            &mut files,
+            &mut raw,
+            |p| fulls.contains_key(p),
+            |inputs| {
+                let read = |p: &String| crate::fs::read_regular(&fulls[p], p);
+                inputs.iter().map(read).collect()
+            },
+        )?;
         Ok(tree_of(files, raw, folders, "the working tree".into()))
     }
 }

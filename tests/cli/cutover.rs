@@ -675,7 +675,7 @@ fn unmodelled_features_are_reported_not_skipped() {
         .iter()
         .map(|w| w["feature"].as_str().unwrap())
         .collect();
-    assert_eq!(features, ["generator with hash suffix", "helmCharts"]);
+    assert_eq!(features, ["helmCharts"]);
     assert_eq!(doc["warnings"][0]["path"], "db/kustomization.yaml");
 }
 

@@ -620,31 +620,82 @@ fn a_patch_allowed_to_rename_a_claim_deletes_it() {
 
 /// A `configMapGenerator` with its hash suffix on (no `disableNameSuffixHash`) names its
 /// ConfigMap after a hash of its content (kustomize api `hasher`), so an edit of a file it
-/// reads renames the ConfigMap and Flux prunes the old one. fluxwave does not compute the
-/// hash: the edit touches the Kustomization, which is incomplete and names the generator,
-/// never safe. (Here a JSON file, such as a Grafana dashboard.)
+/// reads renames the ConfigMap and Flux prunes the old one: the verdict names that deletion,
+/// an identity change to the new name (no data lost: the new ConfigMap holds the new content). An edit of a generator's input
+/// that is no YAML (an env file) is seen the same way; without the hash, an edit changes the
+/// ConfigMap in place and deletes nothing.
 #[test]
-fn an_edit_of_a_hash_suffixed_generators_file_is_incomplete() {
+fn an_edit_of_a_hash_suffixed_generators_file_replaces_its_configmap() {
     let repo = TestRepo::empty();
     repo.write("clusters/dev/kustomization.yaml", "resources: [apps.yaml]\n")
         .write("clusters/dev/apps.yaml", &ks("apps", "./apps", &[]))
         .write(
             "apps/kustomization.yaml",
-            "resources: [web.yaml]\nconfigMapGenerator:\n- name: dashboards\n  namespace: web\n  files: [board=dashboards/board.json]\n",
+            "resources: [web.yaml]\nconfigMapGenerator:\n- name: dashboards\n  namespace: web\n  files: [board=dashboards/board.json]\n- name: env\n  namespace: web\n  envs: [web.env]\n  options: {disableNameSuffixHash: true}\n",
         )
         .write("apps/dashboards/board.json", "{\"panels\": 1}\n")
+        .write("apps/web.env", "LEVEL=info\n")
         .write("apps/web.yaml", &config_map("web", "web"));
     repo.commit_all("a dashboard");
+    // The generated ConfigMaps' names, as `build` prints them.
+    let names = |repo: &TestRepo| -> Vec<String> {
+        let run = repo.run(&["build", "--format", "json"]);
+        let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+        let objects = doc["objects"].as_array().unwrap();
+        let names = objects.iter().filter_map(|o| o["name"].as_str());
+        let mut names: Vec<String> = names
+            .filter(|n| n.starts_with("dashboards-") || n.starts_with("env"))
+            .map(str::to_string)
+            .collect();
+        names.sort();
+        names
+    };
+    let before = names(&repo);
+    assert_eq!(before.len(), 2, "{before:?}");
+    assert_eq!(before[1], "env", "no hash without the suffix");
+    assert_eq!(before[0].len(), "dashboards-".len() + 10, "{before:?}");
+
+    repo.write("apps/web.env", "LEVEL=debug\n");
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (0, Some("safe")),
+        "{doc:#}"
+    );
+
     repo.write("apps/dashboards/board.json", "{\"panels\": 2}\n");
     let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
     assert_eq!(
         (code, doc["verdict"].as_str()),
-        (1, Some("incomplete")),
+        (1, Some("deletes")),
         "{doc:#}"
     );
-    assert_eq!(incomplete(&doc), ["flux-system/apps"]);
-    let why = doc["incomplete"][0]["why"][0].as_str().unwrap();
-    assert!(why.contains("ConfigMap `dashboards`"), "{why}");
+    let rules: Vec<(String, &str, &str)> = deletions(&doc)
+        .iter()
+        .map(|d| {
+            (
+                deletion_id(d),
+                d["rule"].as_str().unwrap(),
+                d["data"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rules,
+        [(
+            format!("ConfigMap/web/{}", before[0]),
+            "identity-changed",
+            "none"
+        )],
+        "{doc:#}"
+    );
+    let after = names(&repo);
+    assert_ne!(after, before);
+    let reason = deletions(&doc)[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(&format!("ConfigMap/web/{}", after[0])) && reason.contains("hash suffix"),
+        "{reason}"
+    );
 }
 
 /// A component built into every namespace's folder (an Alert in each): removing one folder
