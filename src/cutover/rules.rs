@@ -261,13 +261,15 @@ pub fn deletions(old: &Inventory, new: &Inventory) -> Vec<Deletion> {
     let env: &Arc<str> = &Arc::from(old.env.as_str());
     let objects: Vec<(&ObjectId, &Entry)> = old.objects.iter().collect();
     let mut out = by_owners(env, old, new, &objects);
-    crd_cascade(env, &objects, &mut out);
+    let helm = super::helm::deletions(env, old, new);
+    let rendered = crd_cascade(env, &objects, &helm, &mut out);
     namespace_cascade(env, &objects, &mut out);
     judge_data(old, &objects, &mut out);
     // `filter_map`, not `flatten`: it collects in place, without a second list.
     #[allow(clippy::filter_map_identity)]
     let mut found: Vec<Deletion> = out.into_iter().filter_map(|d| d).collect();
-    found.extend(super::helm::deletions(env, old, new));
+    found.extend(helm);
+    found.extend(rendered);
     found
 }
 
@@ -475,37 +477,92 @@ fn rehashed(old: &str, new: &str) -> bool {
     matches!((base(old), base(new)), (Some(a), Some(b)) if a == b)
 }
 
-/// The custom resources of a CRD deleted in `out` that nothing else deletes, added to `out`:
-/// the first CRD of their kind (in id order) names the cascade.
-fn crd_cascade(env: &Arc<str>, objects: &Objects, out: &mut [Option<Deletion>]) {
-    let deleted_kinds: BTreeSet<(String, String, &ObjectId)> = objects
-        .iter()
-        .zip(out.iter())
-        .filter(|((id, _), d)| d.is_some() && id.kind == "CustomResourceDefinition")
-        .filter_map(|((id, e), _)| {
-            let (g, k, _) = crd_kind(e.whole.as_deref()?)?;
-            Some((g, k, *id))
-        })
-        .collect();
+/// The custom resources of every CRD that is deleted, which nothing else deletes: the API
+/// server deletes them with their CRD, whoever deletes it. A CRD is deleted by its owner
+/// (in `out`), by a Helm upgrade or replacement (in `helm`), or by the uninstall of a
+/// removed HelmRelease that rendered it from a template (Helm never deletes those of a
+/// chart's `crds/` folder, nor one kept by `helm.sh/resource-policy: keep`). Custom resources
+/// of the inventory are added to `out`; those a HelmRelease that stays renders are returned
+/// (Helm's own deletions already hold what its upgrades delete). The first CRD of their kind
+/// (in id order) names the cascade.
+fn crd_cascade(
+    env: &Arc<str>,
+    objects: &Objects,
+    helm: &[Deletion],
+    out: &mut [Option<Deletion>],
+) -> Vec<Deletion> {
+    let deleted_by_helm: BTreeSet<(&ObjectId, &ObjectId)> =
+        helm.iter().map(|d| (&*d.owner_id, &d.id)).collect();
+    let mut deleted_kinds: BTreeSet<(String, String, ObjectId)> = BTreeSet::new();
+    for ((id, e), d) in objects.iter().zip(out.iter()) {
+        let removed = d.is_some();
+        if removed && id.kind == "CustomResourceDefinition" {
+            if let Some((g, k, _)) = e.whole.as_deref().and_then(crd_kind) {
+                deleted_kinds.insert((g, k, (*id).clone()));
+            }
+        }
+        let Some(rendered) = e.release.as_deref().and_then(Release::rendered) else {
+            continue;
+        };
+        for o in &rendered.objects {
+            let by_helm = deleted_by_helm.contains(&(&*e.owner, &o.id));
+            let uninstalled = removed && o.in_release() && !o.kept();
+            if o.id.kind == "CustomResourceDefinition" && (by_helm || uninstalled) {
+                if let Some((g, k, _)) = crd_kind(&o.value) {
+                    deleted_kinds.insert((g, k, o.id.clone()));
+                }
+            }
+        }
+    }
     let mut crd_of: BTreeMap<(&str, &str), &ObjectId> = BTreeMap::new();
     for (g, k, crd) in &deleted_kinds {
         crd_of.entry((g.as_str(), k.as_str())).or_insert(crd);
     }
+    let mut rendered_out = Vec::new();
     if crd_of.is_empty() {
-        return;
+        return rendered_out;
     }
+    let reason = |crd: &ObjectId, kind: &str| -> Arc<str> {
+        format!("its CustomResourceDefinition {crd} is deleted, and with it every {kind}").into()
+    };
     for (i, (id, e)) in objects.iter().copied().enumerate() {
-        if out[i].is_some() {
-            continue;
-        }
-        if let Some(crd) = crd_of.get(&(id.group.as_str(), id.kind.as_str())) {
-            let text = format!(
-                "its CustomResourceDefinition {crd} is deleted, and with it every {}",
-                id.kind
-            );
-            out[i] = Some(deletion(env, id, e, Rule::CrdDeleted, text.into(), None));
+        if out[i].is_none() {
+            if let Some(crd) = crd_of.get(&(id.group.as_str(), id.kind.as_str())) {
+                let text = reason(crd, &id.kind);
+                out[i] = Some(deletion(env, id, e, Rule::CrdDeleted, text, None));
+            }
+            // A release that stays: what it renders of a deleted CRD's kind goes too.
+            let Some(rendered) = e.release.as_deref().and_then(Release::rendered) else {
+                continue;
+            };
+            for o in &rendered.objects {
+                let Some(crd) = crd_of.get(&(o.id.group.as_str(), o.id.kind.as_str())) else {
+                    continue;
+                };
+                if deleted_by_helm.contains(&(&*e.owner, &o.id)) {
+                    continue;
+                }
+                let judged = match data::of(&o.id, Some(&o.value), None, &BTreeMap::new()) {
+                    Data::Holds(k) => {
+                        Data::Holds(format!("chart {} renders {}: {k}", rendered.chart, o.at()))
+                    }
+                    other => other,
+                };
+                let mut d = deletion(
+                    env,
+                    &o.id,
+                    e,
+                    Rule::CrdDeleted,
+                    reason(crd, &o.id.kind),
+                    None,
+                );
+                d.stateful = judged.holds();
+                d.data = judged;
+                rendered_out.push(d);
+            }
         }
     }
+    rendered_out
 }
 
 /// Everything in a Namespace deleted in `out` that nothing else deletes, added to `out`.

@@ -564,7 +564,7 @@ fn finish(j: &Job, output: &str, label: &str) -> Result<Vec<Object>, Error> {
                 .pointer("/metadata/annotations")
                 .and_then(Value::as_object)
                 .is_some_and(|a| a.contains_key("helm.sh/hook"));
-            let crd_folder = template.starts_with("crds/") || template.contains("/crds/");
+            let crd_folder = in_crds_folder(&template);
             if hook || crd_folder {
                 // Helm hands post-renderers the release manifest only.
                 objects.push((template.clone(), hook, crd_folder, v));
@@ -705,18 +705,40 @@ fn documents(output: &str) -> Vec<(String, &str)> {
         at += line.len();
     }
     docs.push(&output[start..]);
+    // Helm writes `# Source:` above each document of a template, but a file of `crds/` as it
+    // is (`action.Install` with `IncludeCRDs`): its later documents have none, and are of the
+    // file above them.
+    let mut last = String::new();
     docs.into_iter()
         .filter(|doc| !doc.trim().is_empty())
         .map(|doc| {
-            let source = doc
-                .lines()
-                .find_map(|l| l.strip_prefix("# Source: "))
-                .unwrap_or("")
-                .trim();
-            let template = source.split_once('/').map_or(source, |(_, t)| t);
-            (template.to_string(), doc)
+            if let Some(source) = doc.lines().find_map(|l| l.strip_prefix("# Source: ")) {
+                let source = source.trim();
+                last = source
+                    .split_once('/')
+                    .map_or(source, |(_, t)| t)
+                    .to_string();
+            }
+            (last.clone(), doc)
         })
         .collect()
+}
+
+/// Whether `template` (a chart file, its chart's name left out) is of the `crds/` folder of
+/// the chart or of a subchart (Helm's `Chart.CRDObjects`: `<chart>/charts/<sub>/crds/...`),
+/// which Helm installs once and never upgrades or deletes. A subchart named `crds`, or a
+/// `templates/crds/` folder, holds templates.
+fn in_crds_folder(template: &str) -> bool {
+    let mut rest = template;
+    loop {
+        if rest.starts_with("crds/") {
+            return true;
+        }
+        match rest.strip_prefix("charts/").and_then(|r| r.split_once('/')) {
+            Some((_, inner)) => rest = inner,
+            None => return false,
+        }
+    }
 }
 
 /// Runs `cmd` and gives its output, or its error output when it fails; within this run's
@@ -790,11 +812,37 @@ mod tests {
         );
     }
 
+    /// Helm's `Chart.CRDObjects` paths are `crds/` folders; templates that happen to sit
+    /// under a `crds` name are part of the release (prometheus-operator-crds renders its
+    /// CRDs from `charts/crds/templates/`).
+    #[test]
+    fn only_a_charts_crds_folder_holds_crds_helm_never_deletes() {
+        for (template, crds) in [
+            ("crds/a.yaml", true),
+            ("charts/sub/crds/a.yaml", true),
+            ("charts/sub/charts/deeper/crds/a.yaml", true),
+            ("templates/crds/a.yaml", false),
+            ("charts/crds/templates/a.yaml", false),
+            ("charts/sub/templates/crds/a.yaml", false),
+            ("templates/a.yaml", false),
+            ("", false),
+        ] {
+            assert_eq!(in_crds_folder(template), crds, "{template}");
+        }
+    }
+
     #[test]
     fn helm_output_is_split_by_chart_file() {
         let out = "---\n# Source: store/templates/pvc.yaml\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: a\n---\n# Source: store/crds/crd.yaml\nkind: X\n";
         let docs = documents(out);
         let names: Vec<&str> = docs.iter().map(|(t, _)| t.as_str()).collect();
         assert_eq!(names, ["templates/pvc.yaml", "crds/crd.yaml"]);
+        // A `crds/` file of two documents, as Helm prints it: the second has no `# Source:`.
+        let out = "---\n# Source: ops/crds/both.yaml\nkind: A\n---\nkind: B\n---\n# Source: ops/templates/x.yaml\nkind: C\n";
+        let names: Vec<String> = documents(out).into_iter().map(|(t, _)| t).collect();
+        assert_eq!(
+            names,
+            ["crds/both.yaml", "crds/both.yaml", "templates/x.yaml"]
+        );
     }
 }

@@ -846,3 +846,77 @@ fn a_chart_that_cannot_be_pulled_is_asked_for_once_a_run() {
     assert_eq!(verdicts, ["incomplete"; 3], "{doc:#}");
     assert_eq!(server.hits("/index.yaml"), 1, "{:?}", server.requests());
 }
+
+/// A chart whose CRDs are templates (a subchart named `crds`, as prometheus-operator-crds
+/// ships them) and one of its own `crds/` folder. Removing the release uninstalls it: Helm
+/// deletes the templated CRD, and the API server every custom resource of it with it (here a
+/// CloudNativePG cluster of the `apps` Kustomization: data loss); the `crds/` folder's CRD
+/// stays (Helm never deletes those), and so do its custom resources.
+#[test]
+fn a_removed_release_deletes_its_templated_crds_and_their_custom_resources() {
+    let crd = |plural: &str, kind: &str| {
+        format!("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: {plural}.postgresql.cnpg.io\nspec:\n  group: postgresql.cnpg.io\n  scope: Namespaced\n  names: {{plural: {plural}, kind: {kind}}}\n  versions: [{{name: v1, served: true, storage: true, schema: {{openAPIV3Schema: {{type: object, x-kubernetes-preserve-unknown-fields: true}}}}}}]\n")
+    };
+    let files = [
+        ("crds.yaml", release("pg-crds", &local_chart("./charts/pg-crds"), "")),
+        (
+            "db.yaml",
+            "apiVersion: postgresql.cnpg.io/v1\nkind: Cluster\nmetadata: {name: db, namespace: apps}\nspec: {instances: 1, storage: {size: 1Gi}}\n---\napiVersion: postgresql.cnpg.io/v1\nkind: Backup\nmetadata: {name: nightly, namespace: apps}\nspec: {cluster: {name: db}}\n".to_string(),
+        ),
+    ];
+    let repo = repo("", &files, &[]);
+    repo.write(
+        "charts/pg-crds/Chart.yaml",
+        "apiVersion: v2\nname: pg-crds\nversion: 1.0.0\n",
+    )
+    .write("charts/pg-crds/crds/backup.yaml", &crd("backups", "Backup"))
+    .write(
+        "charts/pg-crds/charts/crds/Chart.yaml",
+        "apiVersion: v2\nname: crds\nversion: 1.0.0\n",
+    )
+    .write(
+        "charts/pg-crds/charts/crds/templates/cluster.yaml",
+        &crd("clusters", "Cluster"),
+    );
+    repo.commit_all("a chart of CRDs");
+    write_apps(&repo, &[("db.yaml", files[1].1.clone())]);
+    repo.remove("apps/crds.yaml");
+    repo.commit_all("remove the CRD release");
+    let cache = cache();
+    let out = run(
+        &repo,
+        cache.path(),
+        &[
+            "cutover", "--from", "HEAD~1", "--to", "HEAD", "--format", "json",
+        ],
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let doc = json(&out);
+    let deleted: Vec<(String, String, String)> = doc["deletions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let s = |k: &str| d[k].as_str().unwrap_or("").to_string();
+            (format!("{}/{}", s("kind"), s("name")), s("rule"), s("data"))
+        })
+        .collect();
+    assert_eq!(
+        deleted,
+        [
+            (
+                "Cluster/db".to_string(),
+                "crd-deleted".to_string(),
+                "holds".to_string()
+            ),
+            (
+                "HelmRelease/pg-crds".to_string(),
+                "left-build".to_string(),
+                "none".to_string()
+            ),
+        ],
+        "{doc:#}"
+    );
+    let reason = doc["deletions"][0]["reason"].as_str().unwrap();
+    assert!(reason.contains("clusters.postgresql.cnpg.io"), "{reason}");
+}
