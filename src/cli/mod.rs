@@ -113,6 +113,28 @@ struct HelmArgs {
         value_parser = clap::value_parser!(u64).range(1..)
     )]
     helm_output_limit: u64,
+    /// The Kubernetes version charts are rendered for (helm's `--kube-version`; a chart's
+    /// `kubeVersion` and `.Capabilities.KubeVersion` read it): set it to your cluster's
+    #[arg(
+        long,
+        global = true,
+        value_name = "VERSION",
+        env = "FLUXWAVE_KUBE_VERSION",
+        default_value = crate::helm::DEFAULT_KUBE_VERSION,
+        value_parser = kube_version
+    )]
+    kube_version: String,
+}
+
+/// A Kubernetes version as `--kube-version` takes it.
+fn kube_version(v: &str) -> Result<String, String> {
+    if crate::helm::valid_kube_version(v) {
+        Ok(v.to_string())
+    } else {
+        Err(format!(
+            "`{v}` is no Kubernetes version (write it as v1.37.0 or 1.37)"
+        ))
+    }
 }
 
 impl HelmArgs {
@@ -133,6 +155,7 @@ impl HelmArgs {
             self.hosts(repo, base),
         );
         options.limits = self.limits();
+        options.kube_version = self.kube_version.clone();
         options
     }
 

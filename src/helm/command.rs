@@ -36,17 +36,19 @@ impl Helm<'_> {
     }
 
     /// `helm template` of the chart folder `chart` (in the cache) as release `release` in
-    /// `namespace`, the values on standard input.
+    /// `namespace` on Kubernetes `kube_version`, the values on standard input.
     pub fn template(
         &self,
         release: &str,
         chart: &Path,
         namespace: &str,
-        include_crds: bool,
-        skip_schema_validation: bool,
+        kube_version: &str,
+        (include_crds, skip_schema_validation): (bool, bool),
     ) -> Command {
         let mut cmd = self.command();
-        cmd.arg("template").arg(flag("--namespace", namespace));
+        cmd.arg("template")
+            .arg(flag("--namespace", namespace))
+            .arg(flag("--kube-version", kube_version));
         if include_crds {
             cmd.arg("--include-crds");
         }
@@ -137,12 +139,19 @@ mod tests {
             cache: Path::new("/cache"),
         };
         let hostile = "--post-renderer=/bin/sh";
-        let t = helm.template(hostile, Path::new("/c/x"), hostile, true, false);
+        let t = helm.template(
+            hostile,
+            Path::new("/c/x"),
+            hostile,
+            "v1.37.0",
+            (true, false),
+        );
         assert_eq!(
             args(&t),
             [
                 "template",
                 "--namespace=--post-renderer=/bin/sh",
+                "--kube-version=v1.37.0",
                 "--include-crds",
                 "--values=-",
                 "--",

@@ -52,6 +52,24 @@ pub struct Options {
     pub hosts: Hosts,
     /// The bounds of each helm run (`--helm-timeout`, `--helm-output-limit`).
     pub limits: crate::process::Limits,
+    /// The Kubernetes version charts are rendered for (`--kube-version`): helm-controller
+    /// renders for its cluster's, which an offline render cannot ask.
+    pub kube_version: String,
+}
+
+/// The Kubernetes version charts are rendered for unless `--kube-version` says another: the
+/// one a released helm v3.22 (the pinned helm) is built for, its client-go's (helm's
+/// Makefile sets it; a `go install`ed helm says v1.20.0, which charts such as app-template
+/// 4 refuse).
+pub const DEFAULT_KUBE_VERSION: &str = "v1.37.0";
+
+/// Whether `v` is a Kubernetes version helm takes: `v1.37`, `1.37.2`.
+pub fn valid_kube_version(v: &str) -> bool {
+    let parts: Vec<&str> = v.strip_prefix('v').unwrap_or(v).split('.').collect();
+    (2..=3).contains(&parts.len())
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.len() <= 9 && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// The hosts a run may pull charts from (`--allow-host`, and for a comparison with a base
@@ -162,6 +180,7 @@ impl Options {
             cache: PathBuf::new(),
             hosts: Hosts::Any,
             limits: crate::process::Limits::HELM,
+            kube_version: DEFAULT_KUBE_VERSION.into(),
         }
     }
 
@@ -182,6 +201,7 @@ impl Options {
             cache,
             hosts,
             limits: crate::process::Limits::HELM,
+            kube_version: DEFAULT_KUBE_VERSION.into(),
         }
     }
 }
@@ -451,10 +471,22 @@ fn render_one(
             Err(e) => return Render::NotRendered(e.to_string()),
         }
     };
-    // A schema that refers outside itself is not followed (see `schema`).
-    let unchecked = schema::outside_reference(&got.dir).map(|r| {
-        format!("its values are not checked against the chart's schema: {r}, which fluxwave does not fetch or read")
-    });
+    // The HelmRelease may switch the schema off (helm-controller's install and upgrade
+    // `disableSchemaValidation`, either taken: a release is installed, then upgraded); a
+    // schema that refers outside itself is not followed (see `schema`).
+    let disabled = [
+        "/spec/install/disableSchemaValidation",
+        "/spec/upgrade/disableSchemaValidation",
+    ]
+    .iter()
+    .any(|p| j.hr.pointer(p) == Some(&Value::Bool(true)));
+    let unchecked = if disabled {
+        Some("its values are not checked against the chart's schema: the HelmRelease sets disableSchemaValidation".to_string())
+    } else {
+        schema::outside_reference(&got.dir).map(|r| {
+            format!("its values are not checked against the chart's schema: {r}, which fluxwave does not fetch or read")
+        })
+    };
     let values_json = &j.values_json;
     let mut key = Sha256::new();
     for part in [
@@ -465,6 +497,7 @@ fn render_one(
         if j.include_crds { "crds" } else { "" },
         values_json,
         if unchecked.is_some() { "unchecked" } else { "" },
+        &opts.kube_version,
     ] {
         key.update(part.as_bytes());
         key.update([0]);
@@ -490,8 +523,8 @@ fn render_one(
             &j.release_name,
             &got.dir,
             &j.namespace,
-            j.include_crds,
-            unchecked.is_some(),
+            &opts.kube_version,
+            (j.include_crds, unchecked.is_some()),
         );
         let text = run_with_input(cmd, values_json).map_err(Error::Template)?;
         keep(&cached, &text);

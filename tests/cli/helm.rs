@@ -920,3 +920,99 @@ fn a_removed_release_deletes_its_templated_crds_and_their_custom_resources() {
     let reason = doc["deletions"][0]["reason"].as_str().unwrap();
     assert!(reason.contains("clusters.postgresql.cnpg.io"), "{reason}");
 }
+
+/// Charts render for a current Kubernetes (`--kube-version`, v1.37.0 unless set), not the
+/// v1.20.0 a `go install`ed helm assumes: a chart whose `kubeVersion` asks for more renders,
+/// and `.Capabilities.KubeVersion` says the version asked for. A HelmRelease's
+/// `disableSchemaValidation` lets values the chart's schema refuses render, as
+/// helm-controller renders them.
+#[test]
+fn charts_render_for_the_kubernetes_version_asked_and_the_schema_the_release_allows() {
+    let files = [
+        (
+            "modern.yaml",
+            release("modern", &local_chart("./charts/modern"), ""),
+        ),
+        (
+            "strict.yaml",
+            release(
+                "strict",
+                &local_chart("./charts/modern"),
+                "    size: huge\n",
+            ),
+        ),
+        (
+            "lenient.yaml",
+            release(
+                "lenient",
+                &local_chart("./charts/modern"),
+                "    size: huge\n",
+            ) + "  install: {disableSchemaValidation: true}\n",
+        ),
+    ];
+    let repo = repo("", &files, &[]);
+    repo.write(
+        "charts/modern/Chart.yaml",
+        "apiVersion: v2\nname: modern\nversion: 1.0.0\nkubeVersion: '>=1.30.0-0'\n",
+    )
+    .write("charts/modern/values.yaml", "size: small\n")
+    .write(
+        "charts/modern/values.schema.json",
+        r#"{"type": "object", "properties": {"size": {"enum": ["small", "large"]}}}"#,
+    )
+    .write(
+        "charts/modern/templates/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Release.Name }}'}\ndata:\n  kube: '{{ .Capabilities.KubeVersion.Version }}'\n  size: '{{ .Values.size }}'\n",
+    );
+    repo.commit_all("a chart for a recent Kubernetes");
+    let cache = cache();
+    let data = |args: &[&str]| -> Vec<(String, String)> {
+        let mut all = vec!["build", "--format", "json"];
+        all.extend_from_slice(args);
+        let doc = json(&run(&repo, cache.path(), &all));
+        let mut seen: Vec<(String, String)> = doc["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|o| o["kind"] == "ConfigMap")
+            .map(|o| {
+                let d = &o["object"]["data"];
+                (
+                    o["name"].as_str().unwrap().to_string(),
+                    format!(
+                        "{} {}",
+                        d["kube"].as_str().unwrap(),
+                        d["size"].as_str().unwrap()
+                    ),
+                )
+            })
+            .collect();
+        seen.sort();
+        seen
+    };
+    let pair = |n: &str, v: &str| (n.to_string(), v.to_string());
+    // `strict` breaks the schema: not rendered, so it makes no ConfigMap.
+    assert_eq!(
+        data(&[]),
+        [
+            pair("lenient", "v1.37.0 huge"),
+            pair("modern", "v1.37.0 small")
+        ]
+    );
+    assert_eq!(
+        data(&["--kube-version", "1.31.4"]),
+        [
+            pair("lenient", "v1.31.4 huge"),
+            pair("modern", "v1.31.4 small")
+        ]
+    );
+    // Below the chart's kubeVersion, helm refuses it.
+    assert_eq!(data(&["--kube-version", "v1.29.0"]), []);
+    let bad = run(&repo, cache.path(), &["build", "--kube-version", "1.x"]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert!(
+        bad.stderr.contains("no Kubernetes version"),
+        "{}",
+        bad.stderr
+    );
+}
