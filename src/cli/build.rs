@@ -66,8 +66,17 @@ pub fn run(
         crate::helm::render(&mut inv, &tree);
         seen.owners(env, &inv, wanted.as_ref());
         seen.releases(env, &inv, wanted.as_ref());
+        // Nothing of a build Flux fails is applied (its objects stay in the inventory for
+        // the lints only).
+        let failed: BTreeSet<&ObjectId> = inv
+            .owners
+            .iter()
+            .filter(|(_, o)| o.substitution_error.is_some())
+            .map(|(id, _)| id)
+            .collect();
         let make = |b: MaskedObject| {
-            let selected = wanted.as_ref().is_none_or(|w| *w == *b.owner);
+            let selected =
+                wanted.as_ref().is_none_or(|w| *w == *b.owner) && !failed.contains(&*b.owner);
             selected.then(|| {
                 if as_json {
                     json_item(&b)
@@ -141,7 +150,7 @@ impl Seen {
             if !selected {
                 continue;
             }
-            if let Some(e) = &o.build_error {
+            if let Some(e) = o.build_error.as_ref().or(o.substitution_error.as_ref()) {
                 self.failed.push((
                     env.name.clone(),
                     format!("{}/{}", id.namespace, id.name),

@@ -227,6 +227,40 @@ fn a_kustomization_that_fails_to_build_is_bad_input_and_the_rest_is_printed() {
     assert!(doc.get("error").is_none());
 }
 
+/// A `${VAR}` nothing sets and without a default fails Flux's build (strict substitution,
+/// kustomize-controller's default since v1.9): `build` lists it as failed, exits 2 and
+/// prints nothing of it, as for any other build Flux fails.
+#[test]
+fn a_build_strict_substitution_fails_is_listed_as_failed_and_not_printed() {
+    let repo = TestRepo::empty();
+    repo.flux_wiring()
+        .write("clusters/base/apps.yaml", "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps, namespace: flux-system}\nspec:\n  interval: 10m\n  path: ./apps\n  prune: true\n  sourceRef: {kind: GitRepository, name: flux-system}\n  postBuild:\n    substitute: {GREETING: hello}\n")
+        .write("apps/kustomization.yaml", "resources:\n  - cm.yaml\n")
+        .write(
+            "apps/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: greeting, namespace: apps}\ndata: {who: '${NOBODY_SETS_ME}'}\n",
+        );
+    let run = repo.run(&["build", "--format", "json"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(
+        doc["failed"][0]["kustomization"], "flux-system/apps",
+        "{doc:#}"
+    );
+    assert!(doc["failed"][0]["error"]
+        .as_str()
+        .unwrap()
+        .contains("${NOBODY_SETS_ME}"));
+    let names: Vec<&str> = doc["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|o| o["name"].as_str())
+        .collect();
+    assert!(!names.contains(&"greeting"), "{names:?}");
+    assert!(names.contains(&"cluster-vars"), "{names:?}");
+}
+
 /// A Secret's values that postBuild substitutes into another object (`substituteFrom` a
 /// Secret) are that Secret's values: masked there too, however short, in build and diff.
 #[test]

@@ -298,12 +298,16 @@ fn build_owner(
     if undefined.is_empty() {
         found.unseen(&owner.id, builder.owner_warnings(), mark);
     } else {
+        let needs = format!("{} needs {}, which nothing sets and which has no default: Flux's strict substitution fails the build", owner.id, dollars(&undefined));
         let w = Warning {
             path: where_,
             feature: "build failure".into(),
-            message: format!("{} needs {}, which nothing sets and which has no default: Flux's strict substitution fails the build, and deletes nothing of it", owner.id, dollars(&undefined)),
+            message: format!("{needs}, and deletes nothing of it"),
         };
         found.unbuilt(&owner.id, w);
+        if let Some(o) = found.inv.owners.get_mut(&owner.id) {
+            o.substitution_error = Some(needs);
+        }
     }
 }
 

@@ -53,6 +53,10 @@ pub struct Owner {
     /// Why Flux's build of it fails (kustomize's error, or a postBuild substitution that
     /// cannot be parsed), when it does: `check` reports it (`build-failed`).
     pub build_error: Option<String>,
+    /// Why Flux's strict substitution fails its build (variables nothing sets, without a
+    /// default), when it does: kept apart from `build_error`, as `check` reports each such
+    /// variable where it is written (`undefined-variable`).
+    pub substitution_error: Option<String>,
     /// For one that reads an ExternalArtifact made from this repository: the repository
     /// files the artifact is made of and the file of its ArtifactGenerator, sorted.
     pub artifact_files: Vec<String>,
@@ -97,6 +101,7 @@ impl Owner {
             built: true,
             unmodelled: Vec::new(),
             build_error: None,
+            substitution_error: None,
             artifact_files: Vec::new(),
             object: Arc::new(k.object),
             variables: Vec::new(),
@@ -466,6 +471,7 @@ fn unreachable_owner(env_path: &str) -> Owner {
         built: true,
         unmodelled: Vec::new(),
         build_error: None,
+        substitution_error: None,
         artifact_files: Vec::new(),
         object: Arc::new(Value::Null),
         variables: Vec::new(),
