@@ -188,14 +188,34 @@ impl Builder<'_> {
         if let Some(docs) = self.patches.get(text) {
             return Ok(docs.clone());
         }
-        let docs: Arc<[Value]> = yaml::patch_documents(text)
-            .map_err(|e| {
-                BuildError::patch(what, PatchProblem::NotYaml(yaml::brief_error(text, &e)))
-            })?
-            .into();
+        let docs = yaml::patch_documents(text).map_err(|e| {
+            BuildError::patch(what, PatchProblem::NotYaml(yaml::brief_error(text, &e)))
+        })?;
+        let docs: Arc<[Value]> = inline_lists(docs).into();
         self.patches.insert(text.to_string(), docs.clone());
         Ok(docs)
     }
+}
+
+/// The documents of a patch with each `...List` that has `items` replaced by its items, put
+/// after the other documents (kustomize `Factory.inlineAnyEmbeddedLists`, through which a
+/// patch text is read as objects: a `List` of `$patch: delete` entries deletes each). A list
+/// whose `items` is null is dropped; one without `items` is no collection, and stays.
+fn inline_lists(docs: Vec<Value>) -> Vec<Value> {
+    let mut queue: std::collections::VecDeque<Value> = docs.into();
+    let mut out = Vec::with_capacity(queue.len());
+    while let Some(doc) = queue.pop_front() {
+        let list = doc
+            .get("kind")
+            .and_then(Value::as_str)
+            .is_some_and(|k| k.ends_with("List"));
+        match doc.get("items") {
+            Some(Value::Array(items)) if list => queue.extend(items.iter().cloned()),
+            Some(Value::Null) if list => {}
+            _ => out.push(doc),
+        }
+    }
+    out
 }
 
 /// The `options` of a `patches` entry that let a strategic-merge patch change what names

@@ -337,3 +337,23 @@ fn a_folder_is_a_component_only_where_components_lists_it() {
         assert_eq!(Builder::new(&tree).build_dir(dir).map(|o| o.len()), Ok(1));
     }
 }
+
+/// A strategic-merge patch written as a `List` is its items, each a patch (kustomize reads a
+/// patch text through `inlineAnyEmbeddedLists`): here one edits and one deletes, as
+/// `kubectl kustomize` (v5.5.0) builds it.
+#[test]
+fn a_list_patch_is_its_items() {
+    let tree = FileTree::from_files([
+        (
+            "a/kustomization.yaml",
+            "resources: [cm.yaml]\npatches:\n- patch: |\n    apiVersion: v1\n    kind: List\n    items:\n    - apiVersion: v1\n      kind: ConfigMap\n      metadata: {name: d}\n      data: {x: y}\n    - $patch: delete\n      apiVersion: v1\n      kind: ConfigMap\n      metadata: {name: c}\n",
+        ),
+        (
+            "a/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: d}\n",
+        ),
+    ]);
+    let out = Builder::new(&tree).build_dir("a").unwrap();
+    assert_eq!(ids(&out), ["ConfigMap/d"]);
+    assert_eq!(out[0].value["data"]["x"], "y");
+}
