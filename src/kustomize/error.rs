@@ -64,6 +64,10 @@ pub enum BuildError {
         document: usize,
         missing: &'static str,
     },
+    /// A manifest with a YAML directive, which kustomize's reader fails on (see
+    /// `resource::directive_line`).
+    #[error("{file}:{line}: a YAML directive (`%YAML`, `%TAG`): kustomize fails to read the file (\"did not find expected <document start>\", or for `%YAML 1.2` \"found incompatible YAML document\"); remove the line")]
+    Directive { file: String, line: usize },
     /// A `configMapGenerator` or `secretGenerator` entry kustomize cannot make (`what` names
     /// it): a missing input file, a malformed literal or file source, a key given twice, a
     /// `merge`/`replace` with nothing to merge into.

@@ -276,5 +276,24 @@ pub fn has(v: &Value, path: &[&str]) -> bool {
 }
 
 fn parse_file(path: &str, text: &yaml::Text) -> Result<Vec<Value>, BuildError> {
+    if let Some(line) = directive_line(text) {
+        return Err(BuildError::Directive {
+            file: path.to_string(),
+            line,
+        });
+    }
     yaml::parse_all(path, text).map_err(|e| BuildError::Yaml(Box::new(e)))
+}
+
+/// The line (from 1) of the first YAML directive (`%YAML`, `%TAG`) of a manifest. kustomize's
+/// reader (kyaml `kio.ByteReader`) splits a file at its `---` lines and decodes each part
+/// alone, so a directive is a part without a document ("did not find expected <document
+/// start>"), and go-yaml v3 refuses `%YAML 1.2` outright ("found incompatible YAML
+/// document"): kustomize fails the build of any manifest with one. A line at column 0 that
+/// starts with `%` can be nothing else in a manifest (a block scalar's lines are indented).
+fn directive_line(text: &str) -> Option<usize> {
+    if !(text.starts_with('%') || text.contains("\n%")) {
+        return None;
+    }
+    text.lines().position(|l| l.starts_with('%')).map(|i| i + 1)
 }

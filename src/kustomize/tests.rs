@@ -357,3 +357,24 @@ fn a_list_patch_is_its_items() {
     assert_eq!(ids(&out), ["ConfigMap/d"]);
     assert_eq!(out[0].value["data"]["x"], "y");
 }
+
+/// A manifest with a YAML directive fails the build, as `kubectl kustomize` (v5.5.0) fails it
+/// for `%YAML 1.2` and `%YAML 1.1` alike; a `%` inside a block scalar is text.
+#[test]
+fn a_yaml_directive_fails_the_build_as_kustomize_fails_it() {
+    for (cm, line) in [
+        ("%YAML 1.2\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n", Some(1)),
+        ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n---\n%YAML 1.1\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n", Some(5)),
+        ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata:\n  t: |\n    %YAML 1.2\n", None),
+    ] {
+        let tree = FileTree::from_files([("a/kustomization.yaml", "resources: [cm.yaml]\n"), ("a/cm.yaml", cm)]);
+        let got = Builder::new(&tree).build_dir("a");
+        match line {
+            Some(line) => assert_eq!(
+                got.unwrap_err(),
+                BuildError::Directive { file: "a/cm.yaml".into(), line }
+            ),
+            None => assert_eq!(ids(&got.unwrap()), ["ConfigMap/c"]),
+        }
+    }
+}
