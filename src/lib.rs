@@ -20,6 +20,7 @@
 //! `testing` hands the integration tests and the fuzz targets the parts they drive directly.
 //! Everything else is `pub(crate)`, so the compiler reports what nothing uses.
 
+pub(crate) mod base64;
 pub(crate) mod blast;
 pub(crate) mod cache;
 pub(crate) mod catalog;

@@ -549,7 +549,7 @@ pub fn remember(value: &str, encoded: bool) {
     }
     // The forms are made outside the lock: the files of a build are read on every core.
     let plain = if encoded {
-        base64_decode(value.trim())
+        crate::base64::decode(value.trim()).and_then(|b| String::from_utf8(b).ok())
     } else {
         Some(value.to_string())
     };
@@ -629,44 +629,6 @@ pub fn mask_known(text: &str) -> std::borrow::Cow<'_, str> {
         Cow::Borrowed(_) => text.into(),
         Cow::Owned(masked) => masked.into(),
     }
-}
-
-const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/// Standard base64, with padding.
-pub(crate) fn base64(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, &c)| n | u32::from(c) << (16 - 8 * i));
-        for i in 0..4 {
-            out.push(if i <= chunk.len() {
-                char::from(BASE64[(n >> (18 - 6 * i) & 63) as usize])
-            } else {
-                '='
-            });
-        }
-    }
-    out
-}
-
-/// Standard base64 (padding optional) to UTF-8 text; `None` when it is neither.
-fn base64_decode(s: &str) -> Option<String> {
-    let mut bits = 0u32;
-    let mut n = 0;
-    let mut out = Vec::with_capacity(s.len() / 4 * 3);
-    for c in s.trim_end_matches('=').bytes() {
-        let v = BASE64.iter().position(|&b| b == c)? as u32;
-        bits = bits << 6 | v;
-        n += 6;
-        if n >= 8 {
-            n -= 8;
-            out.push((bits >> n & 0xff) as u8);
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 /// `text` with every byte of `ranges` replaced by `*` (same length, same offsets).
@@ -1073,12 +1035,6 @@ mod tests {
             "a remembered-secret, YW5vdGhlci1wbGFpbi1zZWNyZXQ= and another-plain-secret; short",
         );
         assert_eq!(out, "a ***, *** and ***; short");
-        assert_eq!(base64(b"remembered-secret"), "cmVtZW1iZXJlZC1zZWNyZXQ=");
-        assert_eq!(
-            base64_decode("cmVtZW1iZXJlZC1zZWNyZXQ").as_deref(),
-            Some("remembered-secret")
-        );
-        assert_eq!(base64_decode("not base64!"), None);
     }
 
     #[test]

@@ -113,7 +113,7 @@ impl Source {
         let secret = id.kind == "Secret";
         for (k, val) in data.into_iter().flatten() {
             let text = match val {
-                Value::String(s) if secret => match base64(s) {
+                Value::String(s) if secret => match crate::base64::decode(s) {
                     Some(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
                     None => continue,
                 },
@@ -132,30 +132,6 @@ impl Source {
         }
         Some(Source::Data(vars))
     }
-}
-
-/// Standard base64 (whitespace ignored); `None` when it is not.
-fn base64(s: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(s.len() * 3 / 4);
-    let (mut acc, mut bits) = (0u32, 0);
-    for c in s.bytes().filter(|c| !c.is_ascii_whitespace()) {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            b'=' => break,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
-    Some(out)
 }
 
 /// A `substituteFrom` source as an owner reads it.

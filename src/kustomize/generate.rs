@@ -407,7 +407,7 @@ fn go_path_base(p: &str) -> &str {
 /// last too, ending in `\n`) when it is longer than one line.
 fn wrapped_base64(bytes: &[u8]) -> String {
     const LINE: usize = 70;
-    let encoded = crate::redact::base64(bytes);
+    let encoded = crate::base64::encode(bytes);
     if encoded.len() / LINE + 1 == 1 {
         return encoded;
     }

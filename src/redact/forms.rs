@@ -104,7 +104,7 @@ pub fn forms(value: &str) -> Vec<String> {
         push(&mut out, l.to_string());
     }
     if long {
-        push(&mut out, super::base64(value.as_bytes()));
+        push(&mut out, crate::base64::encode(value.as_bytes()));
     }
     // A YAML writer folds a long scalar at a blank and indents what follows, inside the text
     // a chart may then encode: the words of a value are encoded whole whatever happens to
@@ -140,7 +140,7 @@ pub fn printed_forms(value: &str) -> Vec<String> {
         if value.contains(|c: char| !matches!(c, ' '..='~') || c == '"' || c == '\\') {
             out.extend([fluxwave_json(value), debug(value)]);
         }
-        out.push(super::base64(value.as_bytes()));
+        out.push(crate::base64::encode(value.as_bytes()));
     }
     out.extend(lines(value).into_iter().map(str::to_string));
     out.retain(|f| !f.is_empty());
@@ -185,7 +185,7 @@ fn base64_middles(bytes: &[u8]) -> [String; 3] {
     std::array::from_fn(|k| {
         let mut padded = vec![0u8; k];
         padded.extend_from_slice(bytes);
-        let enc = super::base64(&padded);
+        let enc = crate::base64::encode(&padded);
         // Character i holds bits 6i..6i+6; the value's are 8k..8(k+n).
         let first = (8 * k).div_ceil(6);
         let last = 8 * (k + bytes.len()) / 6;
@@ -680,7 +680,7 @@ mod tests {
             assert_eq!(json(value, false), raw, "toRawJson {value:?}");
             assert_eq!(go_quote(value), quoted, "quote {value:?}");
             assert_eq!(
-                super::super::base64(value.as_bytes()),
+                crate::base64::encode(value.as_bytes()),
                 b64,
                 "b64enc {value:?}"
             );
@@ -731,7 +731,7 @@ mod tests {
         let secrets = Secrets::new(vec![value.to_string()]);
         for prefix in ["", "a", "ab", "abc", "{\"password\":\""] {
             let text = format!("{prefix}{value}\",\"other\":1}}");
-            let encoded = super::super::base64(text.as_bytes());
+            let encoded = crate::base64::encode(text.as_bytes());
             let shown = secrets.mask(&encoded);
             assert!(shown.contains("***"), "{prefix:?}: {shown}");
             // What is left decodes to no more than a few bytes of the value at its ends.
