@@ -56,11 +56,7 @@ fn documents(text: &str) -> Vec<(usize, usize)> {
 }
 
 fn is_document_marker(line: &str) -> bool {
-    (line.starts_with("---") || line.starts_with("..."))
-        && line[3..]
-            .chars()
-            .next()
-            .is_none_or(|c| matches!(c, ' ' | '\t' | '\r' | '\n'))
+    crate::plain::document_marker(line).is_some()
 }
 
 /// The masked ranges of one document, `doc`, found at byte `offset` of its file.

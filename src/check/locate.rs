@@ -19,7 +19,7 @@ fn documents(text: &str) -> Vec<(usize, usize)> {
     let (mut start, mut offset, mut content) = (0, 0, false);
     for line in text.split_inclusive('\n') {
         let t = line.trim_end();
-        if t == "---" || t.starts_with("--- ") || t == "..." {
+        if crate::plain::document_marker(t).is_some() {
             if content {
                 docs.push((start, offset));
             }
@@ -117,5 +117,11 @@ mod tests {
             Some(((12, 13), "x".to_string()))
         );
         assert!(document(&tree, "a.yaml", 2).is_none());
+        // A marker followed by a tab and a comment is a marker, as YAML reads it.
+        let tree = FileTree::from_files([("b.yaml", "kind: A\n---\t# next\nkind: B\n")]);
+        assert_eq!(
+            at(document(&tree, "b.yaml", 1)),
+            Some(((3, 1), "kind: B".to_string()))
+        );
     }
 }

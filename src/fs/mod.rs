@@ -475,15 +475,11 @@ fn first_document(text: &str) -> &str {
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
         let l = line.trim_end_matches(['\n', '\r']);
-        let marker = |m: &str| {
-            l.strip_prefix(m)
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t']))
-        };
-        if marker("---") || marker("...") {
+        if let Some(marker) = crate::plain::document_marker(l) {
             if started {
                 return &text[..offset];
             }
-            started = marker("---");
+            started = marker == crate::plain::Marker::Start;
         } else if !l.trim().is_empty() && !l.trim_start().starts_with('#') && !l.starts_with('%') {
             started = true;
         }

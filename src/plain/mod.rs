@@ -25,6 +25,30 @@ use parser::{Parser, Style};
 /// `Spanned` reads it): serde-saphyr hands its own location under keys of its own.
 pub(crate) const FAST_SPAN_KEY: &str = "__fluxwave_byte_span";
 
+/// A YAML document marker: `---` starts a document, `...` ends one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Marker {
+    Start,
+    End,
+}
+
+/// The document marker `line` is, if it is one (YAML 1.2 `c-directives-end` and
+/// `c-document-end`: three characters at column 0, then white space, a comment after it, or
+/// the line's end). Every reader that splits a YAML text into documents asks this, so a
+/// `---\t# comment` line is a marker to each of them.
+pub(crate) fn document_marker(line: &str) -> Option<Marker> {
+    let marker = match line.get(..3)? {
+        "---" => Marker::Start,
+        "..." => Marker::End,
+        _ => return None,
+    };
+    line[3..]
+        .chars()
+        .next()
+        .is_none_or(|c| matches!(c, ' ' | '\t' | '\r' | '\n'))
+        .then_some(marker)
+}
+
 /// ASCII without tabs or carriage returns: the only text the reader reads.
 fn in_charset(text: &str) -> bool {
     text.is_ascii() && memchr::memchr2(b'\t', b'\r', text.as_bytes()).is_none()
