@@ -737,6 +737,38 @@ mod tests {
         Err(Failed::Eval(Unresolved::NotSet(name.into())))
     }
 
+    /// Every case of the upstream table (tests/fixtures/upstream/envsubst.tsv: the library's
+    /// own `eval_test.go` inputs and more, answered by the library in strict mode).
+    #[test]
+    fn agrees_with_the_library_on_its_table() {
+        let table = include_str!("../tests/fixtures/upstream/envsubst.tsv");
+        let mut cases = 0;
+        for (n, line) in table.lines().enumerate() {
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let columns: Vec<&str> = line.split('\t').collect();
+            let [vars, text, want] = columns[..] else {
+                panic!("line {}: want three columns: {line}", n + 1);
+            };
+            let vars: std::collections::BTreeMap<String, String> =
+                serde_json::from_str(vars).unwrap();
+            let text: String = serde_json::from_str(text).unwrap();
+            let lookup = |k: &str| match vars.get(k) {
+                Some(v) => Lookup::Set(v.clone()),
+                None => Lookup::Unset,
+            };
+            let got = parse(&text)
+                .ok()
+                .and_then(|nodes| eval(&nodes, &lookup).ok());
+            let want: Option<String> =
+                (want != "error").then(|| serde_json::from_str(want).unwrap());
+            assert_eq!(got, want, "line {}: {text:?} with {vars:?}", n + 1);
+            cases += 1;
+        }
+        assert!(cases >= 80, "{cases} cases");
+    }
+
     /// Cases of fluxcd/pkg envsubst `eval_test.go` and `parse_test.go`.
     #[test]
     fn evaluates_as_fluxs_envsubst() {

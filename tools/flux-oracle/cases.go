@@ -13,12 +13,14 @@ import (
 	"os"
 	"strings"
 
+	"github.com/fluxcd/pkg/envsubst"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 )
 
 // cases maps a subcommand to the function answering one line's input columns.
 var cases = map[string]func(columns []string) (string, error){
 	"json6902": json6902Case,
+	"envsubst": envsubstCase,
 }
 
 // runCases answers every line of in; a line whose input is malformed is an error, so a typo
@@ -85,4 +87,28 @@ func caseCommand(args []string) (bool, int) {
 		return true, 2
 	}
 	return true, 0
+}
+
+// envsubstCase evaluates a text (column 2, a JSON string) with variables (column 1, a JSON
+// object of strings) as kustomize-controller's postBuild substitution does in strict mode
+// (fluxcd/pkg kustomize `varSubstitution`: a variable the object lacks is not set). The
+// answer is the result as a JSON string, or `error`.
+func envsubstCase(columns []string) (string, error) {
+	var vars map[string]string
+	var text string
+	if err := json.Unmarshal([]byte(columns[0]), &vars); err != nil {
+		return "", fmt.Errorf("variables: %w", err)
+	}
+	if err := json.Unmarshal([]byte(columns[1]), &text); err != nil {
+		return "", fmt.Errorf("text: %w", err)
+	}
+	out, err := envsubst.Eval(text, func(s string) (string, bool) {
+		v, ok := vars[s]
+		return v, ok
+	})
+	if err != nil {
+		return "error", nil
+	}
+	answer, err := json.Marshal(out)
+	return string(answer), err
 }
