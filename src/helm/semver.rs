@@ -217,17 +217,18 @@ fn range(op: &str, v: &str, pre: &mut bool) -> Option<Vec<Cmp>> {
         "!=" => vec![cmp(Op::Ne, exact()?)],
         ">" if partial => vec![cmp(Op::Ge, bump(given - 1))],
         ">" => vec![cmp(Op::Gt, exact()?)],
-        ">=" if partial => vec![cmp(Op::Ge, at(parts))],
-        ">=" => vec![cmp(Op::Ge, exact()?)],
+        // Masterminds reads `=>` and `=<` as `>=` and `<=`.
+        ">=" | "=>" if partial => vec![cmp(Op::Ge, at(parts))],
+        ">=" | "=>" => vec![cmp(Op::Ge, exact()?)],
         "<" => vec![cmp(Op::Lt, if partial { at(parts) } else { exact()? })],
-        "<=" if partial => vec![cmp(Op::Lt, bump(given - 1))],
-        "<=" => vec![cmp(Op::Le, exact()?)],
+        "<=" | "=<" if partial => vec![cmp(Op::Lt, bump(given - 1))],
+        "<=" | "=<" => vec![cmp(Op::Le, exact()?)],
         // `~1.2.3` is >=1.2.3 <1.3.0; `~1` is >=1 <2.
         "~" | "~>" => {
             let low = if partial { at(parts) } else { exact()? };
             vec![
                 cmp(Op::Ge, low),
-                cmp(Op::Lt, bump(if given == 1 { 0 } else { 1 })),
+                cmp(Op::Lt, below(bump(if given == 1 { 0 } else { 1 }))),
             ]
         }
         // `^1.2.3` is >=1.2.3 <2.0.0; `^0.2.3` is >=0.2.3 <0.3.0; `^0.0.3` is >=0.0.3 <0.0.4.
@@ -240,10 +241,18 @@ fn range(op: &str, v: &str, pre: &mut bool) -> Option<Vec<Cmp>> {
             } else {
                 2
             };
-            vec![cmp(Op::Ge, low), cmp(Op::Lt, bump(n))]
+            vec![cmp(Op::Ge, low), cmp(Op::Lt, below(bump(n)))]
         }
         _ => return None,
     })
+}
+
+/// The lowest pre-release of `v` (`2.0.0-0`): the bound below which a tilde or caret range
+/// stays, so that `^1.2.3-alpha` admits no `2.0.0-rc.1` (Masterminds' `constraintCaret` and
+/// `constraintTilde` want the same major, and minor, version).
+fn below(mut v: Version) -> Version {
+    v.pre = vec!["0".to_string()];
+    v
 }
 
 /// The highest of `versions` that `constraint` admits.
@@ -266,6 +275,41 @@ mod tests {
         Constraint::parse(c)
             .unwrap()
             .matches(&Version::parse(v).unwrap())
+    }
+
+    /// Every case of the upstream table (tests/fixtures/upstream/semver.tsv: each of its
+    /// constraints against each of its versions, answered by Masterminds/semver itself). An
+    /// empty constraint is not in it: the library refuses one, and fluxwave reads it as `*`,
+    /// the version a HelmChart has when its HelmRelease gives none.
+    #[test]
+    fn agrees_with_the_library_on_its_table() {
+        let table = include_str!("../../tests/fixtures/upstream/semver.tsv");
+        let mut wrong = Vec::new();
+        let mut cases = 0;
+        for line in table
+            .lines()
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        {
+            let columns: Vec<&str> = line.split('\t').collect();
+            let [c, v, want] = columns[..] else {
+                panic!("want three columns: {line:?}");
+            };
+            let got = match (Constraint::parse(c), Version::parse(v)) {
+                (Some(c), Some(v)) => c.matches(&v).to_string(),
+                _ => "error".to_string(),
+            };
+            if got != want {
+                wrong.push(format!("{c:?} {v:?}: library {want}, fluxwave {got}"));
+            }
+            cases += 1;
+        }
+        assert!(cases >= 600, "{cases} cases");
+        assert!(
+            wrong.is_empty(),
+            "{} of {cases} differ:\n{}",
+            wrong.len(),
+            wrong.join("\n")
+        );
     }
 
     /// Masterminds/semver v3's documented ranges (its README, "Basic Comparisons" to

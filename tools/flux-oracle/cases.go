@@ -13,6 +13,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/Masterminds/semver/v3"
 	"github.com/fluxcd/pkg/envsubst"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 )
@@ -21,6 +22,7 @@ import (
 var cases = map[string]func(columns []string) (string, error){
 	"json6902": json6902Case,
 	"envsubst": envsubstCase,
+	"semver":   semverCase,
 }
 
 // runCases answers every line of in; a line whose input is malformed is an error, so a typo
@@ -111,4 +113,19 @@ func envsubstCase(columns []string) (string, error) {
 	}
 	answer, err := json.Marshal(out)
 	return string(answer), err
+}
+
+// semverCase checks a version (column 2) against a constraint (column 1) as
+// source-controller picks a chart version (Masterminds/semver v3: NewConstraint, NewVersion,
+// Check). The answer is `true`, `false`, or `error` when either does not parse.
+func semverCase(columns []string) (string, error) {
+	c, err := semver.NewConstraint(columns[0])
+	if err != nil {
+		return "error", nil
+	}
+	v, err := semver.NewVersion(columns[1])
+	if err != nil {
+		return "error", nil
+	}
+	return fmt.Sprint(c.Check(v)), nil
 }
