@@ -476,6 +476,41 @@ fn get_esc(chunk: &str) -> Option<(char, &str)> {
 mod tests {
     use super::*;
 
+    /// Every case of the upstream table (tests/fixtures/upstream/ignore.tsv: each set of
+    /// `.sourceignore` files against each path, answered by fluxcd/pkg/sourceignore itself).
+    #[test]
+    fn agrees_with_the_library_on_its_table() {
+        let table = include_str!("../../tests/fixtures/upstream/ignore.tsv");
+        let mut wrong = Vec::new();
+        let mut cases = 0;
+        for line in table
+            .lines()
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        {
+            let columns: Vec<&str> = line.split('\t').collect();
+            let [files, path, kind, want] = columns[..] else {
+                panic!("want four columns: {line:?}");
+            };
+            let files: std::collections::BTreeMap<String, String> =
+                serde_json::from_str(files).unwrap();
+            let m = Matcher::new(files.iter().map(|(d, t)| (d.as_str(), t.as_str())), None);
+            let got = m.hides(path, kind == "dir").to_string();
+            if got != want {
+                wrong.push(format!(
+                    "{files:?} {path} ({kind}): library {want}, fluxwave {got}"
+                ));
+            }
+            cases += 1;
+        }
+        assert!(cases >= 400, "{cases} cases");
+        assert!(
+            wrong.is_empty(),
+            "{} of {cases} differ:\n{}",
+            wrong.len(),
+            wrong.join("\n")
+        );
+    }
+
     /// Cases of Go's `path/filepath` match_test.go (`matchTests`), on Unix.
     #[test]
     fn matches_as_go_filepath_match() {

@@ -11,10 +11,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/fluxcd/pkg/envsubst"
+	"github.com/fluxcd/pkg/sourceignore"
+	"github.com/fluxcd/pkg/sourceignore/gitignore"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 )
 
@@ -23,7 +26,11 @@ var cases = map[string]func(columns []string) (string, error){
 	"json6902": json6902Case,
 	"envsubst": envsubstCase,
 	"semver":   semverCase,
+	"ignore":   ignoreCase,
 }
+
+// inputs is how many input columns each subcommand reads (two unless said).
+var inputs = map[string]int{"json6902": 2, "envsubst": 2, "semver": 2, "ignore": 3}
 
 // runCases answers every line of in; a line whose input is malformed is an error, so a typo
 // in a table cannot pass as an expected failure.
@@ -84,7 +91,7 @@ func caseCommand(args []string) (bool, int) {
 	if !ok {
 		return false, 0
 	}
-	if err := runCases(answer, 2, os.Stdin, os.Stdout); err != nil {
+	if err := runCases(answer, inputs[args[0]], os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "flux-oracle "+args[0]+":", err)
 		return true, 2
 	}
@@ -128,4 +135,37 @@ func semverCase(columns []string) (string, error) {
 		return "error", nil
 	}
 	return fmt.Sprint(c.Check(v)), nil
+}
+
+// ignoreCase judges a path (column 2; a folder when column 3 is `dir`) against the
+// `.sourceignore` files of column 1 (a JSON object: each file's text by the folder it is in,
+// "" for the root) as source-controller's artifact filter does (fluxcd/pkg sourceignore:
+// ReadPatterns scoped to each folder, in sorted folder order, then the matcher of
+// artifact/storage SourceIgnoreFilter). The answer is `true` when the path is left out of
+// the artifact.
+func ignoreCase(columns []string) (string, error) {
+	var files map[string]string
+	if err := json.Unmarshal([]byte(columns[0]), &files); err != nil {
+		return "", fmt.Errorf("files: %w", err)
+	}
+	dirs := make([]string, 0, len(files))
+	for d := range files {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	var ps []gitignore.Pattern
+	for _, d := range dirs {
+		var domain []string
+		if d != "" {
+			domain = strings.Split(d, "/")
+		}
+		ps = append(ps, sourceignore.ReadPatterns(strings.NewReader(files[d]), domain)...)
+	}
+	// fluxcd/pkg artifact/storage SourceIgnoreFilter: the default exclusions when there is
+	// no pattern at all, else the VCS patterns and the patterns only.
+	m := sourceignore.NewDefaultMatcher(ps, nil)
+	if len(ps) > 0 {
+		m = sourceignore.NewMatcher(append(sourceignore.VCSPatterns(nil), ps...))
+	}
+	return fmt.Sprint(m.Match(strings.Split(columns[1], "/"), columns[2] == "dir")), nil
 }
