@@ -101,14 +101,8 @@ impl Source {
             });
         }
         let map = |k: &str| v.get(k).and_then(Value::as_object);
+        // Generated ones too: the builder makes their data as kustomize does.
         let (data, string_data) = (map("data"), map("stringData"));
-        if data.is_none() && string_data.is_none() && map("binaryData").is_none() {
-            // A generated one: its contents are not modelled.
-            return Some(Source::Unknown {
-                why: "its contents are not modelled".into(),
-                from: Some(digest(v)),
-            });
-        }
         let mut vars = BTreeMap::new();
         let secret = id.kind == "Secret";
         for (k, val) in data.into_iter().flatten() {
@@ -687,10 +681,8 @@ mod tests {
             Source::of(&id("Secret"), &sops),
             Some(Source::Unknown { .. })
         ));
-        assert!(matches!(
-            Source::of(&id("ConfigMap"), &json!({})),
-            Some(Source::Unknown { .. })
-        ));
+        // A ConfigMap with no data (a generated one is built with its data) sets nothing.
+        assert_eq!(Source::of(&id("ConfigMap"), &json!({})), Some(data(&[])));
         assert_eq!(Source::of(&id("Service"), &cm), None);
     }
 }

@@ -550,3 +550,52 @@ fn claims_named_by_an_unknowable_variable_are_not_double_owned() {
     let named = two(", CLAIM: shared");
     assert!(named.contains(&"double-owner".to_string()), "{named:?}");
 }
+
+/// The cluster-wide settings made by a `configMapGenerator` from an env file (the
+/// cluster-template layout: `envs: [cluster-settings.env]`, no hash suffix): its data is in
+/// the build, so the apps that read it are built with its values, and an edit of the env file
+/// that renames a claim is a deletion, not a gap.
+#[test]
+fn settings_generated_from_an_env_file_are_read_for_substitution() {
+    let repo = apps_repo(&[("sonarr", "")]);
+    repo.remove("kubernetes/flux/cluster/settings.yaml");
+    repo.write(
+        "kubernetes/flux/cluster/kustomization.yaml",
+        "resources: [ks.yaml]\nconfigMapGenerator:\n  - name: cluster-settings\n    namespace: flux-system\n    envs: [cluster-settings.env]\ngeneratorOptions:\n  disableNameSuffixHash: true\n",
+    )
+    .write(
+        "kubernetes/flux/cluster/cluster-settings.env",
+        "STORAGE_CLASS=ceph-block\nVOLSYNC_CLAIM=data\n",
+    );
+    repo.commit_all("settings from an env file");
+    let build = repo.run(&["build", "--format", "json"]);
+    assert_eq!(build.code, 0, "{}", build.stderr);
+    let doc: Value = serde_json::from_str(&build.stdout).unwrap();
+    let claim = doc["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "PersistentVolumeClaim")
+        .unwrap_or_else(|| panic!("{doc:#}"));
+    assert_eq!(claim["name"], "data");
+    assert_eq!(claim["object"]["spec"]["storageClassName"], "ceph-block");
+
+    repo.write(
+        "kubernetes/flux/cluster/cluster-settings.env",
+        "STORAGE_CLASS=ceph-block\nVOLSYNC_CLAIM=data-v2\n",
+    );
+    let (code, doc) = cutover(&repo);
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (1, Some("deletes")),
+        "{doc:#}"
+    );
+    assert!(
+        deleted(&doc).contains(
+            &"PersistentVolumeClaim/media/data identity-changed Kustomization/flux-system/sonarr"
+                .to_string()
+        ),
+        "{:?}",
+        deleted(&doc)
+    );
+}
