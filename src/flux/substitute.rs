@@ -410,6 +410,10 @@ fn retyped(old: &str, new: String) -> Value {
     if !plain(old) {
         return Value::String(new);
     }
+    // A quoted scalar is its text (`${ID:-"web"}` becomes `"web"`, read as `web`).
+    if let Some(text) = quoted(&new) {
+        return Value::String(text);
+    }
     // YAML 1.1 (go-yaml v2, under sigs.k8s.io/yaml's YAMLToJSON).
     match new.as_str() {
         "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
@@ -444,14 +448,32 @@ fn retyped(old: &str, new: String) -> Value {
     Value::String(new)
 }
 
+/// The text of `s` when it is one whole quoted YAML scalar: `"..."` (JSON's escapes, which
+/// YAML's double-quoted style has too) or `'...'` (`''` for a quote inside).
+fn quoted(s: &str) -> Option<String> {
+    if s.len() < 2 {
+        return None;
+    }
+    if s.starts_with('"') && s.ends_with('"') {
+        return serde_json::from_str::<String>(s).ok();
+    }
+    let inner = s.strip_prefix('\'')?.strip_suffix('\'')?;
+    if inner.replace("''", "").contains('\'') {
+        return None;
+    }
+    Some(inner.replace("''", "'"))
+}
+
 /// Whether go-yaml writes `s` as a plain scalar (unquoted), so that what it becomes is read
-/// again as YAML: one line, no surrounding spaces, no indicator first, no `: ` or ` #`.
+/// again as YAML: one line, no surrounding spaces, no indicator first (a quote is one only
+/// there), no `: ` or ` #`.
 fn plain(s: &str) -> bool {
     !s.is_empty()
-        && !s.contains(['\n', '"', '\''])
+        && !s.contains('\n')
         && s.trim() == s
         && !s.starts_with([
             '-', '?', ':', ',', '[', ']', '{', '}', '#', '&', '*', '!', '|', '>', '%', '@', '`',
+            '"', '\'',
         ])
         && !s.contains(": ")
         && !s.contains(" #")
@@ -684,5 +706,24 @@ mod tests {
         // A ConfigMap with no data (a generated one is built with its data) sets nothing.
         assert_eq!(Source::of(&id("ConfigMap"), &json!({})), Some(data(&[])));
         assert_eq!(Source::of(&id("Service"), &cm), None);
+    }
+    /// Flux substitutes the YAML text and reads it again (fluxcd/pkg kustomize
+    /// `varSubstitution`, then `YAMLToJSON`): a plain scalar whose substitution is a quoted
+    /// scalar is its text, and one that reads as a number is a number; a scalar written
+    /// quoted stays the string it was substituted to.
+    #[test]
+    fn a_substitution_is_read_again_as_yaml() {
+        for (old, new, want) in [
+            (r#"${ID:-"web"}"#, r#""web""#, json!("web")),
+            (r#"${ID:='single'}"#, "'single'", json!("single")),
+            (r#"${ID:-"a\tb"}"#, r#""a\tb""#, json!("a\tb")),
+            ("${ID:-'it''s'}", "'it''s'", json!("it's")),
+            (r#"${ID:-"web"x}"#, r#""web"x"#, json!(r#""web"x"#)),
+            ("${N:=5}", "5", json!(5)),
+            ("${A:-it's}", "it's", json!("it's")),
+            (r#""${ID}""#, r#""web""#, json!(r#""web""#)),
+        ] {
+            assert_eq!(retyped(old, new.to_string()), want, "{old} -> {new}");
+        }
     }
 }
