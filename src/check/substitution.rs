@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use super::{flux_name, locate, Finding, FluxView};
 use crate::diag::Code;
+use crate::flux::inventory::Inventory;
 use crate::kustomize::object::ObjectId;
 
 pub const UNDEFINED: Code = Code::UndefinedVariable;
@@ -54,7 +55,7 @@ pub fn variables(flux: &FluxView) -> Vec<Finding> {
                     name: name.to_string(),
                 };
                 sources.push(source.to_string());
-                match keys_of(flux, &source) {
+                match keys_of(flux, inv, &source) {
                     Some(keys) => defined.extend(keys),
                     None => unknowable.push((source.to_string(), outside_builds(flux, &source))),
                 }
@@ -222,10 +223,15 @@ fn outside_builds(flux: &FluxView, id: &ObjectId) -> Option<Outside> {
     None
 }
 
-/// The keys of a ConfigMap or Secret some environment builds; `None` when none does.
-fn keys_of(flux: &FluxView, id: &ObjectId) -> Option<BTreeSet<String>> {
-    let entry = flux.envs.iter().find_map(|inv| inv.objects.get(id))?;
-    // A generated ConfigMap's keys are not modelled: as good as unknown.
+/// The keys of a ConfigMap or Secret: of the copy environment `inv` builds, else of one another
+/// environment builds; `None` when none does.
+fn keys_of(flux: &FluxView, inv: &Inventory, id: &ObjectId) -> Option<BTreeSet<String>> {
+    // The environment's own copy: two clusters often hold one ConfigMap name
+    // (`cluster-settings`) with different keys.
+    let entry = inv
+        .objects
+        .get(id)
+        .or_else(|| flux.envs.iter().find_map(|other| other.objects.get(id)))?;
     entry
         .facts
         .data_keys

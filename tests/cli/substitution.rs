@@ -599,3 +599,46 @@ fn settings_generated_from_an_env_file_are_read_for_substitution() {
         deleted(&doc)
     );
 }
+
+/// Two clusters, each with its own `cluster-settings` ConfigMap (one name, different keys):
+/// each cluster's apps are checked against their own cluster's settings, not the first
+/// cluster's, so neither cluster's variables are reported undefined.
+#[test]
+fn each_cluster_reads_its_own_settings() {
+    let repo = TestRepo::empty();
+    for (env, var) in [("alpha", "ALPHA_ONLY"), ("beta", "BETA_ONLY")] {
+        let from = "  postBuild:\n    substituteFrom:\n      - kind: ConfigMap\n        name: cluster-settings\n";
+        repo.write(
+            &format!("clusters/{env}/kustomization.yaml"),
+            "resources: [settings.yaml, apps.yaml]\n",
+        )
+        .write(
+            &format!("clusters/{env}/settings.yaml"),
+            &format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: cluster-settings, namespace: flux-system}}\ndata: {{{var}: set}}\n"),
+        )
+        .write(
+            &format!("clusters/{env}/apps.yaml"),
+            &ks("apps", &format!("./apps/{env}"), from),
+        )
+        .write(&format!("apps/{env}/kustomization.yaml"), "resources: [cm.yaml]\n")
+        .write(
+            &format!("apps/{env}/cm.yaml"),
+            &format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: app, namespace: default}}\ndata: {{v: '${{{var}}}'}}\n"),
+        );
+    }
+    repo.commit_all("two clusters");
+    let check = repo.run(&["check", "--format", "json"]);
+    let doc: Value = serde_json::from_str(&check.stdout).unwrap();
+    let undefined: Vec<&Value> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "undefined-variable")
+        .collect();
+    assert_eq!(undefined, Vec::<&Value>::new(), "{doc:#}");
+    assert_eq!(
+        doc["environments"].as_array().map(Vec::len),
+        Some(2),
+        "{doc:#}"
+    );
+}
