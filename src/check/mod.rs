@@ -140,6 +140,17 @@ pub struct BuiltEnvironment {
 pub struct Report {
     pub findings: Vec<Finding>,
     pub environments: Vec<BuiltEnvironment>,
+    /// The HelmReleases whose charts could not be rendered (rendering on), with why, by
+    /// environment: the lints judged them by their values alone.
+    pub not_rendered: Vec<NotRendered>,
+}
+
+/// A HelmRelease of environment `environment` whose chart was not rendered, and why.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct NotRendered {
+    pub environment: String,
+    pub release: String,
+    pub why: String,
 }
 
 impl Report {
@@ -220,9 +231,25 @@ pub fn run(root: &Path, base: Option<&str>, overrides: &[(String, String)]) -> R
             kustomizations: inv.owners.len(),
         })
         .collect();
+    let not_rendered = flux
+        .envs
+        .iter()
+        .flat_map(|inv| {
+            inv.objects.iter().filter_map(|(id, e)| {
+                // Not when rendering is off: the user asked for that (`--no-helm`).
+                let why = e.release.as_deref()?.why()?;
+                Some(NotRendered {
+                    environment: inv.env.clone(),
+                    release: format!("{}/{}", id.namespace, id.name),
+                    why: why.to_string(),
+                })
+            })
+        })
+        .collect();
     Ok(Report {
         findings,
         environments,
+        not_rendered,
     })
 }
 

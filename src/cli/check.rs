@@ -29,7 +29,7 @@ pub fn run(
     out: &mut impl Write,
 ) -> Result<Outcome> {
     let mut report = check::run(root, base, envs)?;
-    let built = built(&report);
+    let built = format!("{}{}", built(&report), not_rendered(&report.not_rendered));
     let mut findings = std::mem::take(&mut report.findings);
     if deny == Some(Deny::Warnings) {
         for f in &mut findings {
@@ -44,6 +44,7 @@ pub fn run(
                 serde_json::json!(report.environments),
             );
             more.insert("kustomizations".into(), report.kustomizations().into());
+            more.insert("notRendered".into(), serde_json::json!(report.not_rendered));
             render::json(JSON_VERSION, &findings, more)
         }
         Format::Text => {
@@ -65,6 +66,45 @@ pub fn run(
     } else {
         Outcome::Clean
     })
+}
+
+/// One line for each reason HelmReleases were not rendered, naming them (the first few):
+/// what their charts create was judged by their values alone.
+fn not_rendered(list: &[check::NotRendered]) -> String {
+    let mut by_why: std::collections::BTreeMap<&str, Vec<String>> = Default::default();
+    for n in list {
+        by_why.entry(&n.why).or_default().push(format!(
+            "{} ({})",
+            one_line(&n.release),
+            one_line(&n.environment)
+        ));
+    }
+    let mut out = String::new();
+    for (why, names) in by_why {
+        const SHOWN: usize = 5;
+        let more = names.len().saturating_sub(SHOWN);
+        let mut listed = names[..names.len().min(SHOWN)].join(", ");
+        if more > 0 {
+            listed.push_str(&format!(" and {more} more"));
+        }
+        out.push_str(&format!(
+            "{} not rendered, judged by their values alone: {}: {listed}\n",
+            count(names.len(), "HelmRelease"),
+            one_line(why)
+        ));
+    }
+    out
+}
+
+/// `s` on one line: its control characters written `\uXXXX` (a name from the repository with
+/// a line break cannot start a line of its own, such as a GitHub workflow command).
+fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| match c.is_control() {
+            true => format!("\\u{:04x}", c as u32),
+            false => c.to_string(),
+        })
+        .collect()
 }
 
 /// `checked 2 environments (production, staging) and 8 Flux Kustomizations`.

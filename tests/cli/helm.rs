@@ -1016,3 +1016,30 @@ fn charts_render_for_the_kubernetes_version_asked_and_the_schema_the_release_all
         bad.stderr
     );
 }
+
+/// `check` says which HelmReleases it could not render and why (as `build` and `cutover`
+/// do): what their charts create was judged by their values alone. Not with `--no-helm`,
+/// which asks for that.
+#[test]
+fn check_says_which_releases_it_could_not_render() {
+    let repo = store_repo();
+    let mut cmd = repo.command(&["check"]);
+    cmd.env_remove("FLUXWAVE_NO_HELM")
+        .env("FLUXWAVE_HELM", repo.path().join("no-such-helm"));
+    let run = repo.run_command(cmd);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .contains("1 HelmRelease not rendered, judged by their values alone: ")
+            && run.stdout.contains("apps/store (dev)"),
+        "{}",
+        run.stdout
+    );
+    let mut cmd = repo.command(&["check", "--format", "json"]);
+    cmd.env_remove("FLUXWAVE_NO_HELM")
+        .env("FLUXWAVE_HELM", repo.path().join("no-such-helm"));
+    let doc = json(&repo.run_command(cmd));
+    assert_eq!(doc["notRendered"][0]["release"], "apps/store", "{doc:#}");
+    let off = repo.run(&["check"]);
+    assert!(!off.stdout.contains("not rendered"), "{}", off.stdout);
+}
