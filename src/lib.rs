@@ -49,6 +49,8 @@ pub(crate) mod repo;
 mod tally;
 pub(crate) mod tree;
 pub(crate) mod unified;
+#[cfg(test)]
+mod upstream;
 pub(crate) mod yaml;
 
 /// For the binary's `main`: the guard that ends every child and temporary on a signal, and the

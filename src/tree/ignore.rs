@@ -481,32 +481,29 @@ mod tests {
     #[test]
     fn agrees_with_the_library_on_its_table() {
         let table = include_str!("../../tests/fixtures/upstream/ignore.tsv");
-        let mut wrong = Vec::new();
-        let mut cases = 0;
-        for line in table
-            .lines()
-            .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        {
-            let columns: Vec<&str> = line.split('\t').collect();
-            let [files, path, kind, want] = columns[..] else {
-                panic!("want four columns: {line:?}");
-            };
-            let files: std::collections::BTreeMap<String, String> =
-                serde_json::from_str(files).unwrap();
-            let m = Matcher::new(files.iter().map(|(d, t)| (d.as_str(), t.as_str())), None);
-            let got = m.hides(path, kind == "dir").to_string();
-            if got != want {
-                wrong.push(format!(
-                    "{files:?} {path} ({kind}): library {want}, fluxwave {got}"
-                ));
-            }
-            cases += 1;
-        }
-        assert!(cases >= 400, "{cases} cases");
+        let cases = crate::upstream::cases(table, 3);
+        let wrong: Vec<String> = cases
+            .iter()
+            .filter_map(|c| {
+                let (path, kind) = (c.inputs[1], c.inputs[2]);
+                let files: std::collections::BTreeMap<String, String> =
+                    serde_json::from_str(c.inputs[0]).unwrap();
+                let m = Matcher::new(files.iter().map(|(d, t)| (d.as_str(), t.as_str())), None);
+                let got = m.hides(path, kind == "dir").to_string();
+                (got != c.answer).then(|| {
+                    format!(
+                        "{files:?} {path} ({kind}): library {}, fluxwave {got}",
+                        c.answer
+                    )
+                })
+            })
+            .collect();
+        assert!(cases.len() >= 400, "{} cases", cases.len());
         assert!(
             wrong.is_empty(),
-            "{} of {cases} differ:\n{}",
+            "{} of {} differ:\n{}",
             wrong.len(),
+            cases.len(),
             wrong.join("\n")
         );
     }
