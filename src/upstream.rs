@@ -30,3 +30,22 @@ pub fn cases(table: &str, inputs: usize) -> Vec<Case<'_>> {
     assert!(!cases.is_empty(), "a table without a case");
     cases
 }
+
+/// Fails, listing them, when `differs` (what fluxwave answers against the library, when the
+/// two differ) finds any case of `cases` that differs; `at_least` guards against a table cut
+/// short.
+pub fn assert_agrees(
+    cases: &[Case<'_>],
+    at_least: usize,
+    differs: impl Fn(&Case) -> Option<String>,
+) {
+    let wrong: Vec<String> = cases.iter().filter_map(differs).collect();
+    assert!(cases.len() >= at_least, "{} cases", cases.len());
+    assert!(
+        wrong.is_empty(),
+        "{} of {} differ:\n{}",
+        wrong.len(),
+        cases.len(),
+        wrong.join("\n")
+    );
+}
