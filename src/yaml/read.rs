@@ -142,15 +142,62 @@ pub fn parse_all(path: &str, text: &Text) -> Result<Vec<Value>, SourceError> {
     let docs = match plain::parse_all(text) {
         Some(docs) => docs,
         None => {
-            let docs: Vec<Value> =
-                serde_saphyr::from_multiple_with_options::<Value>(text, manifest_options())
-                    .map_err(|e| located(path, text, e))?;
+            let read =
+                |t: &str| serde_saphyr::from_multiple_with_options::<Value>(t, manifest_options());
+            let docs: Vec<Value> = match read(text) {
+                Ok(docs) => docs,
+                // go-yaml reads `*app:` as the alias `app` and a colon; YAML 1.2 (and
+                // serde-saphyr) as an alias named `app:`. Read as kustomize reads it.
+                Err(e) => match go_yaml_names(text) {
+                    Some(spaced) => read(&spaced).map_err(|_| located(path, text, e))?,
+                    None => return Err(located(path, text, e)),
+                },
+            };
             docs.into_iter().filter(|d| !d.is_null()).collect()
         }
     };
     // A Secret's values are masked wherever this run prints them (a file or object name).
     crate::redact::remember_documents(&docs);
     Ok(docs)
+}
+
+/// `text` with a space before each colon that ends an anchor or alias name as go-yaml v3
+/// reads names (`yaml_parser_scan_anchor`: letters, digits, `_` and `-` only), where YAML
+/// 1.2 reads the colon as part of the name: `*app: x` is the key named by alias `app` to
+/// kustomize. `None` when there is none. A colon must be followed by a blank or the line's
+/// end, as a key's is.
+fn go_yaml_names(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut last = 0;
+    let mut i = 0;
+    while i < b.len() {
+        let starts = matches!(b[i], b'*' | b'&')
+            && (i == 0 || matches!(b[i - 1], b' ' | b'\t' | b'\n' | b'[' | b'{' | b','));
+        if !starts {
+            i += 1;
+            continue;
+        }
+        let name = b[i + 1..]
+            .iter()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-'))
+            .count();
+        let colon = i + 1 + name;
+        let keyish = name > 0
+            && b.get(colon) == Some(&b':')
+            && b.get(colon + 1)
+                .is_none_or(|c| matches!(c, b' ' | b'\t' | b'\r' | b'\n'));
+        if keyish {
+            out.push_str(&text[last..colon]);
+            out.push(' ');
+            last = colon;
+        }
+        i = colon.max(i + 1);
+    }
+    (last > 0).then(|| {
+        out.push_str(&text[last..]);
+        out
+    })
 }
 
 /// The documents of a patch as kustomize reads them, `null` documents included: a
@@ -259,6 +306,23 @@ fn yaml_1_1(strict: Value, loose: &Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An alias as a mapping key (`*app:`, the app-template layout that names a controller
+    /// after the release), as `kubectl kustomize` (go-yaml v3) reads it: the key is the
+    /// anchored value. YAML 1.2 would read an alias named `app:` and fail.
+    #[test]
+    fn an_alias_followed_by_a_colon_is_a_key_as_go_yaml_reads_it() {
+        let text: Text = std::sync::Arc::new(
+            "metadata:\n  name: &app web\nspec:\n  values:\n    controllers:\n      *app:\n        replicas: 1\n    note: \"*app: in a string\"\n".to_string(),
+        );
+        let docs = parse_all("hr.yaml", &text).unwrap();
+        assert_eq!(
+            docs[0]["spec"]["values"]["controllers"]["web"]["replicas"],
+            1
+        );
+        assert_eq!(docs[0]["spec"]["values"]["note"], "*app: in a string");
+        assert_eq!(go_yaml_names("a: *b\n"), None);
+    }
     use serde_json::json;
 
     /// One anchored scalar named by 300 rules (a Prometheus rule file's shape) is read, as
