@@ -92,16 +92,14 @@ pub(super) fn decoded(path: &str, bytes: Vec<u8>) -> Decoded {
 
 /// The files the ConfigMap and Secret generators of the kustomizations among `files` read
 /// (`files` entries `[key=]path`, `envs`, the older `env`: kustomize reads them whatever
-/// their names) that `files` does not hold, sorted: a tree reads them beside its manifests,
+/// their names), sorted: a tree reads them beside its manifests,
 /// keeping the bytes of those whose text is not their bytes (`raw`), so that a build makes
 /// the generated data and an edit of a `.env` file is an edit the tree sees. Entries that
 /// name no path of the repository (a URL, an absolute path, one above the root) are left to
 /// the build.
-fn generator_inputs<'a>(files: impl Iterator<Item = (&'a str, &'a Decoded)>) -> Vec<String> {
-    let mut held = BTreeSet::new();
+fn generator_inputs<'a>(files: impl Iterator<Item = (&'a str, &'a Decoded)>) -> BTreeSet<String> {
     let mut inputs = BTreeSet::new();
     for (path, text) in files {
-        held.insert(path);
         let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
         let Ok(text) = text else { continue };
         if !crate::fs::KUSTOMIZATION_FILES.contains(&name) || !text.contains("Generator") {
@@ -143,23 +141,22 @@ fn generator_inputs<'a>(files: impl Iterator<Item = (&'a str, &'a Decoded)>) -> 
         }
     }
     inputs
-        .into_iter()
-        .filter(|p| !held.contains(p.as_str()))
-        .collect()
 }
 
 /// Adds to `files` (and their bytes to `raw`, when their text is not their bytes) the
-/// generator inputs (`generator_inputs`) that `read` gives, from a listing of `existing`
-/// files.
+/// generator inputs (`generator_inputs`) a tree does not read already (`read_already`, the
+/// rule that chose `files`), as `read` gives them: the bytes of each, or `None` for one its
+/// listing does not have. The listing is asked only when there are such inputs: most trees
+/// have none, and a tree is read for every step of a history.
 fn add_generator_inputs(
     files: &mut Vec<(String, Decoded)>,
     raw: &mut BTreeMap<String, Bytes>,
-    existing: impl Fn(&str) -> bool,
+    read_already: impl Fn(&str) -> bool,
     read: impl FnOnce(&[String]) -> Result<Vec<Option<Vec<u8>>>>,
 ) -> Result<()> {
     let inputs: Vec<String> = generator_inputs(files.iter().map(|(p, t)| (p.as_str(), t)))
         .into_iter()
-        .filter(|p| existing(p))
+        .filter(|p| !read_already(p))
         .collect();
     if inputs.is_empty() {
         return Ok(());
@@ -221,8 +218,20 @@ struct GitEntries {
     folders: BTreeSet<String>,
     /// The listing's chart folders (`chart_folders`).
     charts: Vec<String>,
-    /// The blob of every other file (no link), by path: a generator may read one.
-    others: HashMap<String, String>,
+}
+
+/// The blobs of a revision's listing (`git ls-tree -r -z`) that a tree may read: the path
+/// and object id of each, links (120000) and submodules left out, as Flux does not follow
+/// them. Entries whose path is not UTF-8 are passed over.
+fn listing_blobs(listing: &[u8]) -> impl Iterator<Item = (&str, &str)> {
+    listing.split(|b| *b == 0).filter_map(|entry| {
+        let tab = entry.iter().position(|b| *b == b'\t')?;
+        let head = std::str::from_utf8(&entry[..tab]).ok()?;
+        let path = std::str::from_utf8(&entry[tab + 1..]).ok()?;
+        let mut parts = head.split(' ');
+        let (mode, kind, hash) = (parts.next()?, parts.next()?, parts.next()?);
+        (kind == "blob" && mode != "120000").then_some((path, hash))
+    })
 }
 
 impl GitEntries {
@@ -234,41 +243,22 @@ impl GitEntries {
         let mut ignore_paths = Vec::new();
         let mut ignore_blobs = Vec::new();
         let mut folders = BTreeSet::new();
-        let mut others = HashMap::new();
         let charts = chart_folders(listing.split(|b| *b == 0).filter_map(|e| {
             std::str::from_utf8(&e[e.iter().position(|b| *b == b'\t')? + 1..]).ok()
         }));
-        for entry in listing.split(|b| *b == 0).filter(|e| !e.is_empty()) {
-            let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
-                continue;
-            };
-            let head = String::from_utf8_lossy(&entry[..tab]);
-            let Ok(path) = std::str::from_utf8(&entry[tab + 1..]) else {
-                continue;
-            };
-            let mut parts = head.split(' ');
-            let (mode, kind, hash) = (parts.next(), parts.next(), parts.next());
-            // Links (120000) and submodules are not followed, as Flux does not.
-            if kind == Some("blob") && mode != Some("120000") && !wanted(path) {
+        for (path, hash) in listing_blobs(listing) {
+            if !wanted(path) {
                 add_folders(&mut folders, path);
             }
-            if kind != Some("blob") || mode == Some("120000") {
-                continue;
-            }
             if !(listed(path) || in_chart(path, &charts)) {
-                if let Some(hash) = hash {
-                    others.insert(path.to_string(), hash.to_string());
-                }
                 continue;
             }
-            if let Some(hash) = hash {
-                if is_ignore_file(path) {
-                    ignore_paths.push(path.to_string());
-                    ignore_blobs.push(hash.to_string());
-                } else {
-                    paths.push(path.to_string());
-                    blobs.push(hash.to_string());
-                }
+            if is_ignore_file(path) {
+                ignore_paths.push(path.to_string());
+                ignore_blobs.push(hash.to_string());
+            } else {
+                paths.push(path.to_string());
+                blobs.push(hash.to_string());
             }
         }
         GitEntries {
@@ -278,7 +268,6 @@ impl GitEntries {
             ignore_blobs,
             folders,
             charts,
-            others,
         }
     }
 }
@@ -358,7 +347,6 @@ impl FileTree {
             ignore_blobs,
             folders,
             charts,
-            others,
         } = GitEntries::of(&listing);
         let mut missing: Vec<String> = blobs
             .iter()
@@ -422,11 +410,25 @@ impl FileTree {
         add_generator_inputs(
             &mut files,
             &mut raw,
-            |p| others.contains_key(p),
+            |p| listed(p) || in_chart(p, &charts),
             |inputs| {
-                let ids: Vec<String> = inputs.iter().map(|p| others[p].clone()).collect();
-                let read = read_blobs(&ids, &|b| shown(inputs, &ids, b))?;
-                Ok(read.into_iter().map(Some).collect())
+                let blob_of: HashMap<&str, &str> = listing_blobs(&listing)
+                    .filter(|(p, _)| inputs.binary_search_by(|i| i.as_str().cmp(p)).is_ok())
+                    .collect();
+                let (found, ids): (Vec<String>, Vec<String>) = inputs
+                    .iter()
+                    .filter_map(|p| Some((p.clone(), blob_of.get(p.as_str())?.to_string())))
+                    .unzip();
+                let mut read = read_blobs(&ids, &|b| shown(&found, &ids, b))?.into_iter();
+                Ok(inputs
+                    .iter()
+                    .map(|p| {
+                        blob_of
+                            .contains_key(p.as_str())
+                            .then(|| read.next())
+                            .flatten()
+                    })
+                    .collect())
             },
         )?;
         Ok(FileTree {
@@ -483,17 +485,22 @@ impl FileTree {
                 raw.extend(bytes);
             }
         }
-        let all: std::collections::HashSet<&str> = listing
-            .split(|b| *b == 0)
-            .filter_map(|p| std::str::from_utf8(p).ok())
-            .collect();
         add_generator_inputs(
             &mut files,
             &mut raw,
-            |p| all.contains(p),
+            |p| listed(p) || in_chart(p, &charts),
             |inputs| {
-                let mut listed = crate::fs::Listed::new(root);
-                inputs.iter().map(|p| listed.read(p)).collect()
+                // Only what git lists: a file git ignores is not in the commit either.
+                let listed_paths: std::collections::HashSet<&str> = listing
+                    .split(|b| *b == 0)
+                    .filter_map(|p| std::str::from_utf8(p).ok())
+                    .collect();
+                let mut disk = crate::fs::Listed::new(root);
+                let mut read = |p: &String| match listed_paths.contains(p.as_str()) {
+                    true => disk.read(p),
+                    false => Ok(None),
+                };
+                inputs.iter().map(&mut read).collect()
             },
         )?;
         Ok(tree_of(files, raw, folders, "the working tree".into()))
@@ -521,27 +528,31 @@ impl FileTree {
         let mut files = Vec::new();
         let mut raw = BTreeMap::new();
         let mut folders = BTreeSet::new();
-        let fulls: HashMap<String, std::path::PathBuf> = found.iter().cloned().collect();
-        for (path, full) in found {
-            if !wanted(&path) {
-                add_folders(&mut folders, &path);
+        for (path, full) in &found {
+            if !wanted(path) {
+                add_folders(&mut folders, path);
             }
-            if !(listed(&path) || in_chart(&path, &charts)) {
+            if !(listed(path) || in_chart(path, &charts)) {
                 continue;
             }
             // Through the same size and file-type rules as every other read.
-            if let Some(bytes) = crate::fs::read_regular(&full, &path)? {
-                raw.extend(raw_of(&path, &bytes, &charts));
-                let text = decoded(&path, bytes);
-                files.push((path, text));
+            if let Some(bytes) = crate::fs::read_regular(full, path)? {
+                raw.extend(raw_of(path, &bytes, &charts));
+                let text = decoded(path, bytes);
+                files.push((path.clone(), text));
             }
         }
         add_generator_inputs(
             &mut files,
             &mut raw,
-            |p| fulls.contains_key(p),
+            |p| listed(p) || in_chart(p, &charts),
             |inputs| {
-                let read = |p: &String| crate::fs::read_regular(&fulls[p], p);
+                let fulls: HashMap<&str, &std::path::PathBuf> =
+                    found.iter().map(|(p, f)| (p.as_str(), f)).collect();
+                let read = |p: &String| match fulls.get(p.as_str()) {
+                    Some(full) => crate::fs::read_regular(full, p),
+                    None => Ok(None),
+                };
                 inputs.iter().map(read).collect()
             },
         )?;
