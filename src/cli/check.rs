@@ -68,6 +68,12 @@ pub fn run(
     })
 }
 
+/// `s` on one line: its control characters written `\uXXXX` (a name from the repository with
+/// a line break cannot start a line of its own, such as a GitHub workflow command).
+fn one_line(s: &str) -> std::borrow::Cow<'_, str> {
+    super::markdown::escaped(s, char::is_control)
+}
+
 /// One line for each reason HelmReleases were not rendered, naming them (the first few):
 /// what their charts create was judged by their values alone.
 fn not_rendered(list: &[check::NotRendered]) -> String {
@@ -94,17 +100,6 @@ fn not_rendered(list: &[check::NotRendered]) -> String {
         ));
     }
     out
-}
-
-/// `s` on one line: its control characters written `\uXXXX` (a name from the repository with
-/// a line break cannot start a line of its own, such as a GitHub workflow command).
-fn one_line(s: &str) -> String {
-    s.chars()
-        .map(|c| match c.is_control() {
-            true => format!("\\u{:04x}", c as u32),
-            false => c.to_string(),
-        })
-        .collect()
 }
 
 /// `checked 2 environments (production, staging) and 8 Flux Kustomizations`.

@@ -27,7 +27,7 @@ fn hidden(c: char) -> bool {
 }
 
 /// `text` with every character `hide` takes written `\uXXXX`.
-fn escaped(text: &str, hide: fn(char) -> bool) -> std::borrow::Cow<'_, str> {
+pub(super) fn escaped(text: &str, hide: fn(char) -> bool) -> std::borrow::Cow<'_, str> {
     if !text.contains(hide) {
         return text.into();
     }

@@ -11,10 +11,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use serde_json::Value;
+
 use crate::config::Accept;
 use crate::flux::data::{self, Data, HELM_GROUP};
 use crate::flux::inventory::{Entry, Inventory};
-use crate::flux::release::{Release, Rendered};
+use crate::flux::release::{Object, Release, Rendered};
 use crate::kustomize::object::ObjectId;
 
 use super::rules::{suspended, Deletion, Rule};
@@ -124,10 +126,7 @@ fn of_release(
                 "{reason}; the new release creates it again, as a new object"
             ));
         }
-        let judged = match data::of(&o.id, None, None, &BTreeMap::new()) {
-            Data::Holds(k) => Data::Holds(format!("chart {} renders {}: {k}", was.chart, o.at())),
-            other => other,
-        };
+        let judged = rendered_data(was, o, None);
         out.push(Deletion {
             environment: env.clone(),
             id: o.id.clone(),
@@ -140,6 +139,15 @@ fn of_release(
             sops: false,
             file: e.file.clone(),
         });
+    }
+}
+
+/// What object `o` of release `r` holds (`whole`: the object, when its own content is to be
+/// judged), its evidence naming the chart and template that render it.
+pub(super) fn rendered_data(r: &Rendered, o: &Object, whole: Option<&Value>) -> Data {
+    match data::of(&o.id, whole, None, &BTreeMap::new()) {
+        Data::Holds(k) => Data::Holds(format!("chart {} renders {}: {k}", r.chart, o.at())),
+        other => other,
     }
 }
 

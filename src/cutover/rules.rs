@@ -542,12 +542,7 @@ fn crd_cascade(
                 if deleted_by_helm.contains(&(&*e.owner, &o.id)) {
                     continue;
                 }
-                let judged = match data::of(&o.id, Some(&o.value), None, &BTreeMap::new()) {
-                    Data::Holds(k) => {
-                        Data::Holds(format!("chart {} renders {}: {k}", rendered.chart, o.at()))
-                    }
-                    other => other,
-                };
+                let judged = super::helm::rendered_data(rendered, o, Some(&o.value));
                 let mut d = deletion(
                     env,
                     &o.id,
