@@ -11,7 +11,9 @@
 //!    root written elsewhere (`flux create ... --export`, `flux bootstrap --namespace`): a
 //!    Kustomization reading a GitRepository, OCIRepository or Bucket declared in the same
 //!    file, at a `spec.path` that holds the file, in a file named `gotk-sync.yaml` or in
-//!    namespace `flux-system`; the environment is named after the path's last folder.
+//!    namespace `flux-system`; the environment is named after the path's last folder. A
+//!    sync file that holds nothing but comments is the placeholder a repository keeps until
+//!    `flux bootstrap --path=<dir>` writes it: its root is assumed as bootstrap writes it.
 //! 4. Flux Operator: a `FluxInstance` (`fluxcd.controlplane.io`) with `spec.sync.path`, or a
 //!    HelmRelease of the flux-instance chart whose values set `instance.sync.path`, inline or
 //!    through `valuesFrom` from a file a generator of its folder reads (`operator.rs`). The
@@ -175,6 +177,16 @@ fn roots(tree: &FileTree) -> Vec<Environment> {
         };
         let dir = dir.trim_end_matches('/');
         let Some((index, object)) = written_root(tree, file, Some(dir)) else {
+            // A sync file that declares nothing is the placeholder a repository keeps until
+            // `flux bootstrap --path=<dir>` writes the sync of `<dir>` there.
+            if is_placeholder(tree, file) && tree.is_dir(dir) {
+                let name = last_folder(dir, "flux-system");
+                let found_by = format!("flux bootstrap's placeholder {file}");
+                add(
+                    &mut found,
+                    Environment::configured(tree, &name, dir, &found_by),
+                );
+            }
             continue;
         };
         let path = Kustomization::from_value(&object)
@@ -426,6 +438,13 @@ fn written_root(tree: &FileTree, file: &str, path: Option<&str>) -> Option<(usiz
         .map(|(i, d)| (*i, (*d).clone()))
 }
 
+/// Whether `file` holds no document but comments: a sync file `flux bootstrap` has yet to
+/// write.
+fn is_placeholder(tree: &FileTree, file: &str) -> bool {
+    tree.read(file)
+        .is_some_and(|text| matches!(yaml::parse_all(file, &text), Ok(docs) if docs.is_empty()))
+}
+
 /// The last folder of `path`, or `otherwise` for the repository root.
 pub(super) fn last_folder(path: &str, otherwise: &str) -> String {
     path.rsplit('/')
@@ -614,6 +633,38 @@ mod tests {
         ]);
         let envs = environments(&[&without, &tree], None, &[]);
         assert_eq!(names(&envs), [("dev", "clusters/dev"), ("hub", "hub")]);
+    }
+
+    /// The hub-and-spoke layout before bootstrap: the hub's sync file is a placeholder, its
+    /// spokes' Kustomizations are in `hub/*.yaml` and apply `clusters/<spoke>/...`.
+    #[test]
+    fn a_placeholder_sync_file_names_its_folder_and_its_spokes_are_no_roots() {
+        let spoke = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps, namespace: prod}\nspec:\n  path: ./clusters/prod/apps\n  sourceRef: {kind: GitRepository, name: flux-system, namespace: flux-system}\n  kubeConfig: {secretRef: {name: cluster-kubeconfig}}\n";
+        let tree = FileTree::from_files([
+            (
+                "hub/flux-system/gotk-sync.yaml",
+                "# This file will be generated automatically by flux bootstrap.\n",
+            ),
+            ("hub/flux-system/kustomization.yaml", "resources: []\n"),
+            ("hub/prod.yaml", spoke),
+            ("clusters/prod/kustomization.yaml", ""),
+            ("clusters/prod/apps/kustomization.yaml", ""),
+        ]);
+        let envs = environments(&[&tree], None, &[]);
+        assert_eq!(names(&envs), [("hub", "hub")]);
+        assert!(matches!(envs[0].root, Root::Assumed));
+        // A sync file that declares something else is no placeholder.
+        let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n";
+        let tree = FileTree::from_files([
+            ("hub/flux-system/gotk-sync.yaml", cm),
+            ("hub/prod.yaml", spoke),
+            ("clusters/prod/kustomization.yaml", ""),
+            ("clusters/prod/apps/kustomization.yaml", ""),
+        ]);
+        assert_eq!(
+            names(&environments(&[&tree], None, &[])),
+            [("prod", "clusters/prod")]
+        );
     }
 
     #[test]
