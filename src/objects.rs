@@ -343,6 +343,7 @@ fn substituted_secrets(inv: &Inventory) -> BTreeMap<ObjectId, Secrets> {
                 kind: "Secret".into(),
                 namespace: id.namespace.clone(),
                 name: r.get("name").and_then(Value::as_str).unwrap_or("").into(),
+                cluster: id.cluster.clone(),
             };
             let whole = inv.objects.get(&secret).and_then(|e| e.whole.as_deref());
             if let Some(Source::Data(data)) = whole.and_then(|w| Source::of(&secret, w)) {

@@ -53,6 +53,7 @@ pub fn variables(flux: &FluxView) -> Vec<Finding> {
                     kind: kind.to_string(),
                     namespace: id.namespace.clone(),
                     name: name.to_string(),
+                    cluster: None,
                 };
                 sources.push(source.to_string());
                 match keys_of(flux, inv, &source) {

@@ -246,6 +246,9 @@ fn yaml_document(b: &MaskedObject) -> String {
         "# owner: {}/{}, environment: {}, file: {}",
         b.owner.namespace, b.owner.name, b.environment, b.file
     );
+    if let Some(cluster) = &b.id.cluster {
+        head.push_str(&format!(", cluster: {cluster}"));
+    }
     if b.masked {
         head.push_str(", secret values masked");
     }
@@ -398,6 +401,9 @@ struct JsonObject<'a> {
     api_version: &'a str,
     namespace: &'a str,
     name: &'a str,
+    /// The cluster of its owner's `spec.kubeConfig`, when it is not Flux's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cluster: Option<&'a str>,
     /// `namespace/name` of the Flux Kustomization that applies it.
     owner: String,
     environment: &'a str,
@@ -417,6 +423,7 @@ impl<'a> JsonObject<'a> {
             api_version: b.api_version(),
             namespace: &b.id.namespace,
             name: &b.id.name,
+            cluster: b.id.cluster.as_deref(),
             owner: format!("{}/{}", b.owner.namespace, b.owner.name),
             environment: &b.environment,
             file: &b.file,
@@ -444,6 +451,7 @@ mod tests {
                 kind: "ConfigMap".into(),
                 namespace: "apps".into(),
                 name: name.into(),
+                cluster: None,
             },
             file: format!("apps/{name}.yaml").into(),
             object,

@@ -213,6 +213,9 @@ struct JsonChange<'a> {
     api_version: &'a str,
     namespace: &'a str,
     name: &'a str,
+    /// The cluster of its owner's `spec.kubeConfig`, when it is not Flux's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cluster: Option<&'a str>,
     /// `namespace/name` of the Flux Kustomization that applies it (in the older revision,
     /// for one removed).
     owner: String,
@@ -254,6 +257,7 @@ impl<'a> JsonChange<'a> {
             api_version: &c.api_version,
             namespace: &c.id.namespace,
             name: &c.id.name,
+            cluster: c.id.cluster.as_deref(),
             owner: short(&c.owner),
             change: c.change,
             environment: &c.environment,

@@ -107,6 +107,9 @@ impl Serialize for Deletion {
             group: &'a str,
             namespace: &'a str,
             name: &'a str,
+            /// The cluster of its owner's `spec.kubeConfig`, when it is not Flux's own.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            cluster: Option<&'a str>,
             stateful: bool,
             data: &'static str,
             evidence: Option<&'a str>,
@@ -123,6 +126,7 @@ impl Serialize for Deletion {
             group: &self.id.group,
             namespace: &self.id.namespace,
             name: &self.id.name,
+            cluster: self.id.cluster.as_deref(),
             stateful: self.stateful,
             data: self.data.as_str(),
             evidence: self.data.evidence(),
@@ -514,10 +518,16 @@ fn crd_cascade(
             }
         }
     }
-    let mut crd_of: BTreeMap<(&str, &str), &ObjectId> = BTreeMap::new();
+    // A CRD takes with it what is in its own cluster.
+    let mut crd_of: BTreeMap<(Option<&str>, &str, &str), &ObjectId> = BTreeMap::new();
     for (g, k, crd) in &deleted_kinds {
-        crd_of.entry((g.as_str(), k.as_str())).or_insert(crd);
+        let key = (crd.cluster.as_deref(), g.as_str(), k.as_str());
+        crd_of.entry(key).or_insert(crd);
     }
+    let crd_of_id = |id: &ObjectId| -> Option<&ObjectId> {
+        let key = (id.cluster.as_deref(), id.group.as_str(), id.kind.as_str());
+        crd_of.get(&key).copied()
+    };
     let mut rendered_out = Vec::new();
     if crd_of.is_empty() {
         return rendered_out;
@@ -527,7 +537,7 @@ fn crd_cascade(
     };
     for (i, (id, e)) in objects.iter().copied().enumerate() {
         if out[i].is_none() {
-            if let Some(crd) = crd_of.get(&(id.group.as_str(), id.kind.as_str())) {
+            if let Some(crd) = crd_of_id(id) {
                 let text = reason(crd, &id.kind);
                 out[i] = Some(deletion(env, id, e, Rule::CrdDeleted, text, None));
             }
@@ -536,7 +546,7 @@ fn crd_cascade(
                 continue;
             };
             for o in &rendered.objects {
-                let Some(crd) = crd_of.get(&(o.id.group.as_str(), o.id.kind.as_str())) else {
+                let Some(crd) = crd_of_id(&o.id) else {
                     continue;
                 };
                 if deleted_by_helm.contains(&(&*e.owner, &o.id)) {
@@ -562,11 +572,12 @@ fn crd_cascade(
 
 /// Everything in a Namespace deleted in `out` that nothing else deletes, added to `out`.
 fn namespace_cascade(env: &Arc<str>, objects: &Objects, out: &mut [Option<Deletion>]) {
-    let deleted_ns: BTreeSet<&str> = objects
+    // A Namespace holds what is in its own cluster.
+    let deleted_ns: BTreeSet<(Option<&str>, &str)> = objects
         .iter()
         .zip(out.iter())
         .filter(|((id, _), d)| d.is_some() && id.kind == "Namespace" && id.group.is_empty())
-        .map(|((id, _), _)| id.name.as_str())
+        .map(|((id, _), _)| (id.cluster.as_deref(), id.name.as_str()))
         .collect();
     if deleted_ns.is_empty() {
         return;
@@ -574,7 +585,8 @@ fn namespace_cascade(env: &Arc<str>, objects: &Objects, out: &mut [Option<Deleti
     // One reason for each Namespace, shared by what it holds.
     let mut reasons: HashMap<&str, Arc<str>> = HashMap::default();
     for (i, (id, e)) in objects.iter().copied().enumerate() {
-        if out[i].is_none() && deleted_ns.contains(id.namespace.as_str()) {
+        if out[i].is_none() && deleted_ns.contains(&(id.cluster.as_deref(), id.namespace.as_str()))
+        {
             let text = shared(&mut reasons, id.namespace.as_str(), || {
                 format!(
                 "its Namespace {} is deleted, and Kubernetes deletes everything inside (opt-outs do not help)",

@@ -724,6 +724,7 @@ mod tests {
             kind: kind.into(),
             namespace: ns.into(),
             name: name.into(),
+            cluster: None,
         };
         let none = BTreeMap::new();
         assert!(of(

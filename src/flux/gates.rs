@@ -170,11 +170,16 @@ fn waits(o: &Owner) -> Waits {
                 kind: kind.to_string(),
                 namespace: text("namespace").to_string(),
                 name: name.to_string(),
+                // What it waits on is where it applies.
+                cluster: o.applies_to.clone(),
             };
             // A Kustomization listed without a namespace is looked up as Flux's own objects
             // are: in the listing Kustomization's namespace.
             if id.kind == "Kustomization" && id.namespace.is_empty() {
-                id = flux_id(&o.id.namespace, &id.name);
+                id = ObjectId {
+                    cluster: id.cluster,
+                    ..flux_id(&o.id.namespace, &id.name)
+                };
             }
             Some(id)
         })

@@ -178,6 +178,7 @@ impl SourceRef {
             kind: self.kind.to_string(),
             namespace: self.namespace.clone(),
             name: self.name.clone(),
+            cluster: None,
         }
     }
 }

@@ -79,6 +79,7 @@ impl Source {
             kind: "Secret".into(),
             namespace: id.namespace.clone(),
             name: name.to_string(),
+            cluster: None,
         };
         Some((
             secret,
@@ -211,6 +212,7 @@ pub fn variables(
             kind: kind.into(),
             namespace: namespace.into(),
             name: name.into(),
+            cluster: None,
         };
         let label = format!("{kind}/{name}");
         match find(&id) {
@@ -686,6 +688,7 @@ mod tests {
             kind: kind.into(),
             namespace: "flux-system".into(),
             name: "s".into(),
+            cluster: None,
         };
         let secret =
             json!({"data": {"A": "d2Vi", "B": "bm90IGJhc2U2NCE="}, "stringData": {"B": "plain"}});

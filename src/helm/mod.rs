@@ -261,6 +261,10 @@ struct Job {
     values_json: String,
     hr: Value,
     target: Target,
+    /// The cluster it installs into when that is not Flux's own: its `spec.kubeConfig`'s, else
+    /// the one it is applied to (helm-controller installs with the client `kubeConfig`
+    /// gives; changing it leaves the old release where it was).
+    cluster: Option<Arc<str>>,
 }
 
 fn render_with(inv: &mut Inventory, tree: &FileTree, opts: &Options) {
@@ -381,7 +385,7 @@ fn job(id: &ObjectId, hr: &Value, inv: &Inventory, tree: &FileTree) -> Job {
     // helm-controller installs the chart's `crds/` unless `install.crds` is `Skip` (its
     // default is `Create`).
     let include_crds = text("/spec/install/crds").as_deref() != Some("Skip");
-    let values = values::compose(hr, &id.namespace, &inv.sources);
+    let values = values::compose(hr, id, &inv.sources);
     let values_json = values
         .as_ref()
         .map(|v| values::for_helm(&v.values))
@@ -407,6 +411,7 @@ fn job(id: &ObjectId, hr: &Value, inv: &Inventory, tree: &FileTree) -> Job {
         values_json,
         hr: hr.clone(),
         target,
+        cluster: crate::flux::inventory::remote_cluster(hr, id).or_else(|| id.cluster.clone()),
     }
 }
 
@@ -693,9 +698,10 @@ fn finish(j: &Job, output: &str, label: &str) -> Result<Vec<Object>, Error> {
                 meta.insert("namespace".into(), Value::String(j.namespace.clone()));
             }
         }
-        let Some(id) = ObjectId::of(&v) else {
+        let Some(mut id) = ObjectId::of(&v) else {
             return Err(Error::NoIdentity { template });
         };
+        id.cluster.clone_from(&j.cluster);
         out.push(Object {
             id,
             template,

@@ -23,11 +23,12 @@ pub struct Composed {
     pub secret_strings: Secrets,
 }
 
-/// The values of HelmRelease `hr` in namespace `namespace`; `sources` are the ConfigMaps and
-/// Secrets of the build. `Err` says why they cannot be known.
+/// The values of HelmRelease `hr` (`id`); `sources` are the ConfigMaps and Secrets of the
+/// build. helm-controller reads `valuesFrom` in the HelmRelease's own namespace and cluster.
+/// `Err` says why they cannot be known.
 pub fn compose(
     hr: &Value,
-    namespace: &str,
+    id: &ObjectId,
     sources: &BTreeMap<ObjectId, Source>,
 ) -> Result<Composed, ValuesError> {
     let mut out = Composed {
@@ -54,13 +55,15 @@ pub fn compose(
                 name: name.into(),
             });
         }
-        let id = ObjectId {
+        let namespace = id.namespace.as_str();
+        let source = ObjectId {
             group: String::new(),
             kind: kind.into(),
             namespace: namespace.into(),
             name: name.into(),
+            cluster: id.cluster.clone(),
         };
-        let data = match sources.get(&id) {
+        let data = match sources.get(&source) {
             None if optional => continue,
             None => {
                 return Err(ValuesError::Missing {
@@ -342,6 +345,7 @@ mod tests {
             kind: kind.into(),
             namespace: "apps".into(),
             name: name.into(),
+            cluster: None,
         }
     }
 
@@ -373,14 +377,14 @@ mod tests {
             ],
             "values": {"a": {"c": 3}, "list": [9]},
         }});
-        let got = compose(&hr, "apps", &sources).unwrap();
+        let got = compose(&hr, &id("HelmRelease", "app"), &sources).unwrap();
         assert_eq!(
             got.values,
             json!({"a": {"b": 1, "c": 3}, "list": [9], "auth": {"password": "hunter22"}})
         );
         assert_eq!(got.secret_strings.values(), ["hunter22".to_string()]);
         let missing = json!({"spec": {"valuesFrom": [{"kind": "ConfigMap", "name": "missing"}]}});
-        assert!(compose(&missing, "apps", &sources)
+        assert!(compose(&missing, &id("HelmRelease", "app"), &sources)
             .unwrap_err()
             .to_string()
             .contains("nothing in the build applies"));

@@ -1,11 +1,13 @@
 //! What kustomize knows of any object: its identity, `ObjectId { group, kind, namespace,
-//! name }` only (the version does not matter to the API server's identity), displayed
-//! `Kind/namespace/name` and ordered by that display; its API group and version; the kinds
-//! that are never namespaced and those a CRD defines; and a digest of its value.
+//! name }` only (the version does not matter to the API server's identity), and the cluster
+//! it is applied to when that is not Flux's own; displayed `Kind/namespace/name` and ordered
+//! by that display; its API group and version; the kinds that are never namespaced and those
+//! a CRD defines; and a digest of its value.
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -17,6 +19,9 @@ pub struct ObjectId {
     /// Empty for cluster-scoped objects.
     pub namespace: String,
     pub name: String,
+    /// The cluster it is in when that is not the one Flux runs in: the `spec.kubeConfig`
+    /// of the Flux Kustomization that applies it (`Cluster::of`). `None` for Flux's own.
+    pub cluster: Option<Arc<str>>,
 }
 
 impl Ord for ObjectId {
@@ -25,12 +30,20 @@ impl Ord for ObjectId {
         if std::ptr::eq(self, other) {
             return Ordering::Equal;
         }
-        (&self.kind, &self.namespace, &self.name, &self.group).cmp(&(
-            &other.kind,
-            &other.namespace,
-            &other.name,
-            &other.group,
-        ))
+        (
+            &self.kind,
+            &self.namespace,
+            &self.name,
+            &self.group,
+            &self.cluster,
+        )
+            .cmp(&(
+                &other.kind,
+                &other.namespace,
+                &other.name,
+                &other.group,
+                &other.cluster,
+            ))
     }
 }
 
@@ -43,9 +56,13 @@ impl PartialOrd for ObjectId {
 impl fmt::Display for ObjectId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.namespace.is_empty() {
-            write!(f, "{}/{}", self.kind, self.name)
+            write!(f, "{}/{}", self.kind, self.name)?;
         } else {
-            write!(f, "{}/{}/{}", self.kind, self.namespace, self.name)
+            write!(f, "{}/{}/{}", self.kind, self.namespace, self.name)?;
+        }
+        match &self.cluster {
+            Some(c) => write!(f, " (cluster {c})"),
+            None => Ok(()),
         }
     }
 }
@@ -64,6 +81,7 @@ impl ObjectId {
                 .unwrap_or("")
                 .to_string(),
             name: meta.get("name")?.as_str()?.to_string(),
+            cluster: None,
         })
     }
 

@@ -314,3 +314,82 @@ fn init_lists_the_hub_alone_and_the_listed_hub_keeps_its_root() {
     let why = doc["incomplete"].to_string();
     assert!(why.contains("data.yaml"), "{why}");
 }
+
+/// Each spoke applies the same objects (a Namespace, a claim, a ClusterRoleBinding) to its
+/// own cluster: kustomize-controller applies and prunes a Kustomization with
+/// `spec.kubeConfig` through the client that kubeConfig gives
+/// (internal/controller/kustomization_controller.go: `runtimeClient.WithKubeConfig(
+/// obj.Spec.KubeConfig, ..., obj.GetNamespace(), ...)` for apply and for the finalizer), so
+/// each target cluster has its own copy: no two owners of one object, and removing one spoke
+/// deletes its copy and leaves the other's.
+#[test]
+fn each_spoke_is_its_own_cluster() {
+    let repo = TestRepo::fixture("roots/hub-spoke");
+    let shared = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: db\n---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: shared-data\n  namespace: db\nspec:\n  resources:\n    requests:\n      storage: 1Gi\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: flux-cluster-admin\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: cluster-admin\nsubjects:\n  - kind: ServiceAccount\n    name: flux\n    namespace: flux-system\n";
+    for spoke in ["production", "staging"] {
+        repo.write(&format!("clusters/{spoke}/shared.yaml"), shared).write(
+            &format!("clusters/{spoke}/kustomization.yaml"),
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - web.yaml\n  - data.yaml\n  - shared.yaml\n",
+        );
+    }
+    repo.commit_all("both spokes get the shared objects");
+    let check = repo.run(&["check", "--format", "json"]);
+    assert_eq!(check.code, 0, "{}{}", check.stdout, check.stderr);
+    assert!(!check.stdout.contains("double-owner"), "{}", check.stdout);
+    // `build` names the cluster of each spoke's copy.
+    let build = repo.run(&["build"]);
+    assert!(
+        build.stdout.contains("# owner: staging/apps, environment: hub, file: clusters/staging/shared.yaml, cluster: Secret/staging/cluster-kubeconfig"),
+        "{}",
+        build.stdout
+    );
+    repo.remove("hub/staging.yaml");
+    let (code, doc) = cutover_json(&repo, &["--from", "HEAD"]);
+    assert_eq!(code, 1, "{doc}");
+    let gone: Vec<(String, &str)> = deletions(&doc)
+        .iter()
+        .map(|d| (deletion_id(d), d["cluster"].as_str().unwrap_or("")))
+        .collect();
+    let staging = "Secret/staging/cluster-kubeconfig";
+    for id in [
+        "PersistentVolumeClaim/db/shared-data",
+        "Namespace//db",
+        "ClusterRoleBinding//flux-cluster-admin",
+    ] {
+        assert!(
+            gone.contains(&(id.to_string(), staging)),
+            "{id} in {gone:?}"
+        );
+    }
+    // The production spoke's copies stay, and so does anything of the hub's own.
+    assert!(
+        !gone.iter().any(|(_, c)| c.contains("production")),
+        "{gone:?}"
+    );
+    assert!(
+        gone.contains(&("Namespace//staging".to_string(), "")),
+        "{gone:?}"
+    );
+}
+
+/// Before `flux bootstrap --path=hub` writes it, a hub's sync file is the placeholder its
+/// repository keeps (comments only): the hub is still the environment, its root assumed as
+/// bootstrap writes it (flux2 `pkg/manifestgen/sync`: `flux-system`, `prune: true`, at
+/// `./hub`), and its spokes are still no roots of their own.
+#[test]
+fn a_hub_whose_sync_file_is_a_placeholder_is_the_environment() {
+    let repo = TestRepo::fixture("roots/hub-spoke");
+    repo.write(
+        "hub/flux-system/gotk-sync.yaml",
+        "# This file will be generated automatically by flux bootstrap.\n",
+    );
+    repo.commit_all("hub before bootstrap");
+    repo.remove("hub/production.yaml");
+    let (code, doc) = cutover_json(&repo, &["--from", "HEAD"]);
+    assert_eq!(doc["environments"], serde_json::json!(["hub"]), "{doc}");
+    assert_eq!(code, 1, "{doc}");
+    assert!(
+        deleted(&doc).contains(&"PersistentVolumeClaim/web/production-data".to_string()),
+        "{doc}"
+    );
+}

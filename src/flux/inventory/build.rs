@@ -28,7 +28,7 @@ use crate::tree::{FileTree, Footprint};
 fn root_of(tree: &FileTree, env: &Environment) -> Owner {
     let object = discover::root_in(tree, env);
     let (file, index) = discover::root_file(tree, env).unwrap_or_default();
-    let mut root = Owner::from_value(&object, None, &file, index)
+    let mut root = Owner::from_value(&object, None, None, &file, index)
         .unwrap_or_else(|| unreachable_owner(&env.path));
     root.file = file;
     root
@@ -240,6 +240,19 @@ fn build_owner(
     } else {
         owner.file.clone()
     };
+    // One applied to another cluster is reconciled there, by that cluster's Flux from its
+    // own sources, if it runs one.
+    if let Some(cluster) = &owner.id.cluster {
+        let w = Warning {
+            path: where_,
+            feature: "another cluster".into(),
+            message: format!(
+                "{} is applied to the cluster of kubeConfig {cluster}: what it applies there comes from that cluster's own sources",
+                owner.id
+            ),
+        };
+        return found.unbuilt(&owner.id, w);
+    }
     let path = match folder(cx, owner, &where_) {
         Ok(path) => path,
         Err(w) => return found.unbuilt(&owner.id, w),
@@ -272,6 +285,7 @@ fn build_owner(
         failure: None,
         undefined: BTreeSet::new(),
         keep: cx.keep,
+        cluster: owner.applies_to.clone(),
         file: Arc::from(""),
     };
     let mark = found.mark();
@@ -506,7 +520,10 @@ pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, Fl
             // A string Flux cannot parse fails the whole build; it is read as written.
             let _ = substitute::object(&mut r.value, vars);
         }
-        if let Some(o) = Owner::from_value(&r.value, Some(root.id.clone()), &r.file, r.index) {
+        let lives_in = root.applies_to.clone();
+        if let Some(o) =
+            Owner::from_value(&r.value, Some(root.id.clone()), lives_in, &r.file, r.index)
+        {
             if seen.insert(o.id.clone()) {
                 owners.push(o);
             }
@@ -531,6 +548,8 @@ struct Building<'a> {
     undefined: BTreeSet<String>,
     /// What its entries keep of their objects.
     keep: Keep<'a>,
+    /// The cluster they are applied to (`Owner::applies_to`).
+    cluster: Option<Arc<str>>,
     /// The file of the object being recorded: the objects of a file come together, and
     /// share its path.
     file: Arc<str>,
@@ -559,7 +578,7 @@ fn record(
     let Some(unknown) = building.substitute(&mut r, shared, written.as_deref()) else {
         return;
     };
-    let Some(id) = Shared::id(shared, &r) else {
+    let Some(mut id) = Shared::id(shared, &r) else {
         found.warnings.push(Warning {
             path: r.file.clone(),
             feature: "unnamed object".into(),
@@ -567,6 +586,7 @@ fn record(
         });
         return;
     };
+    id.cluster.clone_from(&building.cluster);
     if !unknown.is_empty() {
         let vars = building
             .vars
@@ -647,7 +667,15 @@ impl Found {
         shared: Option<&Shared>,
         written: Option<Vec<String>>,
     ) {
-        let declared = || Owner::from_value(&r.value, Some((**owner).clone()), &r.file, r.index);
+        let lives_in = self
+            .inv
+            .owners
+            .get(&**owner)
+            .and_then(|o| o.applies_to.clone());
+        let declared = || {
+            let parent = Some((**owner).clone());
+            Owner::from_value(&r.value, parent, lives_in.clone(), &r.file, r.index)
+        };
         // The Kustomization an object of a replayed build declares is read once, for the
         // owner that first built it.
         let child = Shared::derived(shared, &r, || (owner.clone(), declared()))

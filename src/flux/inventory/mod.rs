@@ -40,6 +40,9 @@ pub struct Owner {
     substitutes: bool,
     /// The owner whose build holds this Kustomization (None for the root).
     pub parent: Option<ObjectId>,
+    /// The cluster what it applies goes to when that is not the one Flux runs in: its own
+    /// `spec.kubeConfig`, else the cluster it is applied to itself (`ObjectId::cluster`).
+    pub applies_to: Option<Arc<str>>,
     /// The file it is written in; empty for an assumed root.
     pub file: String,
     /// Its document's index in `file` (non-empty documents, from 0).
@@ -71,7 +74,15 @@ pub struct Owner {
 }
 
 impl Owner {
-    fn from_value(v: &Value, parent: Option<ObjectId>, file: &str, index: usize) -> Option<Owner> {
+    /// The Kustomization `v`, applied by `parent` to the cluster `lives_in` (its parent's
+    /// `applies_to`).
+    fn from_value(
+        v: &Value,
+        parent: Option<ObjectId>,
+        lives_in: Option<Arc<str>>,
+        file: &str,
+        index: usize,
+    ) -> Option<Owner> {
         let k = Kustomization::from_value(v)?;
         let mut id = ObjectId::of(v)?;
         if id.namespace.is_empty() {
@@ -79,12 +90,18 @@ impl Owner {
                 .as_ref()
                 .map_or("flux-system".to_string(), |p| p.namespace.clone());
         }
+        id.cluster = lives_in;
         let spec = k.spec;
+        // What it depends on is in its own cluster.
         let depends_on = spec
             .depends_on
             .iter()
-            .map(|d| flux_id(d.namespace.as_deref().unwrap_or(&id.namespace), &d.name))
+            .map(|d| ObjectId {
+                cluster: id.cluster.clone(),
+                ..flux_id(d.namespace.as_deref().unwrap_or(&id.namespace), &d.name)
+            })
             .collect();
+        let applies_to = remote_cluster(&k.object, &id).or_else(|| id.cluster.clone());
         Some(Owner {
             path: spec.path,
             prune: spec.prune,
@@ -96,6 +113,7 @@ impl Owner {
             source: spec.source_ref,
             substitutes: spec.post_build.is_some(),
             parent,
+            applies_to,
             file: file.to_string(),
             index,
             built: true,
@@ -194,7 +212,40 @@ pub fn flux_id(namespace: &str, name: &str) -> ObjectId {
         kind: "Kustomization".into(),
         namespace: namespace.into(),
         name: name.into(),
+        cluster: None,
     }
+}
+
+/// The cluster the Flux object `v` (`id`) reconciles in when its `spec.kubeConfig` names
+/// one: `Secret/<namespace>/<name>` (with `:<key>` when the key is set) or
+/// `ConfigMap/<namespace>/<name>`, the object read in its own namespace
+/// (kustomize-controller and helm-controller build their client with
+/// `runtimeClient.WithKubeConfig(obj.Spec.KubeConfig, ..., obj.GetNamespace(), ...)`). Two
+/// that name the same object reach the same cluster; others are taken as distinct. A
+/// cluster inside another is named through it: `<outer> > <inner>`.
+pub fn remote_cluster(v: &Value, id: &ObjectId) -> Option<Arc<str>> {
+    let kc = v.pointer("/spec/kubeConfig")?;
+    let name = |r: &str| {
+        kc.get(r)
+            .and_then(|r| r.get("name"))
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+    };
+    let here = match (name("secretRef"), name("configMapRef")) {
+        (Some(n), _) => {
+            let key = kc.pointer("/secretRef/key").and_then(Value::as_str);
+            match key.filter(|k| !k.is_empty()) {
+                Some(k) => format!("Secret/{}/{n}:{k}", id.namespace),
+                None => format!("Secret/{}/{n}", id.namespace),
+            }
+        }
+        (None, Some(n)) => format!("ConfigMap/{}/{n}", id.namespace),
+        (None, None) => return None,
+    };
+    Some(match &id.cluster {
+        Some(outer) => Arc::from(format!("{outer} > {here}")),
+        None => Arc::from(here),
+    })
 }
 
 /// What an inventory keeps of each object besides its facts.
@@ -466,6 +517,7 @@ fn unreachable_owner(env_path: &str) -> Owner {
         source: SourceRef::default(),
         substitutes: false,
         parent: None,
+        applies_to: None,
         file: String::new(),
         index: 0,
         built: true,
