@@ -6,8 +6,6 @@
 //! what it holds, which this lint reports one by one; what only *may* hold data (a chart not
 //! rendered) is left to `cutover`, which shows it when it is deleted.
 
-use std::collections::BTreeMap;
-
 use super::{locate, Finding, FluxView};
 use crate::diag::Code;
 use crate::flux::data::{self, Data};
@@ -15,7 +13,7 @@ use crate::flux::data::{self, Data};
 pub const CODE: Code = Code::UnprotectedStateful;
 
 pub fn unprotected_stateful(flux: &FluxView) -> Vec<Finding> {
-    let namespaces = BTreeMap::new();
+    let namespaces = data::Namespaces::new();
     let mut findings = Vec::new();
     for (_, id, e) in flux.objects() {
         if e.facts.prune_disabled || id.is("", "Namespace") {

@@ -6,6 +6,7 @@
 //! hold data: a third answer, never counted as data loss.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -68,13 +69,14 @@ pub fn of(
     id: &ObjectId,
     whole: Option<&Value>,
     rendered: Option<&Release>,
-    namespaces: &BTreeMap<String, Data>,
+    namespaces: &Namespaces,
 ) -> Data {
     if let Some(kind) = kind_holds(id) {
         return Data::Holds(kind.to_string());
     }
     if id.is("", "Namespace") {
-        return namespaces.get(&id.name).cloned().unwrap_or(Data::None);
+        let key = (id.cluster.clone(), id.name.clone());
+        return namespaces.get(&key).cloned().unwrap_or(Data::None);
     }
     if id.is(HELM_GROUP, "HelmRelease") {
         if let Some(r) = rendered.and_then(Release::rendered) {
@@ -166,14 +168,16 @@ pub fn rendered(r: &Rendered, uninstall: bool) -> (Data, Vec<String>) {
     (data, notes)
 }
 
+/// What each Namespace holds, by its cluster (`ObjectId::cluster`) and name.
+pub type Namespaces = BTreeMap<(Option<Arc<str>>, String), Data>;
+
 /// What each Namespace holds, by the objects in it: data when one of them holds data (the
 /// evidence names the first), else possibly data when one of them may. A HelmRelease counts
-/// in the namespace its chart installs into (`spec.targetNamespace`, else its own).
-pub fn namespaces<'a>(
-    objects: impl Iterator<Item = (&'a ObjectId, &'a Entry)>,
-) -> BTreeMap<String, Data> {
-    let none = BTreeMap::new();
-    let mut out: BTreeMap<String, Data> = BTreeMap::new();
+/// in the namespace and cluster its chart installs into (`spec.targetNamespace`, else its
+/// own; `spec.kubeConfig`'s cluster, else its own).
+pub fn namespaces<'a>(objects: impl Iterator<Item = (&'a ObjectId, &'a Entry)>) -> Namespaces {
+    let none = Namespaces::new();
+    let mut out = Namespaces::new();
     for (id, e) in objects {
         if id.namespace.is_empty() {
             continue;
@@ -187,13 +191,16 @@ pub fn namespaces<'a>(
             }
             _ => of(id, whole, release, &none),
         };
-        let ns = whole
-            .filter(|_| id.is(HELM_GROUP, "HelmRelease"))
+        let hr = whole.filter(|_| id.is(HELM_GROUP, "HelmRelease"));
+        let ns = hr
             .and_then(|v| v.pointer("/spec/targetNamespace"))
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
             .unwrap_or(&id.namespace);
-        let slot = out.entry(ns.to_string()).or_insert(Data::None);
+        let cluster = hr
+            .and_then(|v| crate::flux::inventory::remote_cluster(v, id))
+            .or_else(|| id.cluster.clone());
+        let slot = out.entry((cluster, ns.to_string())).or_insert(Data::None);
         match (&data, &*slot) {
             (Data::Holds(e), Data::May(_) | Data::None) => {
                 *slot = Data::Holds(format!("{id} holds data ({e})"));
@@ -778,17 +785,29 @@ mod tests {
         ];
         let ns = namespaces(entries.iter().map(|(i, e)| (i, e)));
         assert_eq!(
-            ns.get("db"),
+            ns.get(&(None, "db".into())),
             Some(&Data::Holds(
                 "PersistentVolumeClaim/db/data holds data (a PersistentVolumeClaim: its volume)"
                     .into()
             ))
         );
-        assert!(ns.get("web").is_some_and(Data::holds), "{ns:?}");
-        assert!(!ns.contains_key("flux-system"), "{ns:?}");
-        assert!(ns.get("tools").is_some_and(Data::may), "{ns:?}");
-        assert!(!ns.contains_key("cfg"));
+        assert!(
+            ns.get(&(None, "web".into())).is_some_and(Data::holds),
+            "{ns:?}"
+        );
+        assert!(!ns.contains_key(&(None, "flux-system".into())), "{ns:?}");
+        assert!(
+            ns.get(&(None, "tools".into())).is_some_and(Data::may),
+            "{ns:?}"
+        );
+        assert!(!ns.contains_key(&(None, "cfg".into())));
         assert!(of(&id("", "Namespace", "", "db"), None, None, &ns).holds());
+        // A Namespace of the same name in another cluster holds what is there only.
+        let elsewhere = ObjectId {
+            cluster: Some("Secret/staging/cluster-kubeconfig".into()),
+            ..id("", "Namespace", "", "db")
+        };
+        assert_eq!(of(&elsewhere, None, None, &ns), Data::None);
     }
 
     const KUSTOMIZE: &str = "kustomize.toolkit.fluxcd.io";
