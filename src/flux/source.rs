@@ -6,7 +6,9 @@
 //! source-controller adds it after the `.sourceignore` files
 //! (`GitRepositoryReconciler.reconcileArtifact`).
 
+use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
@@ -14,6 +16,7 @@ use serde_json::Value;
 use crate::kustomize::object::{group_of, ObjectId};
 use crate::kustomize::Builder;
 use crate::tree::FileTree;
+use crate::yaml::Text;
 
 /// The API group of Flux's sources (source-controller's `source.toolkit.fluxcd.io`).
 pub const SOURCE_GROUP: &str = "source.toolkit.fluxcd.io";
@@ -203,7 +206,91 @@ pub fn artifact(tree: &FileTree, file: &str, source: &SourceRef) -> FileTree {
 /// reconcile are the patched ones (kustomize-controller `internal/controller/
 /// kustomization_controller.go`, `reconcile`: build, then apply every object built). A
 /// build that fails leaves the documents as written.
+///
+/// The folder holds bootstrap's `gotk-components.yaml` (half a megabyte of CRDs), and
+/// discovery and every build of every revision ask for the root: an answer is kept with the
+/// texts of the files its build read (`RootsRead`) and given again over a tree that holds the
+/// same texts there.
 pub fn root_documents(tree: &FileTree, file: &str) -> Option<Vec<Value>> {
+    static KNOWN: RootsRead = RootsRead::new();
+    if let Some(docs) = KNOWN.find(tree, file) {
+        return docs;
+    }
+    let recording = tree.recording();
+    let docs = read_root_documents(&recording, file);
+    KNOWN.keep(tree, file, &recording, &docs);
+    docs
+}
+
+/// The answers of `root_documents`, by file, the latest first, each with what its build read:
+/// of every file it asked for, whether the tree has it and its text (`None` where it has
+/// none, or none kustomize can read). One whose build listed a folder is not kept (what a
+/// listing depends on is not recorded here).
+struct RootsRead(Mutex<BTreeMap<String, Vec<Arc<RootRead>>>>);
+
+struct RootRead {
+    read: Vec<(String, bool, Option<Text>)>,
+    docs: Option<Vec<Value>>,
+}
+
+impl RootsRead {
+    /// The answers kept per file: the two revisions of a step, and a few environments' views.
+    const KEPT: usize = 8;
+
+    const fn new() -> RootsRead {
+        RootsRead(Mutex::new(BTreeMap::new()))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Vec<Arc<RootRead>>>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The answer for `file` over `tree` when one kept read the same texts.
+    fn find(&self, tree: &FileTree, file: &str) -> Option<Option<Vec<Value>>> {
+        let candidates = self.lock().get(file).cloned().unwrap_or_default();
+        let same = |r: &RootRead| {
+            r.read.iter().all(|(path, is_file, text)| {
+                tree.is_file(path) == *is_file
+                    && match (tree.read(path), text) {
+                        (Some(now), Some(then)) => Arc::ptr_eq(&now, then),
+                        (None, None) => true,
+                        _ => false,
+                    }
+            })
+        };
+        candidates
+            .into_iter()
+            .find(|r| same(r))
+            .map(|r| r.docs.clone())
+    }
+
+    /// Keeps `docs`, read over `recording` (a recording copy of `tree`).
+    fn keep(&self, tree: &FileTree, file: &str, recording: &FileTree, docs: &Option<Vec<Value>>) {
+        let footprint = recording.take_footprint();
+        if !footprint.folders.is_empty() {
+            return;
+        }
+        let read = footprint
+            .files
+            .into_iter()
+            .map(|path| {
+                let (is_file, text) = (tree.is_file(&path), tree.read(&path));
+                (path, is_file, text)
+            })
+            .collect();
+        let kept = Arc::new(RootRead {
+            read,
+            docs: docs.clone(),
+        });
+        let mut known = self.lock();
+        let list = known.entry(file.to_string()).or_default();
+        list.insert(0, kept);
+        list.truncate(Self::KEPT);
+    }
+}
+
+/// `root_documents`, read afresh.
+fn read_root_documents(tree: &FileTree, file: &str) -> Option<Vec<Value>> {
     let text = tree.read(file)?;
     let mut docs = crate::yaml::parse_all(file, &text).ok()?;
     let dir = file.rsplit_once('/').map_or("", |(dir, _)| dir);
@@ -291,6 +378,38 @@ mod tests {
             let ignore = spec_ignore(&tree, sync, &source("flux-system"));
             assert!(ignore.is_some_and(|i| i.contains("!/clusters")));
         }
+    }
+
+    /// An answer is given again only over the same texts of every file its build read: a
+    /// change of the patch file, or its removal, is read afresh; a change elsewhere is not
+    /// asked for.
+    #[test]
+    fn the_root_documents_follow_every_file_their_build_reads() {
+        let sync = "clusters/dev/flux-system/gotk-sync.yaml";
+        let kustomization = "clusters/dev/flux-system/kustomization.yaml";
+        let patch = "clusters/dev/flux-system/ignore.yaml";
+        let ignoring = |what: &str| {
+            format!("apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: {{name: flux-system, namespace: flux-system}}\nspec:\n  ignore: {what}\n")
+        };
+        let a = FileTree::from_files([
+            (sync, SYNC),
+            (
+                kustomization,
+                "resources: [gotk-sync.yaml]\npatches:\n  - path: ignore.yaml\n",
+            ),
+            (patch, ignoring("/apps").as_str()),
+        ]);
+        let ignore = |t: &FileTree| spec_ignore(t, sync, &source("flux-system"));
+        assert_eq!(ignore(&a).as_deref(), Some("/apps"));
+        let b = a.clone().with_file(patch, &ignoring("/db"));
+        assert_eq!(ignore(&b).as_deref(), Some("/db"));
+        let elsewhere = a.clone().with_file("apps/web.yaml", "kind: ConfigMap\n");
+        assert_eq!(ignore(&elsewhere).as_deref(), Some("/apps"));
+        // Without the patch file the build fails: the documents are as written.
+        let gone = a.clone().without_file(patch);
+        assert!(ignore(&gone).is_some_and(|i| i.contains("!/clusters")));
+        assert_eq!(ignore(&a).as_deref(), Some("/apps"));
+        assert_eq!(ignore(&b).as_deref(), Some("/db"));
     }
 
     /// A kind reads back as written, known or not, and two kinds are one when their names are.
