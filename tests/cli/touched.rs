@@ -242,3 +242,59 @@ fn a_step_that_touches_no_footprint_builds_nothing() {
     assert_eq!(counts.len(), 4, "{counts:?}");
     assert_eq!(counts[1..], [(0, 0), (1, 0), (0, 0)], "{counts:?}");
 }
+
+/// The settings one Kustomization substitutes from are built by a later one: each revision
+/// is built in two passes, the second knowing the settings from the start
+/// (`inventory::build_with`). The second pass replays the first's builds (a build depends on
+/// its files and spec; what is substituted is substituted again), so a step that edits
+/// README.md builds nothing afresh, and one that changes a setting still sees the renamed
+/// object it makes.
+#[test]
+fn a_second_pass_replays_the_first_passes_builds() {
+    let repo = TestRepo::empty();
+    repo.write(
+        "clusters/dev/kustomization.yaml",
+        "resources:\n  - apps.yaml\n  - settings.yaml\n",
+    )
+    .write(
+        "clusters/dev/apps.yaml",
+        &ks(
+            "apps",
+            "./apps",
+            &["postBuild:", "  substituteFrom:", "    - {kind: ConfigMap, name: cluster-settings}"],
+        ),
+    )
+    .write(
+        "clusters/dev/settings.yaml",
+        &ks("settings", "./settings", &[]),
+    )
+    .write(
+        "settings/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cluster-settings\n  namespace: flux-system\ndata:\n  SUFFIX: blue\n",
+    )
+    .write("apps/kustomization.yaml", "resources:\n  - cm.yaml\n")
+    .write(
+        "apps/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-${SUFFIX}\n  namespace: apps\n",
+    )
+    .write("README.md", "a fleet\n");
+    repo.commit_all("init");
+    repo.write("README.md", "a fleet, edited\n");
+    repo.commit_all("README");
+    repo.write("README.md", "a fleet, edited twice\n");
+    repo.commit_all("README twice");
+    repo.write(
+        "settings/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cluster-settings\n  namespace: flux-system\ndata:\n  SUFFIX: green\n",
+    );
+    repo.commit_all("green");
+    let (counts, verdicts) = step_counts(&repo, "HEAD~3..HEAD");
+    assert_eq!(verdicts, ["safe", "safe", "deletes"], "{counts:?}");
+    assert_eq!(counts[1], (0, 0), "{counts:?}");
+    let (_, doc) = cutover_json(&repo, &["--from", "HEAD~1", "--to", "HEAD"]);
+    let gone: Vec<String> = crate::common::deletions(&doc)
+        .iter()
+        .map(crate::common::deletion_id)
+        .collect();
+    assert_eq!(gone, ["ConfigMap/apps/web-blue"], "{doc}");
+}

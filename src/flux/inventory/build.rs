@@ -68,9 +68,8 @@ pub fn build_as(tree: &FileTree, env: &Environment, keep: Keep) -> Inventory {
 }
 
 /// `build`, keeping of each object what `keep` says, remembering builds when given `before`.
-/// Only the first pass over the repository's own files is remembered: the builds over the
-/// files of ExternalArtifacts, and the passes that know sources from an earlier one, are
-/// made afresh.
+/// The passes over the repository's own files are remembered (the last is given back); the
+/// builds over the files of ExternalArtifacts are made afresh.
 fn build_keeping(
     tree: &FileTree,
     env: &Environment,
@@ -86,7 +85,10 @@ fn build_keeping(
 
 /// `build`, with the owners that read the ExternalArtifacts of `artifacts` built at their
 /// path in its folder. A pass is made again, up to three, when an owner looked for a
-/// `substituteFrom` source that the pass built only later: the next knows it from the start.
+/// `substituteFrom` source that the pass built only later: the next knows it from the start,
+/// and replays the builds of the pass before whose spec the sources leave as they were (a
+/// build depends on its files and its spec alone; what is substituted in its objects is
+/// substituted again).
 fn build_with(
     tree: &FileTree,
     env: &Environment,
@@ -96,16 +98,15 @@ fn build_with(
 ) -> (Inventory, Option<Remembered>) {
     let mut cluster = BTreeMap::new();
     let mut pass = 0;
-    let mut remembered = None;
     loop {
         pass += 1;
         let mut made = build_pass(tree, env, artifacts, &cluster, keep, before.take());
-        remembered = remembered.or(made.remembered);
         let found_later = made.missed.iter().any(|id| made.sources.contains_key(id));
         if !found_later || pass == 3 {
             made.inv.sources = made.sources;
-            return (made.inv, remembered);
+            return (made.inv, made.remembered);
         }
+        before = made.remembered;
         cluster = made.sources;
     }
 }
@@ -169,8 +170,8 @@ fn build_pass(
     // What Flux builds is the artifact of the root's source.
     let view = spec_ignore(tree, &root.file, &root.source());
     // Remembered builds are kept with what they read, and replayed only in the context they
-    // were made in: the repository's own files, with no sources known from an earlier pass.
-    let before = before.filter(|_| artifacts.is_empty() && cluster.is_empty());
+    // were made in: the repository's own files.
+    let before = before.filter(|_| artifacts.is_empty());
     let mut artifact =
         tree.artifact_after(view.as_deref(), before.as_ref().and_then(Remembered::tree));
     if before.is_some() {
