@@ -240,6 +240,8 @@ def measure(a, name, pin):
 
 
 def row(r):
+    if "not_measured" in r:
+        return f'| [{r["repo"]}](https://github.com/{r["repo"]}) `{r["pin"][:10]}` | not measured: {r["not_measured"]} ||||||'
     d, e, o = r["discovery"], r["each"], r.get("oracle")
     envs = ", ".join(f'{x["name"]} ({x["path"]})' for x in d.get("environments", [])) or "none"
     found = sum(x["kustomizations"] for x in d.get("environments", []))
@@ -278,6 +280,8 @@ def write_report(a, results):
     lines += ["", f'False "safe" found by the oracle, all repositories: **{totals["false safe"]}**; '
                   f'removals missed under "deletes": {totals["missed"]}.', ""]
     for r in results:
+        if "not_measured" in r:
+            continue
         d, e, o = r["discovery"], r["each"], r.get("oracle") or {}
         lines += [f'## {r["repo"]}', ""]
         if d.get("error"):
@@ -323,7 +327,16 @@ def main():
         saved = WORK / (name.replace("/", "+") + ".json")
         if not a.report_only and (not a.only or name in a.only):
             print(f"{name}…", flush=True)
-            saved.write_text(json.dumps(measure(a, name, pin), indent=1))
+            try:
+                measured = measure(a, name, pin)
+            except subprocess.CalledProcessError as e:
+                # A clone that cannot give a revision's files (a fetched snapshot missing a
+                # blob) is listed as not measured, with git's words, and the run goes on.
+                why = (e.stderr or b"")
+                why = why.decode(errors="replace") if isinstance(why, bytes) else why
+                measured = {"repo": name, "pin": pin,
+                            "not_measured": f'`{" ".join(map(str, e.cmd[3:5]))}` fails: {why.strip()[-300:]}'}
+            saved.write_text(json.dumps(measured, indent=1))
         if saved.exists():
             results.append(json.loads(saved.read_text()))
     write_report(a, results)
