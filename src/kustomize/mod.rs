@@ -126,8 +126,9 @@ impl<'a> Builder<'a> {
         // Cluster-scoped custom kinds are known from any CRD in the revision, each file's
         // read once for every tree that holds it (`PerText`).
         static KINDS: yaml::PerText<Vec<String>> = yaml::PerText::new();
+        let crd = memchr::memmem::Finder::new("CustomResourceDefinition");
         for (path, text) in tree.files() {
-            if !yaml::mentions(text, yaml::Word::Crd) {
+            if crd.find(text.as_bytes()).is_none() {
                 continue;
             }
             let kinds = KINDS.get(text, || {

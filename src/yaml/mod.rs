@@ -31,60 +31,6 @@ pub use spanned::{span_of, spanned, Spanned};
 /// A parsed file's text, shared by every error that points into it.
 pub type Text = Arc<String>;
 
-/// A word whose absence from a text spares parsing it: every manifest of every tree is asked
-/// for some of them (discovery, the CRDs a build needs), so each text is searched once for
-/// all of them (`mentions`) and a history's step pays only for the texts it changes.
-#[derive(Debug, Clone, Copy)]
-pub enum Word {
-    /// `CustomResourceDefinition`.
-    Crd,
-    /// `kustomize.toolkit.fluxcd.io`.
-    KustomizeGroup,
-    /// `source.toolkit.fluxcd.io`.
-    SourceGroup,
-    /// `toolkit.fluxcd.io`: any Flux API group.
-    Toolkit,
-    /// `FluxInstance`.
-    FluxInstance,
-    /// `HelmRelease`.
-    HelmRelease,
-}
-
-impl Word {
-    const ALL: [Word; 6] = [
-        Word::Crd,
-        Word::KustomizeGroup,
-        Word::SourceGroup,
-        Word::Toolkit,
-        Word::FluxInstance,
-        Word::HelmRelease,
-    ];
-
-    fn text(self) -> &'static str {
-        match self {
-            Word::Crd => "CustomResourceDefinition",
-            Word::KustomizeGroup => "kustomize.toolkit.fluxcd.io",
-            Word::SourceGroup => "source.toolkit.fluxcd.io",
-            Word::Toolkit => "toolkit.fluxcd.io",
-            Word::FluxInstance => "FluxInstance",
-            Word::HelmRelease => "HelmRelease",
-        }
-    }
-}
-
-/// Whether `text` holds `word` anywhere.
-pub fn mentions(text: &Text, word: Word) -> bool {
-    static FOUND: PerText<u8> = PerText::new();
-    let found = FOUND.get(text, || {
-        Word::ALL
-            .iter()
-            .enumerate()
-            .filter(|(_, w)| memchr::memmem::find(text.as_bytes(), w.text().as_bytes()).is_some())
-            .fold(0, |bits, (i, _)| bits | 1 << i)
-    });
-    *found & 1 << word as u8 != 0
-}
-
 /// What is derived from texts, kept by text: the trees a run reads share each file's text
 /// (one `Text` per git blob), so what is derived from a file that many trees hold (the
 /// revisions of a history) is made once. A text is known by its allocation, which its entry
@@ -120,23 +66,6 @@ mod tests {
 
     /// A text's derivation is made once however many trees hold the text, and again for an
     /// equal text in another allocation.
-    #[test]
-    fn a_text_mentions_the_words_it_holds() {
-        let text: Text =
-            Arc::new("kind: HelmRelease\napiVersion: helm.toolkit.fluxcd.io/v2\n".into());
-        assert!(mentions(&text, Word::HelmRelease) && mentions(&text, Word::Toolkit));
-        for word in [
-            Word::Crd,
-            Word::KustomizeGroup,
-            Word::SourceGroup,
-            Word::FluxInstance,
-        ] {
-            assert!(!mentions(&text, word), "{word:?}");
-        }
-        let every: Text = Arc::new(Word::ALL.map(Word::text).join("\n"));
-        assert!(Word::ALL.iter().all(|w| mentions(&every, *w)));
-    }
-
     #[test]
     fn what_is_derived_from_a_text_is_made_once_per_text() {
         let made = std::cell::Cell::new(0);

@@ -36,13 +36,15 @@ mod operator;
 
 use std::sync::Arc;
 
+use memchr::memmem;
 use serde_json::{json, Value};
 
-use super::{normalize_path, Kustomization, SourceKind, SourceRef};
+use super::source::SOURCE_GROUP;
+use super::{normalize_path, Kustomization, SourceKind, SourceRef, KUSTOMIZE_GROUP};
 use crate::config::Config;
 use crate::fs::{is_manifest, join};
 use crate::tree::FileTree;
-use crate::yaml::{self, PerText, Text, Word};
+use crate::yaml::{self, PerText, Text};
 
 /// One Flux environment: an entry folder and the root Kustomization that applies it.
 #[derive(Debug, Clone, PartialEq)]
@@ -209,8 +211,11 @@ fn roots(tree: &FileTree) -> Vec<Environment> {
     }
     // 3. A root written elsewhere: a Kustomization reading a source declared beside it, in a
     // folder it applies (`flux create ... --export`, or bootstrap's file moved).
+    let kustomize = memmem::Finder::new(KUSTOMIZE_GROUP);
+    let source = memmem::Finder::new("source.toolkit.fluxcd.io");
     for (file, text) in tree.manifests() {
-        if !yaml::mentions(text, Word::KustomizeGroup) || !yaml::mentions(text, Word::SourceGroup) {
+        let bytes = text.as_bytes();
+        if kustomize.find(bytes).is_none() || source.find(bytes).is_none() {
             continue;
         }
         for path in written_syncs(file, text).iter() {
@@ -268,7 +273,7 @@ fn folders(
             continue;
         }
         let marks = crate::kustomize::KUSTOMIZATION_FILES.contains(&below)
-            || (is_manifest(file) && yaml::mentions(text, Word::Toolkit));
+            || (is_manifest(file) && memmem::find(text.as_bytes(), b"toolkit.fluxcd.io").is_some());
         if marks {
             folders.push(env);
         }
@@ -289,9 +294,9 @@ fn folders(
         for dir in ["kubernetes/flux/cluster", "flux/cluster"] {
             let holds_flux = tree.files_under(dir).any(|f| {
                 is_manifest(f)
-                    && tree
-                        .read(f)
-                        .is_some_and(|t| yaml::mentions(&t, Word::KustomizeGroup))
+                    && tree.read(f).is_some_and(|t| {
+                        memmem::find(t.as_bytes(), b"kustomize.toolkit.fluxcd.io").is_some()
+                    })
             });
             if holds_flux {
                 add(
@@ -369,11 +374,12 @@ fn written_under(tree: &FileTree, path: &str) -> Option<String> {
     if path.is_empty() {
         return None;
     }
+    let source = memmem::Finder::new(SOURCE_GROUP);
     tree.files_under(path)
         .filter(|f| is_manifest(f))
         .find(|f| {
             tree.read(f).is_some_and(|text| {
-                yaml::mentions(&text, Word::SourceGroup)
+                source.find(text.as_bytes()).is_some()
                     && written_syncs(f, &text).iter().any(|p| p == path)
             })
         })
@@ -384,10 +390,10 @@ fn written_under(tree: &FileTree, path: &str) -> Option<String> {
 /// `found`, with its file: the folders those roots apply, which are no roots of their own.
 fn applied_folders(tree: &FileTree, found: &[Environment]) -> Vec<(String, String)> {
     static READ: PerText<Vec<String>> = PerText::new();
+    let kustomize = memmem::Finder::new(KUSTOMIZE_GROUP);
     let mut applied = Vec::new();
     for (file, text) in tree.manifests() {
-        if !found.iter().any(|e| within(file, &e.path))
-            || !yaml::mentions(text, Word::KustomizeGroup)
+        if !found.iter().any(|e| within(file, &e.path)) || kustomize.find(text.as_bytes()).is_none()
         {
             continue;
         }

@@ -12,20 +12,24 @@
 
 use std::sync::Arc;
 
+use memchr::memmem;
 use serde_json::{json, Map, Value};
 
 use super::{last_folder, Environment, Root};
 use crate::flux::{normalize_path, SourceKind};
 use crate::fs::join;
 use crate::tree::FileTree;
-use crate::yaml::{self, PerText, Text, Word};
+use crate::yaml::{self, PerText, Text};
 
 /// The environments Flux Operator's syncs written in `tree` name (see the module).
 pub(super) fn roots(tree: &FileTree) -> Vec<Environment> {
+    let instance = memmem::Finder::new("FluxInstance");
+    let release = memmem::Finder::new("HelmRelease");
     let mut found = Vec::new();
     for (file, text) in tree.manifests() {
+        let bytes = text.as_bytes();
         // Only the files that may hold one are parsed.
-        if !yaml::mentions(text, Word::FluxInstance) && !yaml::mentions(text, Word::HelmRelease) {
+        if instance.find(bytes).is_none() && release.find(bytes).is_none() {
             continue;
         }
         for written in declared(file, text).iter() {
