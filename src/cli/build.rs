@@ -423,7 +423,7 @@ impl<'a> JsonObject<'a> {
             api_version: b.api_version(),
             namespace: &b.id.namespace,
             name: &b.id.name,
-            cluster: b.id.cluster.as_deref(),
+            cluster: b.id.cluster.as_deref().map(String::as_str),
             owner: format!("{}/{}", b.owner.namespace, b.owner.name),
             environment: &b.environment,
             file: &b.file,

@@ -6,13 +6,12 @@
 //! hold data: a third answer, never counted as data loss.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
 use super::inventory::Entry;
 use super::release::{Release, Rendered};
-use crate::kustomize::object::ObjectId;
+use crate::kustomize::object::{Cluster, ObjectId};
 
 /// What an object holds. The evidence names where the answer comes from: a kind, a values
 /// path (`spec.values.persistence.config`), or the object inside a Namespace.
@@ -169,7 +168,7 @@ pub fn rendered(r: &Rendered, uninstall: bool) -> (Data, Vec<String>) {
 }
 
 /// What each Namespace holds, by its cluster (`ObjectId::cluster`) and name.
-pub type Namespaces = BTreeMap<(Option<Arc<str>>, String), Data>;
+pub type Namespaces = BTreeMap<(Option<Cluster>, String), Data>;
 
 /// What each Namespace holds, by the objects in it: data when one of them holds data (the
 /// evidence names the first), else possibly data when one of them may. A HelmRelease counts
@@ -503,6 +502,7 @@ fn block(m: &Map<String, Value>, path: &str, enabled: Option<bool>, uninstall: b
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::sync::Arc;
 
     fn rendered_of(objects: Vec<Value>) -> Rendered {
         use crate::flux::release::Object;
@@ -804,7 +804,7 @@ mod tests {
         assert!(of(&id("", "Namespace", "", "db"), None, None, &ns).holds());
         // A Namespace of the same name in another cluster holds what is there only.
         let elsewhere = ObjectId {
-            cluster: Some("Secret/staging/cluster-kubeconfig".into()),
+            cluster: Some(Arc::new("Secret/staging/cluster-kubeconfig".into())),
             ..id("", "Namespace", "", "db")
         };
         assert_eq!(of(&elsewhere, None, None, &ns), Data::None);

@@ -31,7 +31,7 @@ use sha2::{Digest, Sha256};
 use crate::flux::data::HELM_GROUP;
 use crate::flux::inventory::Inventory;
 pub use crate::flux::release::{Object, Release, Render, Rendered, Target};
-use crate::kustomize::object::{crd_kind, ObjectId, CLUSTER_SCOPED};
+use crate::kustomize::object::{crd_kind, Cluster, ObjectId, CLUSTER_SCOPED};
 use crate::kustomize::Builder;
 use crate::tree::FileTree;
 
@@ -264,7 +264,7 @@ struct Job {
     /// The cluster it installs into when that is not Flux's own: its `spec.kubeConfig`'s, else
     /// the one it is applied to (helm-controller installs with the client `kubeConfig`
     /// gives; changing it leaves the old release where it was).
-    cluster: Option<Arc<str>>,
+    cluster: Option<Cluster>,
 }
 
 fn render_with(inv: &mut Inventory, tree: &FileTree, opts: &Options) {

@@ -21,8 +21,12 @@ pub struct ObjectId {
     pub name: String,
     /// The cluster it is in when that is not the one Flux runs in: the `spec.kubeConfig`
     /// of the Flux Kustomization that applies it (`Cluster::of`). `None` for Flux's own.
-    pub cluster: Option<Arc<str>>,
+    pub cluster: Option<Cluster>,
 }
+
+/// The name of a cluster other than Flux's own (`ObjectId::cluster`), shared by the ids of
+/// what is in it: one pointer, as most ids have none.
+pub type Cluster = Arc<String>;
 
 impl Ord for ObjectId {
     fn cmp(&self, other: &Self) -> Ordering {

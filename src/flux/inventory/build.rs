@@ -19,7 +19,7 @@ use crate::flux::generated::{FluxBuild, FluxBuildError, FluxSpec};
 use crate::flux::source::spec_ignore;
 use crate::flux::substitute::{self, Source, SubstituteError, Variables};
 use crate::flux::{Kustomization, SourceKind, SourceRef};
-use crate::kustomize::object::ObjectId;
+use crate::kustomize::object::{Cluster, ObjectId};
 use crate::kustomize::{Builder, Resource, Warning};
 use crate::kustomize::{Remembered, Remembering, Shared};
 use crate::tree::{FileTree, Footprint};
@@ -243,12 +243,12 @@ fn build_owner(
     };
     // One applied to another cluster is reconciled there, by that cluster's Flux from its
     // own sources, if it runs one.
-    if let Some(cluster) = &owner.id.cluster {
+    if owner.id.cluster.is_some() {
         let w = Warning {
             path: where_,
             feature: "another cluster".into(),
             message: format!(
-                "{} is applied to the cluster of kubeConfig {cluster}: what it applies there comes from that cluster's own sources",
+                "{} is reconciled by that cluster's own Flux, from its sources there",
                 owner.id
             ),
         };
@@ -550,7 +550,7 @@ struct Building<'a> {
     /// What its entries keep of their objects.
     keep: Keep<'a>,
     /// The cluster they are applied to (`Owner::applies_to`).
-    cluster: Option<Arc<str>>,
+    cluster: Option<Cluster>,
     /// The file of the object being recorded: the objects of a file come together, and
     /// share its path.
     file: Arc<str>,

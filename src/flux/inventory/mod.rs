@@ -19,7 +19,7 @@ use super::{Kustomization, SourceRef, KUSTOMIZE_GROUP};
 use crate::flux::facts::{self, is_sops, kept_whole, Facts};
 use crate::flux::generated::FluxSpec;
 use crate::flux::packed::Packed;
-use crate::kustomize::object::{digest, ObjectId};
+use crate::kustomize::object::{digest, Cluster, ObjectId};
 use crate::kustomize::{Resource, Shared, Warning};
 
 pub use build::{build, build_as, build_remembering, build_whole, footprint, owners, Owners};
@@ -42,7 +42,7 @@ pub struct Owner {
     pub parent: Option<ObjectId>,
     /// The cluster what it applies goes to when that is not the one Flux runs in: its own
     /// `spec.kubeConfig`, else the cluster it is applied to itself (`ObjectId::cluster`).
-    pub applies_to: Option<Arc<str>>,
+    pub applies_to: Option<Cluster>,
     /// The file it is written in; empty for an assumed root.
     pub file: String,
     /// Its document's index in `file` (non-empty documents, from 0).
@@ -79,7 +79,7 @@ impl Owner {
     fn from_value(
         v: &Value,
         parent: Option<ObjectId>,
-        lives_in: Option<Arc<str>>,
+        lives_in: Option<Cluster>,
         file: &str,
         index: usize,
     ) -> Option<Owner> {
@@ -223,7 +223,7 @@ pub fn flux_id(namespace: &str, name: &str) -> ObjectId {
 /// `runtimeClient.WithKubeConfig(obj.Spec.KubeConfig, ..., obj.GetNamespace(), ...)`). Two
 /// that name the same object reach the same cluster; others are taken as distinct. A
 /// cluster inside another is named through it: `<outer> > <inner>`.
-pub fn remote_cluster(v: &Value, id: &ObjectId) -> Option<Arc<str>> {
+pub fn remote_cluster(v: &Value, id: &ObjectId) -> Option<Cluster> {
     let kc = v.pointer("/spec/kubeConfig")?;
     let name = |r: &str| {
         kc.get(r)
@@ -242,10 +242,10 @@ pub fn remote_cluster(v: &Value, id: &ObjectId) -> Option<Arc<str>> {
         (None, Some(n)) => format!("ConfigMap/{}/{n}", id.namespace),
         (None, None) => return None,
     };
-    Some(match &id.cluster {
-        Some(outer) => Arc::from(format!("{outer} > {here}")),
-        None => Arc::from(here),
-    })
+    Some(Arc::new(match &id.cluster {
+        Some(outer) => format!("{outer} > {here}"),
+        None => here,
+    }))
 }
 
 /// What an inventory keeps of each object besides its facts.
