@@ -393,3 +393,57 @@ fn a_hub_whose_sync_file_is_a_placeholder_is_the_environment() {
         "{doc}"
     );
 }
+
+/// A CRD that one spoke's removal deletes takes the custom resources of that spoke's cluster
+/// with it, and none of the other spoke's: the API server of each cluster garbage-collects
+/// its own.
+#[test]
+fn a_crd_deleted_in_one_spoke_takes_only_that_spokes_resources() {
+    let repo = TestRepo::fixture("roots/hub-spoke");
+    let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Widget, plural: widgets}\n";
+    let widget = |name: &str| {
+        format!("apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: {name}\n  namespace: web\n")
+    };
+    repo.write("clusters/staging/crd.yaml", crd)
+        .write("clusters/staging/widget.yaml", &widget("staging-widget"))
+        .write(
+            "clusters/staging/kustomization.yaml",
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - web.yaml\n  - data.yaml\n  - crd.yaml\n  - widget.yaml\n",
+        )
+        .write("clusters/production/widget.yaml", &widget("production-widget"))
+        .write(
+            "clusters/production/kustomization.yaml",
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - web.yaml\n  - data.yaml\n  - widget.yaml\n",
+        );
+    repo.commit_all("a CRD in staging, widgets in both");
+    // staging stops applying its CRD: kustomize-controller prunes it there.
+    repo.remove("clusters/staging/crd.yaml");
+    repo.write(
+        "clusters/staging/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - web.yaml\n  - data.yaml\n  - widget.yaml\n",
+    );
+    let (code, doc) = cutover_json(&repo, &["--from", "HEAD"]);
+    assert_eq!(code, 1, "{doc}");
+    let gone: Vec<(String, String, &str)> = deletions(&doc)
+        .iter()
+        .map(|d| {
+            let rule = d["rule"].as_str().unwrap().to_string();
+            (deletion_id(d), rule, d["cluster"].as_str().unwrap_or(""))
+        })
+        .collect();
+    let staging = "Secret/staging/cluster-kubeconfig";
+    assert!(
+        gone.contains(&(
+            "Widget/web/staging-widget".into(),
+            "crd-deleted".into(),
+            staging
+        )),
+        "{gone:?}"
+    );
+    assert!(
+        !gone
+            .iter()
+            .any(|(id, _, _)| id.contains("production-widget")),
+        "{gone:?}"
+    );
+}
