@@ -423,7 +423,7 @@ impl<'a> JsonObject<'a> {
             api_version: b.api_version(),
             namespace: &b.id.namespace,
             name: &b.id.name,
-            cluster: b.id.cluster.as_deref().map(String::as_str),
+            cluster: b.id.cluster_name(),
             owner: format!("{}/{}", b.owner.namespace, b.owner.name),
             environment: &b.environment,
             file: &b.file,

@@ -257,7 +257,7 @@ impl<'a> JsonChange<'a> {
             api_version: &c.api_version,
             namespace: &c.id.namespace,
             name: &c.id.name,
-            cluster: c.id.cluster.as_deref().map(String::as_str),
+            cluster: c.id.cluster_name(),
             owner: short(&c.owner),
             change: c.change,
             environment: &c.environment,

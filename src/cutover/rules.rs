@@ -126,7 +126,7 @@ impl Serialize for Deletion {
             group: &self.id.group,
             namespace: &self.id.namespace,
             name: &self.id.name,
-            cluster: self.id.cluster.as_deref().map(String::as_str),
+            cluster: self.id.cluster_name(),
             stateful: self.stateful,
             data: self.data.as_str(),
             evidence: self.data.evidence(),
@@ -521,19 +521,11 @@ fn crd_cascade(
     // A CRD takes with it what is in its own cluster.
     let mut crd_of: BTreeMap<(Option<&str>, &str, &str), &ObjectId> = BTreeMap::new();
     for (g, k, crd) in &deleted_kinds {
-        let key = (
-            crd.cluster.as_deref().map(String::as_str),
-            g.as_str(),
-            k.as_str(),
-        );
+        let key = (crd.cluster_name(), g.as_str(), k.as_str());
         crd_of.entry(key).or_insert(crd);
     }
     let crd_of_id = |id: &ObjectId| -> Option<&ObjectId> {
-        let key = (
-            id.cluster.as_deref().map(String::as_str),
-            id.group.as_str(),
-            id.kind.as_str(),
-        );
+        let key = (id.cluster_name(), id.group.as_str(), id.kind.as_str());
         crd_of.get(&key).copied()
     };
     let mut rendered_out = Vec::new();
@@ -585,7 +577,7 @@ fn namespace_cascade(env: &Arc<str>, objects: &Objects, out: &mut [Option<Deleti
         .iter()
         .zip(out.iter())
         .filter(|((id, _), d)| d.is_some() && id.kind == "Namespace" && id.group.is_empty())
-        .map(|((id, _), _)| (id.cluster.as_deref().map(String::as_str), id.name.as_str()))
+        .map(|((id, _), _)| (id.cluster_name(), id.name.as_str()))
         .collect();
     if deleted_ns.is_empty() {
         return;
@@ -593,12 +585,7 @@ fn namespace_cascade(env: &Arc<str>, objects: &Objects, out: &mut [Option<Deleti
     // One reason for each Namespace, shared by what it holds.
     let mut reasons: HashMap<&str, Arc<str>> = HashMap::default();
     for (i, (id, e)) in objects.iter().copied().enumerate() {
-        if out[i].is_none()
-            && deleted_ns.contains(&(
-                id.cluster.as_deref().map(String::as_str),
-                id.namespace.as_str(),
-            ))
-        {
+        if out[i].is_none() && deleted_ns.contains(&(id.cluster_name(), id.namespace.as_str())) {
             let text = shared(&mut reasons, id.namespace.as_str(), || {
                 format!(
                 "its Namespace {} is deleted, and Kubernetes deletes everything inside (opt-outs do not help)",

@@ -196,9 +196,10 @@ pub fn namespaces<'a>(objects: impl Iterator<Item = (&'a ObjectId, &'a Entry)>) 
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
             .unwrap_or(&id.namespace);
-        let cluster = hr
-            .and_then(|v| crate::flux::inventory::remote_cluster(v, id))
-            .or_else(|| id.cluster.clone());
+        let cluster = match hr {
+            Some(v) => crate::flux::inventory::target_cluster(v, id),
+            None => id.cluster.clone(),
+        };
         let slot = out.entry((cluster, ns.to_string())).or_insert(Data::None);
         match (&data, &*slot) {
             (Data::Holds(e), Data::May(_) | Data::None) => {

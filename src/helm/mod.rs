@@ -411,7 +411,7 @@ fn job(id: &ObjectId, hr: &Value, inv: &Inventory, tree: &FileTree) -> Job {
         values_json,
         hr: hr.clone(),
         target,
-        cluster: crate::flux::inventory::remote_cluster(hr, id).or_else(|| id.cluster.clone()),
+        cluster: crate::flux::inventory::target_cluster(hr, id),
     }
 }
 

@@ -89,6 +89,11 @@ impl ObjectId {
         })
     }
 
+    /// The name of its cluster (`cluster`), `None` for Flux's own.
+    pub fn cluster_name(&self) -> Option<&str> {
+        self.cluster.as_deref().map(String::as_str)
+    }
+
     pub fn is(&self, group: &str, kind: &str) -> bool {
         self.group == group && self.kind == kind
     }

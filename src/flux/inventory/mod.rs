@@ -101,7 +101,7 @@ impl Owner {
                 ..flux_id(d.namespace.as_deref().unwrap_or(&id.namespace), &d.name)
             })
             .collect();
-        let applies_to = remote_cluster(&k.object, &id).or_else(|| id.cluster.clone());
+        let applies_to = target_cluster(&k.object, &id);
         Some(Owner {
             path: spec.path,
             prune: spec.prune,
@@ -216,15 +216,18 @@ pub fn flux_id(namespace: &str, name: &str) -> ObjectId {
     }
 }
 
-/// The cluster the Flux object `v` (`id`) reconciles in when its `spec.kubeConfig` names
-/// one: `Secret/<namespace>/<name>` (with `:<key>` when the key is set) or
+/// The cluster the Flux object `v` (`id`) applies or installs into: the one its
+/// `spec.kubeConfig` names, else the one it is in itself (`id.cluster`). A kubeConfig names
+/// `Secret/<namespace>/<name>` (with `:<key>` when the key is set) or
 /// `ConfigMap/<namespace>/<name>`, the object read in its own namespace
 /// (kustomize-controller and helm-controller build their client with
 /// `runtimeClient.WithKubeConfig(obj.Spec.KubeConfig, ..., obj.GetNamespace(), ...)`). Two
 /// that name the same object reach the same cluster; others are taken as distinct. A
 /// cluster inside another is named through it: `<outer> > <inner>`.
-pub fn remote_cluster(v: &Value, id: &ObjectId) -> Option<Cluster> {
-    let kc = v.pointer("/spec/kubeConfig")?;
+pub fn target_cluster(v: &Value, id: &ObjectId) -> Option<Cluster> {
+    let Some(kc) = v.pointer("/spec/kubeConfig") else {
+        return id.cluster.clone();
+    };
     let name = |r: &str| {
         kc.get(r)
             .and_then(|r| r.get("name"))
@@ -240,7 +243,7 @@ pub fn remote_cluster(v: &Value, id: &ObjectId) -> Option<Cluster> {
             }
         }
         (None, Some(n)) => format!("ConfigMap/{}/{n}", id.namespace),
-        (None, None) => return None,
+        (None, None) => return id.cluster.clone(),
     };
     Some(Arc::new(match &id.cluster {
         Some(outer) => format!("{outer} > {here}"),
