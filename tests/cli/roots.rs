@@ -7,6 +7,12 @@ use serde_json::Value;
 
 use crate::common::{cutover_json, deletion_id, deletions, TestRepo};
 
+/// A kustomization.yaml listing `resources`.
+fn kustomization(resources: &[&str]) -> String {
+    let list: String = resources.iter().map(|r| format!("  - {r}\n")).collect();
+    format!("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n{list}")
+}
+
 fn deleted(doc: &Value) -> Vec<String> {
     deletions(doc).iter().map(deletion_id).collect()
 }
@@ -83,7 +89,7 @@ fn patched_root() -> TestRepo {
     repo.write("clusters/prod/flux-system/gotk-sync.yaml", sync)
         .write(
             "clusters/prod/flux-system/kustomization.yaml",
-            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - gotk-sync.yaml\n",
+            &kustomization(&["gotk-sync.yaml"]),
         )
         .write(
             "clusters/prod/apps.yaml",
@@ -296,7 +302,7 @@ fn init_lists_the_hub_alone_and_the_listed_hub_keeps_its_root() {
     repo.write("hub/flux-system.yaml", &sync);
     repo.write(
         "clusters/production/kustomization.yaml",
-        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - web.yaml\n",
+        &kustomization(&["web.yaml"]),
     );
     repo.commit_all("the hub's root exported, ignoring a file");
     // The production spoke now lists data.yaml, which the root's spec.ignore hides from the
@@ -305,7 +311,7 @@ fn init_lists_the_hub_alone_and_the_listed_hub_keeps_its_root() {
     // the change, adding a claim, called safe.
     repo.write(
         "clusters/production/kustomization.yaml",
-        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - web.yaml\n  - data.yaml\n",
+        &kustomization(&["web.yaml", "data.yaml"]),
     );
     let (code, doc) = cutover_json(&repo, &["--from", "HEAD"]);
     assert_eq!(code, 1, "{doc}");
@@ -327,10 +333,11 @@ fn each_spoke_is_its_own_cluster() {
     let repo = TestRepo::fixture("roots/hub-spoke");
     let shared = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: db\n---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: shared-data\n  namespace: db\nspec:\n  resources:\n    requests:\n      storage: 1Gi\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: flux-cluster-admin\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: cluster-admin\nsubjects:\n  - kind: ServiceAccount\n    name: flux\n    namespace: flux-system\n";
     for spoke in ["production", "staging"] {
-        repo.write(&format!("clusters/{spoke}/shared.yaml"), shared).write(
-            &format!("clusters/{spoke}/kustomization.yaml"),
-            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - web.yaml\n  - data.yaml\n  - shared.yaml\n",
-        );
+        repo.write(&format!("clusters/{spoke}/shared.yaml"), shared)
+            .write(
+                &format!("clusters/{spoke}/kustomization.yaml"),
+                &kustomization(&["web.yaml", "data.yaml", "shared.yaml"]),
+            );
     }
     repo.commit_all("both spokes get the shared objects");
     let check = repo.run(&["check", "--format", "json"]);
@@ -408,19 +415,22 @@ fn a_crd_deleted_in_one_spoke_takes_only_that_spokes_resources() {
         .write("clusters/staging/widget.yaml", &widget("staging-widget"))
         .write(
             "clusters/staging/kustomization.yaml",
-            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - web.yaml\n  - data.yaml\n  - crd.yaml\n  - widget.yaml\n",
+            &kustomization(&["web.yaml", "data.yaml", "crd.yaml", "widget.yaml"]),
         )
-        .write("clusters/production/widget.yaml", &widget("production-widget"))
+        .write(
+            "clusters/production/widget.yaml",
+            &widget("production-widget"),
+        )
         .write(
             "clusters/production/kustomization.yaml",
-            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - web.yaml\n  - data.yaml\n  - widget.yaml\n",
+            &kustomization(&["web.yaml", "data.yaml", "widget.yaml"]),
         );
     repo.commit_all("a CRD in staging, widgets in both");
     // staging stops applying its CRD: kustomize-controller prunes it there.
     repo.remove("clusters/staging/crd.yaml");
     repo.write(
         "clusters/staging/kustomization.yaml",
-        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - web.yaml\n  - data.yaml\n  - widget.yaml\n",
+        &kustomization(&["web.yaml", "data.yaml", "widget.yaml"]),
     );
     let (code, doc) = cutover_json(&repo, &["--from", "HEAD"]);
     assert_eq!(code, 1, "{doc}");
@@ -445,5 +455,47 @@ fn a_crd_deleted_in_one_spoke_takes_only_that_spokes_resources() {
             .iter()
             .any(|(id, _, _)| id.contains("production-widget")),
         "{gone:?}"
+    );
+}
+
+/// A spoke's Kustomization that gains `spec.kubeConfig` sends what it applies, a Flux
+/// Kustomization among it, to the spoke: that one is the spoke's Flux's to reconcile from
+/// then on. A history's step replays the unchanged build of the folder (a build's spec does
+/// not hold the kubeConfig), and still reads the Kustomization it declares as the spoke's:
+/// `--each` says what `--from`/`--to` says.
+#[test]
+fn a_kubeconfig_added_moves_what_a_replayed_build_declares() {
+    let repo = TestRepo::fixture("roots/hub-spoke");
+    let inner = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: inner\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./inner\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n";
+    let production = repo.read("hub/production.yaml");
+    repo.write(
+        "hub/production.yaml",
+        &production.replace(
+            "  kubeConfig:\n    secretRef:\n      name: cluster-kubeconfig\n",
+            "",
+        ),
+    )
+    .write("clusters/production/inner.yaml", inner)
+    .write(
+        "clusters/production/kustomization.yaml",
+        &kustomization(&["web.yaml", "data.yaml", "inner.yaml"]),
+    )
+    .write(
+        "inner/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: inner\n  namespace: web\n",
+    );
+    repo.commit_all("production applied by the hub itself");
+    repo.write("hub/production.yaml", &production);
+    repo.commit_all("production applied to its own cluster");
+    let (_, one) = cutover_json(&repo, &["--from", "HEAD~1", "--to", "HEAD"]);
+    let (_, each) = cutover_json(&repo, &["--each", "HEAD~1..HEAD"]);
+    let step = &each["steps"][0];
+    assert_eq!(step["verdict"], one["verdict"], "{one}\n{step}");
+    assert_eq!(step["incomplete"], one["incomplete"], "{one}\n{step}");
+    assert_eq!(step["deletions"], one["deletions"], "{one}\n{step}");
+    assert_eq!(one["verdict"], "incomplete", "{one}");
+    assert!(
+        one["incomplete"].to_string().contains("another cluster"),
+        "{one}"
     );
 }

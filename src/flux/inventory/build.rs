@@ -616,7 +616,7 @@ fn record(
             .or_insert_with(|| (owner.clone(), source));
     }
     if Kustomization::is(&r.value) {
-        found.add_owner(owner, r, shared, written);
+        found.add_owner(building, r, shared, written);
     } else {
         found.add_entry(building, id, r, shared, &written);
     }
@@ -659,28 +659,27 @@ impl Building<'_> {
 }
 
 impl Found {
-    /// The Flux Kustomization `r` that `owner` applies, queued to be built unless it is
-    /// already; `written` the variables it needs as written.
+    /// The Flux Kustomization `r` that the owner of `building` applies, queued to be built
+    /// unless it is already; `written` the variables it needs as written.
     fn add_owner(
         &mut self,
-        owner: &Arc<ObjectId>,
+        building: &Building,
         r: Cow<'_, Resource>,
         shared: Option<&Shared>,
         written: Option<Vec<String>>,
     ) {
-        let lives_in = self
-            .inv
-            .owners
-            .get(&**owner)
-            .and_then(|o| o.applies_to.clone());
+        let (owner, lives_in) = (building.owner, &building.cluster);
         let declared = || {
             let parent = Some((**owner).clone());
             Owner::from_value(&r.value, parent, lives_in.clone(), &r.file, r.index)
         };
         // The Kustomization an object of a replayed build declares is read once, for the
-        // owner that first built it.
+        // owner that first built it, into the cluster it was applied to then (a replayed
+        // build's spec does not hold its owner's `spec.kubeConfig`).
         let child = Shared::derived(shared, &r, || (owner.clone(), declared()))
-            .filter(|(first, _)| first == owner)
+            .filter(|(first, child)| {
+                first == owner && child.as_ref().is_none_or(|c| c.id.cluster == *lives_in)
+            })
             .map_or_else(declared, |(_, child)| child.clone());
         if let Some(mut child) = child {
             child.variables = written.unwrap_or_default();
