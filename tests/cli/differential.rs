@@ -469,8 +469,13 @@ fn fluxwave_builds_what_flux_builds() {
 #[test]
 fn upstream_tables_are_the_libraries_answers() {
     /// Each table with the oracle's subcommand that answers it.
-    const UPSTREAM_TABLES: &[(&str, &str)] =
-        &[("json6902", "json6902.tsv"), ("envsubst", "envsubst.tsv")];
+    const UPSTREAM_TABLES: &[(&str, &str)] = &[
+        ("json6902", "json6902.tsv"),
+        ("envsubst", "envsubst.tsv"),
+        ("semver", "semver.tsv"),
+        ("ignore", "ignore.tsv"),
+        ("replacements", "replacements.tsv"),
+    ];
     use std::io::Write;
     use std::process::Stdio;
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/upstream");

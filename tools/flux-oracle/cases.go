@@ -19,18 +19,23 @@ import (
 	"github.com/fluxcd/pkg/sourceignore"
 	"github.com/fluxcd/pkg/sourceignore/gitignore"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	"sigs.k8s.io/kustomize/api/filters/replacement"
+	"sigs.k8s.io/kustomize/api/types"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+	"sigs.k8s.io/yaml"
 )
 
 // cases maps a subcommand to the function answering one line's input columns.
 var cases = map[string]func(columns []string) (string, error){
-	"json6902": json6902Case,
-	"envsubst": envsubstCase,
-	"semver":   semverCase,
-	"ignore":   ignoreCase,
+	"json6902":     json6902Case,
+	"envsubst":     envsubstCase,
+	"semver":       semverCase,
+	"ignore":       ignoreCase,
+	"replacements": replacementsCase,
 }
 
 // inputs is how many input columns each subcommand reads (two unless said).
-var inputs = map[string]int{"json6902": 2, "envsubst": 2, "semver": 2, "ignore": 3}
+var inputs = map[string]int{"json6902": 2, "envsubst": 2, "semver": 2, "ignore": 3, "replacements": 2}
 
 // runCases answers every line of in; a line whose input is malformed is an error, so a typo
 // in a table cannot pass as an expected failure.
@@ -168,4 +173,57 @@ func ignoreCase(columns []string) (string, error) {
 		m = sourceignore.NewMatcher(append(sourceignore.VCSPatterns(nil), ps...))
 	}
 	return fmt.Sprint(m.Match(strings.Split(columns[1], "/"), columns[2] == "dir")), nil
+}
+
+// replacementsCase runs a kustomization's `replacements` (column 2, a JSON list of inline
+// replacements, read as Flux's generator reads the kustomization at spec.path before it
+// writes it back for kustomize: sigs.k8s.io/yaml Unmarshal into types.ReplacementField, so
+// field names match without regard to case and unknown fields are dropped) over objects (column 1, a JSON list) with kustomize's replacement
+// filter (api/filters/replacement, which ReplacementTransformerPlugin applies). The answer
+// is the objects after it, compact with their keys sorted, or `error`.
+func replacementsCase(columns []string) (string, error) {
+	var objects []json.RawMessage
+	if err := json.Unmarshal([]byte(columns[0]), &objects); err != nil {
+		return "", fmt.Errorf("objects: %w", err)
+	}
+	if !json.Valid([]byte(columns[1])) {
+		return "", fmt.Errorf("replacements must be JSON")
+	}
+	var fields []types.ReplacementField
+	if err := yaml.Unmarshal([]byte(columns[1]), &fields); err != nil {
+		return "error", nil
+	}
+	var list []types.Replacement
+	for _, f := range fields {
+		if f.Path != "" {
+			return "", fmt.Errorf("a replacement from a file is not a table case")
+		}
+		list = append(list, f.Replacement)
+	}
+	nodes := make([]*kyaml.RNode, 0, len(objects))
+	for _, o := range objects {
+		n, err := kyaml.Parse(string(o))
+		if err != nil {
+			return "", fmt.Errorf("object: %w", err)
+		}
+		nodes = append(nodes, n)
+	}
+	out, err := replacement.Filter{Replacements: list}.Filter(nodes)
+	if err != nil {
+		return "error", nil
+	}
+	answer := make([]interface{}, 0, len(out))
+	for _, n := range out {
+		j, err := n.MarshalJSON()
+		if err != nil {
+			return "error", nil
+		}
+		var v interface{}
+		if err := json.Unmarshal(j, &v); err != nil {
+			return "", err
+		}
+		answer = append(answer, v)
+	}
+	canonical, err := json.Marshal(answer)
+	return string(canonical), err
 }
