@@ -123,6 +123,10 @@ pub enum BuildError {
     /// A patch, named `what`, that kustomize would not read or apply.
     #[error("{what}: {problem}")]
     Patch { what: String, problem: PatchProblem },
+    /// A `replacements` entry, named `what`, that kustomize cannot read or apply
+    /// (api/filters/replacement: no source or several, a missing field, a bad option).
+    #[error("{what}: {why}; kustomize fails")]
+    Replacement { what: String, why: String },
     #[error(transparent)]
     Target(#[from] TargetError),
 }

@@ -47,7 +47,8 @@ keys! {
     transforms: Components = "components", PatchesStrategicMerge = "patchesStrategicMerge",
         Patches = "patches", Namespace = "namespace", NamePrefix = "namePrefix",
         NameSuffix = "nameSuffix", CommonLabels = "commonLabels", Labels = "labels",
-        CommonAnnotations = "commonAnnotations", PatchesJson6902 = "patchesJson6902";
+        CommonAnnotations = "commonAnnotations", PatchesJson6902 = "patchesJson6902",
+        Replacements = "replacements";
     // Content only: images, replicas and the like. Transformer configurations only add field
     // specs to the built-in ones (kustomize's `builtinconfig.TransformerConfig.Merge`):
     // names, namespaces and labels are still set where they were, so the object set does

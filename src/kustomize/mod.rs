@@ -1,7 +1,7 @@
 //! A native kustomize builder, enough to know *which objects* a build yields: resources,
 //! components, patches (strategic merge as a deep merge of mappings with lists replaced, JSON
 //! 6902), `namespace`, `namePrefix`/`nameSuffix`, labels and annotations, ConfigMap and
-//! Secret generators with their data and hash suffixes; a folder's kustomization
+//! Secret generators with their data and hash suffixes, `replacements`; a folder's kustomization
 //! (`build_dir`) or one its caller made or edited
 //! (`build_kustomization`: Flux's, in `flux::generated`). A build fails where kustomize fails
 //! it (`BuildError`). Anything else that can change the set of objects is reported as a
@@ -20,6 +20,7 @@ mod keys;
 pub mod object;
 mod patch;
 mod remember;
+mod replace;
 mod resolve;
 mod resource;
 pub mod target;

@@ -10,9 +10,9 @@ use super::error::{SelectorProblem, TargetError};
 
 #[derive(Debug, Clone)]
 pub(crate) struct Target {
-    pub(crate) group: Option<String>,
-    pub(crate) version: Option<String>,
-    pub(crate) kind: Option<String>,
+    pub(crate) group: Option<(String, Regex)>,
+    pub(crate) version: Option<(String, Regex)>,
+    pub(crate) kind: Option<(String, Regex)>,
     pub(crate) name: Option<(String, Regex)>,
     pub(crate) namespace: Option<(String, Regex)>,
     pub(crate) labels: Option<LabelSelector>,
@@ -53,6 +53,12 @@ pub struct PatchTarget(Target);
 
 impl PatchTarget {
     pub fn parse(v: &Value, what: &str) -> Result<PatchTarget, TargetError> {
+        parse_target(v, &format!("{what}.target")).map(PatchTarget)
+    }
+
+    /// A selector of the same form that messages name `what` itself (a replacement's
+    /// `select` and `reject`).
+    pub(crate) fn parse_selector(v: &Value, what: &str) -> Result<PatchTarget, TargetError> {
         parse_target(v, what).map(PatchTarget)
     }
 
@@ -72,21 +78,60 @@ impl PatchTarget {
         self.0.labels.is_some() || self.0.annotations.is_some()
     }
 
-    /// Whether the target selects `obj` (every field given must match).
+    /// Whether the target selects `obj` (every field given must match: kustomize's
+    /// `SelectorRegex`, where group, version and kind are anchored patterns too).
     pub fn matches(&self, obj: &ObjectRef) -> bool {
+        self.0
+            .selects_id(obj.group, obj.version, obj.kind, obj.name, obj.namespace)
+            && self.selects_maps(obj.labels, obj.annotations)
+    }
+
+    /// Whether the target's label and annotation selectors (if any) select these maps.
+    pub(crate) fn selects_maps(
+        &self,
+        labels: &BTreeMap<String, String>,
+        annotations: &BTreeMap<String, String>,
+    ) -> bool {
         let t = &self.0;
-        let eq = |want: &Option<String>, have: &str| want.as_ref().is_none_or(|w| w == have);
-        eq(&t.group, obj.group)
-            && eq(&t.version, obj.version)
-            && eq(&t.kind, obj.kind)
-            && t.name.as_ref().is_none_or(|(_, re)| re.is_match(obj.name))
-            && t.namespace
-                .as_ref()
-                .is_none_or(|(_, re)| re.is_match(obj.namespace))
-            && t.labels.as_ref().is_none_or(|s| s.matches(obj.labels))
+        t.labels.as_ref().is_none_or(|s| s.matches(labels))
             && t.annotations
                 .as_ref()
-                .is_none_or(|s| s.matches(obj.annotations))
+                .is_none_or(|s| s.matches(annotations))
+    }
+
+    /// Whether the target gives no group, version, kind, name or namespace
+    /// (kustomize's `ResId.IsEmpty`).
+    pub(crate) fn id_is_empty(&self) -> bool {
+        let t = &self.0;
+        [&t.group, &t.version, &t.kind, &t.name, &t.namespace]
+            .iter()
+            .all(|f| f.is_none())
+    }
+
+    /// Whether the target's group, version, kind, name and namespace patterns select this id
+    /// (`SelectorRegex.MatchGvk`, `MatchName`, `MatchNamespace`).
+    pub(crate) fn selects_id(
+        &self,
+        group: &str,
+        version: &str,
+        kind: &str,
+        name: &str,
+        namespace: &str,
+    ) -> bool {
+        self.0.selects_id(group, version, kind, name, namespace)
+    }
+}
+
+impl Target {
+    fn selects_id(&self, group: &str, version: &str, kind: &str, name: &str, ns: &str) -> bool {
+        let is = |want: &Option<(String, Regex)>, have: &str| {
+            want.as_ref().is_none_or(|(_, re)| re.is_match(have))
+        };
+        is(&self.group, group)
+            && is(&self.version, version)
+            && is(&self.kind, kind)
+            && is(&self.name, name)
+            && is(&self.namespace, ns)
     }
 }
 
@@ -237,23 +282,18 @@ fn anchored(re: &str, what: &str) -> Result<Regex, TargetError> {
 }
 
 pub(crate) fn parse_target(v: &Value, what: &str) -> Result<Target, TargetError> {
-    let what = format!("{what}.target");
+    let what = what.to_string();
     let m = v
         .as_object()
         .ok_or_else(|| TargetError::NotAMapping { what: what.clone() })?;
-    let name = match opt_str(m, "name", &what)? {
-        Some(n) => {
-            let re = anchored(&n, &format!("{what}.name"))?;
-            Some((n, re))
+    let pattern = |field: &str| -> Result<Option<(String, Regex)>, TargetError> {
+        match opt_str(m, field, &what)? {
+            Some(p) => {
+                let re = anchored(&p, &format!("{what}.{field}"))?;
+                Ok(Some((p, re)))
+            }
+            None => Ok(None),
         }
-        None => None,
-    };
-    let namespace = match opt_str(m, "namespace", &what)? {
-        Some(n) => {
-            let re = anchored(&n, &format!("{what}.namespace"))?;
-            Some((n, re))
-        }
-        None => None,
     };
     let labels = match opt_str(m, "labelSelector", &what)? {
         Some(s) => Some(parse_selector(&s, &format!("{what}.labelSelector"))?),
@@ -264,11 +304,11 @@ pub(crate) fn parse_target(v: &Value, what: &str) -> Result<Target, TargetError>
         None => None,
     };
     Ok(Target {
-        group: opt_str(m, "group", &what)?,
-        version: opt_str(m, "version", &what)?,
-        kind: opt_str(m, "kind", &what)?,
-        name,
-        namespace,
+        group: pattern("group")?,
+        version: pattern("version")?,
+        kind: pattern("kind")?,
+        name: pattern("name")?,
+        namespace: pattern("namespace")?,
         labels,
         annotations,
     })

@@ -378,3 +378,56 @@ fn a_yaml_directive_fails_the_build_as_kustomize_fails_it() {
         }
     }
 }
+
+/// A patch target's group, version and kind are anchored patterns like its name (kustomize's
+/// `SelectorRegex`): `kubectl kustomize` (v5.5.0) patches the Deployment and the StatefulSet
+/// here, not the ConfigMap.
+#[test]
+fn a_patch_targets_kinds_by_pattern() {
+    let tree = FileTree::from_files([
+        ("k/kustomization.yaml", "resources: [a.yaml]\npatches:\n- target: {kind: Deploy.*|StatefulSet, group: app.}\n  patch: |\n    - op: add\n      path: /metadata/labels\n      value: {patched: \"yes\"}\n"),
+        ("k/a.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n---\napiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: s}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"),
+    ]);
+    let out = Builder::new(&tree).build_dir("k").unwrap();
+    let patched: Vec<(&str, bool)> = out
+        .iter()
+        .map(|r| (r.kind(), r.value["metadata"].get("labels").is_some()))
+        .collect();
+    assert_eq!(
+        patched,
+        [
+            ("Deployment", true),
+            ("StatefulSet", true),
+            ("ConfigMap", false)
+        ]
+    );
+}
+
+/// `replacements` run after `namespace` and `namePrefix`, and select sources and targets by
+/// the names objects had before them too (kustomize's `utils.MakeResIds`); an entry's `path`
+/// names a file of one replacement. `kubectl kustomize` (v5.5.0) on these files moves the
+/// Service to the namespace `moved` and gives the ConfigMap `y: moved`.
+#[test]
+fn replacements_follow_earlier_names_and_read_files() {
+    let tree = FileTree::from_files([
+        ("k/kustomization.yaml", "namePrefix: p-\nnamespace: apps\nresources: [a.yaml]\nreplacements:\n- source: {kind: ConfigMap, name: cm, namespace: default, fieldPath: data.x}\n  targets:\n  - select: {kind: Service, name: svc}\n    fieldPaths: [metadata.namespace]\n- path: r/more.yaml\n"),
+        ("k/r/more.yaml", "source: {kind: Service, fieldPath: metadata.namespace}\ntargets:\n- select: {name: p-cm}\n  fieldPaths: [data.y]\n  options: {create: true}\n"),
+        ("k/a.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {x: moved}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: svc}\n"),
+    ]);
+    let out = Builder::new(&tree).build_dir("k").unwrap();
+    assert_eq!(ids(&out), ["ConfigMap/apps/p-cm", "Service/moved/p-svc"]);
+    assert_eq!(
+        out[0].value["data"],
+        serde_json::json!({"x": "moved", "y": "moved"})
+    );
+    // A replacement whose source is not built fails the build, as kustomize fails it.
+    let tree = FileTree::from_files([
+        ("k/kustomization.yaml", "resources: [a.yaml]\nreplacements:\n- source: {kind: Secret, name: cm}\n  targets:\n  - select: {kind: ConfigMap}\n"),
+        ("k/a.yaml", CM),
+    ]);
+    let err = Builder::new(&tree).build_dir("k").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "k/kustomization.yaml: replacements: nothing selected by Secret.[noVer].[noGrp]/cm.[noNs]; kustomize fails"
+    );
+}

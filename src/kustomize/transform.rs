@@ -1,7 +1,7 @@
 //! What a kustomization does after loading its resources, in kustomize's order
 //! (`KustTarget.accumulateTarget`): components, generators, then the transformers —
 //! strategic-merge patches, `patches`, namespace, name affixes, labels, annotations, JSON 6902
-//! patches. An id held by two objects fails the build where kustomize fails it.
+//! patches, replacements. An id held by two objects fails the build where kustomize fails it.
 
 use serde_json::{Map, Value};
 
@@ -9,7 +9,7 @@ use super::error::{BuildError, PatchProblem};
 use super::keys::{self, Transformer};
 use super::patch::{patch_file, patch_text, target_of, Allow};
 use super::resource::{Built, Resource};
-use super::{list, resolve, Appended, Builder, Ids, Ref};
+use super::{list, replace, resolve, Appended, Builder, Ids, Ref};
 
 impl Builder<'_> {
     /// What a kustomization does to `acc`, the objects of its resources (and of the
@@ -161,7 +161,84 @@ impl Builder<'_> {
             // the list again (`resmap.Factory.FromResourceSlice`).
             Ids::check(self, file, &acc)?;
         }
+        // Last of kustomize's built-in transformers (after `replicas` and `images`, which
+        // change no object's id): a replacement reads and writes any field, so every object
+        // is whole for it.
+        let replacements = self.replacements(file, dir, k)?;
+        if !replacements.is_empty() {
+            for r in &mut acc {
+                r.make_whole(self.tree)?;
+            }
+            replace::apply(&replacements, &mut acc).map_err(|why| BuildError::Replacement {
+                what: format!("{file}: {}", Transformer::Replacements.key()),
+                why,
+            })?;
+        }
         Ok(acc)
+    }
+
+    /// The replacements kustomization `k` lists, inline or read from the file an entry's
+    /// `path` names (one replacement, or a list of them: `ReplacementTransformerPlugin.Config`).
+    fn replacements(
+        &mut self,
+        file: &str,
+        dir: &str,
+        k: &Map<String, Value>,
+    ) -> Result<Vec<replace::Replacement>, BuildError> {
+        let key = Transformer::Replacements.key();
+        let mut out = Vec::new();
+        for (i, entry) in list(k, key, file)?.iter().enumerate() {
+            let what = format!("{file}: {key}[{i}]");
+            let fail = |why: String| BuildError::Replacement {
+                what: what.clone(),
+                why,
+            };
+            let path = match entry.as_object().and_then(replace::path) {
+                Some(Ok(path)) if !path.is_empty() => path,
+                Some(Err(why)) => return Err(fail(why)),
+                _ => {
+                    out.push(replace::parse(entry).map_err(fail)?);
+                    continue;
+                }
+            };
+            let local = match resolve(dir, &path) {
+                Ref::Local(local) => local,
+                Ref::Remote => {
+                    self.warn(
+                        file,
+                        "remote replacement",
+                        format!("`{path}` is fetched from the network; what its replacements write is not in the inventory"),
+                    );
+                    continue;
+                }
+                Ref::Escapes => {
+                    return Err(BuildError::Escapes {
+                        file: file.to_string(),
+                        entry: path,
+                    })
+                }
+            };
+            let text = self
+                .tree
+                .read(&local)
+                .ok_or_else(|| self.not_read(&local))?;
+            let docs =
+                crate::yaml::parse_all(&local, &text).map_err(|e| BuildError::Yaml(Box::new(e)))?;
+            match docs.as_slice() {
+                [Value::Array(items)] => {
+                    for item in items {
+                        out.push(replace::parse(item).map_err(fail)?);
+                    }
+                }
+                [item @ Value::Object(_)] => out.push(replace::parse(item).map_err(fail)?),
+                _ => {
+                    return Err(fail(format!(
+                        "`{local}` must hold one replacement or a list of them"
+                    )))
+                }
+            }
+        }
+        Ok(out)
     }
 }
 

@@ -618,6 +618,71 @@ fn a_patch_allowed_to_rename_a_claim_deletes_it() {
     );
 }
 
+/// `replacements` set a child Kustomization's `spec.targetNamespace` from a Namespace object
+/// (kustomize api/filters/replacement, the last built-in transformer): renaming that object
+/// moves the child's claim to the new namespace, and Flux prunes the old one with its volume.
+/// A replacement whose value does not change leaves the verdict "safe"; one that fails
+/// (its source is gone) fails the build, as kustomize fails it, and deletes nothing. (The
+/// fixture `tests/fixtures/flux/replacements` holds such builds against Flux's own code.)
+#[test]
+fn a_replacement_that_moves_a_claim_deletes_it() {
+    let claim = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: library}\nspec: {resources: {requests: {storage: 10Gi}}}\n";
+    let apps = |namespace: &str| {
+        format!("resources: [namespace.yaml, media.yaml]\nreplacements:\n- source: {{kind: Namespace, name: {namespace}}}\n  targets:\n  - select: {{kind: Kustomization, name: media}}\n    fieldPaths: [spec.targetNamespace]\n    options: {{create: true}}\n")
+    };
+    let repo = TestRepo::empty();
+    repo.write(
+        "clusters/dev/kustomization.yaml",
+        "resources: [apps.yaml]\n",
+    )
+    .write("clusters/dev/apps.yaml", &ks("apps", "./apps", &[]))
+    .write("apps/kustomization.yaml", &apps("media"))
+    .write(
+        "apps/namespace.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: media}\n",
+    )
+    .write("apps/media.yaml", &ks("media", "./apps/media", &[]))
+    .write("apps/media/claim.yaml", claim);
+    repo.commit_all("media");
+    // A comment changes no value a replacement reads.
+    repo.write(
+        "apps/namespace.yaml",
+        "# media\napiVersion: v1\nkind: Namespace\nmetadata: {name: media}\n",
+    );
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (0, Some("safe")),
+        "{doc:#}"
+    );
+    repo.write(
+        "apps/namespace.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: multimedia}\n",
+    )
+    .write("apps/kustomization.yaml", &apps("multimedia"));
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (1, Some("deletes")),
+        "{doc:#}"
+    );
+    let found: Vec<(String, bool)> = deletions(&doc)
+        .iter()
+        .map(|d| (deletion_id(d), d["stateful"].as_bool().unwrap()))
+        .collect();
+    assert!(
+        found.contains(&("PersistentVolumeClaim/media/library".to_string(), true)),
+        "{found:?}"
+    );
+    // A source that selects nothing fails the build: Flux applies nothing of it.
+    repo.write("apps/kustomization.yaml", &apps("gone"));
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["verdict"], "incomplete");
+    let why = doc["incomplete"][0]["why"].to_string();
+    assert!(why.contains("nothing selected by Namespace"), "{why}");
+}
+
 /// A `configMapGenerator` with its hash suffix on (no `disableNameSuffixHash`) names its
 /// ConfigMap after a hash of its content (kustomize api `hasher`), so an edit of a file it
 /// reads renames the ConfigMap and Flux prunes the old one: the verdict names that deletion,
