@@ -36,15 +36,19 @@ pub(super) struct Replacement {
 enum Source {
     /// `sourceValue`: a scalar with no tag, read as YAML reads a plain scalar where it lands.
     Value(String),
-    Object {
-        selector: IdSelector,
-        /// What messages call the selector (`types.SourceSelector.String`).
-        shown: String,
-        /// The field path as written (`metadata.name` when none is), and split.
-        field_path: String,
-        path: Vec<String>,
-        options: Options,
-    },
+    Object(Box<FromObject>),
+}
+
+/// A source that is a field of the one object its selector selects.
+#[derive(Debug)]
+struct FromObject {
+    selector: IdSelector,
+    /// What messages call the selector (`types.SourceSelector.String`).
+    shown: String,
+    /// The field path as written (`metadata.name` when none is), and split.
+    field_path: String,
+    path: Vec<String>,
+    options: Options,
 }
 
 /// A source's id selector (`resid.ResId`, matched by `ResId.IsSelectedBy`: every field given
@@ -223,13 +227,13 @@ fn source(v: &Value) -> Result<Source, Failed> {
     } else {
         given
     };
-    Ok(Source::Object {
+    Ok(Source::Object(Box::new(FromObject {
         selector,
         shown: shown.join(":"),
         path: split_path(&given),
         field_path: given,
         options,
-    })
+    })))
 }
 
 fn target(v: &Value, i: usize) -> Result<TargetSelector, Failed> {
@@ -458,13 +462,14 @@ pub(super) fn apply(replacements: &[Replacement], objects: &mut [Resource]) -> R
     for r in replacements {
         let value = match &r.source {
             Source::Value(s) => Node::Scalar(s.clone(), Tag::Plain),
-            Source::Object {
-                selector,
-                shown,
-                field_path,
-                path,
-                options,
-            } => {
+            Source::Object(from) => {
+                let FromObject {
+                    selector,
+                    shown,
+                    field_path,
+                    path,
+                    options,
+                } = &**from;
                 let mut found = None;
                 for (i, o) in objects.iter().enumerate() {
                     if ids(o).iter().any(|id| selector.selects(id)) {
