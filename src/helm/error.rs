@@ -27,6 +27,10 @@ pub enum Error {
     PostRenderer(Box<dyn std::error::Error + Send + Sync>),
     #[error("its post-renderer changes the number of objects")]
     PostRendererCount,
+    /// A `spec.postRenderStrategy` the HelmRelease CRD refuses (its enum: `nohooks`,
+    /// `combined`, `separate`).
+    #[error("its spec.postRenderStrategy `{0}` is none of nohooks, combined and separate, which the HelmRelease CRD refuses")]
+    PostRenderStrategy(String),
     #[error("{template} renders an object without apiVersion, kind or name")]
     NoIdentity { template: String },
 }

@@ -589,30 +589,138 @@ fn unique() -> String {
     )
 }
 
-/// The objects of `helm template`'s output, post-rendered as helm-controller does.
+/// How helm-controller hands hooks to its post-renderers (`spec.postRenderStrategy`,
+/// helm-controller `toHelmPostRenderStrategy`, Helm v4 `renderResources`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum PostRenderStrategy {
+    /// Hooks and the release's objects in one stream (Helm 4's default, and
+    /// helm-controller's unless its `UseHelm3Defaults` feature gate is on).
+    Combined,
+    /// Hooks untouched (Helm 3).
+    NoHooks,
+    /// Hooks and the release's objects in two streams.
+    Separate,
+}
+
+impl PostRenderStrategy {
+    fn of(hr: &Value) -> Result<PostRenderStrategy, Error> {
+        match hr.pointer("/spec/postRenderStrategy") {
+            None | Some(Value::Null) => Ok(PostRenderStrategy::Combined),
+            Some(Value::String(s)) => match s.as_str() {
+                "" | "combined" => Ok(PostRenderStrategy::Combined),
+                "nohooks" => Ok(PostRenderStrategy::NoHooks),
+                "separate" => Ok(PostRenderStrategy::Separate),
+                other => Err(Error::PostRenderStrategy(validate::shown(other))),
+            },
+            Some(other) => Err(Error::PostRenderStrategy(validate::shown(
+                &other.to_string(),
+            ))),
+        }
+    }
+}
+
+/// Whether `v` is a Helm hook (Helm's `SortManifests` reads the `helm.sh/hook` annotation).
+fn is_hook(v: &Value) -> bool {
+    v.pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+        .is_some_and(|a| a.contains_key("helm.sh/hook"))
+}
+
+/// The objects of `helm template`'s output, post-rendered as helm-controller does: the
+/// release's objects, and its hooks as `spec.postRenderStrategy` says; the CRDs of the
+/// chart's `crds/` folders are applied by helm-controller itself (`applyCRDs`), with its
+/// origin labels and without its post-renderers, and only CustomResourceDefinitions: any
+/// other object there is left out.
 fn finish(j: &Job, output: &str, label: &str) -> Result<Vec<Object>, Error> {
-    let mut objects = Vec::new();
+    let strategy = PostRenderStrategy::of(&j.hr)?;
+    let mut crds: Vec<(String, Value)> = Vec::new();
+    let mut hooks: Vec<(String, Value)> = Vec::new();
     let mut main: Vec<(String, Value)> = Vec::new();
     for (template, doc) in documents(output) {
         let text = Arc::new(doc.to_string());
         let docs = crate::yaml::parse_all(&format!("{label} {template}"), &text)
             .map_err(|e| Error::TemplateYaml(Box::new(e)))?;
         for v in docs {
-            let hook = v
-                .pointer("/metadata/annotations")
-                .and_then(Value::as_object)
-                .is_some_and(|a| a.contains_key("helm.sh/hook"));
-            let crd_folder = in_crds_folder(&template);
-            if hook || crd_folder {
-                // Helm hands post-renderers the release manifest only.
-                objects.push((template.clone(), hook, crd_folder, v));
+            if in_crds_folder(&template) {
+                if crd_kind(&v).is_some() {
+                    crds.push((template.clone(), v));
+                }
+            } else if is_hook(&v) {
+                hooks.push((template.clone(), v));
             } else {
                 main.push((template.clone(), v));
             }
         }
     }
-    let templates: Vec<String> = main.iter().map(|(t, _)| t.clone()).collect();
-    let mut values: Vec<Value> = main.into_iter().map(|(_, v)| v).collect();
+    let rendered: Vec<(String, Value)> = match strategy {
+        PostRenderStrategy::NoHooks => hooks.into_iter().chain(post_render(j, main)?).collect(),
+        PostRenderStrategy::Separate => post_render(j, hooks)?
+            .into_iter()
+            .chain(post_render(j, main)?)
+            .collect(),
+        PostRenderStrategy::Combined => post_render(j, hooks.into_iter().chain(main).collect())?,
+    };
+    for (_, v) in &mut crds {
+        add_origin_labels(j, v);
+    }
+    // Namespaced objects without a namespace are installed in the release's namespace;
+    // custom kinds are cluster-scoped when a CRD of the chart says so. Helm sorts hooks from
+    // the release's objects after post-rendering.
+    let all: Vec<(String, bool, bool, Value)> = crds
+        .into_iter()
+        .map(|(t, v)| (t, false, true, v))
+        .chain(
+            rendered
+                .into_iter()
+                .map(|(t, v)| (t, is_hook(&v), false, v)),
+        )
+        .collect();
+    let cluster_kinds: BTreeSet<String> = all
+        .iter()
+        .filter_map(|(_, _, _, v)| crd_kind(v))
+        .filter(|(_, _, cluster)| *cluster)
+        .map(|(_, k, _)| k)
+        .collect();
+    let mut out = Vec::with_capacity(all.len());
+    for (template, hook, crd_folder, mut v) in all {
+        let kind = v
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let namespaced = !CLUSTER_SCOPED.contains(&kind.as_str()) && !cluster_kinds.contains(&kind);
+        let has_ns = v
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .is_some_and(|s| !s.is_empty());
+        if namespaced && !has_ns {
+            if let Some(meta) = metadata(&mut v) {
+                meta.insert("namespace".into(), Value::String(j.namespace.clone()));
+            }
+        }
+        let Some(mut id) = ObjectId::of(&v) else {
+            return Err(Error::NoIdentity { template });
+        };
+        id.cluster.clone_from(&j.cluster);
+        out.push(Object {
+            id,
+            template,
+            hook,
+            crd_folder,
+            value: v,
+        });
+    }
+    Ok(out)
+}
+
+/// helm-controller's post-renderers (`postrender.BuildPostRenderers`) over one stream of
+/// objects: each `spec.postRenderers[].kustomize` (its `patches`), `spec.commonMetadata`,
+/// then the origin labels, which win over a common label of the same key.
+fn post_render(j: &Job, objects: Vec<(String, Value)>) -> Result<Vec<(String, Value)>, Error> {
+    if objects.is_empty() {
+        return Ok(objects);
+    }
+    let (templates, mut values): (Vec<String>, Vec<Value>) = objects.into_iter().unzip();
     let empty = FileTree::from_files([]);
     for (i, r) in
         j.hr.pointer("/spec/postRenderers")
@@ -657,60 +765,23 @@ fn finish(j: &Job, output: &str, label: &str) -> Result<Vec<Object>, Error> {
                 map.extend(extra.iter().map(|(k, x)| (k.clone(), x.clone())));
             }
         }
-        if let Some(origin) = metadata_map(v, "labels") {
-            origin.insert(
-                "helm.toolkit.fluxcd.io/name".into(),
-                Value::String(j.id.name.clone()),
-            );
-            origin.insert(
-                "helm.toolkit.fluxcd.io/namespace".into(),
-                Value::String(j.id.namespace.clone()),
-            );
-        }
+        add_origin_labels(j, v);
     }
-    let main = templates
-        .into_iter()
-        .zip(values)
-        .map(|(t, v)| (t, false, false, v));
-    // Namespaced objects without a namespace are installed in the release's namespace;
-    // custom kinds are cluster-scoped when a CRD of the chart says so.
-    let all: Vec<(String, bool, bool, Value)> = objects.into_iter().chain(main).collect();
-    let cluster_kinds: BTreeSet<String> = all
-        .iter()
-        .filter_map(|(_, _, _, v)| crd_kind(v))
-        .filter(|(_, _, cluster)| *cluster)
-        .map(|(_, k, _)| k)
-        .collect();
-    let mut out = Vec::with_capacity(all.len());
-    for (template, hook, crd_folder, mut v) in all {
-        let kind = v
-            .get("kind")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let namespaced = !CLUSTER_SCOPED.contains(&kind.as_str()) && !cluster_kinds.contains(&kind);
-        let has_ns = v
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            .is_some_and(|s| !s.is_empty());
-        if namespaced && !has_ns {
-            if let Some(meta) = metadata(&mut v) {
-                meta.insert("namespace".into(), Value::String(j.namespace.clone()));
-            }
-        }
-        let Some(mut id) = ObjectId::of(&v) else {
-            return Err(Error::NoIdentity { template });
-        };
-        id.cluster.clone_from(&j.cluster);
-        out.push(Object {
-            id,
-            template,
-            hook,
-            crd_folder,
-            value: v,
-        });
+    Ok(templates.into_iter().zip(values).collect())
+}
+
+/// helm-controller's origin labels, `helm.toolkit.fluxcd.io/name` and `/namespace`.
+fn add_origin_labels(j: &Job, v: &mut Value) {
+    if let Some(origin) = metadata_map(v, "labels") {
+        origin.insert(
+            "helm.toolkit.fluxcd.io/name".into(),
+            Value::String(j.id.name.clone()),
+        );
+        origin.insert(
+            "helm.toolkit.fluxcd.io/namespace".into(),
+            Value::String(j.id.namespace.clone()),
+        );
     }
-    Ok(out)
 }
 
 /// `v` as a mapping, made one when it is not.

@@ -159,7 +159,7 @@ pub fn version(v: &str) -> Result<(), Invalid> {
 }
 
 /// `text` for a message: at most 80 characters (a hostile name may be very long).
-fn shown(text: &str) -> String {
+pub(super) fn shown(text: &str) -> String {
     let mut out: String = text.chars().take(80).collect();
     if out.len() < text.len() {
         out.push('…');

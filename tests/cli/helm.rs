@@ -125,10 +125,9 @@ fn rendered_by(build: &Value, name: &str) -> Vec<Value> {
         .filter(|o| o["release"] == format!("apps/{name}").as_str())
         .map(|o| {
             let mut v = o["object"].clone();
-            // Helm 3 hands post-renderers the release manifest only: hooks and the chart's
-            // `crds/` have no origin labels.
-            let apart = !v["metadata"]["annotations"]["helm.sh/hook"].is_null()
-                || v["kind"] == "CustomResourceDefinition";
+            // helm-controller labels every object it applies: hooks through its post-renderers
+            // (Helm 4 hands them hooks too, `postRenderStrategy: combined`), the chart's
+            // `crds/` as it applies them itself (`applyCRDs`, `setOriginVisitor`).
             let mut none = serde_json::Map::new();
             let labels = v["metadata"]["labels"].as_object_mut().unwrap_or(&mut none);
             let (n, ns) = (
@@ -136,11 +135,7 @@ fn rendered_by(build: &Value, name: &str) -> Vec<Value> {
                 labels.remove("helm.toolkit.fluxcd.io/namespace"),
             );
             let emptied = labels.is_empty();
-            if apart {
-                assert_eq!((n, ns), (None, None));
-            } else {
-                assert_eq!((n, ns), (Some(name.into()), Some("apps".into())));
-            }
+            assert_eq!((n, ns), (Some(name.into()), Some("apps".into())));
             if emptied {
                 v["metadata"].as_object_mut().unwrap().remove("labels");
             }
@@ -774,6 +769,88 @@ fn a_helm_chart_reference_and_the_crd_policy_are_followed() {
     );
     repo.write("apps/db.yaml", &skip);
     assert_eq!(kinds(&repo), ["Service/db", "StatefulSet/db"]);
+}
+
+/// helm-controller's post-renderers see hooks as `spec.postRenderStrategy` says (its
+/// `toHelmPostRenderStrategy`, Helm v4 `renderResources`): with `combined` (the default) and
+/// `separate` a patch and the origin labels reach the chart's pre-install hook, with `nohooks`
+/// (Helm 3) the hook is left as the chart renders it. The chart's `crds/` are applied by
+/// helm-controller itself (`applyCRDs`): CustomResourceDefinitions only, each with the origin
+/// labels and never post-rendered; another object placed there is not applied.
+#[test]
+fn hooks_and_crds_are_post_rendered_as_helm_controller_does() {
+    let mut hr = store("store", "");
+    hr.push_str("  postRenderers:\n    - kustomize:\n        patches:\n          - target: {kind: ConfigMap|CustomResourceDefinition}\n            patch: |\n              - op: add\n                path: /metadata/annotations/patched\n                value: \"yes\"\n");
+    let repo = repo("", &[("store.yaml", hr.clone())], &["store"]);
+    repo.write(
+        "charts/store/crds/widgets.yaml",
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.store.example.com, annotations: {from: chart}}\nspec:\n  group: store.example.com\n  names: {kind: Widget, plural: widgets}\n  scope: Namespaced\n  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: misplaced, namespace: apps}\n",
+    );
+    let cache = cache();
+    let objects = |repo: &TestRepo| -> Vec<Value> {
+        let out = run(repo, cache.path(), &["build", "--format", "json"]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        json(&out)["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|o| o["release"] == "apps/store")
+            .map(|o| o["object"].clone())
+            .collect()
+    };
+    let hook = |objects: &[Value]| -> Value {
+        objects
+            .iter()
+            .find(|o| !o["metadata"]["annotations"]["helm.sh/hook"].is_null())
+            .unwrap()
+            .clone()
+    };
+    let labelled = |v: &Value| v["metadata"]["labels"]["helm.toolkit.fluxcd.io/name"] == "store";
+    let all = objects(&repo);
+    let crd = all
+        .iter()
+        .find(|o| o["kind"] == "CustomResourceDefinition")
+        .unwrap();
+    assert!(labelled(crd), "{crd}");
+    assert!(crd["metadata"]["annotations"]["patched"].is_null(), "{crd}");
+    assert!(
+        all.iter().all(|o| o["metadata"]["name"] != "misplaced"),
+        "{all:#?}"
+    );
+    let combined = hook(&all);
+    assert_eq!(combined["metadata"]["annotations"]["patched"], "yes");
+    assert!(labelled(&combined));
+    for (strategy, patched) in [("separate", true), ("nohooks", false)] {
+        repo.write(
+            "apps/store.yaml",
+            &hr.replace(
+                "  interval: 1h\n",
+                &format!("  interval: 1h\n  postRenderStrategy: {strategy}\n"),
+            ),
+        );
+        let h = hook(&objects(&repo));
+        assert_eq!(
+            (
+                h["metadata"]["annotations"]["patched"] == "yes",
+                labelled(&h)
+            ),
+            (patched, patched),
+            "{strategy}: {h}"
+        );
+    }
+    repo.write(
+        "apps/store.yaml",
+        &hr.replace(
+            "  interval: 1h\n",
+            "  interval: 1h\n  postRenderStrategy: later\n",
+        ),
+    );
+    let out = run(&repo, cache.path(), &["build", "--format", "json"]);
+    assert!(
+        out.stderr.contains("spec.postRenderStrategy `later`"),
+        "{}",
+        out.stderr
+    );
 }
 
 /// Without a helm program (none on the PATH, none named) and with `--no-helm`, a HelmRelease
