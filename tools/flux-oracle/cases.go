@@ -20,7 +20,9 @@ import (
 	"github.com/fluxcd/pkg/sourceignore/gitignore"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"sigs.k8s.io/kustomize/api/filters/replacement"
+	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	"sigs.k8s.io/yaml"
 )
@@ -32,10 +34,11 @@ var cases = map[string]func(columns []string) (string, error){
 	"semver":       semverCase,
 	"ignore":       ignoreCase,
 	"replacements": replacementsCase,
+	"generators":   generatorsCase,
 }
 
 // inputs is how many input columns each subcommand reads (two unless said).
-var inputs = map[string]int{"json6902": 2, "envsubst": 2, "semver": 2, "ignore": 3, "replacements": 2}
+var inputs = map[string]int{"json6902": 2, "envsubst": 2, "semver": 2, "ignore": 3, "replacements": 2, "generators": 2}
 
 // runCases answers every line of in; a line whose input is malformed is an error, so a typo
 // in a table cannot pass as an expected failure.
@@ -215,6 +218,59 @@ func replacementsCase(columns []string) (string, error) {
 	answer := make([]interface{}, 0, len(out))
 	for _, n := range out {
 		j, err := n.MarshalJSON()
+		if err != nil {
+			return "error", nil
+		}
+		var v interface{}
+		if err := json.Unmarshal(j, &v); err != nil {
+			return "", err
+		}
+		answer = append(answer, v)
+	}
+	canonical, err := json.Marshal(answer)
+	return string(canonical), err
+}
+
+// generatorsCase builds a kustomization (column 2, as JSON: its configMapGenerator,
+// secretGenerator and generatorOptions) in a folder holding files (column 1, a JSON object
+// of each file's text by its path in the folder) with kustomize's krusty, as Flux builds it
+// (no plugins, LoadRestrictionsNone), on an in-memory file system. The answer is the
+// objects built, each compact with its keys sorted, in build order, or `error`.
+func generatorsCase(columns []string) (string, error) {
+	var files map[string]string
+	if err := json.Unmarshal([]byte(columns[0]), &files); err != nil {
+		return "", fmt.Errorf("files: %w", err)
+	}
+	if !json.Valid([]byte(columns[1])) {
+		return "", fmt.Errorf("the kustomization must be JSON")
+	}
+	fs := filesys.MakeFsInMemory()
+	if err := fs.MkdirAll("/k"); err != nil {
+		return "", err
+	}
+	for name, text := range files {
+		path := "/k/" + name
+		if i := strings.LastIndex(path, "/"); i > 0 {
+			if err := fs.MkdirAll(path[:i]); err != nil {
+				return "", err
+			}
+		}
+		if err := fs.WriteFile(path, []byte(text)); err != nil {
+			return "", err
+		}
+	}
+	if err := fs.WriteFile("/k/kustomization.yaml", []byte(columns[1])); err != nil {
+		return "", err
+	}
+	opts := krusty.MakeDefaultOptions()
+	opts.LoadRestrictions = types.LoadRestrictionsNone
+	m, err := krusty.MakeKustomizer(opts).Run(fs, "/k")
+	if err != nil {
+		return "error", nil
+	}
+	answer := make([]interface{}, 0, m.Size())
+	for _, r := range m.Resources() {
+		j, err := r.MarshalJSON()
 		if err != nil {
 			return "error", nil
 		}
