@@ -365,6 +365,15 @@ impl<'a> Judge<'a> {
             _ => return None,
         }
         let now = view.new.filter(|now| now.built && now.prunes())?;
+        // Its owner now applies to another cluster (`spec.kubeConfig` added, removed or
+        // changed): kustomize-controller prunes with the new cluster's client what its
+        // inventory (ids without a cluster) no longer lists, so nothing in the old cluster
+        // is deleted; what is there stays, no longer managed.
+        if view.old.is_some_and(|was| was.applies_to != now.applies_to)
+            && id.cluster != now.applies_to
+        {
+            return None;
+        }
         match moved_to {
             Some(to) if *to == e.owner => None,
             Some(to) => self.moved(id, e, to),

@@ -499,3 +499,60 @@ fn a_kubeconfig_added_moves_what_a_replayed_build_declares() {
         "{one}"
     );
 }
+
+/// A Kustomization given a `spec.kubeConfig` applies its objects in the spoke from then on,
+/// and the copies it applied in the hub are not deleted: kustomize-controller prunes with the
+/// new cluster's client what its inventory (ids without a cluster) no longer lists
+/// (`KustomizationReconciler.reconcile`: `inventory.Diff`, then `prune` with the
+/// `resourceManager` of `WithKubeConfig`), and the ids are the same. So the claim left in the
+/// hub is orphaned, not deleted, and the move is not a deletion; an object that also leaves
+/// the build in that change is not deleted in the hub either. Removed again, the
+/// kubeConfig leaves the spoke's copies in the same way.
+#[test]
+fn a_kubeconfig_changed_deletes_nothing_in_the_cluster_left() {
+    let repo = TestRepo::fixture("roots/hub-spoke");
+    let production = repo.read("hub/production.yaml");
+    let local = production.replace(
+        "  kubeConfig:\n    secretRef:\n      name: cluster-kubeconfig\n",
+        "",
+    );
+    repo.write("hub/production.yaml", &local);
+    repo.commit_all("production applied by the hub itself");
+    repo.write("hub/production.yaml", &production).write(
+        "clusters/production/kustomization.yaml",
+        &kustomization(&["data.yaml"]),
+    );
+    let (code, doc) = cutover_json(&repo, &["--from", "HEAD"]);
+    assert_eq!(doc["deletions"], serde_json::json!([]), "{doc:#}");
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (0, Some("safe")),
+        "{doc:#}"
+    );
+    repo.commit_all("production applied to its own cluster");
+    repo.write("hub/production.yaml", &local);
+    let (code, doc) = cutover_json(&repo, &["--from", "HEAD"]);
+    assert_eq!(doc["deletions"], serde_json::json!([]), "{doc:#}");
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (0, Some("safe")),
+        "{doc:#}"
+    );
+    // The spoke's copy still leaves the build of an owner that stays in its cluster.
+    repo.write("hub/production.yaml", &production).write(
+        "clusters/production/kustomization.yaml",
+        &kustomization(&[]),
+    );
+    let (_, doc) = cutover_json(&repo, &["--from", "HEAD"]);
+    let gone: Vec<(String, &Value)> = deletions(&doc)
+        .iter()
+        .map(|d| (deletion_id(d), &d["cluster"]))
+        .collect();
+    assert_eq!(
+        gone,
+        [(
+            "PersistentVolumeClaim/web/production-data".to_string(),
+            &Value::from("Secret/production/cluster-kubeconfig")
+        )]
+    );
+}
