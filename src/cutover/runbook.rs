@@ -3,7 +3,7 @@
 //! with Flux's per-object opt-out, and the verification commands, all with the real names.
 //! Only what the deletions call for is written; a safe change gets no runbook.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use foldhash::{HashMap, HashMapExt, HashSet};
 
@@ -34,27 +34,48 @@ fn kubectl(id: &ObjectId, verb: &str) -> String {
     }
 }
 
-/// One command per object, but all Namespaces in one command.
+/// `line` with `note` first in its comment (one is started when it has none).
+fn noted(line: &str, note: &str) -> String {
+    match line.split_once("    # ") {
+        Some((command, rest)) => format!("{command}    # {note}; {rest}"),
+        None => format!("{line}    # {note}"),
+    }
+}
+
+/// `line`, a command about objects of `cluster`, with where it is run: for a cluster other
+/// than Flux's own, with the kubeconfig a Kustomization's `spec.kubeConfig` names (not the
+/// hub's), said last in its comment.
+fn in_cluster(line: String, cluster: Option<&str>) -> String {
+    let Some(c) = cluster else { return line };
+    let note = format!("with the kubeconfig in {c}");
+    if line.contains("    # ") {
+        format!("{line}; {note}")
+    } else {
+        format!("{line}    # {note}")
+    }
+}
+
+/// One command per object, but all Namespaces of a cluster in one command.
 fn commands<'a>(ids: impl Iterator<Item = &'a ObjectId>, verb: &str, tail: &str) -> Vec<String> {
     let mut out = Vec::new();
-    let mut namespaces = Vec::new();
+    let mut namespaces: BTreeMap<Option<&str>, Vec<&str>> = BTreeMap::new();
     for id in ids {
         if id.kind == "Namespace" && id.group.is_empty() {
-            namespaces.push(id.name.as_str());
+            namespaces
+                .entry(id.cluster_name())
+                .or_default()
+                .push(id.name.as_str());
         } else {
-            out.push(
-                format!("{} {tail}", kubectl(id, verb))
-                    .trim_end()
-                    .to_string(),
-            );
+            let command = format!("{} {tail}", kubectl(id, verb));
+            out.push(in_cluster(
+                command.trim_end().to_string(),
+                id.cluster_name(),
+            ));
         }
     }
-    if !namespaces.is_empty() {
-        out.push(
-            format!("kubectl {verb} namespace {} {tail}", namespaces.join(" "))
-                .trim_end()
-                .to_string(),
-        );
+    for (cluster, names) in namespaces {
+        let command = format!("kubectl {verb} namespace {} {tail}", names.join(" "));
+        out.push(in_cluster(command.trim_end().to_string(), cluster));
     }
     out
 }
@@ -147,18 +168,22 @@ impl<'a> Runbook<'a> {
         pre.extend(
             commands(self.holding.iter().map(|d| &d.id), "get", "")
                 .into_iter()
-                .map(|c| format!("{c}    # note the AGE")),
+                .map(|c| noted(&c, "note the AGE")),
         );
         let namespaces = |holds: bool| -> String {
-            let ns: BTreeSet<&str> = self
+            let ns: BTreeSet<String> = self
                 .holding
                 .iter()
                 .filter(|d| d.data.holds() == holds)
                 .map(|d| {
-                    if d.id.namespace.is_empty() {
+                    let ns = if d.id.namespace.is_empty() {
                         d.id.name.as_str()
                     } else {
                         d.id.namespace.as_str()
+                    };
+                    match d.id.cluster_name() {
+                        Some(c) => format!("{ns} (cluster {c})"),
+                        None => ns.to_string(),
                     }
                 })
                 .collect();
@@ -238,10 +263,10 @@ impl<'a> Runbook<'a> {
             first.push(format!(
                 "{file}: add the annotation `{PRUNE}: disabled` to {id}{how}"
             ));
-            first.push(format!(
+            first.push(in_cluster(format!(
                 "after it merges: {} -o jsonpath='{{.metadata.annotations.kustomize\\.toolkit\\.fluxcd\\.io/prune}}'    # must print disabled",
                 kubectl(id, "get")
-            ));
+            ), id.cluster_name()));
         }
         (first, annotated)
     }
@@ -356,7 +381,7 @@ impl<'a> Runbook<'a> {
         verify.extend(
             commands(self.holding.iter().map(|d| &d.id), "get", "")
                 .into_iter()
-                .map(|c| format!("{c}    # present, with the AGE noted before")),
+                .map(|c| noted(&c, "present, with the AGE noted before")),
         );
         let sample = self
             .deletions
@@ -365,11 +390,11 @@ impl<'a> Runbook<'a> {
             .find(|d| d.id.kind == "Deployment")
             .or_else(|| self.deletions.iter().find(|d| d.new_owner.is_some()));
         if let Some(d) = sample {
-            verify.push(format!(
+            verify.push(in_cluster(format!(
                 "{} -o jsonpath='{{.metadata.labels.kustomize\\.toolkit\\.fluxcd\\.io/name}}'    # {}",
                 kubectl(&d.id, "get"),
                 d.new_owner.as_ref().map_or("", |o| o.name.as_str())
-            ));
+            ), d.id.cluster_name()));
         }
         Section {
             title: "Verify".into(),
@@ -386,10 +411,10 @@ impl<'a> Runbook<'a> {
             .filter(|d| d.rule.is_helm() && at_risk(d))
         {
             match d.rule {
-                Rule::ReleaseUpgraded => helm.push(format!(
+                Rule::ReleaseUpgraded => helm.push(in_cluster(format!(
                     "{} helm.sh/resource-policy=keep    # before the merge: Helm's upgrade leaves an object so annotated in the cluster",
                     kubectl(&d.id, "annotate")
-                )),
+                ), d.id.cluster_name())),
                 _ => helm.push(format!(
                     "{}: its release is uninstalled and installed anew, and an annotation on the live object does not stop an uninstall (Helm reads the release's own manifest): back it up, or keep the release's name, namespace and chart (spec.releaseName, spec.targetNamespace, spec.storageNamespace) in this change",
                     d.id

@@ -556,3 +556,36 @@ fn a_kubeconfig_changed_deletes_nothing_in_the_cluster_left() {
         )]
     );
 }
+
+/// The runbook's commands about a spoke's objects say which kubeconfig they run with: the
+/// hub's kubectl context would get or annotate nothing there (or another cluster's object of
+/// the same name).
+#[test]
+fn the_runbook_runs_a_spokes_commands_with_its_kubeconfig() {
+    let repo = TestRepo::fixture("roots/hub-spoke");
+    repo.commit_all("hub and spokes");
+    repo.remove("hub/production.yaml");
+    let (_, doc) = cutover_json(&repo, &["--from", "HEAD"]);
+    let lines: Vec<&str> = doc["runbook"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["lines"].as_array().unwrap())
+        .filter_map(Value::as_str)
+        .collect();
+    let about_the_claim: Vec<&&str> = lines
+        .iter()
+        .filter(|l| l.starts_with("kubectl -n web "))
+        .collect();
+    assert!(about_the_claim.len() >= 3, "{lines:#?}");
+    for l in about_the_claim {
+        assert!(
+            l.ends_with("with the kubeconfig in Secret/production/cluster-kubeconfig"),
+            "{l}"
+        );
+    }
+    assert!(
+        lines.contains(&"back up what holds data (Velero, Longhorn, a database dump): namespaces web (cluster Secret/production/cluster-kubeconfig)"),
+        "{lines:#?}"
+    );
+}
