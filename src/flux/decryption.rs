@@ -243,7 +243,7 @@ patches:
     fn literal_targets_and_what_the_builder_makes_of_them() {
         let tree = FileTree::from_files([(
             "clusters/dev/decrypt.yaml",
-            "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: infra\nspec:\n  decryption:\n    provider: sops\n",
+            "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: infra\n  namespace: flux-system\nspec:\n  decryption:\n    provider: sops\n",
         )]);
         let yes = |n: &str| (Some(n.to_string()), true);
         assert_eq!(answers(&tree, "clusters/dev", &parse(DEV)), [yes("apps")]);

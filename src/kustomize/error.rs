@@ -149,9 +149,14 @@ pub enum PatchProblem {
     NeedsTarget,
     #[error("a patch must be a mapping or a list of operations")]
     NotAPatch,
-    /// A strategic-merge patch without a target, whose own header names no object built.
-    #[error("the patch's target {kind}/{name} is not in the build")]
+    /// A strategic-merge patch without a target, whose own header (apiVersion, kind, name
+    /// and namespace) names no object built (kustomize's "no resource matches strategic
+    /// merge patch").
+    #[error("the patch's target {kind}/{name} is not in the build (its apiVersion, kind, name and namespace must be the object's)")]
     TargetNotBuilt { kind: String, name: String },
+    /// One whose header names several (kustomize's "multiple matches for Id").
+    #[error("the patch's target {kind}/{name} names several objects of the build")]
+    SeveralTargets { kind: String, name: String },
     /// The YAML reader's message, on one line, with any secret it quotes masked.
     #[error("the patch is not valid YAML: {0}")]
     NotYaml(String),

@@ -548,49 +548,6 @@ fn write_go_string(s: &str, out: &mut String) {
 mod tests {
     use super::*;
 
-    /// Every case of the upstream table (tests/fixtures/upstream/generators.tsv: kustomize's
-    /// own build of each kustomization in a folder of its files): the same objects, in the
-    /// same order, or a failed build where kustomize fails.
-    #[test]
-    fn agrees_with_kustomize_on_its_table() {
-        let table = include_str!("../../tests/fixtures/upstream/generators.tsv");
-        let cases = crate::upstream::cases(table, 2);
-        let mut failures = Vec::new();
-        for c in &cases {
-            let files: Map<String, Value> = serde_json::from_str(c.inputs[0]).unwrap();
-            let mut tree: Vec<(String, String)> = files
-                .iter()
-                .map(|(path, text)| {
-                    let path = match path.strip_prefix("../") {
-                        Some(up) => up.to_string(),
-                        None => format!("k/{path}"),
-                    };
-                    (path, text.as_str().unwrap().to_string())
-                })
-                .collect();
-            tree.push(("k/kustomization.yaml".into(), c.inputs[1].to_string()));
-            let tree = FileTree::from_files(tree.iter().map(|(p, t)| (p.as_str(), t.as_str())));
-            let got = super::super::Builder::new(&tree)
-                .build_dir("k")
-                .map(|objects| Value::Array(objects.into_iter().map(|r| r.value).collect()));
-            let want =
-                (c.answer != "error").then(|| serde_json::from_str::<Value>(c.answer).unwrap());
-            if got.as_ref().ok() != want.as_ref() {
-                failures.push(format!(
-                    "line {}\n  kustomize: {}\n  fluxwave:  {}",
-                    c.line,
-                    c.answer,
-                    match &got {
-                        Ok(v) => v.to_string(),
-                        Err(e) => format!("error: {e}"),
-                    }
-                ));
-            }
-        }
-        assert!(failures.is_empty(), "{}", failures.join("\n"));
-        assert!(cases.len() >= 60, "{} cases", cases.len());
-    }
-
     /// kustomize's own cases (api `hasher/hasher_test.go`, `TestConfigMapHash` and
     /// `TestSecretHash`), every one.
     #[test]

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::error::{BuildError, PatchProblem, TargetError};
-use super::object::group_of;
+use super::object::CLUSTER_SCOPED;
 use super::resource::{Built, Resource};
 use super::target::PatchTarget;
 use super::{resolve, Builder, Ref};
@@ -135,13 +135,18 @@ impl Builder<'_> {
                 }
             }
             let delete = doc.get("$patch").and_then(Value::as_str) == Some("delete");
-            if target.is_none() && selected.is_empty() {
+            if target.is_none() && selected.len() != 1 {
                 let field = |p: &str| doc.pointer(p).and_then(Value::as_str).unwrap_or("?");
+                let (kind, name) = (
+                    field("/kind").to_string(),
+                    field("/metadata/name").to_string(),
+                );
                 return Err(BuildError::patch(
                     what,
-                    PatchProblem::TargetNotBuilt {
-                        kind: field("/kind").to_string(),
-                        name: field("/metadata/name").to_string(),
+                    if selected.is_empty() {
+                        PatchProblem::TargetNotBuilt { kind, name }
+                    } else {
+                        PatchProblem::SeveralTargets { kind, name }
                     },
                 ));
             }
@@ -286,18 +291,30 @@ pub(super) fn target_of(entry: &Value, what: &str) -> Result<Option<PatchTarget>
     }
 }
 
-/// A strategic-merge patch without a target applies to the object its own header names.
+/// A strategic-merge patch without a target applies to the object its own header names
+/// (kustomize `resWrangler.GetById` of the patch's id, through `ResId.Equals` on each of the
+/// object's ids, current and earlier): the same group, version, kind and name, and the same
+/// namespace where no namespace is `default` (a cluster-scoped kind has none). A patch without
+/// `apiVersion`, or without the object's namespace, names no object of the build.
 fn own_match(doc: &Value, r: &Resource) -> bool {
-    let s = |p: &str| doc.pointer(p).and_then(Value::as_str);
-    let group = s("/apiVersion").map(group_of);
-    s("/kind") == Some(r.kind())
-        && group.is_none_or(|g| g == group_of(r.api_version()))
-        && s("/metadata/name").is_some_and(|n| {
-            let ns = s("/metadata/namespace");
-            std::iter::once((r.meta_str("name"), r.meta_str("namespace")))
-                .chain(r.previous.iter().map(|(a, b)| (a.as_str(), b.as_str())))
-                .any(|(name, namespace)| name == n && ns.is_none_or(|x| x == namespace))
-        })
+    let s = |p: &str| doc.pointer(p).and_then(Value::as_str).unwrap_or("");
+    let api = s("/apiVersion");
+    let (kind, name) = (s("/kind"), s("/metadata/name"));
+    if kind != r.kind() || api != r.api_version() || name.is_empty() {
+        return false;
+    }
+    let cluster_scoped = CLUSTER_SCOPED.contains(&kind);
+    fn effective(ns: &str, cluster_scoped: bool) -> &str {
+        match ns {
+            _ if cluster_scoped => "",
+            "" => "default",
+            ns => ns,
+        }
+    }
+    let want = effective(s("/metadata/namespace"), cluster_scoped);
+    std::iter::once((r.meta_str("name"), r.meta_str("namespace")))
+        .chain(r.previous.iter().map(|(a, b)| (a.as_str(), b.as_str())))
+        .any(|(n, ns)| n == name && effective(ns, cluster_scoped) == want)
 }
 
 /// Strategic merge as fluxwave models it: mappings merge key by key, `null` removes a key,

@@ -475,7 +475,7 @@ fn upstream_tables_are_the_libraries_answers() {
         ("semver", "semver.tsv"),
         ("ignore", "ignore.tsv"),
         ("replacements", "replacements.tsv"),
-        ("generators", "generators.tsv"),
+        ("kustomize", "generators.tsv"),
     ];
     use std::io::Write;
     use std::process::Stdio;

@@ -34,11 +34,11 @@ var cases = map[string]func(columns []string) (string, error){
 	"semver":       semverCase,
 	"ignore":       ignoreCase,
 	"replacements": replacementsCase,
-	"generators":   generatorsCase,
+	"kustomize":    kustomizeCase,
 }
 
 // inputs is how many input columns each subcommand reads (two unless said).
-var inputs = map[string]int{"json6902": 2, "envsubst": 2, "semver": 2, "ignore": 3, "replacements": 2, "generators": 2}
+var inputs = map[string]int{"json6902": 2, "envsubst": 2, "semver": 2, "ignore": 3, "replacements": 2, "kustomize": 2}
 
 // runCases answers every line of in; a line whose input is malformed is an error, so a typo
 // in a table cannot pass as an expected failure.
@@ -231,12 +231,12 @@ func replacementsCase(columns []string) (string, error) {
 	return string(canonical), err
 }
 
-// generatorsCase builds a kustomization (column 2, as JSON: its configMapGenerator,
-// secretGenerator and generatorOptions) in a folder holding files (column 1, a JSON object
+// kustomizeCase builds a kustomization (column 2, as JSON; the generators and patch tables
+// give theirs) in a folder holding files (column 1, a JSON object
 // of each file's text by its path in the folder) with kustomize's krusty, as Flux builds it
 // (no plugins, LoadRestrictionsNone), on an in-memory file system. The answer is the
 // objects built, each compact with its keys sorted, in build order, or `error`.
-func generatorsCase(columns []string) (string, error) {
+func kustomizeCase(columns []string) (string, error) {
 	var files map[string]string
 	if err := json.Unmarshal([]byte(columns[0]), &files); err != nil {
 		return "", fmt.Errorf("files: %w", err)

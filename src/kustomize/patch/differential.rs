@@ -62,7 +62,8 @@ fn object((kind, name, ns, labels, previous): &ObjectCase, i: usize) -> Resource
 }
 
 /// The header of a patch without a target: that of object `name` (modulo their number),
-/// with its namespace (`ns` 0) or none; in another namespace when `kind` is 4 and `ns` 1.
+/// with its namespace, or none when `kind` is 0 and `ns` 1 (it then names no namespaced
+/// object, as kustomize reads it); in another namespace when `kind` is 4 and `ns` 1.
 fn header(objects: &[ObjectCase], kind: usize, name: usize, ns: usize) -> Map<String, Value> {
     let (k, n, s) = match objects.get(name % objects.len().max(1)) {
         Some((k, n, s, _, _)) => (*k, *n, *s),
@@ -73,7 +74,7 @@ fn header(objects: &[ObjectCase], kind: usize, name: usize, ns: usize) -> Map<St
     meta.insert("name".into(), NAMES[n].into());
     if kind == 4 && ns == 1 {
         meta.insert("namespace".into(), NAMESPACES[(s + 1) % 2].into());
-    } else if namespaced && ns == 0 {
+    } else if namespaced && !(kind == 0 && ns == 1) {
         meta.insert("namespace".into(), NAMESPACES[s].into());
     }
     let mut h = Map::new();
