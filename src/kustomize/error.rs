@@ -106,6 +106,10 @@ pub enum BuildError {
     },
     #[error("{file}: `{field}` must be a list")]
     NotAList { file: String, field: String },
+    /// A key of a kustomization that kustomize builds (not the one at a Flux Kustomization's
+    /// `spec.path`, whose unknown keys Flux's generator drops) that sets no field.
+    #[error("{file}: `{field}` is no field of a kustomization; kustomize fails: invalid Kustomization: json: unknown field \"{field}\"")]
+    UnknownField { file: String, field: String },
     #[error("{file}: `{field}` entries must be strings")]
     EntryNotAString { file: String, field: String },
     /// A document of a manifest (or an item of a List) that is not a mapping.

@@ -62,6 +62,81 @@ pub(super) fn modelled(key: &str) -> bool {
     MODELLED.contains(&key)
 }
 
+/// Every field of kustomize's `types.Kustomization` (api v0.21.1), as its JSON tags name them.
+const FIELDS: &[&str] = &[
+    "apiVersion",
+    "kind",
+    "metadata",
+    "bases",
+    "buildMetadata",
+    "commonAnnotations",
+    "commonLabels",
+    "components",
+    "configMapGenerator",
+    "configurations",
+    "crds",
+    "generatorOptions",
+    "generators",
+    "helmChartInflationGenerator",
+    "helmCharts",
+    "helmGlobals",
+    "imageTags",
+    "images",
+    "labels",
+    "namePrefix",
+    "nameSuffix",
+    "namespace",
+    "openapi",
+    "patches",
+    "patchesJson6902",
+    "patchesStrategicMerge",
+    "replacements",
+    "replicas",
+    "resources",
+    "secretGenerator",
+    "sortOptions",
+    "transformers",
+    "validators",
+    "vars",
+];
+
+/// The field key `key` of a kustomization sets, as Go's encoding/json matches it (kustomize
+/// and Flux's generator both read a kustomization so): the field of that name, else one
+/// equal to it without regard to case (ASCII letters, and `ſ` as `s`, `K` (Kelvin) as `k`).
+pub(super) fn field(key: &str) -> Option<&'static str> {
+    fn fold(s: &str) -> String {
+        s.chars()
+            .map(|c| match c {
+                '\u{17F}' => 's',
+                '\u{212A}' => 'k',
+                c => c.to_ascii_lowercase(),
+            })
+            .collect()
+    }
+    FIELDS
+        .iter()
+        .find(|f| **f == key)
+        .or_else(|| {
+            let folded = fold(key);
+            FIELDS.iter().find(|f| fold(f) == folded)
+        })
+        .copied()
+}
+
+/// Kustomization `k` with each key named as the field it sets (see `field`; where two keys
+/// set one field the later wins, as in Go); a key that sets no field is kept as it is.
+pub(super) fn canonical(k: Map<String, Value>) -> Map<String, Value> {
+    if k.keys().all(|key| field(key).is_none_or(|f| f == key)) {
+        return k;
+    }
+    let mut out = Map::new();
+    for (key, v) in k {
+        let name = field(&key).map_or(key, str::to_string);
+        out.insert(name, v);
+    }
+    out
+}
+
 /// Whether kustomization `k` may change what it accumulated (it has a `Transformer`, or a
 /// generator that merges): else its build is the objects of its resources and generators as
 /// they are loaded.
@@ -87,6 +162,27 @@ fn merges(k: &Map<String, Value>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `kubectl kustomize` (v5.5) reads `Resources:` and `namePREFIX:` as `resources` and
+    /// `namePrefix`, as Go's encoding/json matches field names.
+    #[test]
+    fn a_key_names_its_field_without_regard_to_case() {
+        assert_eq!(field("resources"), Some("resources"));
+        assert_eq!(field("Resources"), Some("resources"));
+        assert_eq!(field("namePREFIX"), Some("namePrefix"));
+        assert_eq!(field("apiversion"), Some("apiVersion"));
+        assert_eq!(field("re\u{17F}ources"), Some("resources"));
+        assert_eq!(field("\u{212A}ind"), Some("kind"));
+        assert_eq!(field("resource"), None);
+        let k: Map<String, Value> =
+            serde_json::from_str(r#"{"Resources": ["a"], "resources": ["b"], "x": 1}"#).unwrap();
+        assert_eq!(
+            Value::Object(canonical(k)),
+            serde_json::json!({"resources": ["b"], "x": 1})
+        );
+        assert!(FIELDS.iter().all(|f| field(f) == Some(*f)));
+        assert!(MODELLED.iter().all(|m| FIELDS.contains(m)));
+    }
 
     #[test]
     fn each_key_is_in_the_table_once() {

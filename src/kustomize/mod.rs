@@ -379,13 +379,22 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// Kustomization `file` read for kustomize to build: one that says nothing but its kind
+    /// Kustomization `file` read for kustomize to build: a key that sets no field of
+    /// `types.Kustomization` fails (kustomize's "invalid Kustomization: json: unknown field");
+    /// one that says nothing but its kind
     /// (every other field absent or Go's zero value: null, "", false, 0; an empty list is
     /// not one) fails (`Kustomization.CheckEmpty`: "kustomization.yaml is empty"). A caller that builds a
     /// kustomization of its own (Flux's generator at `spec.path`) reads it with
     /// `read_kustomization`, which does not check it.
     fn read_for_kustomize(&self, file: &str) -> Result<Map<String, Value>, BuildError> {
         let k = self.read_kustomization(file)?;
+        // `Kustomization.Unmarshal` decodes with `DisallowUnknownFields`.
+        if let Some(unknown) = k.keys().find(|key| keys::field(key).is_none()) {
+            return Err(BuildError::UnknownField {
+                file: file.to_string(),
+                field: unknown.clone(),
+            });
+        }
         // Go's zero values say nothing: `resources:` with every entry commented out is null.
         let zero = |v: &Value| match v {
             Value::Null => true,
@@ -402,12 +411,18 @@ impl<'a> Builder<'a> {
         Ok(k)
     }
 
-    /// Kustomization `file` read as kustomize reads it (see `types`); an empty file is an
-    /// empty mapping.
+    /// Kustomization `file` read as kustomize reads it (see `types`), each key named as the
+    /// field it sets (`keys::canonical`: `Resources:` is `resources`); an empty file is an
+    /// empty mapping. A key that sets no field is kept: Flux's generator drops it from the
+    /// kustomization at a Kustomization's `spec.path`, and kustomize refuses it in any other
+    /// (see `read_for_kustomize`).
     pub fn read_kustomization(&self, file: &str) -> Result<Map<String, Value>, BuildError> {
         let text = self.tree.read(file).ok_or_else(|| self.not_read(file))?;
         match yaml::parse_kustomization(file, &text).map_err(|e| BuildError::Yaml(Box::new(e)))? {
-            Value::Object(m) => types::check(file, &m).map(|()| m),
+            Value::Object(m) => {
+                let m = keys::canonical(m);
+                types::check(file, &m).map(|()| m)
+            }
             Value::Null => Ok(Map::new()),
             _ => Err(BuildError::NotAMapping(file.to_string())),
         }

@@ -25,7 +25,9 @@ impl Builder<'_> {
         mut acc: Vec<Resource>,
         appended: Option<&Appended>,
     ) -> Built {
-        for key in k.keys() {
+        // A key that sets no field of a kustomization is dropped by Flux's generator (the
+        // kustomization at `spec.path`; any other fails on it, `read_for_kustomize`).
+        for key in k.keys().filter(|key| keys::field(key).is_some()) {
             if !keys::modelled(key) {
                 self.warn(
                     file,
