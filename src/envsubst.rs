@@ -433,6 +433,7 @@ pub fn is_default_op(name: &str) -> bool {
 }
 
 /// What a variable is when a string is evaluated.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Lookup {
     Set(String),
     /// Not set: an error in strict mode unless the operator is a default.

@@ -54,8 +54,14 @@ pub enum Source {
     /// It cannot be read from the repository (SOPS-encrypted, made in the cluster): why, and
     /// the digest of the object of the build it comes from (the encrypted Secret, the
     /// ExternalSecret that makes it), so that a change of that object is seen; `None` when
-    /// no object of the build makes it.
-    Unknown { why: String, from: Option<[u8; 32]> },
+    /// no object of the build makes it. `keys` are its keys when the repository says which
+    /// they are though not their values (SOPS encrypts values only; an ExternalSecret's
+    /// template names the keys it writes): no other variable can come from it.
+    Unknown {
+        why: String,
+        from: Option<[u8; 32]>,
+        keys: Option<BTreeSet<String>>,
+    },
 }
 
 impl Source {
@@ -81,11 +87,16 @@ impl Source {
             name: name.to_string(),
             cluster: None,
         };
+        let keys = match id.kind.as_str() {
+            "ExternalSecret" => external_secret_keys(v),
+            _ => None,
+        };
         Some((
             secret,
             Source::Unknown {
                 why: format!("made in the cluster by {id}"),
                 from: Some(digest(v)),
+                keys,
             },
         ))
     }
@@ -96,9 +107,16 @@ impl Source {
             return None;
         }
         if super::facts::is_sops(v) {
+            // SOPS encrypts the values; the keys stay as written.
+            let keys = ["data", "stringData"]
+                .iter()
+                .filter_map(|k| v.get(k).and_then(Value::as_object))
+                .flat_map(|m| m.keys().cloned())
+                .collect();
             return Some(Source::Unknown {
                 why: "SOPS-encrypted".into(),
                 from: Some(digest(v)),
+                keys: Some(keys),
             });
         }
         let map = |k: &str| v.get(k).and_then(Value::as_object);
@@ -129,13 +147,66 @@ impl Source {
     }
 }
 
+/// The keys of the Secret an ExternalSecret writes, when its spec says them all
+/// (external-secrets `Reconciler.applyTemplate`): with `creationPolicy: Merge` the Secret keeps
+/// keys it had, so they are not known; without a `template.data` or `templateFrom` it holds
+/// the fetched data, the `data[].secretKey`s (and whatever a `dataFrom` brings, unknown);
+/// with `template.data` it holds the template's keys, and the fetched data too with
+/// `mergePolicy: Merge`; a `templateFrom` may write keys of its own, unknown.
+fn external_secret_keys(v: &Value) -> Option<BTreeSet<String>> {
+    let spec = v.get("spec")?;
+    let target = spec.get("target");
+    let text = |v: Option<&Value>, k: &str| {
+        v.and_then(|v| v.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    if text(target, "creationPolicy") == "Merge" {
+        return None;
+    }
+    let template = target
+        .and_then(|t| t.get("template"))
+        .filter(|t| !t.is_null());
+    let listed = |v: Option<&Value>| v.and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+    if listed(template.and_then(|t| t.get("templateFrom"))) {
+        return None;
+    }
+    let data_keys = || -> Option<BTreeSet<String>> {
+        if listed(spec.get("dataFrom")) {
+            return None;
+        }
+        let entries = spec.get("data").and_then(Value::as_array);
+        entries
+            .into_iter()
+            .flatten()
+            .map(|d| d.get("secretKey").and_then(Value::as_str).map(String::from))
+            .collect()
+    };
+    let templated: BTreeSet<String> = template
+        .and_then(|t| t.get("data"))
+        .and_then(Value::as_object)
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    if templated.is_empty() {
+        return data_keys();
+    }
+    if text(template, "mergePolicy") == "Merge" {
+        let mut keys = data_keys()?;
+        keys.extend(templated);
+        return Some(keys);
+    }
+    Some(templated)
+}
+
 /// A `substituteFrom` source as an owner reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Read {
     /// Its variables, newlines taken out.
     Known(BTreeMap<String, String>),
-    /// It cannot be read (see `Source::Unknown`): it may set any variable.
-    Unknown(Option<[u8; 32]>),
+    /// It cannot be read (see `Source::Unknown`): it may set any variable, or any of its
+    /// keys when they are known.
+    Unknown(Option<[u8; 32]>, Option<BTreeSet<String>>),
 }
 
 /// The variables an owner substitutes with, in Flux's precedence. Two are equal when every
@@ -170,7 +241,12 @@ impl Variables {
                         return Lookup::Set(v.clone());
                     }
                 }
-                Read::Unknown(_) => return Lookup::Unknown,
+                Read::Unknown(_, None) => return Lookup::Unknown,
+                Read::Unknown(_, Some(keys)) => {
+                    if keys.contains(name) {
+                        return Lookup::Unknown;
+                    }
+                }
             }
         }
         Lookup::Unset
@@ -180,7 +256,7 @@ impl Variables {
     pub fn unknown_sources(&self) -> Vec<&str> {
         self.from
             .iter()
-            .filter(|(_, s)| matches!(s, Read::Unknown(_)))
+            .filter(|(_, s)| matches!(s, Read::Unknown(..)))
             .map(|(n, _)| n.as_str())
             .collect()
     }
@@ -223,11 +299,13 @@ pub fn variables(
                     .collect();
                 vars.from.push((label, Read::Known(data)));
             }
-            Some(Source::Unknown { from, .. }) => vars.from.push((label, Read::Unknown(from))),
+            Some(Source::Unknown { from, keys, .. }) => {
+                vars.from.push((label, Read::Unknown(from, keys)))
+            }
             None if optional => {}
             None => {
                 vars.missing.push(label.clone());
-                vars.from.push((label, Read::Unknown(None)));
+                vars.from.push((label, Read::Unknown(None, None)));
             }
         }
     }
@@ -235,15 +313,13 @@ pub fn variables(
         .into_iter()
         .map(|(k, v)| (k, v.replace('\n', "")))
         .collect();
-    let names = vars.inline.keys().chain(
-        vars.from
-            .iter()
-            .flat_map(|(_, s)| match s {
-                Read::Known(m) => Some(m.keys()),
-                Read::Unknown(_) => None,
-            })
-            .flatten(),
-    );
+    let names = vars
+        .inline
+        .keys()
+        .chain(vars.from.iter().flat_map(|(_, s)| match s {
+            Read::Known(m) => Box::new(m.keys()) as Box<dyn Iterator<Item = &String>>,
+            Read::Unknown(_, keys) => Box::new(keys.iter().flatten()),
+        }));
     for name in names {
         if !valid_name(name) {
             return Err(SubstituteError::Name(name.clone()));
@@ -576,6 +652,7 @@ mod tests {
                 Source::Unknown {
                     why: "SOPS-encrypted".into(),
                     from: None,
+                    keys: None,
                 },
             ),
         ];
@@ -668,6 +745,7 @@ mod tests {
                 Source::Unknown {
                     why: "SOPS-encrypted".into(),
                     from: None,
+                    keys: None,
                 },
             )],
         )
@@ -679,6 +757,88 @@ mod tests {
         assert_eq!(obj["metadata"]["namespace"], "web");
         assert_eq!(out.in_identity(), BTreeSet::from(["DOMAIN".to_string()]));
         assert_eq!(out.unknown.len(), 2);
+    }
+
+    /// A source whose values cannot be read but whose keys can (a SOPS Secret's keys are
+    /// written in the clear; an ExternalSecret's template names the keys it writes, external-
+    /// secrets `Reconciler.applyTemplate`) sets no other variable: one it lacks comes from the
+    /// sources before it, or its default.
+    #[test]
+    fn a_source_of_known_keys_sets_no_other_variable() {
+        let id = ObjectId {
+            group: "external-secrets.io".into(),
+            kind: "ExternalSecret".into(),
+            namespace: "flux-system".into(),
+            name: "cluster-secrets".into(),
+            cluster: None,
+        };
+        let keys = |es: Value| match Source::made_by(&id, &es) {
+            Some((_, Source::Unknown { keys, .. })) => keys,
+            other => panic!("{other:?}"),
+        };
+        let set = |ks: &[&str]| Some(ks.iter().map(|k| k.to_string()).collect::<BTreeSet<_>>());
+        let templated = json!({"spec": {"target": {"template": {"data": {"SECRET_DOMAIN": "{{ .d }}"}}},
+            "dataFrom": [{"extract": {"key": "cluster"}}]}});
+        assert_eq!(keys(templated.clone()), set(&["SECRET_DOMAIN"]));
+        let mut merged = templated.clone();
+        merged["spec"]["target"]["template"]["mergePolicy"] = json!("Merge");
+        assert_eq!(keys(merged), None);
+        let listed = json!({"spec": {"data": [{"secretKey": "A", "remoteRef": {"key": "x"}},
+            {"secretKey": "B", "remoteRef": {"key": "y"}}]}});
+        assert_eq!(keys(listed.clone()), set(&["A", "B"]));
+        let mut merged = listed.clone();
+        merged["spec"]["target"] =
+            json!({"template": {"mergePolicy": "Merge", "data": {"C": "c"}}});
+        assert_eq!(keys(merged), set(&["A", "B", "C"]));
+        let mut kept = listed.clone();
+        kept["spec"]["target"] = json!({"creationPolicy": "Merge"});
+        assert_eq!(keys(kept), None);
+        let mut from = templated.clone();
+        from["spec"]["target"]["template"]["templateFrom"] = json!([{"configMap": {"name": "t"}}]);
+        assert_eq!(keys(from), None);
+        assert_eq!(
+            keys(json!({"spec": {"dataFrom": [{"extract": {"key": "c"}}]}})),
+            None
+        );
+
+        let owner = json!({"spec": {"postBuild": {"substitute": {"APP": "web"}, "substituteFrom": [
+            {"kind": "ConfigMap", "name": "settings"}, {"kind": "Secret", "name": "cluster-secrets"}]}}});
+        let unknown = |keys: Option<BTreeSet<String>>| Source::Unknown {
+            why: "SOPS-encrypted".into(),
+            from: None,
+            keys,
+        };
+        let sources = [
+            ("ConfigMap/settings", data(&[("TZ", "UTC")])),
+            ("Secret/cluster-secrets", unknown(set(&["SECRET_DOMAIN"]))),
+        ];
+        let v = vars(owner.clone(), &sources).unwrap();
+        assert_eq!(v.lookup("SECRET_DOMAIN"), Lookup::Unknown);
+        assert_eq!(v.lookup("TZ"), Lookup::Set("UTC".into()));
+        assert_eq!(v.lookup("VOLSYNC_CLAIM"), Lookup::Unset);
+        let mut claim = json!({"metadata": {"name": "${VOLSYNC_CLAIM:-${APP}}"}});
+        let out = object(&mut claim, &v).unwrap();
+        assert_eq!(claim["metadata"]["name"], "web");
+        assert!(out.unknown.is_empty());
+        // Its keys are variable names Flux checks like any other.
+        let bad = [
+            ("ConfigMap/settings", data(&[])),
+            ("Secret/cluster-secrets", unknown(set(&["tls.crt"]))),
+        ];
+        assert!(vars(owner, &bad).is_err());
+        // SOPS: the keys of data and stringData.
+        let secret = ObjectId {
+            group: String::new(),
+            kind: "Secret".into(),
+            namespace: "flux-system".into(),
+            name: "s".into(),
+            cluster: None,
+        };
+        let sops = json!({"data": {"A": "ENC[...]"}, "stringData": {"B": "ENC[...]"}, "sops": {"mac": "m"}});
+        assert!(matches!(
+            Source::of(&secret, &sops),
+            Some(Source::Unknown { keys: Some(k), .. }) if k == BTreeSet::from(["A".to_string(), "B".to_string()])
+        ));
     }
 
     #[test]

@@ -410,7 +410,7 @@ fn unreadable_repo(from: &[&str], inline: &str) -> TestRepo {
     )
     .write(
         "clusters/main/sealed.sops.yaml",
-        "apiVersion: v1\nkind: Secret\nmetadata: {name: sealed, namespace: flux-system}\nstringData:\n  TOKEN: ENC[AES256_GCM,data:abc,type:str]\nsops:\n  mac: ENC[AES256_GCM,data:xyz,type:str]\n",
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: sealed, namespace: flux-system}\nstringData:\n  TOKEN: ENC[AES256_GCM,data:abc,type:str]\n  SUFFIX: ENC[AES256_GCM,data:ghi,type:str]\n  CLAIM: ENC[AES256_GCM,data:jkl,type:str]\nsops:\n  mac: ENC[AES256_GCM,data:xyz,type:str]\n",
     )
     .write(
         "clusters/main/app.yaml",
@@ -470,6 +470,21 @@ fn an_unreadable_source_makes_unknown_only_what_it_may_set() {
         let why = doc["incomplete"][0]["why"].to_string();
         assert!(why.contains("`${SUFFIX}`") && why.contains(last), "{why}");
     }
+    // SOPS encrypts values, not keys: a Secret without the key sets no SUFFIX, and the
+    // rename is known.
+    let repo = unreadable_repo(&["ConfigMap/settings", "Secret/sealed"], "");
+    let sealed = repo.read("clusters/main/sealed.sops.yaml");
+    repo.write(
+        "clusters/main/sealed.sops.yaml",
+        &sealed.replace("  SUFFIX: ENC[AES256_GCM,data:ghi,type:str]\n", ""),
+    );
+    repo.commit_all("no SUFFIX in the Secret");
+    let (code, doc) = rename(&repo);
+    assert_eq!(
+        (code, deleted(&doc)),
+        (1, renamed.map(String::from).to_vec()),
+        "{doc}"
+    );
     // The encrypted Secret itself changes: what it sets may rename the Service.
     let repo = unreadable_repo(&["ConfigMap/settings", "Secret/sealed"], "");
     let sealed = repo.read("clusters/main/sealed.sops.yaml");
@@ -639,6 +654,59 @@ fn each_cluster_reads_its_own_settings() {
     assert_eq!(
         doc["environments"].as_array().map(Vec::len),
         Some(2),
+        "{doc:#}"
+    );
+}
+
+/// A `substituteFrom` Secret made by an ExternalSecret whose template names its keys (external-
+/// secrets `Reconciler.applyTemplate`: with `template.data` and no `mergePolicy: Merge`, the
+/// Secret holds the template's keys only) sets no other variable: a claim named
+/// `${VOLSYNC_CLAIM:-${APP}}` is the app's name, and a change that renames the app deletes
+/// the old claim, where before every change of the app was "incomplete" (the claim's name
+/// "may come from" the Secret). With `mergePolicy: Merge` the fetched keys are in it too,
+/// unknown, and the claim's name is unknown again.
+#[test]
+fn a_templated_external_secret_sets_only_its_keys() {
+    let external_secret = |merge: &str| {
+        format!("apiVersion: external-secrets.io/v1\nkind: ExternalSecret\nmetadata:\n  name: cluster-secrets\n  namespace: flux-system\nspec:\n  secretStoreRef: {{kind: ClusterSecretStore, name: onepassword}}\n  target:\n    name: cluster-secrets\n    template:\n{merge}      data:\n        SECRET_DOMAIN: \"{{{{ .SECRET_DOMAIN }}}}\"\n  dataFrom:\n    - extract: {{key: cluster}}\n")
+    };
+    let app = |name: &str| {
+        ks(
+            "media",
+            "./media",
+            &format!("  postBuild:\n    substitute: {{APP: {name}}}\n    substituteFrom:\n      - {{kind: Secret, name: cluster-secrets}}\n"),
+        )
+    };
+    let repo = TestRepo::empty();
+    repo.write(
+        "clusters/main/kustomization.yaml",
+        "resources: [secrets.yaml, media.yaml]\n",
+    )
+    .write("clusters/main/secrets.yaml", &external_secret(""))
+    .write("clusters/main/media.yaml", &app("jellyfin"))
+    .write(
+        "media/claim.yaml",
+        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: \"${VOLSYNC_CLAIM:-${APP}}\"\n  namespace: media\nspec: {resources: {requests: {storage: 1Gi}}}\n",
+    );
+    repo.commit_all("init");
+    repo.write("clusters/main/media.yaml", &app("emby"));
+    let (code, doc) = cutover(&repo);
+    assert_eq!(
+        deleted(&doc),
+        ["PersistentVolumeClaim/media/jellyfin identity-changed Kustomization/flux-system/media"],
+        "{doc:#}"
+    );
+    assert_eq!((code, doc["verdict"].as_str()), (1, Some("deletes")));
+    repo.write(
+        "clusters/main/secrets.yaml",
+        &external_secret("      mergePolicy: Merge\n"),
+    );
+    repo.commit_all("the fetched keys too");
+    repo.write("clusters/main/media.yaml", &app("plex"));
+    let (code, doc) = cutover(&repo);
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (1, Some("incomplete")),
         "{doc:#}"
     );
 }

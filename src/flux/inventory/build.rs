@@ -376,6 +376,7 @@ fn variables(
             return written_outside(cx.tree, id).map(|file| Source::Unknown {
                 why: format!("written outside every build, in {file}, and applied by hand"),
                 from: None,
+                keys: None,
             });
         }
         s.cloned()
@@ -505,6 +506,7 @@ pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, Fl
             Some(Source::Unknown {
                 why: "not read".into(),
                 from: None,
+                keys: None,
             })
         })
         .unwrap_or_default()
