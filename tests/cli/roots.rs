@@ -522,22 +522,19 @@ fn a_kubeconfig_changed_deletes_nothing_in_the_cluster_left() {
         "clusters/production/kustomization.yaml",
         &kustomization(&["data.yaml"]),
     );
-    let (code, doc) = cutover_json(&repo, &["--from", "HEAD"]);
-    assert_eq!(doc["deletions"], serde_json::json!([]), "{doc:#}");
-    assert_eq!(
-        (code, doc["verdict"].as_str()),
-        (0, Some("safe")),
-        "{doc:#}"
-    );
+    let deletes_nothing = |repo: &TestRepo| {
+        let (code, doc) = cutover_json(repo, &["--from", "HEAD"]);
+        assert_eq!(doc["deletions"], serde_json::json!([]), "{doc:#}");
+        assert_eq!(
+            (code, doc["verdict"].as_str()),
+            (0, Some("safe")),
+            "{doc:#}"
+        );
+    };
+    deletes_nothing(&repo);
     repo.commit_all("production applied to its own cluster");
     repo.write("hub/production.yaml", &local);
-    let (code, doc) = cutover_json(&repo, &["--from", "HEAD"]);
-    assert_eq!(doc["deletions"], serde_json::json!([]), "{doc:#}");
-    assert_eq!(
-        (code, doc["verdict"].as_str()),
-        (0, Some("safe")),
-        "{doc:#}"
-    );
+    deletes_nothing(&repo);
     // The spoke's copy still leaves the build of an owner that stays in its cluster.
     repo.write("hub/production.yaml", &production).write(
         "clusters/production/kustomization.yaml",

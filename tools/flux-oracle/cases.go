@@ -215,20 +215,7 @@ func replacementsCase(columns []string) (string, error) {
 	if err != nil {
 		return "error", nil
 	}
-	answer := make([]interface{}, 0, len(out))
-	for _, n := range out {
-		j, err := n.MarshalJSON()
-		if err != nil {
-			return "error", nil
-		}
-		var v interface{}
-		if err := json.Unmarshal(j, &v); err != nil {
-			return "", err
-		}
-		answer = append(answer, v)
-	}
-	canonical, err := json.Marshal(answer)
-	return string(canonical), err
+	return objectsAnswer(out)
 }
 
 // kustomizeCase builds a kustomization (column 2, as JSON; the generators and patch tables
@@ -268,9 +255,15 @@ func kustomizeCase(columns []string) (string, error) {
 	if err != nil {
 		return "error", nil
 	}
-	answer := make([]interface{}, 0, m.Size())
-	for _, r := range m.Resources() {
-		j, err := r.MarshalJSON()
+	return objectsAnswer(m.Resources())
+}
+
+// objectsAnswer is the answer of a case whose result is objects: a JSON list of them, each
+// compact with its keys sorted, or `error` when one cannot be written as JSON.
+func objectsAnswer[T json.Marshaler](objects []T) (string, error) {
+	answer := make([]interface{}, 0, len(objects))
+	for _, o := range objects {
+		j, err := o.MarshalJSON()
 		if err != nil {
 			return "error", nil
 		}
