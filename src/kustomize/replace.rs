@@ -230,7 +230,7 @@ fn source(v: &Value) -> Result<Source, Failed> {
     Ok(Source::Object(Box::new(FromObject {
         selector,
         shown: shown.join(":"),
-        path: split_path(&given),
+        path: bounded(split_path(&given))?,
         field_path: given,
         options,
     })))
@@ -278,10 +278,10 @@ fn target(v: &Value, i: usize) -> Result<TargetSelector, Failed> {
         paths: paths
             .into_iter()
             .map(|p| {
-                let split = split_path(&p);
-                (p, split)
+                let split = bounded(split_path(&p))?;
+                Ok((p, split))
             })
-            .collect(),
+            .collect::<Result<_, Failed>>()?,
         options: options(m)?,
     })
 }
@@ -384,6 +384,21 @@ fn split_path(path: &str) -> Vec<String> {
         i += 1;
     }
     out
+}
+
+/// The most parts a field path may have: a path is walked part by part, and no object is
+/// nested this deep.
+const MAX_PARTS: usize = 256;
+
+/// `parts`, unless there are more than `MAX_PARTS`.
+fn bounded(parts: Vec<String>) -> Result<Vec<String>, Failed> {
+    if parts.len() > MAX_PARTS {
+        return Err(format!(
+            "a field path of {} parts is deeper than any object ({MAX_PARTS} at most)",
+            parts.len()
+        ));
+    }
+    Ok(parts)
 }
 
 /// `[name=value]`: the field and the value (kyaml `IsListIndex`, `SplitIndexNameValue`).
@@ -980,6 +995,16 @@ mod tests {
 
     /// Every case of the upstream table: the same objects, or an error where the library
     /// fails.
+    /// A path deeper than any object is refused, not walked (each part is a step of the walk).
+    #[test]
+    fn a_very_deep_path_is_refused() {
+        let deep = vec!["a"; 100_000].join(".");
+        let r = serde_json::json!({"sourceValue": "x", "targets": [{"select": {}, "fieldPaths": [deep],
+            "options": {"create": true}}]});
+        let err = parse(&r).unwrap_err();
+        assert!(err.contains("100000 parts"), "{err}");
+    }
+
     #[test]
     fn agrees_with_the_library_on_its_table() {
         let table = include_str!("../../tests/fixtures/upstream/replacements.tsv");
