@@ -100,19 +100,22 @@ const FIELDS: &[&str] = &[
     "vars",
 ];
 
+/// `s` as Go's encoding/json compares a key with a field name when they differ: ASCII
+/// letters in lower case, `ſ` as `s`, `K` (Kelvin) as `k`.
+pub(super) fn fold(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            '\u{17F}' => 's',
+            '\u{212A}' => 'k',
+            c => c.to_ascii_lowercase(),
+        })
+        .collect()
+}
+
 /// The field key `key` of a kustomization sets, as Go's encoding/json matches it (kustomize
 /// and Flux's generator both read a kustomization so): the field of that name, else one
 /// equal to it without regard to case (ASCII letters, and `ſ` as `s`, `K` (Kelvin) as `k`).
 pub(super) fn field(key: &str) -> Option<&'static str> {
-    fn fold(s: &str) -> String {
-        s.chars()
-            .map(|c| match c {
-                '\u{17F}' => 's',
-                '\u{212A}' => 'k',
-                c => c.to_ascii_lowercase(),
-            })
-            .collect()
-    }
     FIELDS
         .iter()
         .find(|f| **f == key)

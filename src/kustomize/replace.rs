@@ -152,11 +152,12 @@ pub(super) fn path(m: &Map<String, Value>) -> Option<Result<String, Failed>> {
 }
 
 /// Field `name` of `m` as Go's encoding/json finds it: the exact key, else one equal to it
-/// without regard to case.
+/// without regard to case (`keys::fold`).
 fn field<'v>(m: &'v Map<String, Value>, name: &str) -> Option<&'v Value> {
     m.get(name).or_else(|| {
+        let folded = super::keys::fold(name);
         m.iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .find(|(k, _)| super::keys::fold(k) == folded)
             .map(|(_, v)| v)
     })
 }
