@@ -611,8 +611,7 @@ impl<'a> Builder<'a> {
                 let matches: Vec<usize> = acc
                     .iter()
                     .enumerate()
-                    .filter(|(_, old)| old.kind() == kind && old.api_version() == "v1")
-                    .filter(|(_, old)| same_id_ever(old, &r))
+                    .filter(|(_, old)| old.had_id_of(&r.value))
                     .map(|(j, _)| j)
                     .collect();
                 let fail = |why: String| BuildError::Generator {
@@ -657,19 +656,6 @@ impl<'a> Builder<'a> {
         }
         Ok(())
     }
-}
-
-/// Whether `old`, now or under an earlier name, has the id of `new` (kustomize
-/// `ResId.Equals`: no namespace is `default`).
-fn same_id_ever(old: &Resource, new: &Resource) -> bool {
-    let ns = |s: &str| if s.is_empty() { "default" } else { s }.to_string();
-    let want = (
-        new.meta_str("name").to_string(),
-        ns(new.meta_str("namespace")),
-    );
-    std::iter::once((old.meta_str("name"), old.meta_str("namespace")))
-        .chain(old.previous.iter().map(|(n, s)| (n.as_str(), s.as_str())))
-        .any(|(n, s)| (n.to_string(), ns(s)) == want)
 }
 
 /// The ids of a build's objects as kustomize compares them (kyaml `resid.ResId.Equals`:

@@ -6,7 +6,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::error::{BuildError, PatchProblem, TargetError};
-use super::object::CLUSTER_SCOPED;
 use super::resource::{Built, Resource};
 use super::target::PatchTarget;
 use super::{resolve, Builder, Ref};
@@ -128,7 +127,7 @@ impl Builder<'_> {
                 let r = &acc[i];
                 let selects = match &target {
                     Some(t) => r.selected_by(t),
-                    None => own_match(doc, r),
+                    None => r.had_id_of(doc),
                 };
                 if selects {
                     selected.push(i);
@@ -289,32 +288,6 @@ pub(super) fn target_of(entry: &Value, what: &str) -> Result<Option<PatchTarget>
         None | Some(Value::Null) => Ok(None),
         Some(t) => PatchTarget::parse(t, what).map(Some),
     }
-}
-
-/// A strategic-merge patch without a target applies to the object its own header names
-/// (kustomize `resWrangler.GetById` of the patch's id, through `ResId.Equals` on each of the
-/// object's ids, current and earlier): the same group, version, kind and name, and the same
-/// namespace where no namespace is `default` (a cluster-scoped kind has none). A patch without
-/// `apiVersion`, or without the object's namespace, names no object of the build.
-fn own_match(doc: &Value, r: &Resource) -> bool {
-    let s = |p: &str| doc.pointer(p).and_then(Value::as_str).unwrap_or("");
-    let api = s("/apiVersion");
-    let (kind, name) = (s("/kind"), s("/metadata/name"));
-    if kind != r.kind() || api != r.api_version() || name.is_empty() {
-        return false;
-    }
-    let cluster_scoped = CLUSTER_SCOPED.contains(&kind);
-    fn effective(ns: &str, cluster_scoped: bool) -> &str {
-        match ns {
-            _ if cluster_scoped => "",
-            "" => "default",
-            ns => ns,
-        }
-    }
-    let want = effective(s("/metadata/namespace"), cluster_scoped);
-    std::iter::once((r.meta_str("name"), r.meta_str("namespace")))
-        .chain(r.previous.iter().map(|(a, b)| (a.as_str(), b.as_str())))
-        .any(|(n, ns)| n == name && effective(ns, cluster_scoped) == want)
 }
 
 /// Strategic merge as fluxwave models it: mappings merge key by key, `null` removes a key,

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::error::BuildError;
-use super::object::{group_of, string_map, version_of, ObjectId};
+use super::object::{group_of, string_map, version_of, ObjectId, CLUSTER_SCOPED};
 use super::target::{ObjectRef, PatchTarget};
 use crate::tree::FileTree;
 use crate::yaml;
@@ -180,6 +180,34 @@ impl Resource {
         {
             meta.insert(key.into(), Value::String(value));
         }
+    }
+
+    /// Whether it has, or had before a transformer renamed it, the id `header` (an object's
+    /// apiVersion, kind and metadata) names, as kustomize's `ResId.Equals` compares ids on
+    /// each of an object's ids (`resWrangler.GetMatchingResourcesByAnyId`): the same group,
+    /// version, kind and name, and the same namespace where no namespace is `default` (a
+    /// cluster-scoped kind has none). A header without `apiVersion`, or without the object's
+    /// namespace, names no object. (The object a strategic-merge patch without a target
+    /// patches, and the one a generator's `merge` or `replace` meets.)
+    pub(super) fn had_id_of(&self, header: &Value) -> bool {
+        let s = |p: &str| header.pointer(p).and_then(Value::as_str).unwrap_or("");
+        let api = s("/apiVersion");
+        let (kind, name) = (s("/kind"), s("/metadata/name"));
+        if kind != self.kind() || api != self.api_version() || name.is_empty() {
+            return false;
+        }
+        let cluster_scoped = CLUSTER_SCOPED.contains(&kind);
+        fn effective(ns: &str, cluster_scoped: bool) -> &str {
+            match ns {
+                _ if cluster_scoped => "",
+                "" => "default",
+                ns => ns,
+            }
+        }
+        let want = effective(s("/metadata/namespace"), cluster_scoped);
+        std::iter::once((self.meta_str("name"), self.meta_str("namespace")))
+            .chain(self.previous.iter().map(|(a, b)| (a.as_str(), b.as_str())))
+            .any(|(n, ns)| n == name && effective(ns, cluster_scoped) == want)
     }
 
     pub(super) fn selected_by(&self, target: &PatchTarget) -> bool {
