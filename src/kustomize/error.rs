@@ -131,6 +131,10 @@ pub enum BuildError {
     /// (api/filters/replacement: no source or several, a missing field, a bad option).
     #[error("{what}: {why}; kustomize fails")]
     Replacement { what: String, why: String },
+    /// A name reference kustomize cannot fix, or a `configurations` file it cannot read
+    /// (api/filters/nameref, `builtinconfig.MakeTransformerConfig`).
+    #[error("{what}: {why}; kustomize fails")]
+    NameReference { what: String, why: String },
     #[error(transparent)]
     Target(#[from] TargetError),
 }

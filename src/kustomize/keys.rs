@@ -52,7 +52,7 @@ keys! {
     // Content only: images, replicas and the like. Transformer configurations only add field
     // specs to the built-in ones (kustomize's `builtinconfig.TransformerConfig.Merge`):
     // names, namespaces and labels are still set where they were, so the object set does
-    // not change.
+    // not change; their name references are read (`nameref`).
     content: "images", "replicas", "sortOptions", "buildMetadata", "crds", "configurations";
 }
 

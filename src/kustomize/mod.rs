@@ -1,7 +1,9 @@
 //! A native kustomize builder, enough to know *which objects* a build yields: resources,
 //! components, patches (strategic merge as a deep merge of mappings with lists replaced, JSON
 //! 6902), `namespace`, `namePrefix`/`nameSuffix`, labels and annotations, ConfigMap and
-//! Secret generators with their data and hash suffixes, `replacements`; a folder's kustomization
+//! Secret generators with their data and hash suffixes, `replacements`, the name references
+//! that follow a renamed object (`nameref`: kustomize's defaults and `configurations`); a
+//! folder's kustomization
 //! (`build_dir`) or one its caller made or edited
 //! (`build_kustomization`: Flux's, in `flux::generated`). A build fails where kustomize fails
 //! it (`BuildError`). Anything else that can change the set of objects is reported as a
@@ -17,6 +19,7 @@ use serde_json::{Map, Value};
 mod error;
 mod generate;
 mod keys;
+mod nameref;
 pub mod object;
 mod patch;
 mod remember;
@@ -64,6 +67,9 @@ pub struct Builder<'a> {
     /// The documents of each patch text read so far: one patch is often applied by many
     /// Kustomizations (a parent's `patches` that gives every child the same patch).
     patches: HashMap<String, Arc<[Value]>>,
+    /// The name references of the build under way, once a `configurations` file added to
+    /// kustomize's defaults (see `nameref`).
+    name_refs: Option<nameref::Config>,
 }
 
 /// Entries a build's caller appended to a kustomization's `patches` and `components` (Flux's
@@ -166,6 +172,7 @@ impl<'a> Builder<'a> {
             plain_patches: false,
             keep: None,
             patches: HashMap::new(),
+            name_refs: None,
         }
     }
 
@@ -300,6 +307,11 @@ impl<'a> Builder<'a> {
         let mut ids = Ids::new(self, file);
         let mut failed = None;
         let whole = keys::transforms(k);
+        self.name_refs = None;
+        // A build that renames an object is held whole until the fields that name it are
+        // written with its new name (kustomize `FixBackReferences`, after the hash
+        // suffixes); any other streams.
+        let mut held = self.may_rename(dir, k, &mut BTreeSet::new()).then(Vec::new);
         let mut out = |mut r: Resource| {
             if failed.is_some() {
                 return;
@@ -321,20 +333,70 @@ impl<'a> Builder<'a> {
                 r.set_meta("name", hashed);
                 r.hash = false;
             }
-            let local = r
-                .value
-                .get("metadata")
-                .and_then(|m| m.get("annotations"))
-                .and_then(|a| a.get("config.kubernetes.io/local-config"))
-                .is_some_and(|v| v.as_str() != Some("false"));
-            if !local {
-                emit(r);
+            match &mut held {
+                Some(held) => held.push(r),
+                None => emit_unless_local(r, emit),
             }
         };
         self.nested(dir, file, |b| {
             b.stream_map(dir, file, k, appended, &mut out)
         })?;
-        failed.map_or(Ok(()), Err)
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        if let Some(mut held) = held {
+            let config = self.name_refs.take();
+            let config = config.as_ref().unwrap_or(nameref::Config::defaults());
+            let tree = self.tree;
+            nameref::fix(
+                config,
+                &mut held,
+                &|kind| self.is_cluster_scoped(kind),
+                &mut |r| r.make_whole(tree),
+            )
+            .map_err(|e| match e {
+                nameref::Fix::Whole(e) => e,
+                nameref::Fix::Reference(why) => BuildError::NameReference {
+                    what: file.to_string(),
+                    why,
+                },
+            })?;
+            for r in held {
+                emit_unless_local(r, emit);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether building kustomization `k` of `dir` may rename an object: it, or one it
+    /// reaches through `resources` or `bases`, has a transformer or a generator. Reads only
+    /// kustomizations, each folder once (`seen`); one it cannot read may (its build says
+    /// why).
+    fn may_rename(&self, dir: &str, k: &Map<String, Value>, seen: &mut BTreeSet<String>) -> bool {
+        let generates = ["configMapGenerator", "secretGenerator"]
+            .iter()
+            .any(|g| list(k, g, dir).is_ok_and(|l| !l.is_empty()));
+        if keys::transforms(k) || generates {
+            return true;
+        }
+        ["resources", "bases"]
+            .iter()
+            .filter_map(|field| list(k, field, dir).ok())
+            .flatten()
+            .filter_map(|entry| resolve(dir, entry.as_str()?).local())
+            .filter(|path| self.tree.is_dir(path))
+            .any(|path| {
+                if !seen.insert(path.clone()) {
+                    return false;
+                }
+                match self.kustomization_file(&path) {
+                    Ok(Some(file)) => match self.read_kustomization(&file) {
+                        Ok(sub) => self.may_rename(&path, &sub, seen),
+                        Err(_) => true,
+                    },
+                    _ => true,
+                }
+            })
     }
 
     /// The folder `dir` that entry `entry` of `resources` (named `what`) lists, built as
@@ -809,6 +871,20 @@ fn check_kind(
 
 /// List `field` of kustomization `k` (of `file`): empty when absent or null; a value that is
 /// not a list fails the build.
+/// Hands `r` to `emit` unless kustomize keeps it for itself (`KustTarget.IgnoreLocal`:
+/// annotated `config.kubernetes.io/local-config`, unless `"false"`).
+fn emit_unless_local(r: Resource, emit: &mut Emit) {
+    let local = r
+        .value
+        .get("metadata")
+        .and_then(|m| m.get("annotations"))
+        .and_then(|a| a.get("config.kubernetes.io/local-config"))
+        .is_some_and(|v| v.as_str() != Some("false"));
+    if !local {
+        emit(r);
+    }
+}
+
 pub fn list<'v>(
     k: &'v Map<String, Value>,
     field: &str,

@@ -46,6 +46,10 @@ pub struct Resource {
     pub file: String,
     pub index: usize,
     pub(super) previous: Vec<(String, String)>,
+    /// The name prefixes and suffixes each kustomization on the way gave it, innermost first
+    /// (kustomize's build annotations: name references prefer an object of the referrer's).
+    pub(super) prefixes: Vec<String>,
+    pub(super) suffixes: Vec<String>,
     /// Whether its name gets a content hash once the build is transformed: a generated
     /// object without `disableNameSuffixHash` (see `generate`).
     pub(super) hash: bool,
@@ -94,6 +98,8 @@ impl Resource {
             file: file.to_string(),
             index,
             previous: Vec::new(),
+            prefixes: Vec::new(),
+            suffixes: Vec::new(),
             hash: false,
         }
     }
@@ -106,6 +112,8 @@ impl Resource {
             file: file.to_string(),
             index,
             previous: Vec::new(),
+            prefixes: Vec::new(),
+            suffixes: Vec::new(),
             hash: false,
         }
     }

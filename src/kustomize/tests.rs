@@ -480,6 +480,17 @@ fn generators_agree_with_kustomize_on_their_table() {
     assert!(cases >= 60, "{cases} cases");
 }
 
+/// Name references (tests/fixtures/upstream/namereference.tsv): kustomize's defaults and
+/// `configurations` files, after hash suffixes and name affixes: every case.
+#[test]
+fn name_references_agree_with_kustomize_on_their_table() {
+    let (cases, failures) = differences_from_kustomize(include_str!(
+        "../../tests/fixtures/upstream/namereference.tsv"
+    ));
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(cases >= 30, "{cases} cases");
+}
+
 /// Strategic-merge patches (tests/fixtures/upstream/strategic-merge.tsv). The builder merges
 /// mappings and replaces lists, which is what kustomize does for a kind it has no schema of (a
 /// Flux Kustomization, a HelmRelease: every custom resource), so a patch never changes which

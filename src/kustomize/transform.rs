@@ -36,6 +36,9 @@ impl Builder<'_> {
                 );
             }
         }
+        // kustomize merges a kustomization's transformer configurations into its build's
+        // before it runs its generators (`accumulateTarget`).
+        self.configurations(file, dir, k)?;
         let components = Transformer::Components.key();
         for (i, entry) in list(k, components, file)?.iter().enumerate() {
             let Some((entry, path)) = self.local_entry(
@@ -119,6 +122,11 @@ impl Builder<'_> {
                 if !skipped {
                     let name = format!("{prefix}{}{suffix}", r.meta_str("name"));
                     r.set_meta("name", name);
+                    for (affix, list) in [(&prefix, &mut r.prefixes), (&suffix, &mut r.suffixes)] {
+                        if !affix.is_empty() {
+                            list.push(affix.clone());
+                        }
+                    }
                 }
             }
         }

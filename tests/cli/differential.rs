@@ -476,6 +476,7 @@ fn upstream_tables_are_the_libraries_answers() {
         ("ignore", "ignore.tsv"),
         ("replacements", "replacements.tsv"),
         ("kustomize", "generators.tsv"),
+        ("kustomize", "namereference.tsv"),
     ];
     use std::io::Write;
     use std::process::Stdio;

@@ -561,6 +561,64 @@ fn values_from_configmaps_and_secrets_and_post_renderers_are_applied() {
     assert_eq!(masked["masked"], true);
 }
 
+/// The layout many home-lab repositories share: a release's values in a file of its folder,
+/// made a ConfigMap by a `configMapGenerator` (hash-suffixed), the release's `valuesFrom`
+/// naming it by the generator's name and a `configurations` file naming
+/// `spec/valuesFrom/name` as a reference to a ConfigMap. kustomize writes the hashed name
+/// into the release (api/filters/nameref), so helm-controller reads the values; without the
+/// file the release names a ConfigMap Flux never applies, and it is not rendered.
+#[test]
+fn values_from_a_generated_configmap_follow_its_hash_through_configurations() {
+    let mut hr = store("store", "");
+    hr.push_str("  valuesFrom:\n    - {kind: ConfigMap, name: store-values}\n");
+    let repo = repo("", &[("store.yaml", hr)], &["store"]);
+    repo.write("apps/values.yaml", "persistence:\n  size: 3Gi\n");
+    repo.write(
+        "apps/kustomizeconfig.yaml",
+        "nameReference:\n  - kind: ConfigMap\n    version: v1\n    fieldSpecs:\n      - {path: spec/valuesFrom/name, kind: HelmRelease}\n",
+    );
+    let kustomization = "resources: [store.yaml]\nconfigMapGenerator:\n  - {name: store-values, namespace: apps, files: [values.yaml]}\n";
+    repo.write(
+        "apps/kustomization.yaml",
+        &format!("{kustomization}configurations: [kustomizeconfig.yaml]\n"),
+    );
+    repo.commit_all("values from a generated ConfigMap");
+    let cache = cache();
+    let out = run(&repo, cache.path(), &["build", "--format", "json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let doc = json(&out);
+    let objects = rendered_by(&doc, "store");
+    let claim = objects
+        .iter()
+        .find(|o| o["kind"] == "PersistentVolumeClaim")
+        .unwrap_or_else(|| panic!("{}", out.stdout));
+    assert_eq!(claim["spec"]["resources"]["requests"]["storage"], "3Gi");
+    let release = doc["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "HelmRelease")
+        .unwrap();
+    let named = release["object"]["spec"]["valuesFrom"][0]["name"]
+        .as_str()
+        .unwrap();
+    assert!(
+        named.starts_with("store-values-") && named.len() == "store-values-".len() + 10,
+        "{named}"
+    );
+
+    repo.write("apps/kustomization.yaml", kustomization);
+    repo.commit_all("no configurations");
+    let out = run(&repo, cache.path(), &["build", "--format", "json"]);
+    let doc = json(&out);
+    assert!(rendered_by(&doc, "store").is_empty(), "{}", out.stdout);
+    assert!(
+        doc["notRendered"].to_string().contains("store-values"),
+        "{}",
+        doc["notRendered"]
+    );
+}
+
 /// A chart that cannot be had is reported, never skipped: offline with an empty cache, `build`
 /// lists the release as not rendered with the reason and warns; `cutover` of a change to it
 /// is incomplete rather than safe.
