@@ -44,6 +44,7 @@ pub fn files(
     name: &str,
     tree: &FileTree,
     this_repo: &dyn Fn(&SourceRef) -> bool,
+    artifact_root: &str,
 ) -> Result<Files, Unseen> {
     let namespace = generator
         .pointer("/metadata/namespace")
@@ -93,7 +94,12 @@ pub fn files(
             .map(|d| d.trim_start_matches('/'))
             .ok_or_else(|| format!("copy to `{to}` does not start with @artifact"))?;
         let excludes: Vec<&str> = array(op.get("exclude")).filter_map(Value::as_str).collect();
-        copy(tree, pattern, dest, &excludes, &mut out);
+        // The source's artifact is the repository's folder `artifact_root` (an OCI root).
+        let pattern = match artifact_root {
+            "" => pattern.to_string(),
+            root => format!("{root}/{pattern}"),
+        };
+        copy(tree, &pattern, dest, &excludes, &mut out);
     }
     Ok(out)
 }
@@ -377,7 +383,7 @@ fn external_artifacts(tree: &FileTree, inv: &Inventory) -> External {
         }
         let generators = generators_of(inv, &key);
         match generators.as_slice() {
-            [(g, file)] => match files(g, &key.1, tree, &this_repo) {
+            [(g, file)] => match files(g, &key.1, tree, &this_repo, &inv.artifact_root) {
                 Ok(files) => {
                     out.generator_files.insert(key.clone(), file.to_string());
                     out.made.insert(key, files);
@@ -458,7 +464,7 @@ mod tests {
     }
 
     fn paths(copies: &str) -> Vec<(String, String)> {
-        files(&generator(copies), "apps", &tree(), &this_repo)
+        files(&generator(copies), "apps", &tree(), &this_repo, "")
             .unwrap()
             .into_iter()
             .collect()
@@ -504,6 +510,7 @@ mod tests {
             "apps",
             &tree(),
             &this_repo,
+            "",
         )
         .unwrap_err();
         assert!(err.contains("@other"), "{err}");
@@ -514,10 +521,11 @@ mod tests {
             "apps",
             &tree(),
             &this_repo,
+            "",
         )
         .unwrap_err();
         assert!(err.contains("Merge"), "{err}");
-        assert!(files(&generator(""), "nope", &tree(), &this_repo).is_err());
+        assert!(files(&generator(""), "nope", &tree(), &this_repo, "").is_err());
     }
 
     #[test]

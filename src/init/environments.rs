@@ -106,6 +106,7 @@ mod tests {
             path: path.into(),
             found: "test".into(),
             root: Root::Assumed,
+            artifact_root: String::new(),
         }
     }
 

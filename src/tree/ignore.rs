@@ -270,6 +270,24 @@ impl Matcher {
         Matcher { patterns }
     }
 
+    /// It, with everything outside `folder` left out (the artifact is made of that folder of
+    /// the checkout: an OCI artifact pushed from it). The patterns that do so come first, so
+    /// that every rule of the folder's own `.sourceignore` files still decides inside it; none
+    /// of those matches outside it.
+    pub fn within(mut self, folder: &str) -> Matcher {
+        let mut text = String::new();
+        let mut at = String::new();
+        for part in folder.split('/').filter(|p| !p.is_empty()) {
+            text.push_str(&format!("{at}/*\n!{at}/{part}/\n"));
+            at = format!("{at}/{part}");
+        }
+        let mut confine = Vec::new();
+        read_patterns(&text, &[], &mut confine);
+        confine.append(&mut self.patterns);
+        self.patterns = confine;
+        self
+    }
+
     /// Whether the file (or, with `is_dir`, the folder) at `path`, relative to the root of
     /// the checkout, is left out of the artifact (`matcher.Match`: the last pattern that
     /// matches decides).
@@ -475,6 +493,20 @@ fn get_esc(chunk: &str) -> Option<(char, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An artifact made of folder `a/b` holds nothing outside it, and what `.sourceignore`
+    /// files inside it leave out stays out.
+    #[test]
+    fn a_folders_artifact_holds_only_that_folder() {
+        let m = Matcher::new([("a/b", "*.md\n")], None).within("a/b");
+        assert!(m.hides("x.yaml", false));
+        assert!(m.hides("a/x.yaml", false));
+        assert!(m.hides("a/c/x.yaml", false));
+        assert!(!m.hides("a/b/x.yaml", false));
+        assert!(!m.hides("a/b/c/d.yaml", false));
+        assert!(m.hides("a/b/c/d.md", false));
+        assert!(!m.hides("a/b", true));
+    }
 
     /// Every case of the upstream table (tests/fixtures/upstream/ignore.tsv: each set of
     /// `.sourceignore` files against each path, answered by fluxcd/pkg/sourceignore itself).

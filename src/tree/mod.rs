@@ -66,7 +66,8 @@ pub struct FileTree {
 }
 
 /// A tree's artifact views, by the `spec.ignore` they were made with.
-type Views = Vec<(Option<String>, Arc<View>)>;
+/// Each view made, by the folder it is of and the `spec.ignore` it was made with.
+type Views = Vec<((String, Option<String>), Arc<View>)>;
 
 /// What an artifact view leaves out.
 #[derive(Debug)]
@@ -319,19 +320,22 @@ impl FileTree {
     /// exclusions). Only builds read it: what checks every file of the repository reads the
     /// tree itself.
     pub fn artifact(&self, spec_ignore: Option<&str>) -> FileTree {
-        self.artifact_after(spec_ignore, None)
+        self.artifact_after("", spec_ignore, None)
     }
 
     /// `artifact`, made knowing `earlier`, an artifact view of another tree (the revision
     /// before, in a history): when its view was made by the same rules, a file both trees
     /// have is left out by this view when it is by that one (the rules judge paths only), so
-    /// only the files `earlier` lacks are judged.
+    /// only the files `earlier` lacks are judged. An artifact made of `folder` of the tree
+    /// (an OCI artifact pushed from it; "" for the whole tree) holds nothing outside it, and
+    /// only the `.sourceignore` files inside it apply.
     pub fn artifact_after(
         &self,
+        folder: &str,
         spec_ignore: Option<&str>,
         earlier: Option<&FileTree>,
     ) -> FileTree {
-        let key = spec_ignore.map(str::to_string);
+        let key = (folder.to_string(), spec_ignore.map(str::to_string));
         let mut views = self
             .views
             .lock()
@@ -339,7 +343,7 @@ impl FileTree {
         let view = match views.iter().find(|(k, _)| *k == key) {
             Some((_, view)) => view.clone(),
             None => {
-                let view = Arc::new(self.view(spec_ignore, earlier));
+                let view = Arc::new(self.view(folder, spec_ignore, earlier));
                 views.push((key, view.clone()));
                 view
             }
@@ -351,7 +355,7 @@ impl FileTree {
         }
     }
 
-    fn view(&self, spec_ignore: Option<&str>, earlier: Option<&FileTree>) -> View {
+    fn view(&self, folder: &str, spec_ignore: Option<&str>, earlier: Option<&FileTree>) -> View {
         let walked;
         let ignores: &BTreeMap<String, Text> = match &self.disk {
             Some(disk) => {
@@ -360,10 +364,19 @@ impl FileTree {
             }
             None => &self.ignores,
         };
+        let inside = |d: &str| {
+            folder.is_empty()
+                || d == folder
+                || d.strip_prefix(folder).is_some_and(|r| r.starts_with('/'))
+        };
         let matcher = Matcher::new(
-            ignores.iter().map(|(d, t)| (d.as_str(), t.as_str())),
+            ignores
+                .iter()
+                .filter(|(d, _)| inside(d))
+                .map(|(d, t)| (d.as_str(), t.as_str())),
             spec_ignore,
-        );
+        )
+        .within(folder);
         // Both trees are in path order: one walk finds which paths `earlier` has.
         let mut judged = earlier
             .filter(|e| e.disk.is_none())
@@ -823,11 +836,11 @@ mod tests {
         for spec in [None, Some("tmp/\n"), Some("a/\n")] {
             for ignore in [rules.1, "/apps/\n"] {
                 let alone = with_rules(ignore).artifact(spec);
-                let after = with_rules(ignore).artifact_after(spec, Some(&before));
+                let after = with_rules(ignore).artifact_after("", spec, Some(&before));
                 assert_eq!(seen(&after), seen(&alone), "spec.ignore {spec:?}");
             }
         }
-        let after = with_rules(rules.1).artifact_after(Some("tmp/\n"), Some(&before));
+        let after = with_rules(rules.1).artifact_after("", Some("tmp/\n"), Some(&before));
         assert_eq!(seen(&after), ["a/z.yaml", "apps/a.yaml", "logs/keep.yaml"]);
     }
 

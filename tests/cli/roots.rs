@@ -278,6 +278,54 @@ fn a_flux_instance_whose_values_come_from_a_generated_config_map_names_its_envir
     );
 }
 
+/// A FluxInstance syncing an OCI artifact that the repository's workflow pushes from
+/// `kubernetes/` (`flux push artifact --path=./kubernetes`): its `sync.path` and every
+/// `spec.path` reading the root's OCIRepository are folders of `kubernetes/`, and the
+/// artifact holds all of that folder, the repository's own `.sourceignore` (outside it)
+/// leaving nothing out. Removing the app's claim deletes it; without the workflow the one
+/// folder holding `clusters/dev` is the artifact's.
+#[test]
+fn an_oci_root_pushed_from_a_folder_reads_its_paths_under_it() {
+    let repo = TestRepo::fixture("roots/oci-root");
+    repo.commit_all("a gitless fleet");
+    let build = repo.run(&["build", "--format", "json"]);
+    assert_eq!(build.code, 0, "{}", build.stderr);
+    let doc: Value = serde_json::from_str(&build.stdout).unwrap();
+    assert_eq!(doc["environments"], serde_json::json!(["dev"]), "{doc}");
+    let owned = |name: &str| {
+        doc["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["name"] == name)
+            .map(|o| o["owner"].as_str().unwrap_or("").to_string())
+    };
+    assert_eq!(owned("db").as_deref(), Some("flux-system/apps"), "{doc}");
+    assert_eq!(
+        owned("cluster-settings").as_deref(),
+        Some("flux-system/flux-system"),
+        "{doc}"
+    );
+    repo.write("kubernetes/apps/kustomization.yaml", &kustomization(&[]));
+    let (code, doc) = cutover_json(&repo, &["--from", "HEAD"]);
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (1, Some("deletes")),
+        "{doc}"
+    );
+    assert_eq!(deleted(&doc), ["PersistentVolumeClaim/default/db"], "{doc}");
+
+    std::fs::remove_dir_all(repo.path().join(".github")).unwrap();
+    repo.commit_all("the workflow moves elsewhere");
+    let (code, doc) = cutover_json(&repo, &["--from", "HEAD~1", "--to", "HEAD"]);
+    assert_eq!(doc["environments"], serde_json::json!(["dev"]), "{doc}");
+    assert_eq!(
+        deleted(&doc),
+        ["PersistentVolumeClaim/default/db"],
+        "{doc} {code}"
+    );
+}
+
 /// `init` on a hub: the one environment is the hub (not its spokes), and once listed in
 /// fluxwave.yaml it keeps the root written for it, wherever under its entry that is.
 #[test]

@@ -20,7 +20,10 @@
 //!    operator creates the root as its sync template writes it: a Kustomization named
 //!    `spec.sync.name` or else the instance's namespace, in that namespace, `prune: true`,
 //!    reading the `spec.sync.kind` source of the same name. The environment is named after
-//!    the path's last folder.
+//!    the path's last folder. Either may be listed in a `ResourceSet`'s `spec.resources`. An
+//!    OCI artifact (or a Bucket) whose `path` is not a folder of the repository is taken to
+//!    be made of the folder a workflow pushes (`flux push artifact --path=DIR`), else of the
+//!    one folder holding the path (`Environment::artifact_root`).
 //! 5. Every folder `clusters/<env>` (but `clusters/base`) holding a kustomization, or Flux
 //!    objects without one (Flux generates the kustomization then); its root is assumed as
 //!    `flux bootstrap` writes it. Not a folder that a Kustomization written under the entry
@@ -55,6 +58,11 @@ pub struct Environment {
     /// How it was found, for messages: the rule and the file.
     pub found: String,
     pub root: Root,
+    /// The folder of the repository its root's source is made of, when that is not the
+    /// repository's root: an OCI artifact pushed from a folder (`flux push artifact
+    /// --path=kubernetes`). Every `spec.path` of a Kustomization reading the root's source is
+    /// read under it. Empty for the repository itself.
+    pub artifact_root: String,
 }
 
 /// The root Kustomization of an environment.
@@ -98,6 +106,7 @@ impl Environment {
             path,
             found: found.to_string(),
             root,
+            artifact_root: String::new(),
         }
     }
 }
@@ -206,6 +215,7 @@ fn roots(tree: &FileTree) -> Vec<Environment> {
                     index,
                     object,
                 },
+                artifact_root: String::new(),
             },
         );
     }
@@ -236,6 +246,7 @@ fn roots(tree: &FileTree) -> Vec<Environment> {
                         index,
                         object,
                     },
+                    artifact_root: String::new(),
                 },
             );
         }

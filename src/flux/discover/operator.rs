@@ -8,9 +8,12 @@
 //! `ChartValuesFromReferences`). The operator creates the root as its sync template writes
 //! it: a Kustomization named `spec.sync.name` or else the instance's namespace, in that
 //! namespace, `prune: true`, reading the `spec.sync.kind` source of the same name. The
-//! environment is named after the path's last folder.
+//! environment is named after the path's last folder. A FluxInstance or HelmRelease listed in
+//! a Flux Operator `ResourceSet`'s `spec.resources` is read as written. The sync of an OCI
+//! artifact is found in the folder the artifact is made of (`located`).
 
-use std::sync::Arc;
+use std::collections::BTreeSet;
+use std::sync::{Arc, OnceLock};
 
 use memchr::memmem;
 use serde_json::{json, Map, Value};
@@ -36,9 +39,9 @@ pub(super) fn roots(tree: &FileTree) -> Vec<Environment> {
             let Some(op) = written.resolve(tree, file) else {
                 continue;
             };
-            if !tree.is_dir(&op.path) {
+            let Some((path, artifact_root)) = located(tree, &op) else {
                 continue;
-            }
+            };
             let root = json!({
                 "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
                 "kind": "Kustomization",
@@ -46,15 +49,85 @@ pub(super) fn roots(tree: &FileTree) -> Vec<Environment> {
                 "spec": {"interval": "10m0s", "path": op.path, "prune": true,
                          "sourceRef": {"kind": op.kind.as_str(), "name": op.name}},
             });
+            let pushed = if artifact_root.is_empty() {
+                String::new()
+            } else {
+                format!(", its {} made of folder {artifact_root}", op.kind.as_str())
+            };
             found.push(Environment {
                 name: last_folder(&op.path, "cluster"),
-                path: op.path.clone(),
-                found: format!("{} in {file}", written.what),
+                path,
+                found: format!("{} in {file}{pushed}", written.what),
                 root: Root::Generated(root),
+                artifact_root,
             });
         }
     }
     found
+}
+
+/// Where the sync's `path` is in this repository, and the folder its source's artifact is
+/// made of: the repository itself when the path is there. An OCI artifact or a Bucket is
+/// made of a folder of the repository (`flux push artifact --path=DIR`, `flux push artifact`
+/// being how a repository's own workflow publishes it): the folder a workflow pushes that
+/// holds the path, else the one folder of the repository that holds it. None when no folder
+/// or several do.
+fn located(tree: &FileTree, op: &OperatorSync) -> Option<(String, String)> {
+    if tree.is_dir(&op.path) {
+        return Some((op.path.clone(), String::new()));
+    }
+    if !matches!(op.kind, SourceKind::OCIRepository | SourceKind::Bucket) {
+        return None;
+    }
+    let holds = |root: &str| join(root, &op.path).filter(|p| !p.is_empty() && tree.is_dir(p));
+    let mut roots: BTreeSet<String> = pushed_folders(tree)
+        .into_iter()
+        .filter(|root| holds(root).is_some())
+        .collect();
+    if roots.is_empty() && !op.path.is_empty() {
+        let inner = format!("/{}/", op.path);
+        roots = tree
+            .files()
+            .filter_map(|(file, _)| file.find(&inner).map(|at| file[..at].to_string()))
+            .collect();
+    }
+    match roots.len() {
+        1 => {
+            let root = roots.pop_first()?;
+            Some((holds(&root)?, root))
+        }
+        _ => None,
+    }
+}
+
+/// The folders the repository's GitHub workflows push as OCI artifacts: the `--path` of
+/// each `flux push artifact` command (its continuation lines included), when it is written
+/// out rather than made of expressions.
+fn pushed_folders(tree: &FileTree) -> BTreeSet<String> {
+    static COMMAND: OnceLock<Option<(regex::Regex, regex::Regex)>> = OnceLock::new();
+    let Some((command, path)) = COMMAND
+        .get_or_init(|| {
+            Some((
+                regex::Regex::new(r"flux\s+push\s+artifact(?:[^\n]*\\[ \t]*\r?\n)*[^\n]*").ok()?,
+                regex::Regex::new(r#"--path[= ]\s*["']?([^\s"'\\]+)"#).ok()?,
+            ))
+        })
+        .as_ref()
+    else {
+        return BTreeSet::new();
+    };
+    tree.files_under(".github/workflows")
+        .filter(|f| crate::fs::is_manifest(f))
+        .filter_map(|f| tree.read(f))
+        .flat_map(|text| {
+            command
+                .find_iter(&text)
+                .filter_map(|c| Some(path.captures(c.as_str())?[1].to_string()))
+                .collect::<Vec<_>>()
+        })
+        .filter(|p| !p.contains('$') && !p.starts_with('/'))
+        .map(|p| normalize_path(&p))
+        .collect()
 }
 
 /// A sync as a manifest declares it, before the values it reads from other files are known.
@@ -114,8 +187,23 @@ fn declared(file: &str, text: &Text) -> Arc<Vec<Declared>> {
         let Ok(docs) = yaml::parse_all(file, text) else {
             return Vec::new();
         };
-        docs.iter().filter_map(declared_in).collect()
+        docs.iter()
+            .flat_map(|doc| resource_set_items(doc).unwrap_or(std::slice::from_ref(doc)))
+            .filter_map(declared_in)
+            .collect()
     })
+}
+
+/// The objects a Flux Operator `ResourceSet` lists in `spec.resources` (it applies each,
+/// once per input; a sync is read from them as written); `None` for any other document.
+fn resource_set_items(doc: &Value) -> Option<&[Value]> {
+    let api = doc.get("apiVersion")?.as_str()?;
+    if doc.get("kind")?.as_str()? != "ResourceSet" || !api.starts_with("fluxcd.controlplane.io/") {
+        return None;
+    }
+    doc.pointer("/spec/resources")?
+        .as_array()
+        .map(Vec::as_slice)
 }
 
 /// A FluxInstance's `spec.sync`, or a HelmRelease's `values.instance.sync` and

@@ -133,6 +133,8 @@ struct Context<'a> {
     keep: Keep<'a>,
     /// The root's source: this repository.
     root_source: SourceRef,
+    /// The folder of the repository the root's source is made of (`Environment::artifact_root`).
+    artifact_root: &'a str,
 }
 
 /// What a pass has found so far.
@@ -172,8 +174,11 @@ fn build_pass(
     // Remembered builds are kept with what they read, and replayed only in the context they
     // were made in: the repository's own files.
     let before = before.filter(|_| artifacts.is_empty());
-    let mut artifact =
-        tree.artifact_after(view.as_deref(), before.as_ref().and_then(Remembered::tree));
+    let mut artifact = tree.artifact_after(
+        &env.artifact_root,
+        view.as_deref(),
+        before.as_ref().and_then(Remembered::tree),
+    );
     if before.is_some() {
         artifact = artifact.recording();
     }
@@ -189,11 +194,13 @@ fn build_pass(
         cluster,
         keep,
         root_source: root.source(),
+        artifact_root: &env.artifact_root,
     };
     let mut found = Found {
         inv: Inventory {
             env: env.name.clone(),
             env_path: env.path.clone(),
+            artifact_root: env.artifact_root.clone(),
             ..Inventory::default()
         },
         queue: VecDeque::from([root.id.clone()]),
@@ -254,6 +261,22 @@ fn build_owner(
         };
         return found.unbuilt(&owner.id, w);
     }
+    // One reading the root's source builds a folder of the artifact that source is made of:
+    // its path in the repository is under the artifact's folder.
+    let mapped;
+    let owner = if !cx.artifact_root.is_empty()
+        && (owner.parent.is_none() || owner.source() == cx.root_source)
+    {
+        let mut o = owner.clone();
+        o.path = crate::fs::join(cx.artifact_root, &owner.path).unwrap_or_default();
+        if let Some(stored) = found.inv.owners.get_mut(&owner.id) {
+            stored.path.clone_from(&o.path);
+        }
+        mapped = o;
+        &mapped
+    } else {
+        owner
+    };
     let path = match folder(cx, owner, &where_) {
         Ok(path) => path,
         Err(w) => return found.unbuilt(&owner.id, w),

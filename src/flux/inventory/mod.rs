@@ -428,6 +428,8 @@ impl Entry {
 pub struct Inventory {
     pub env: String,
     pub env_path: String,
+    /// The folder of the repository the root's source is made of (`Environment::artifact_root`).
+    pub artifact_root: String,
     pub owners: BTreeMap<ObjectId, Owner>,
     /// Every object but Flux Kustomizations (those are `owners`).
     pub objects: BTreeMap<ObjectId, Entry>,
