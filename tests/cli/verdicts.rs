@@ -815,3 +815,34 @@ fn an_object_leaving_a_shared_component_is_not_renamed_into_a_copy_that_stays() 
         "{doc}"
     );
 }
+
+/// A Flux Operator ResourceSet makes objects from its inputs and templates, and the operator
+/// applies and prunes them itself (its own inventory): dropping a HelmRelease from its
+/// `resources` uninstalls the release. fluxwave does not render ResourceSets, so a change
+/// that touches the Kustomization applying one is "incomplete", never "safe".
+#[test]
+fn a_change_to_a_resource_set_is_not_judged_safe() {
+    let repo = lab();
+    let set = |releases: &[&str]| {
+        let mut text = String::from("apiVersion: fluxcd.controlplane.io/v1\nkind: ResourceSet\nmetadata:\n  name: databases\n  namespace: apps\nspec:\n  resources:\n");
+        for r in releases {
+            text.push_str(&format!("    - apiVersion: helm.toolkit.fluxcd.io/v2\n      kind: HelmRelease\n      metadata: {{name: {r}, namespace: apps}}\n      spec:\n        chartRef: {{kind: OCIRepository, name: postgres}}\n"));
+        }
+        text
+    };
+    repo.write("apps/set.yaml", &set(&["pg-a", "pg-b"]))
+        .write("apps/web.yaml", &config_map("web", "apps"));
+    repo.commit_all("a ResourceSet of two releases");
+    repo.write("apps/set.yaml", &set(&["pg-a"]));
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (1, Some("incomplete")),
+        "{doc}"
+    );
+    assert_eq!(incomplete(&doc), ["flux-system/apps"], "{doc}");
+    assert!(
+        doc["incomplete"].to_string().contains("ResourceSet"),
+        "{doc}"
+    );
+}

@@ -464,6 +464,11 @@ impl Found {
     }
 }
 
+/// Whether `id` is a Flux Operator `ResourceSet` (`fluxcd.controlplane.io`).
+fn is_resource_set(id: &ObjectId) -> bool {
+    id.kind == "ResourceSet" && id.group == "fluxcd.controlplane.io"
+}
+
 /// The file of the repository that writes object `id` (a ConfigMap or Secret) though no
 /// build applies it; a copy without a namespace counts, as `kubectl apply -n` would place it.
 fn written_outside(tree: &FileTree, id: &ObjectId) -> Option<String> {
@@ -626,6 +631,15 @@ fn record(
                 "{id}: {} in its name or namespace may come from {}, which cannot be read from the repository",
                 dollars(&unknown),
                 vars.join(", ")
+            ),
+        });
+    }
+    if is_resource_set(&id) {
+        found.warnings.push(Warning {
+            path: r.file.clone(),
+            feature: "ResourceSet".into(),
+            message: format!(
+                "{id} makes objects from its inputs and templates, which the Flux Operator applies and prunes itself: they are not in the inventory"
             ),
         });
     }
