@@ -131,6 +131,9 @@ pub enum BuildError {
     /// (api/filters/replacement: no source or several, a missing field, a bad option).
     #[error("{what}: {why}; kustomize fails")]
     Replacement { what: String, why: String },
+    /// A chart to inflate (`helmCharts`): Flux builds with kustomize's Helm support off.
+    #[error("{file}: `{field}` needs kustomize's --enable-helm, which Flux never sets; kustomize fails: must specify --enable-helm")]
+    HelmDisabled { file: String, field: String },
     /// A name reference kustomize cannot fix, or a `configurations` file it cannot read
     /// (api/filters/nameref, `builtinconfig.MakeTransformerConfig`).
     #[error("{what}: {why}; kustomize fails")]

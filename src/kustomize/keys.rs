@@ -42,7 +42,8 @@ macro_rules! keys {
 keys! {
     // Read as the kustomization's objects are loaded or made.
     loads: "apiVersion", "kind", "metadata", "resources", "bases", "configMapGenerator",
-        "secretGenerator", "generatorOptions";
+        "secretGenerator", "generatorOptions", "helmCharts", "helmChartInflationGenerator",
+        "helmGlobals";
     // Applied by `transform`, in kustomize's order (`KustTarget.accumulateTarget`).
     transforms: Components = "components", PatchesStrategicMerge = "patchesStrategicMerge",
         Patches = "patches", Namespace = "namespace", NamePrefix = "namePrefix",

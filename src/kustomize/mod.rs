@@ -647,6 +647,17 @@ impl<'a> Builder<'a> {
         k: &Map<String, Value>,
         acc: &mut Vec<Resource>,
     ) -> Result<(), BuildError> {
+        // Flux builds with kustomize's Helm support off (fluxcd/pkg/kustomize `SecureBuild`:
+        // `DisabledPluginConfig`): a chart to inflate fails the build, "must specify
+        // --enable-helm" (`HelmChartInflationGeneratorPlugin.Config`).
+        for field in ["helmCharts", "helmChartInflationGenerator"] {
+            if !list(k, field, file)?.is_empty() {
+                return Err(BuildError::HelmDisabled {
+                    file: file.to_string(),
+                    field: field.to_string(),
+                });
+            }
+        }
         let global = k.get("generatorOptions");
         for (field, kind) in [
             ("configMapGenerator", "ConfigMap"),

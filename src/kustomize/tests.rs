@@ -100,7 +100,7 @@ fn patches_merge_mappings_replace_lists_and_follow_renames() {
 fn components_and_unmodelled_features_are_reported() {
     let tree = FileTree::from_files([
         ("c/kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\npatches:\n  - target: {kind: ConfigMap}\n    patch: |\n      - op: add\n        path: /metadata/annotations\n        value: {c: 'yes'}\n"),
-        ("a/kustomization.yaml", "resources: [cm.yaml, https://github.com/x/y//z]\ncomponents: [../c]\nhelmCharts: [{name: x}]\nconfigMapGenerator: [{name: g}, {name: h, options: {disableNameSuffixHash: true}}]\n"),
+        ("a/kustomization.yaml", "resources: [cm.yaml, https://github.com/x/y//z]\ncomponents: [../c]\ntransformers: [t.yaml]\nconfigMapGenerator: [{name: g}, {name: h, options: {disableNameSuffixHash: true}}]\n"),
         ("a/cm.yaml", CM),
     ]);
     let mut b = Builder::new(&tree);
@@ -119,7 +119,35 @@ fn components_and_unmodelled_features_are_reported() {
     );
     assert_eq!(out[0].value["metadata"]["annotations"]["c"], "yes");
     let features: Vec<&str> = b.warnings.iter().map(|w| w.feature.as_str()).collect();
-    assert_eq!(features, ["remote base", "helmCharts"]);
+    assert_eq!(features, ["remote base", "transformers"]);
+}
+
+/// Flux builds with kustomize's Helm support off: `helmCharts` (or the older
+/// `helmChartInflationGenerator`) with a chart fails the build, at any level, where
+/// `kubectl kustomize` without `--enable-helm` fails it too; an empty list does not.
+#[test]
+fn a_chart_to_inflate_fails_the_build() {
+    for field in ["helmCharts", "helmChartInflationGenerator"] {
+        let b = format!("resources: [cm.yaml]\n{field}: [{{name: x}}]\n");
+        let tree = FileTree::from_files([
+            ("a/kustomization.yaml", "resources: [../b]\n"),
+            ("b/kustomization.yaml", b.as_str()),
+            ("b/cm.yaml", CM),
+        ]);
+        let err = Builder::new(&tree).build_dir("a").unwrap_err();
+        assert!(
+            err.to_string().contains("must specify --enable-helm"),
+            "{err}"
+        );
+    }
+    let tree = FileTree::from_files([
+        (
+            "a/kustomization.yaml",
+            "resources: [cm.yaml]\nhelmCharts: []\n",
+        ),
+        ("a/cm.yaml", CM),
+    ]);
+    assert_eq!(Builder::new(&tree).build_dir("a").unwrap().len(), 1);
 }
 
 /// Flux fails the build of an absolute entry (see `resolve`): the builder does too,

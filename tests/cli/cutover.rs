@@ -666,7 +666,7 @@ fn a_namespace_holds_what_its_objects_hold() {
 #[test]
 fn unmodelled_features_are_reported_not_skipped() {
     let repo = flux_repo();
-    repo.write("db/kustomization.yaml", "resources: [pg.yaml]\nhelmCharts: [{name: x, repo: https://example.org}]\nconfigMapGenerator: [{name: cfg, literals: [a=b]}]\n");
+    repo.write("db/kustomization.yaml", "resources: [pg.yaml]\ntransformers: [t.yaml]\nconfigMapGenerator: [{name: cfg, literals: [a=b]}]\n");
     let run = repo.run(&["cutover", "--from", "HEAD", "--format", "json"]);
     let doc: Value = serde_json::from_str(&run.stdout).unwrap();
     let features: Vec<&str> = doc["warnings"]
@@ -675,7 +675,7 @@ fn unmodelled_features_are_reported_not_skipped() {
         .iter()
         .map(|w| w["feature"].as_str().unwrap())
         .collect();
-    assert_eq!(features, ["helmCharts"]);
+    assert_eq!(features, ["transformers"]);
     assert_eq!(doc["warnings"][0]["path"], "db/kustomization.yaml");
 }
 
