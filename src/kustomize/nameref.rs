@@ -7,6 +7,7 @@
 //! every `configurations` file the build reads, merged as kustomize merges them
 //! (`builtinconfig.TransformerConfig.Merge`).
 
+use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
@@ -304,6 +305,44 @@ impl Referral {
     }
 }
 
+/// The objects of a build renamed on the way, looked up by an earlier name: a field can
+/// name only an object that once had its text as name (`previousNameMatches`), so a build of
+/// thousands of generated objects does not ask each of them for each field.
+struct Referrals {
+    all: Vec<Referral>,
+    by_name: HashMap<String, Vec<usize>>,
+    /// The original namespaces of the namespaced ones (`GroupedByOriginalNamespace`).
+    original_namespaces: HashSet<String>,
+}
+
+impl Referrals {
+    fn new(all: Vec<Referral>) -> Referrals {
+        let mut by_name: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, r) in all.iter().enumerate() {
+            for name in &r.previous_names {
+                by_name.entry(name.clone()).or_default().push(i);
+            }
+        }
+        let original_namespaces = all
+            .iter()
+            .filter(|r| !r.cluster_scoped)
+            .map(|r| r.original_namespace.clone())
+            .collect();
+        Referrals {
+            all,
+            by_name,
+            original_namespaces,
+        }
+    }
+
+    /// Those that once had the name `old`, in build order, each once.
+    fn named<'s>(&'s self, old: &str) -> impl Iterator<Item = &'s Referral> + 's {
+        let mut at: Vec<usize> = self.by_name.get(old).cloned().unwrap_or_default();
+        at.dedup();
+        at.into_iter().map(|i| &self.all[i])
+    }
+}
+
 /// A namespace as kustomize compares it (`ResId.EffectiveNamespace`): none is `default`.
 fn effective(ns: &str) -> &str {
     if ns.is_empty() {
@@ -348,6 +387,7 @@ pub(super) fn fix<E>(
         .iter()
         .filter(|b| referrals.iter().any(|r| b.target.selects(r.gvk())))
         .collect();
+    let referrals = Referrals::new(referrals);
     if live.is_empty() {
         return Ok(());
     }
@@ -457,7 +497,7 @@ impl Referrer {
 /// One field spec of one name reference, applied to one referrer (`nameref.Filter`).
 struct Filter<'a> {
     referrer: &'a Referrer,
-    referrals: &'a [Referral],
+    referrals: &'a Referrals,
     target: &'a Gvk,
     role_ref: bool,
 }
@@ -487,7 +527,7 @@ impl Filter<'_> {
 
     fn set_scalar(&self, node: &mut Value) -> Result<(), String> {
         let old = scalar_text(node);
-        let candidates: Vec<&Referral> = self.referrals.iter().collect();
+        let candidates: Vec<&Referral> = self.referrals.named(&old).collect();
         let same = |c: &[&Referral]| c.iter().all(|r| r.name == c[0].name);
         if let Some(referral) = self.select(&old, candidates, same)? {
             if referral.name != old {
@@ -503,23 +543,24 @@ impl Filter<'_> {
             Some(v) => scalar_text(v),
             None => return Err("path config error; no 'name' field in node".into()),
         };
+        let named = self.referrals.named(&old);
         let candidates: Vec<&Referral> = match m.get("namespace") {
-            None => self.referrals.iter().collect(),
+            None => named.collect(),
             Some(ns) => {
-                // `GroupedByOriginalNamespace`, else `GroupedByCurrentNamespace`; objects
-                // without a namespace are in neither.
+                // `GroupedByOriginalNamespace` when it has the namespace, else
+                // `GroupedByCurrentNamespace`; objects without a namespace are in neither.
                 let ns = scalar_text(ns);
-                let namespaced = || self.referrals.iter().filter(|r| !r.cluster_scoped);
-                let original: Vec<&Referral> = namespaced()
-                    .filter(|r| r.original_namespace == ns)
-                    .collect();
-                if original.is_empty() {
-                    namespaced()
-                        .filter(|r| effective(&r.namespace) == ns)
-                        .collect()
-                } else {
-                    original
-                }
+                let original = self.referrals.original_namespaces.contains(&ns);
+                named
+                    .filter(|r| !r.cluster_scoped)
+                    .filter(|r| {
+                        if original {
+                            r.original_namespace == ns
+                        } else {
+                            effective(&r.namespace) == ns
+                        }
+                    })
+                    .collect()
             }
         };
         let same = |c: &[&Referral]| {
