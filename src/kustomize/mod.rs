@@ -292,10 +292,11 @@ impl<'a> Builder<'a> {
     /// every accumulation, `resWrangler.Append`; a list built whole is checked where it is
     /// built), and those kustomize keeps for itself left out (`KustTarget.IgnoreLocal`:
     /// annotated `config.kubernetes.io/local-config`, unless `"false"`). Where no
-    /// kustomization on the way transforms the list, objects are handed on as they are
-    /// loaded and the build holds no list: a flat app tier of hundreds of thousands of
-    /// objects is never held whole. When the build fails, `emit` may have had some of its
-    /// objects.
+    /// kustomization of the build transforms or generates (`may_rename`), objects are handed
+    /// on as they are loaded and the build holds no list: a flat app tier of hundreds of
+    /// thousands of objects is never held whole. Else the list is held until the fields that
+    /// name a renamed object are written (`nameref`). When the build fails, `emit` may have
+    /// had some of its objects.
     pub fn build_kustomization(
         &mut self,
         dir: &str,
@@ -880,8 +881,6 @@ fn check_kind(
     })
 }
 
-/// List `field` of kustomization `k` (of `file`): empty when absent or null; a value that is
-/// not a list fails the build.
 /// Hands `r` to `emit` unless kustomize keeps it for itself (`KustTarget.IgnoreLocal`:
 /// annotated `config.kubernetes.io/local-config`, unless `"false"`).
 fn emit_unless_local(r: Resource, emit: &mut Emit) {
@@ -896,6 +895,8 @@ fn emit_unless_local(r: Resource, emit: &mut Emit) {
     }
 }
 
+/// List `field` of kustomization `k` (of `file`): empty when absent or null; a value that is
+/// not a list fails the build.
 pub fn list<'v>(
     k: &'v Map<String, Value>,
     field: &str,
