@@ -14,9 +14,8 @@ use serde_json::{Map, Value};
 
 use super::error::BuildError;
 use super::keys::fold;
-use super::object::{group_of, version_of};
+use super::object::{group_of, path_splitter, version_of};
 use super::resource::Resource;
-use super::{resolve, Ref};
 
 /// A group, version and kind, each empty for any (kyaml `resid.Gvk`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -160,25 +159,18 @@ impl super::Builder<'_> {
                 what: what.clone(),
                 why,
             };
-            let Some(path) = entry.as_str() else {
-                return Err(fail("an entry must be a path".into()));
-            };
-            let local = match resolve(dir, path) {
-                Ref::Local(local) => local,
-                Ref::Remote => {
-                    self.warn(
-                        file,
-                        "remote configurations",
-                        format!("`{path}` is fetched from the network; the names it fixes are not in the inventory"),
-                    );
-                    continue;
-                }
-                Ref::Escapes => {
-                    return Err(BuildError::Escapes {
-                        file: file.to_string(),
-                        entry: path.to_string(),
-                    })
-                }
+            let Some((_, local)) = self.local_entry(
+                file,
+                dir,
+                "configurations",
+                entry,
+                (
+                    "remote configurations",
+                    "the names it fixes are not in the inventory",
+                ),
+            )?
+            else {
+                continue;
             };
             let text = self
                 .tree
@@ -265,22 +257,6 @@ fn field_spec(v: &Value) -> Result<FieldSpec, String> {
         }
     }
     Ok(spec)
-}
-
-/// kyaml `utils.PathSplitter`: `path` split at `/`, a `/` after `\` kept in its key.
-fn split(path: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for part in path.split('/') {
-        match out.last_mut() {
-            Some(last) if last.ends_with('\\') => {
-                last.pop();
-                last.push('/');
-                last.push_str(part);
-            }
-            _ => out.push(part.to_string()),
-        }
-    }
-    out
 }
 
 /// What a name reference reads of an object that may be referred to: one renamed on the way
@@ -415,7 +391,7 @@ pub(super) fn fix<E>(
                 target,
                 role_ref: spec.path.ends_with("roleRef/name"),
             };
-            let path = split(&spec.path);
+            let path = path_splitter(&spec.path, '/');
             walk(&mut r.value, &path, &mut |node| filter.set(node)).map_err(|why| {
                 Fix::Reference(format!(
                     "updating name reference in `{}` field of {}: {why}",
@@ -714,7 +690,10 @@ mod tests {
     #[test]
     fn a_path_keeps_an_escaped_slash_in_its_key() {
         assert_eq!(
-            split(r"metadata/annotations/nginx.ingress.kubernetes.io\/auth-secret"),
+            path_splitter(
+                r"metadata/annotations/nginx.ingress.kubernetes.io\/auth-secret",
+                '/'
+            ),
             [
                 "metadata",
                 "annotations",

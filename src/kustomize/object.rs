@@ -215,6 +215,23 @@ pub fn crd_kind(v: &Value) -> Option<(String, String, bool)> {
     Some((group, kind, cluster))
 }
 
+/// kyaml `utils.PathSplitter`: `path` split at `delimiter`, a delimiter after `\` kept in
+/// its part (the field paths of transformer configurations and of `replacements`).
+pub(super) fn path_splitter(path: &str, delimiter: char) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for part in path.split(delimiter) {
+        match out.last_mut() {
+            Some(last) if last.ends_with('\\') => {
+                last.pop();
+                last.push(delimiter);
+                last.push_str(part);
+            }
+            _ => out.push(part.to_string()),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,7 +21,7 @@
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
-use super::object::{group_of, string_map, version_of};
+use super::object::{group_of, path_splitter, string_map, version_of};
 use super::resource::Resource;
 use super::target::PatchTarget;
 
@@ -345,21 +345,7 @@ fn ids(r: &Resource) -> Vec<Id> {
 /// kyaml's `SmarterPathSplitter` with `.`: a leading `.` dropped, `\.` kept in its part, a
 /// bracketed part kept whole (with its brackets when it holds `=`, else without them).
 fn split_path(path: &str) -> Vec<String> {
-    let mut ps: Vec<&str> = path.split('.').collect();
-    if ps.len() > 1 && ps[0].is_empty() {
-        ps.remove(0);
-    }
-    let mut split: Vec<String> = Vec::new();
-    for p in ps {
-        match split.last_mut() {
-            Some(last) if last.ends_with('\\') => {
-                last.pop();
-                last.push('.');
-                last.push_str(p);
-            }
-            _ => split.push(p.to_string()),
-        }
-    }
+    let split = path_splitter(path.strip_prefix('.').unwrap_or(path), '.');
     let mut out = Vec::new();
     let mut i = 0;
     while i < split.len() {
