@@ -49,6 +49,7 @@ pub(super) fn roots(tree: &FileTree) -> Vec<Environment> {
                 "spec": {"interval": "10m0s", "path": op.path, "prune": true,
                          "sourceRef": {"kind": op.kind.as_str(), "name": op.name}},
             });
+            let root = patched(tree, file, root, &op.patches);
             let pushed = if artifact_root.is_empty() {
                 String::new()
             } else {
@@ -64,6 +65,40 @@ pub(super) fn roots(tree: &FileTree) -> Vec<Environment> {
         }
     }
     found
+}
+
+/// The root as the instance's `kustomize.patches` leave it: those that target a Flux
+/// Kustomization, applied as kustomize applies `patches` (the operator builds what it
+/// generates with them). A patch that cannot be applied leaves the root as generated.
+fn patched(tree: &FileTree, file: &str, root: Value, patches: &[Value]) -> Value {
+    let ours: Vec<Value> = patches
+        .iter()
+        .filter(|p| {
+            let kind = p.pointer("/target/kind").and_then(Value::as_str);
+            let text = p.get("patch").and_then(Value::as_str).unwrap_or("");
+            match kind {
+                Some(kind) => kind == "Kustomization",
+                None => text.contains("Kustomization"),
+            }
+        })
+        .cloned()
+        .collect();
+    if ours.is_empty() {
+        return root;
+    }
+    let mut k = Map::new();
+    k.insert("patches".into(), Value::Array(ours));
+    let dir = file.rsplit_once('/').map_or("", |(dir, _)| dir);
+    let what = format!("{file} (the instance's kustomize.patches)");
+    match crate::kustomize::Builder::owners_only(tree).transform_objects(
+        &what,
+        dir,
+        &k,
+        vec![root.clone()],
+    ) {
+        Ok(mut out) if out.len() == 1 => out.remove(0),
+        _ => root,
+    }
 }
 
 /// Where the sync's `path` is in this repository, and the folder its source's artifact is
@@ -133,7 +168,8 @@ fn pushed_folders(tree: &FileTree) -> BTreeSet<String> {
 /// A sync as a manifest declares it, before the values it reads from other files are known.
 #[derive(Debug)]
 struct Declared {
-    /// The sync written inline (`spec.sync`, or `spec.values.instance.sync`).
+    /// The instance written inline: `sync` and `kustomize` of a FluxInstance's `spec`, or a
+    /// HelmRelease's `spec.values.instance`.
     inline: Map<String, Value>,
     /// A HelmRelease's `valuesFrom`, in order: kind, name and `valuesKey`; none with a
     /// `targetPath` (which places a single value elsewhere).
@@ -150,20 +186,30 @@ struct OperatorSync {
     name: String,
     /// The kind of its source.
     kind: SourceKind,
+    /// The instance's `kustomize.patches`: the operator applies them to every object it
+    /// generates, the root Kustomization among them (`spec.decryption`, `postBuild`).
+    patches: Vec<Value>,
 }
 
 impl Declared {
     /// The sync, its `valuesFrom` read from the generators of `file`'s folder and merged
     /// under the inline values; None without a path.
     fn resolve(&self, tree: &FileTree, file: &str) -> Option<OperatorSync> {
-        let mut sync = Map::new();
+        let mut instance = Map::new();
         let dir = file.rsplit_once('/').map_or("", |(dir, _)| dir);
         for (kind, name, key) in &self.values_from {
-            if let Some(from) = generated_sync(tree, dir, kind, name, key) {
-                sync.extend(from.as_ref().clone());
+            if let Some(from) = generated_instance(tree, dir, kind, name, key) {
+                merge_values(&mut instance, &from);
             }
         }
-        sync.extend(self.inline.clone());
+        merge_values(&mut instance, &self.inline);
+        let sync = instance.get("sync")?.as_object()?;
+        let patches = instance
+            .get("kustomize")
+            .and_then(|k| k.get("patches"))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         let path = normalize_path(sync.get("path")?.as_str()?);
         let name = sync
             .get("name")
@@ -174,7 +220,25 @@ impl Declared {
             .get("kind")
             .and_then(Value::as_str)
             .map_or(SourceKind::GitRepository, SourceKind::parse);
-        Some(OperatorSync { path, name, kind })
+        Some(OperatorSync {
+            path,
+            name,
+            kind,
+            patches,
+        })
+    }
+}
+
+/// `from` merged into `into` as helm-controller merges values (`chartutil.MergeMaps`): a
+/// mapping into a mapping key by key, anything else in place of what was there.
+fn merge_values(into: &mut Map<String, Value>, from: &Map<String, Value>) {
+    for (k, v) in from {
+        match (into.get_mut(k), v) {
+            (Some(Value::Object(a)), Value::Object(b)) => merge_values(a, b),
+            _ => {
+                into.insert(k.clone(), v.clone());
+            }
+        }
     }
 }
 
@@ -219,8 +283,14 @@ fn declared_in(doc: &Value) -> Option<Declared> {
     };
     let object = |v: Option<&Value>| v.and_then(Value::as_object).cloned().unwrap_or_default();
     if kind == "FluxInstance" && api.starts_with("fluxcd.controlplane.io/") {
+        doc.pointer("/spec/sync")?;
+        let spec = object(doc.get("spec"));
+        let inline = spec
+            .into_iter()
+            .filter(|(k, _)| k == "sync" || k == "kustomize")
+            .collect();
         return Some(Declared {
-            inline: object(Some(doc.pointer("/spec/sync")?)),
+            inline,
             values_from: Vec::new(),
             namespace: namespace(doc.pointer("/metadata/namespace")),
             what: "a FluxInstance",
@@ -241,8 +311,8 @@ fn declared_in(doc: &Value) -> Option<Declared> {
             Some((text("kind")?, text("name")?, key))
         })
         .collect();
-    let inline = doc.pointer("/spec/values/instance/sync");
-    if inline.is_none() && values_from.is_empty() {
+    let inline = doc.pointer("/spec/values/instance");
+    if doc.pointer("/spec/values/instance/sync").is_none() && values_from.is_empty() {
         return None;
     }
     // The chart makes the FluxInstance in the release's namespace.
@@ -257,10 +327,10 @@ fn declared_in(doc: &Value) -> Option<Declared> {
     })
 }
 
-/// `instance.sync` of the values that the generator of `dir`'s kustomization named `name`
+/// `instance` of the values that the generator of `dir`'s kustomization named `name`
 /// (a `configMapGenerator` for a ConfigMap, a `secretGenerator` for a Secret) makes of the
 /// file it reads at `key` (`files: [key=path]`, or `[path]` keyed by its file name).
-fn generated_sync(
+fn generated_instance(
     tree: &FileTree,
     dir: &str,
     kind: &str,
@@ -297,10 +367,7 @@ fn generated_sync(
     static READ: PerText<Option<Map<String, Value>>> = PerText::new();
     let sync = READ.get(&text, || {
         let docs = yaml::parse_all(&file, &text).ok()?;
-        docs.first()?
-            .pointer("/instance/sync")?
-            .as_object()
-            .cloned()
+        docs.first()?.pointer("/instance")?.as_object().cloned()
     });
     sync.as_ref().clone().map(Arc::new)
 }
@@ -308,6 +375,48 @@ fn generated_sync(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The operator applies the instance's `kustomize.patches` to what it generates: one
+    /// that targets the root Kustomization gives it `spec.decryption` and `postBuild`
+    /// (flux-operator's documented way to have the root decrypt and substitute); one for
+    /// the controllers' Deployments leaves it alone. Read from generated values too.
+    #[test]
+    fn the_instances_patches_of_the_root_kustomization_are_applied() {
+        let values = "instance:\n  sync: {kind: GitRepository, url: 'https://example.org/fleet', ref: refs/heads/main, path: clusters/dev}\n  kustomize:\n    patches:\n      - target: {kind: Deployment}\n        patch: |\n          - {op: add, path: /spec/replicas, value: 2}\n      - target: {kind: Kustomization, name: flux-system}\n        patch: |\n          apiVersion: kustomize.toolkit.fluxcd.io/v1\n          kind: Kustomization\n          metadata: {name: flux-system, namespace: flux-system}\n          spec:\n            decryption: {provider: sops}\n            postBuild:\n              substituteFrom: [{kind: ConfigMap, name: cluster-settings}]\n";
+        let release = "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {name: flux-instance, namespace: flux-system}\nspec:\n  valuesFrom: [{kind: ConfigMap, name: values}]\n";
+        let instance = format!(
+            "apiVersion: fluxcd.controlplane.io/v1\nkind: FluxInstance\nmetadata: {{name: flux, namespace: flux-system}}\nspec:\n{}",
+            values.replace("instance:\n", "")
+        );
+        for tree in [
+            FileTree::from_files([
+                ("op/helmrelease.yaml", release),
+                (
+                    "op/kustomization.yaml",
+                    "configMapGenerator: [{name: values, files: [values.yaml]}]\n",
+                ),
+                ("op/values.yaml", values),
+                ("clusters/dev/ks.yaml", "a: b\n"),
+            ]),
+            FileTree::from_files([
+                ("op/instance.yaml", instance.as_str()),
+                ("clusters/dev/ks.yaml", "a: b\n"),
+            ]),
+        ] {
+            let envs = roots(&tree);
+            assert_eq!(envs.len(), 1);
+            let Root::Generated(root) = &envs[0].root else {
+                panic!("{:?}", envs[0].root)
+            };
+            assert_eq!(root["spec"]["decryption"]["provider"], "sops", "{root}");
+            assert_eq!(
+                root["spec"]["postBuild"]["substituteFrom"][0]["name"],
+                "cluster-settings"
+            );
+            assert_eq!(root["spec"]["path"], "clusters/dev");
+            assert!(root["spec"].get("replicas").is_none(), "{root}");
+        }
+    }
 
     /// helm-controller merges `valuesFrom` in order and `spec.values` over them; a reference
     /// is read at its `valuesKey`, `values.yaml` by default, and one with `targetPath` is not
