@@ -312,7 +312,9 @@ impl<'a> Builder<'a> {
         // A build that renames an object is held whole until the fields that name it are
         // written with its new name (kustomize `FixBackReferences`, after the hash
         // suffixes); any other streams.
-        let mut held = self.may_rename(dir, k, &mut BTreeSet::new()).then(Vec::new);
+        let mut held = self
+            .may_rename(dir, k, 0, &mut BTreeSet::new())
+            .then(Vec::new);
         let mut out = |mut r: Resource| {
             if failed.is_some() {
                 return;
@@ -369,15 +371,21 @@ impl<'a> Builder<'a> {
         Ok(())
     }
 
-    /// Whether building kustomization `k` of `dir` may rename an object: it, or one it
-    /// reaches through `resources` or `bases`, has a transformer or a generator. Reads only
-    /// kustomizations, each folder once (`seen`); one it cannot read may (its build says
-    /// why).
-    fn may_rename(&self, dir: &str, k: &Map<String, Value>, seen: &mut BTreeSet<String>) -> bool {
+    /// Whether building kustomization `k` of `dir` (`depth` kustomizations in) may rename an
+    /// object: it, or one it reaches through `resources` or `bases`, has a transformer or a
+    /// generator. Reads only kustomizations, each folder once (`seen`); one it cannot read,
+    /// or one deeper than a build goes (`MAX_DEPTH`), may (its build says why).
+    fn may_rename(
+        &self,
+        dir: &str,
+        k: &Map<String, Value>,
+        depth: usize,
+        seen: &mut BTreeSet<String>,
+    ) -> bool {
         let generates = ["configMapGenerator", "secretGenerator"]
             .iter()
             .any(|g| list(k, g, dir).is_ok_and(|l| !l.is_empty()));
-        if keys::transforms(k) || generates {
+        if keys::transforms(k) || generates || depth > MAX_DEPTH {
             return true;
         }
         ["resources", "bases"]
@@ -392,7 +400,7 @@ impl<'a> Builder<'a> {
                 }
                 match self.kustomization_file(&path) {
                     Ok(Some(file)) => match self.read_kustomization(&file) {
-                        Ok(sub) => self.may_rename(&path, &sub, seen),
+                        Ok(sub) => self.may_rename(&path, &sub, depth + 1, seen),
                         Err(_) => true,
                     },
                     _ => true,

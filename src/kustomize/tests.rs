@@ -577,3 +577,28 @@ fn strategic_merge_patches_agree_with_kustomize_on_their_table() {
         failures.join("\n")
     );
 }
+
+/// A chain of kustomizations deeper than any build goes fails the build as too deep, and
+/// the question whether it renames anything stops there too: 20,000 folders, each listing
+/// the next, end in an error, not a stack overflow.
+#[test]
+fn a_chain_deeper_than_a_build_goes_is_an_error_not_a_crash() {
+    let depth = 20_000;
+    let mut files = Vec::new();
+    let mut dir = String::from("k");
+    for _ in 0..depth {
+        files.push((
+            format!("{dir}/kustomization.yaml"),
+            "resources: [d]\n".to_string(),
+        ));
+        dir.push_str("/d");
+    }
+    files.push((
+        format!("{dir}/kustomization.yaml"),
+        "resources: [cm.yaml]\n".to_string(),
+    ));
+    files.push((format!("{dir}/cm.yaml"), CM.to_string()));
+    let tree = FileTree::from_files(files.iter().map(|(p, t)| (p.as_str(), t.as_str())));
+    let err = Builder::new(&tree).build_dir("k").unwrap_err();
+    assert!(matches!(err, BuildError::Cycle { .. }), "{err}");
+}
