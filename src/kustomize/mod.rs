@@ -788,10 +788,8 @@ impl Ids {
         let kind = r.kind();
         let namespace = if self.cluster_scoped(kind) {
             ""
-        } else if namespace.is_empty() {
-            "default"
         } else {
-            namespace
+            object::effective_namespace(namespace)
         };
         format!("{}\0{kind}\0{namespace}\0{name}", r.api_version())
     }

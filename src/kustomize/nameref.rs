@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use super::error::BuildError;
 use super::keys::fold;
-use super::object::{group_of, path_splitter, version_of};
+use super::object::{effective_namespace, group_of, path_splitter, version_of};
 use super::resource::Resource;
 
 /// A group, version and kind, each empty for any (kyaml `resid.Gvk`).
@@ -319,15 +319,6 @@ impl Referrals {
     }
 }
 
-/// A namespace as kustomize compares it (`ResId.EffectiveNamespace`): none is `default`.
-fn effective(ns: &str) -> &str {
-    if ns.is_empty() {
-        "default"
-    } else {
-        ns
-    }
-}
-
 /// Every field of `acc` that the references of `config` name, written with the new name of
 /// the object it names (`nameReferenceTransformer.Transform`). `cluster_scoped` says which
 /// kinds have no namespace; `whole` makes an object held as its head whole before one of its
@@ -349,7 +340,7 @@ pub(super) fn fix<E>(
                 kind: r.kind().to_string(),
                 name: r.meta_str("name").to_string(),
                 namespace: r.meta_str("namespace").to_string(),
-                original_namespace: effective(&r.previous[0].1).to_string(),
+                original_namespace: effective_namespace(&r.previous[0].1).to_string(),
                 previous_names: r.previous.iter().map(|(n, _)| n.clone()).collect(),
                 prefixes: r.prefixes.clone(),
                 suffixes: r.suffixes.clone(),
@@ -464,7 +455,7 @@ impl Referrer {
         if self.cluster_scoped || r.cluster_scoped {
             return true;
         }
-        let same = effective(&self.namespace) == effective(&r.namespace);
+        let same = effective_namespace(&self.namespace) == effective_namespace(&r.namespace);
         let subset = same || self.subject_namespaces.contains(&r.namespace);
         subset && (same || r.kind == "ServiceAccount")
     }
@@ -533,7 +524,7 @@ impl Filter<'_> {
                         if original {
                             r.original_namespace == ns
                         } else {
-                            effective(&r.namespace) == ns
+                            effective_namespace(&r.namespace) == ns
                         }
                     })
                     .collect()

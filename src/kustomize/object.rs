@@ -215,6 +215,16 @@ pub fn crd_kind(v: &Value) -> Option<(String, String, bool)> {
     Some((group, kind, cluster))
 }
 
+/// A namespaced object's namespace as kustomize compares ids (kyaml
+/// `ResId.EffectiveNamespace`): none is `default`.
+pub(super) fn effective_namespace(ns: &str) -> &str {
+    if ns.is_empty() {
+        "default"
+    } else {
+        ns
+    }
+}
+
 /// kyaml `utils.PathSplitter`: `path` split at `delimiter`, a delimiter after `\` kept in
 /// its part (the field paths of transformer configurations and of `replacements`).
 pub(super) fn path_splitter(path: &str, delimiter: char) -> Vec<String> {

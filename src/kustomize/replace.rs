@@ -21,7 +21,7 @@
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
-use super::object::{group_of, path_splitter, string_map, version_of};
+use super::object::{effective_namespace, group_of, path_splitter, string_map, version_of};
 use super::resource::Resource;
 use super::target::PatchTarget;
 
@@ -309,9 +309,9 @@ impl IdSelector {
     }
 
     fn selects(&self, id: &Id) -> bool {
-        let effective = |ns: &str| if ns.is_empty() { "default" } else { ns }.to_string();
         (self.name.is_empty() || self.name == id.name)
-            && (self.namespace.is_empty() || effective(&self.namespace) == effective(&id.namespace))
+            && (self.namespace.is_empty()
+                || effective_namespace(&self.namespace) == effective_namespace(&id.namespace))
             && (self.group.is_empty() || self.group == id.group)
             && (self.version.is_empty() || self.version == id.version)
             && (self.kind.is_empty() || self.kind == id.kind)
@@ -980,8 +980,6 @@ fn set_field(options: &Options, field: &mut Value, made: bool, value: &Node) -> 
 mod tests {
     use super::*;
 
-    /// Every case of the upstream table: the same objects, or an error where the library
-    /// fails.
     /// A path deeper than any object is refused, not walked (each part is a step of the walk).
     #[test]
     fn a_very_deep_path_is_refused() {
@@ -992,6 +990,8 @@ mod tests {
         assert!(err.contains("100000 parts"), "{err}");
     }
 
+    /// Every case of the upstream table: the same objects, or an error where the library
+    /// fails.
     #[test]
     fn agrees_with_the_library_on_its_table() {
         let table = include_str!("../../tests/fixtures/upstream/replacements.tsv");

@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::error::BuildError;
-use super::object::{group_of, string_map, version_of, ObjectId, CLUSTER_SCOPED};
+use super::object::{
+    effective_namespace, group_of, string_map, version_of, ObjectId, CLUSTER_SCOPED,
+};
 use super::target::{ObjectRef, PatchTarget};
 use crate::tree::FileTree;
 use crate::yaml;
@@ -205,17 +207,17 @@ impl Resource {
             return false;
         }
         let cluster_scoped = CLUSTER_SCOPED.contains(&kind);
-        fn effective(ns: &str, cluster_scoped: bool) -> &str {
-            match ns {
-                _ if cluster_scoped => "",
-                "" => "default",
-                ns => ns,
+        let effective = |ns| {
+            if cluster_scoped {
+                ""
+            } else {
+                effective_namespace(ns)
             }
-        }
-        let want = effective(s("/metadata/namespace"), cluster_scoped);
+        };
+        let want = effective(s("/metadata/namespace"));
         std::iter::once((self.meta_str("name"), self.meta_str("namespace")))
             .chain(self.previous.iter().map(|(a, b)| (a.as_str(), b.as_str())))
-            .any(|(n, ns)| n == name && effective(ns, cluster_scoped) == want)
+            .any(|(n, ns)| n == name && effective(ns) == want)
     }
 
     pub(super) fn selected_by(&self, target: &PatchTarget) -> bool {

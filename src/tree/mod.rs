@@ -65,8 +65,7 @@ pub struct FileTree {
     views: Arc<Mutex<Views>>,
 }
 
-/// A tree's artifact views, by the `spec.ignore` they were made with.
-/// Each view made, by the folder it is of and the `spec.ignore` it was made with.
+/// A tree's artifact views, each by the folder it is of and the `spec.ignore` it was made with.
 type Views = Vec<((String, Option<String>), Arc<View>)>;
 
 /// What an artifact view leaves out.
