@@ -27,9 +27,10 @@ For each repository, at its pinned commit (`git archive` into a scratch folder):
   fails after it; nothing marked `prune: disabled`, which Flux keeps) must be among the
   step's deletions, or the step must be "incomplete". One that is neither, with the verdict "safe", is a **false safe**.
 
-Helm renders with the helm on the PATH and a cache under target/corpus/ (offline, a chart
-from a remote repository cannot be pulled: that release is not rendered, and a change to it
-is "incomplete", which is what an offline tool can know).
+Helm renders with the helm on the PATH and a cache under target/corpus/, with `--offline`
+(the corpus is measured with no network: a chart from a remote repository cannot be pulled,
+that release is not rendered, and a change to it is "incomplete", which is what an offline
+tool can know; nor is the CPU of a pull that cannot succeed counted in a step's cost).
 
 Results are kept in target/corpus/<owner+name>.json; --report-only writes CORPUS.md from them.
 """
@@ -98,7 +99,7 @@ def discovery_and_check(a, clone, pin):
     with tempfile.TemporaryDirectory() as d:
         export(clone, pin, d)
         out = {"declared": declared_kustomizations(d)}
-        code, stdout, stderr, _, _ = run([a.bin, "--repo", d, "--cache", WORK / "cache", "check", "--format", "json"])
+        code, stdout, stderr, _, _ = run([a.bin, "--repo", d, "--cache", WORK / "cache", "--offline", "check", "--format", "json"])
         if code not in (0, 1):
             out["error"] = stderr.strip()[-600:]
             out["environments"] = []
@@ -122,7 +123,7 @@ def reason_key(why):
 
 def each(a, clone, commits):
     oldest, pin = commits[-1], commits[0]
-    base = [a.bin, "--repo", clone, "--cache", WORK / "cache", "cutover"]
+    base = [a.bin, "--repo", clone, "--cache", WORK / "cache", "--offline", "cutover"]
     code, stdout, stderr, wall, cpu = run(base + ["--each", f"{oldest}..{pin}", "--format", "json"])
     out = {"exit": code, "wall": wall, "cpu": cpu}
     if code not in (0, 1):
