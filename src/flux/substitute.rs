@@ -252,6 +252,13 @@ impl Variables {
         Lookup::Unset
     }
 
+    /// A digest of everything `object` reads of them: two with the same digest substitute an
+    /// object alike (their `Debug` form is unambiguous: strings are quoted and escaped).
+    pub fn digest(&self) -> [u8; 32] {
+        use sha2::{Digest, Sha256};
+        Sha256::digest(format!("{self:?}").as_bytes()).into()
+    }
+
     /// The sources that cannot be read, as `Kind/name`.
     pub fn unknown_sources(&self) -> Vec<&str> {
         self.from

@@ -31,7 +31,7 @@ mod transform;
 mod types;
 
 pub use error::{BuildError, Warning};
-pub use remember::{Remembered, Remembering, Shared};
+pub use remember::{Remembered, Remembering, Rewrite, Shared};
 pub use resolve::{resolve, resolve_under, Ref};
 pub use resource::{has, Keep, Kept, Resource};
 pub use transform::add_metadata;

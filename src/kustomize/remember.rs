@@ -12,7 +12,7 @@
 use std::any::Any;
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 
@@ -66,6 +66,21 @@ pub struct Shared {
     may_change: OnceLock<bool>,
     /// What a later layer derives from it (the Flux Kustomization it declares, say).
     derived: OnceLock<Box<dyn Any + Send + Sync>>,
+    /// The last rewrite a later layer made of it (see `rewritten`).
+    rewrite: Mutex<Option<Arc<Rewrite>>>,
+}
+
+/// An object of a kept build as a later layer rewrote it for one key (substituted with one
+/// owner's variables, the key their digest), with a cell of its own: the next revision that
+/// replays the object and rewrites it with the same key takes this one, and what is derived
+/// from it, instead of copying and rewriting it again.
+#[derive(Debug)]
+pub struct Rewrite {
+    key: [u8; 32],
+    pub resource: Resource,
+    pub cell: Shared,
+    /// What else the rewrite gave (the caller's).
+    pub outcome: Box<dyn Any + Send + Sync>,
 }
 
 /// Each of these asks `cell` when the build handed one on with `r` and `r` is still the
@@ -137,6 +152,34 @@ impl Shared {
             .derived
             .get_or_init(|| Box::new(make()))
             .downcast_ref()
+    }
+
+    /// `r` rewritten by `make` for `key`: the rewrite the last call with this key made, else
+    /// `make`'s, kept for the next call (a rewrite that fails, `None`, is not kept). `None`
+    /// without a cell: the caller rewrites `r` itself.
+    pub fn rewritten<T: Any + Send + Sync>(
+        cell: Option<&Shared>,
+        r: &Cow<'_, Resource>,
+        key: [u8; 32],
+        make: impl FnOnce(&Resource) -> Option<(Resource, T)>,
+    ) -> Option<Option<Arc<Rewrite>>> {
+        let cell = Shared::of(cell, r)?;
+        let mut last = cell.rewrite.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(w) = last.as_ref().filter(|w| w.key == key) {
+            return Some(Some(w.clone()));
+        }
+        let made = make(r).map(|(resource, outcome)| {
+            Arc::new(Rewrite {
+                key,
+                resource,
+                cell: Shared::default(),
+                outcome: Box::new(outcome),
+            })
+        });
+        if let Some(w) = &made {
+            *last = Some(w.clone());
+        }
+        Some(made)
     }
 }
 

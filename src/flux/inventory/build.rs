@@ -21,7 +21,7 @@ use crate::flux::substitute::{self, Source, SubstituteError, Variables};
 use crate::flux::{Kustomization, SourceKind, SourceRef};
 use crate::kustomize::object::{Cluster, ObjectId};
 use crate::kustomize::{Builder, Resource, Warning};
-use crate::kustomize::{Remembered, Remembering, Shared};
+use crate::kustomize::{Remembered, Remembering, Rewrite, Shared};
 use crate::tree::{FileTree, Footprint};
 
 /// The root Kustomization of environment `env` in `tree` (see `discover::root_in`).
@@ -305,7 +305,10 @@ fn build_owner(
     let shared_id = Arc::new(owner.id.clone());
     let mut building = Building {
         owner: &shared_id,
-        vars,
+        vars: vars.map(|v| {
+            let key = v.digest();
+            (v, key)
+        }),
         failure: None,
         undefined: BTreeSet::new(),
         keep: cx.keep,
@@ -570,8 +573,8 @@ pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, Fl
 struct Building<'a> {
     /// Its id, shared by its entries.
     owner: &'a Arc<ObjectId>,
-    /// Its variables, when it has `postBuild`.
-    vars: Option<Variables>,
+    /// Its variables, when it has `postBuild`, with their digest (`Variables::digest`).
+    vars: Option<(Variables, [u8; 32])>,
     /// Why Flux's build of it fails, if it does (a string substitution cannot parse).
     failure: Option<String>,
     /// The variables its objects need that nothing sets: Flux's strict substitution fails
@@ -594,7 +597,7 @@ struct Building<'a> {
 fn record(
     found: &mut Found,
     building: &mut Building,
-    mut r: Cow<'_, Resource>,
+    r: Cow<'_, Resource>,
     shared: Option<&Shared>,
 ) {
     if *building.file != *r.file {
@@ -606,8 +609,19 @@ fn record(
         .vars
         .is_some()
         .then(|| facts::of_shared(shared, &r, true).variables);
-    let Some(unknown) = building.substitute(&mut r, shared, written.as_deref()) else {
-        return;
+    let rewrite;
+    let (r, shared, unknown) = match building.substitute(r, shared, written.as_deref()) {
+        Substituted::Here(r, unknown) => (r, shared, unknown),
+        Substituted::Kept(w) => {
+            rewrite = w;
+            let unknown = rewrite
+                .outcome
+                .downcast_ref::<BTreeSet<String>>()
+                .cloned()
+                .unwrap_or_default();
+            (Cow::Borrowed(&rewrite.resource), Some(&rewrite.cell), unknown)
+        }
+        Substituted::Failed => return,
     };
     let Some(mut id) = Shared::id(shared, &r) else {
         found.warnings.push(Warning {
@@ -622,7 +636,7 @@ fn record(
         let vars = building
             .vars
             .as_ref()
-            .map(Variables::unknown_sources)
+            .map(|(v, _)| v.unknown_sources())
             .unwrap_or_default();
         found.warnings.push(Warning {
             path: r.file.clone(),
@@ -643,35 +657,56 @@ fn record(
             ),
         });
     }
-    if let Some(source) = Source::of(&id, &r.value) {
-        found
-            .sources
-            .entry(id.clone())
-            .or_insert_with(|| (owner.clone(), source));
-    } else if let Some((secret, source)) = Source::made_by(&id, &r.value) {
-        found
-            .sources
-            .entry(secret)
-            .or_insert_with(|| (owner.clone(), source));
-    }
     if Kustomization::is(&r.value) {
         found.add_owner(building, r, shared, written);
-    } else {
-        found.add_entry(building, id, r, shared, &written);
+        return;
     }
+    // The `substituteFrom` source it is, or makes in the cluster (the Secret, by its id): read
+    // once for an object replayed builds hand on unchanged.
+    let provides = || match Source::of(&id, &r.value) {
+        Some(source) => Some((None, source)),
+        None => Source::made_by(&id, &r.value).map(|(secret, source)| (Some(secret), source)),
+    };
+    let made;
+    let provided = match Shared::derived(shared, &r, provides) {
+        Some(kept) => kept.as_ref(),
+        None => {
+            made = provides();
+            made.as_ref()
+        }
+    };
+    if let Some((secret, source)) = provided {
+        let at = secret.as_ref().unwrap_or(&id);
+        if !found.sources.contains_key(at) {
+            found
+                .sources
+                .insert(at.clone(), (owner.clone(), source.clone()));
+        }
+    }
+    found.add_entry(building, id, r, shared, &written);
+}
+
+/// An object of a build after substitution (`Building::substitute`).
+enum Substituted<'a> {
+    /// Substituted here (or left as it is), with what is left in its name or namespace that
+    /// may come from a source that cannot be read.
+    Here(Cow<'a, Resource>, BTreeSet<String>),
+    /// Substituted as a replayed build's object was before with the same variables: that
+    /// rewrite, shared (`Shared::rewritten`).
+    Kept(Arc<Rewrite>),
+    /// A string cannot be parsed: the failure is kept.
+    Failed,
 }
 
 impl Building<'_> {
-    /// Substitutes the variables of `r`, which needs `written` as written; what is left in
-    /// its name or namespace that may come from a source that cannot be read. None, the
-    /// failure kept, when a string cannot be parsed.
-    fn substitute(
+    /// Substitutes the variables of `r`, which needs `written` as written.
+    fn substitute<'a>(
         &mut self,
-        r: &mut Cow<'_, Resource>,
+        mut r: Cow<'a, Resource>,
         shared: Option<&Shared>,
         written: Option<&[String]>,
-    ) -> Option<BTreeSet<String>> {
-        if let (Some(vars), Some(needed)) = (&self.vars, written) {
+    ) -> Substituted<'a> {
+        if let (Some((vars, _)), Some(needed)) = (&self.vars, written) {
             if vars.runs {
                 let unset = needed
                     .iter()
@@ -680,18 +715,36 @@ impl Building<'_> {
             }
         }
         // Only an object substitution may change is copied to be changed.
-        let Some(vars) = self
+        let Some((vars, key)) = self
             .vars
             .as_ref()
-            .filter(|_| Shared::may_change(shared, r, substitute::may_change))
+            .filter(|_| Shared::may_change(shared, &r, substitute::may_change))
         else {
-            return Some(BTreeSet::new());
+            return Substituted::Here(r, BTreeSet::new());
         };
-        match substitute::object(&mut r.to_mut().value, vars) {
-            Ok(out) => Some(out.in_identity()),
+        let file = r.file.clone();
+        let fail = |e: SubstituteError| format!("{file}: {e}");
+        let mut failed = None;
+        let kept = Shared::rewritten(shared, &r, *key, |r| {
+            let mut r = r.clone();
+            match substitute::object(&mut r.value, vars) {
+                Ok(out) => Some((r, out.in_identity())),
+                Err(e) => {
+                    failed = Some(fail(e));
+                    None
+                }
+            }
+        });
+        let out = match kept {
+            Some(Some(w)) => return Substituted::Kept(w),
+            Some(None) => Err(failed.unwrap_or_default()),
+            None => substitute::object(&mut r.to_mut().value, vars).map_err(fail),
+        };
+        match out {
+            Ok(out) => Substituted::Here(r, out.in_identity()),
             Err(e) => {
-                self.failure.get_or_insert(format!("{}: {e}", r.file));
-                None
+                self.failure.get_or_insert(e);
+                Substituted::Failed
             }
         }
     }
