@@ -294,6 +294,8 @@ pub fn analyse_steps(
     let mut objects = GitObjects::open(root)?;
     let mut old = FileTree::from_git_reading(root, first, &mut blobs, Some(&mut objects))?;
     let mut older: Vec<Kept> = Vec::new();
+    // The roots written in `old`, found by the step before in its newer tree.
+    let mut old_roots = None;
     let mut out = Vec::with_capacity(steps.len().saturating_sub(1));
     // What a step is done with is freed while the next is read and built (one step's
     // objects more held at once, the time to free them taken off the history's).
@@ -302,15 +304,18 @@ pub fn analyse_steps(
     for pair in steps.windows(2) {
         let new = FileTree::from_git_reading(root, &pair[1], &mut blobs, Some(&mut objects))?;
         let config = config_in_force(root, &old, &new)?;
+        let mut roots = [None, old_roots.take()];
         let built = Builds::of_reusing(
             &old,
             &new,
             config.as_ref(),
             overrides,
             Keep::Facts,
-            std::mem::take(&mut older),
+            (std::mem::take(&mut older), &mut roots),
             true,
         );
+        let [new_roots, _] = roots;
+        old_roots = new_roots;
         // A step with no environment says so, and is not safe; the others are judged.
         let (built, newer) = match built {
             Err(Error::NoEnvironment(why)) => {
@@ -437,11 +442,14 @@ impl Builds {
         overrides: &[(String, String)],
         kept: Keep,
     ) -> Result<Builds> {
-        Ok(Builds::of_reusing(old, new, config, overrides, kept, Vec::new(), false)?.0)
+        let mut roots = [None, None];
+        Ok(Builds::of_reusing(old, new, config, overrides, kept, (Vec::new(), &mut roots), false)?.0)
     }
 
     /// `of`, for a step of a history when `keep` (with `kept` the facts): the builds of `old` are
-    /// taken from `older` where an environment is the same, and for each environment of
+    /// taken from `older` where an environment is the same, the roots written in `new` and
+    /// `old` from `roots` where they are there (and left there where they are worked out,
+    /// `discover::environments_reusing`), and for each environment of
     /// `pairs` in order the builds of its Flux Kustomizations in `new` are given back
     /// remembered: the next step replays those whose files did not change
     /// (`inventory::build_remembering`), with the footprints of its partial owners
@@ -453,10 +461,10 @@ impl Builds {
         config: Option<&Config>,
         overrides: &[(String, String)],
         kept: Keep,
-        mut older: Vec<Kept>,
+        (mut older, roots): (Vec<Kept>, &mut [Option<Vec<Environment>>; 2]),
         keep: bool,
     ) -> Result<(Builds, Vec<Carried>)> {
-        let envs = discover::environments(&[new, old], config, overrides);
+        let envs = discover::environments_reusing(&[new, old], roots, config, overrides);
         if envs.is_empty() {
             return Err(Error::NoEnvironment(format!(
                 "no Flux environment found in {} or {}; looked for {}. Name one with `--env NAME=PATH` or list them under clusters.environments in fluxwave.yaml",

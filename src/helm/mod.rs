@@ -30,6 +30,7 @@ use sha2::{Digest, Sha256};
 
 use crate::flux::data::HELM_GROUP;
 use crate::flux::inventory::Inventory;
+use crate::flux::substitute::Source;
 pub use crate::flux::release::{Object, Release, Render, Rendered, Target};
 use crate::kustomize::object::{crd_kind, Cluster, ObjectId, CLUSTER_SCOPED};
 use crate::kustomize::Builder;
@@ -255,11 +256,8 @@ struct Job {
     namespace: String,
     storage_namespace: String,
     include_crds: bool,
-    values: Result<values::Composed, ValuesError>,
-    /// `values` as helm reads them on its standard input, JSON (empty when they cannot be
-    /// composed); the render's key and the release's inputs digest both take it.
-    values_json: String,
-    hr: Value,
+    values: Values,
+    hr: Arc<Value>,
     target: Target,
     /// The cluster it installs into when that is not Flux's own: its `spec.kubeConfig`'s, else
     /// the one it is applied to (helm-controller installs with the client `kubeConfig`
@@ -267,15 +265,61 @@ struct Job {
     cluster: Option<Cluster>,
 }
 
+/// A release's values as composed (`values::compose`), and as helm reads them on its standard
+/// input, JSON (empty when they cannot be composed): the render's key and the release's inputs
+/// digest both take it.
+#[derive(Debug)]
+struct Composed {
+    values: Result<values::Composed, ValuesError>,
+    json: String,
+}
+
+type Values = Arc<Composed>;
+
+/// Values composed in this run, by the object of the release they were composed for (held
+/// here, so that its address names it while it is kept) and its id, with what its
+/// `valuesFrom` read (`values::reads`): a history's step composes again only the values of a
+/// release that changed. An entry whose object no inventory holds any more is dropped.
+type Memo = std::collections::HashMap<(usize, ObjectId), (Arc<Value>, Vec<Option<Source>>, Values)>;
+static COMPOSED: Mutex<Option<Memo>> = Mutex::new(None);
+
+/// The values of release `hr` (`id`) of `inv`, composed again only when they were not for
+/// this object with the same reads.
+fn composed(id: &ObjectId, hr: &Arc<Value>, inv: &Inventory) -> Values {
+    let reads = values::reads(hr, id, &inv.sources);
+    let key = (Arc::as_ptr(hr) as usize, id.clone());
+    let lock = || COMPOSED.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, read, values)) = lock().get_or_insert_default().get(&key) {
+        if read.iter().map(Option::as_ref).eq(reads.iter().copied()) {
+            return values.clone();
+        }
+    }
+    let values = values::compose(hr, id, &inv.sources);
+    let json = values
+        .as_ref()
+        .map(|v| values::for_helm(&v.values))
+        .unwrap_or_default();
+    let made = Arc::new(Composed { values, json });
+    let reads = reads.into_iter().map(|r| r.cloned()).collect();
+    lock()
+        .get_or_insert_default()
+        .insert(key, (hr.clone(), reads, made.clone()));
+    made
+}
+
 fn render_with(inv: &mut Inventory, tree: &FileTree, opts: &Options) {
-    let releases: Vec<(&ObjectId, &Value)> = inv
+    let releases: Vec<(&ObjectId, &Arc<Value>)> = inv
         .objects
         .iter()
         .filter(|(id, _)| id.is(HELM_GROUP, "HelmRelease"))
-        .filter_map(|(id, e)| Some((id, e.whole.as_deref()?)))
+        .filter_map(|(id, e)| Some((id, e.whole.as_ref()?)))
         .collect();
     if releases.is_empty() {
         return;
+    }
+    // Values kept for objects no inventory holds are let go.
+    if let Some(kept) = COMPOSED.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+        kept.retain(|_, (hr, _, _)| Arc::strong_count(hr) > 1);
     }
     // Composing each release's values reads the inventory only: on every core.
     let jobs: Vec<Job> = crate::par::map(&releases, |(id, hr)| job(id, hr, inv, tree));
@@ -310,7 +354,7 @@ fn render_with(inv: &mut Inventory, tree: &FileTree, opts: &Options) {
     let renders = pool(&jobs, |j| {
         let render = render_one(j, &fetched, tree, opts, &helm_id);
         // Why it failed may quote its values (a chart's `fail`, helm's own errors).
-        let render = match &j.values {
+        let render = match &j.values.values {
             Ok(v) => render.masked(&v.secret_strings),
             Err(_) => render,
         };
@@ -343,8 +387,8 @@ fn inputs(j: &Job, tree: &FileTree) -> String {
         ),
         Err(e) => (e.to_string(), String::new()),
     };
-    let values = match &j.values {
-        Ok(_) => j.values_json.clone(),
+    let values = match &j.values.values {
+        Ok(_) => j.values.json.clone(),
         Err(e) => e.to_string(),
     };
     let spec = |p: &str| j.hr.pointer(p).map(Value::to_string).unwrap_or_default();
@@ -365,7 +409,7 @@ fn inputs(j: &Job, tree: &FileTree) -> String {
     crate::fs::hex(&h.finalize())
 }
 
-fn job(id: &ObjectId, hr: &Value, inv: &Inventory, tree: &FileTree) -> Job {
+fn job(id: &ObjectId, hr: &Arc<Value>, inv: &Inventory, tree: &FileTree) -> Job {
     let text = |p: &str| {
         hr.pointer(p)
             .and_then(Value::as_str)
@@ -385,11 +429,7 @@ fn job(id: &ObjectId, hr: &Value, inv: &Inventory, tree: &FileTree) -> Job {
     // helm-controller installs the chart's `crds/` unless `install.crds` is `Skip` (its
     // default is `Create`).
     let include_crds = text("/spec/install/crds").as_deref() != Some("Skip");
-    let values = values::compose(hr, id, &inv.sources);
-    let values_json = values
-        .as_ref()
-        .map(|v| values::for_helm(&v.values))
-        .unwrap_or_default();
+    let values = composed(id, hr, inv);
     let storage_namespace = text("/spec/storageNamespace").unwrap_or_else(|| id.namespace.clone());
     let target = Target {
         release_name: release_name.clone(),
@@ -408,7 +448,6 @@ fn job(id: &ObjectId, hr: &Value, inv: &Inventory, tree: &FileTree) -> Job {
         namespace,
         include_crds,
         values,
-        values_json,
         hr: hr.clone(),
         target,
         cluster: crate::flux::inventory::target_cluster(hr, id),
@@ -443,7 +482,7 @@ fn render_one(
         Err(e) => return Render::NotRendered(e.to_string()),
     };
     let chart = &resolved.chart;
-    let values = match &j.values {
+    let values = match &j.values.values {
         Ok(v) => v,
         Err(e) => return Render::NotRendered(e.to_string()),
     };
@@ -492,7 +531,7 @@ fn render_one(
             format!("its values are not checked against the chart's schema: {r}, which fluxwave does not fetch or read")
         })
     };
-    let values_json = &j.values_json;
+    let values_json = &j.values.json;
     let mut key = Sha256::new();
     for part in [
         helm_id,

@@ -23,6 +23,40 @@ pub struct Composed {
     pub secret_strings: Secrets,
 }
 
+/// The `valuesFrom` entries of HelmRelease `hr` (`id`), each with the object it names: a
+/// ConfigMap or Secret (by its `kind`) in the release's own namespace and cluster.
+fn references<'a>(
+    hr: &'a Value,
+    id: &'a ObjectId,
+) -> impl Iterator<Item = (&'a Value, ObjectId)> + 'a {
+    let refs = hr
+        .pointer("/spec/valuesFrom")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    refs.iter().map(|r| {
+        let text = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
+        let source = ObjectId {
+            group: String::new(),
+            kind: text("kind").into(),
+            namespace: id.namespace.clone(),
+            name: text("name").into(),
+            cluster: id.cluster.clone(),
+        };
+        (r, source)
+    })
+}
+
+/// What `compose` reads of `sources` for `hr` (`id`): with the same object, it composes the
+/// same values from the same reads.
+pub fn reads<'s>(
+    hr: &Value,
+    id: &ObjectId,
+    sources: &'s BTreeMap<ObjectId, Source>,
+) -> Vec<Option<&'s Source>> {
+    references(hr, id).map(|(_, s)| sources.get(&s)).collect()
+}
+
 /// The values of HelmRelease `hr` (`id`); `sources` are the ConfigMaps and Secrets of the
 /// build. helm-controller reads `valuesFrom` in the HelmRelease's own namespace and cluster.
 /// `Err` says why they cannot be known.
@@ -36,12 +70,7 @@ pub fn compose(
         ..Composed::default()
     };
     let mut secret_strings = Vec::new();
-    let refs = hr
-        .pointer("/spec/valuesFrom")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    for r in refs {
+    for (r, source) in references(hr, id) {
         let text = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
         let (kind, name) = (text("kind"), text("name"));
         let key = match text("valuesKey") {
@@ -56,13 +85,6 @@ pub fn compose(
             });
         }
         let namespace = id.namespace.as_str();
-        let source = ObjectId {
-            group: String::new(),
-            kind: kind.into(),
-            namespace: namespace.into(),
-            name: name.into(),
-            cluster: id.cluster.clone(),
-        };
         let data = match sources.get(&source) {
             None if optional => continue,
             None => {

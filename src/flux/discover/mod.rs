@@ -118,6 +118,18 @@ pub fn environments(
     config: Option<&Config>,
     overrides: &[(String, String)],
 ) -> Vec<Environment> {
+    environments_reusing(trees, &mut vec![None; trees.len()], config, overrides)
+}
+
+/// `environments`, with the roots written in each tree (rules 3 and 4) taken from `known`
+/// (one for each tree) where they are there, and left there where they are worked out: a
+/// history's step finds those of its newer tree for the next step, whose older tree it is.
+pub fn environments_reusing(
+    trees: &[&FileTree],
+    known: &mut [Option<Vec<Environment>>],
+    config: Option<&Config>,
+    overrides: &[(String, String)],
+) -> Vec<Environment> {
     let first = trees.first().copied();
     let configured = |pairs: Vec<(String, String)>, found: &str| -> Vec<Environment> {
         pairs
@@ -140,7 +152,14 @@ pub fn environments(
         return configured(pairs, "clusters.environments in fluxwave.yaml");
     }
     // A folder a root applies in either revision is no root of its own (rule 5).
-    let roots: Vec<Vec<Environment>> = trees.iter().map(|t| roots(t)).collect();
+    let roots: Vec<Vec<Environment>> = trees
+        .iter()
+        .enumerate()
+        .map(|(i, t)| match known.get_mut(i) {
+            Some(known) => known.get_or_insert_with(|| roots(t)).clone(),
+            None => roots(t),
+        })
+        .collect();
     let applied: Vec<(String, String)> = trees
         .iter()
         .zip(&roots)
