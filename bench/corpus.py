@@ -5,6 +5,7 @@ held against Flux's own build code. Writes CORPUS.md.
     python3 bench/corpus.py --clones DIR [--bin target/release/fluxwave]
                             [--oracle target/flux-oracle/flux-oracle] [--list bench/corpus.txt]
                             [--commits 300] [--oracle-steps 12] [--only NAME]... [--out CORPUS.md]
+                            [--commit SHA]
                             [--report-only]
 
 DIR holds one clone of each repository of --list, named `owner+name` (`git clone` of what the
@@ -231,7 +232,7 @@ def against_oracle(a, clone, commits, envs, steps):
 def measure(a, name, pin):
     clone = Path(a.clones) / name.replace("/", "+")
     commits = git(clone, "rev-list", "--first-parent", f"--max-count={a.commits + 1}", pin).split()
-    r = {"repo": name, "pin": pin, "commits": len(commits) - 1}
+    r = {"repo": name, "pin": pin, "commits": len(commits) - 1, "fluxwave": a.commit}
     r["discovery"] = discovery_and_check(a, clone, pin)
     r["each"], steps = each(a, clone, commits)
     envs = r["discovery"].get("environments", [])
@@ -266,6 +267,9 @@ def write_report(a, results):
         "Made by `python3 bench/corpus.py` (its docstring says what each column measures) on the "
         f"repositories of `bench/corpus.txt`, each at its pinned commit, over its last {a.commits} first-parent "
         "steps, with no fluxwave.yaml. Verdicts are safe / deletes / incomplete (/ steps that failed).",
+        "",
+        "fluxwave built from commit " + ", ".join(sorted({r.get("fluxwave", "unrecorded") for r in results}))
+        + " of this repository; `--offline`, with Flux's build code (tools/flux-oracle) as the judge.",
         "",
         "| repository | environments found | Flux Kustomizations in the inventory / declared in files | "
         "check errors / warnings | cutover --each: safe / deletes / incomplete | CPU a step after the first | "
@@ -318,7 +322,10 @@ def main():
     ap.add_argument("--only", action="append", default=[])
     ap.add_argument("--out", default=str(ROOT / "CORPUS.md"))
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--commit", default=None,
+                    help="the commit of this repository --bin was built from (default: HEAD)")
     a = ap.parse_args()
+    a.commit = a.commit or git(ROOT, "rev-parse", "--short=10", "HEAD").strip()
     WORK.mkdir(parents=True, exist_ok=True)
     if a.oracle and not Path(a.oracle).exists():
         a.oracle = None
