@@ -30,8 +30,8 @@ use sha2::{Digest, Sha256};
 
 use crate::flux::data::HELM_GROUP;
 use crate::flux::inventory::Inventory;
-use crate::flux::substitute::Source;
 pub use crate::flux::release::{Object, Release, Render, Rendered, Target};
+use crate::flux::substitute::Source;
 use crate::kustomize::object::{crd_kind, Cluster, ObjectId, CLUSTER_SCOPED};
 use crate::kustomize::Builder;
 use crate::tree::FileTree;
@@ -269,12 +269,12 @@ struct Job {
 /// input, JSON (empty when they cannot be composed): the render's key and the release's inputs
 /// digest both take it.
 #[derive(Debug)]
-struct Composed {
+struct ReleaseValues {
     values: Result<values::Composed, ValuesError>,
     json: String,
 }
 
-type Values = Arc<Composed>;
+type Values = Arc<ReleaseValues>;
 
 /// Values composed in this run, by the object of the release they were composed for (held
 /// here, so that its address names it while it is kept) and its id, with what its
@@ -299,7 +299,7 @@ fn composed(id: &ObjectId, hr: &Arc<Value>, inv: &Inventory) -> Values {
         .as_ref()
         .map(|v| values::for_helm(&v.values))
         .unwrap_or_default();
-    let made = Arc::new(Composed { values, json });
+    let made = Arc::new(ReleaseValues { values, json });
     let reads = reads.into_iter().map(|r| r.cloned()).collect();
     lock()
         .get_or_insert_default()

@@ -31,7 +31,7 @@ mod transform;
 mod types;
 
 pub use error::{BuildError, Warning};
-pub use remember::{Remembered, Remembering, Rewrite, Shared};
+pub use remember::{Loads, Remembered, Remembering, Rewrite, Shared};
 pub use resolve::{resolve, resolve_under, Ref};
 pub use resource::{has, Keep, Kept, Resource};
 pub use transform::add_metadata;
@@ -70,6 +70,9 @@ pub struct Builder<'a> {
     /// The name references of the build under way, once a `configurations` file added to
     /// kustomize's defaults (see `nameref`).
     name_refs: Option<nameref::Config>,
+    /// The files loaded over this tree and the one before, while a history's build is made
+    /// afresh (see `remember::Loads`).
+    loads: Option<Arc<remember::Loads>>,
 }
 
 /// Entries a build's caller appended to a kustomization's `patches` and `components` (Flux's
@@ -173,12 +176,19 @@ impl<'a> Builder<'a> {
             keep: None,
             patches: HashMap::new(),
             name_refs: None,
+            loads: None,
         }
     }
 
     /// Holds of the objects it loads only what `keep` says its caller reads (see `Keep`).
     pub fn keeping(mut self, keep: Keep) -> Self {
         self.keep = Some(keep);
+        self
+    }
+
+    /// Loads files from `loads` where they were loaded before (see `remember::Loads`).
+    pub fn loading(mut self, loads: Option<Arc<Loads>>) -> Self {
+        self.loads = loads;
         self
     }
 
@@ -431,17 +441,17 @@ impl<'a> Builder<'a> {
         let text = self.tree.read(path).ok_or_else(|| self.not_read(path))?;
         match self.ready.remove(path) {
             Some(loaded) => loaded,
-            None => load(path, &text, self.keep),
+            None => loaded(self.loads.as_deref(), path, &text, self.keep),
         }
     }
 
     /// Loads `paths` (files a build is about to load) in parallel, so that building a folder
     /// of thousands of manifests uses every core.
     fn prefetch<S: AsRef<str> + Sync>(&mut self, paths: &[S]) {
-        let (tree, keep) = (self.tree, self.keep);
+        let (tree, keep, loads) = (self.tree, self.keep, self.loads.as_deref());
         let loaded = crate::par::map(paths, |path| {
             let path = path.as_ref();
-            tree.read(path).map(|text| load(path, &text, keep))
+            tree.read(path).map(|text| loaded(loads, path, &text, keep))
         });
         for (path, objects) in paths.iter().zip(loaded) {
             if let Some(objects) = objects {
@@ -915,6 +925,19 @@ pub fn list<'v>(
             file: file.to_string(),
             field: field.to_string(),
         }),
+    }
+}
+
+/// The objects of file `path` (`text`), from `loads` when it was loaded before.
+fn loaded(
+    loads: Option<&remember::Loads>,
+    path: &str,
+    text: &yaml::Text,
+    keep: Option<Keep>,
+) -> Built {
+    match loads {
+        Some(loads) => loads.load(path, text, keep.is_none(), || load(path, text, keep)),
+        None => load(path, text, keep),
     }
 }
 

@@ -18,8 +18,10 @@ use serde_json::Value;
 
 use super::error::Warning;
 use super::object::ObjectId;
+use super::resource::Built;
 use super::{Builder, Emit, Resource};
 use crate::tree::{Changes, FileTree, Footprint};
+use crate::yaml::Text;
 
 /// The builds made over one tree, to replay over the next.
 #[derive(Debug, Default)]
@@ -30,6 +32,56 @@ pub struct Remembered {
     /// cluster-scoped kinds and whether objects were kept whole.
     context: Context,
     builds: HashMap<String, Vec<Kept>>,
+    /// The files loaded over the tree (see `Loads`).
+    loads: Arc<Loads>,
+}
+
+/// Files loaded (`resource::load`), by path, with the text each was loaded from and whether
+/// its objects were held whole (without the builder's `Keep`, which is otherwise always
+/// `facts::KEEP`).
+type LoadedFiles = HashMap<String, (Text, bool, Arc<Built>)>;
+
+/// The files loaded by the builds of a history's trees that were made afresh (owners'
+/// footprints too): a build of a folder made again because one of its files changed loads the
+/// others from here instead of parsing them again. Kept from tree to tree for the files whose
+/// text the next tree still has at their path (`keep_for`).
+#[derive(Debug, Default)]
+pub struct Loads(Mutex<LoadedFiles>);
+
+impl Loads {
+    /// The objects of file `path` (`text`), held `whole` or not: those it held when it was
+    /// loaded so from the same text, else `load`'s.
+    pub(super) fn load(
+        &self,
+        path: &str,
+        text: &Text,
+        whole: bool,
+        load: impl FnOnce() -> Built,
+    ) -> Built {
+        let files = || self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let known = files()
+            .get(path)
+            .filter(|(t, w, _)| *w == whole && (Arc::ptr_eq(t, text) || t == text))
+            .map(|(_, _, built)| built.clone());
+        let built = match known {
+            Some(built) => built,
+            None => {
+                let built = Arc::new(load());
+                let entry = (text.clone(), whole, built.clone());
+                files().insert(path.to_string(), entry);
+                built
+            }
+        };
+        Built::clone(&built)
+    }
+
+    /// Lets go of the files `tree` no longer has as they were loaded.
+    fn keep_for(&self, tree: &FileTree) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|path, (text, _, _)| tree.holds(path, text));
+    }
 }
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -188,6 +240,11 @@ impl Remembered {
     pub fn tree(&self) -> Option<&FileTree> {
         self.tree.as_ref()
     }
+
+    /// The files loaded over the tree, for other builds of it (see `Loads`).
+    pub fn loads(&self) -> Arc<Loads> {
+        self.loads.clone()
+    }
 }
 
 /// A build of one tree that replays what it may of `Remembered` builds of an earlier one and
@@ -203,6 +260,9 @@ pub struct Remembering {
 impl Remembering {
     /// What the builds of this tree leave for the next.
     pub fn into_remembered(self) -> Remembered {
+        if let Some(tree) = &self.now.tree {
+            self.now.loads.keep_for(tree);
+        }
         self.now
     }
 }
@@ -225,6 +285,7 @@ impl<'a> Builder<'a> {
             }
             _ => (Remembered::default(), Changes::default()),
         };
+        let loads = before.loads.clone();
         Remembering {
             before,
             changes,
@@ -232,6 +293,7 @@ impl<'a> Builder<'a> {
                 tree: recording.then(|| self.tree.clone()),
                 context,
                 builds: HashMap::new(),
+                loads,
             },
         }
     }
@@ -284,12 +346,14 @@ impl<'a> Builder<'a> {
         self.tree.take_footprint();
         let warned = self.warnings.len();
         let mut emitted = Vec::new();
+        let lent = self.loads.replace(memo.now.loads.clone());
         let built = build(self, &mut |r: Resource| {
             emitted.push((r, Shared::default()));
             if let Some((r, shared)) = emitted.last() {
                 emit(Cow::Borrowed(r), Some(shared));
             }
         });
+        self.loads = lent;
         let footprint = self.tree.take_footprint();
         let names_revision = |e: &E| {
             self.tree
