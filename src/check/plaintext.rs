@@ -9,8 +9,9 @@
 //! vals expression (`ref+<scheme>://...`), a bank-vaults webhook reference (`vault:path#key`),
 //! an argocd-vault-plugin placeholder (`<path:path#key>`), SOPS ciphertext (`ENC[...]`), a
 //! value holding a template expression (`{{ ... }}` for Go, Helm or `op inject`, `${...}` for
-//! Flux's postBuild substitution), or an empty value. `data` values are base64, decoded first.
-//! A Secret is plain text when one of its values is none of these.
+//! Flux's postBuild substitution), or an empty value. `data` values are base64, decoded first
+//! (one that is not base64 is judged as written: a reference there is resolved before the
+//! Secret is applied). A Secret is plain text when one of its values is none of these.
 
 use serde_json::Value;
 
@@ -93,8 +94,10 @@ pub fn plaintext_secret(flux: &FluxView) -> Vec<Finding> {
 }
 
 /// Whether a Secret value holds something secret: not empty, and neither a reference to a
-/// secret kept elsewhere nor a template (see the module's documentation). A `data` value
-/// that is not base64, or whose bytes are not text, holds a value.
+/// secret kept elsewhere nor a template (see the module's documentation). A `data` value is
+/// judged decoded; one that is not base64, or whose bytes are not text, as it is written (a
+/// reference in `data` is resolved before the Secret is applied: vals or a bootstrap script
+/// writes the value there, which the API server would refuse as it stands).
 fn holds_value(v: &Value, base64: bool) -> bool {
     let text = match v {
         Value::Null => return false,
@@ -106,7 +109,7 @@ fn holds_value(v: &Value, base64: bool) -> bool {
     }
     match crate::base64::decode(text).map(String::from_utf8) {
         Some(Ok(decoded)) => !is_reference(&decoded),
-        _ => true,
+        _ => !is_reference(text),
     }
 }
 
@@ -227,8 +230,14 @@ mod tests {
         ));
         assert!(holds_value(&Value::from("aHVudGVyMg=="), true));
         assert!(holds_value(&Value::from("aHVudGVyMg"), true));
-        // Not base64, and bytes that are not text: values.
-        assert!(holds_value(&Value::from("op://not/base/64"), true));
+        // Not base64, or bytes that are not text: judged as written, so a reference left for
+        // vals to resolve holds none, and anything else holds one.
+        assert!(!holds_value(
+            &Value::from("ref+op://Home-Lab/1password/OP_CONNECT_TOKEN"),
+            true
+        ));
+        assert!(!holds_value(&Value::from("op://vault/item/field"), true));
+        assert!(holds_value(&Value::from("hunter2!"), true));
         assert!(holds_value(&Value::from("/w=="), true));
         assert!(!holds_value(&Value::Null, true));
         assert!(holds_value(&Value::from(5432), false));
