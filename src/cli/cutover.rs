@@ -55,10 +55,11 @@ pub fn run_each(
     if std::env::var_os("FLUXWAVE_TEST_STEP_COUNTS").is_some() {
         for (i, r) in reports.iter().enumerate() {
             super::report::warn(format_args!(
-                "step {}: builds {}, footprints {}",
+                "step {}: builds {}, footprints {}, parses {}",
                 i + 1,
                 r.cost.owner_builds,
-                r.cost.footprints
+                r.cost.footprints,
+                r.cost.parses
             ));
         }
     }

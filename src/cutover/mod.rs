@@ -83,12 +83,14 @@ pub struct Report {
 }
 
 /// The work a history's step did beyond replaying the step before: the Flux Kustomizations
-/// built afresh and the footprints worked out (`crate::tally`). A step that changes nothing a
-/// build reads does neither; the test-only `FLUXWAVE_TEST_STEP_COUNTS` prints them.
+/// built afresh, the footprints worked out and the manifests parsed (`crate::tally`). A step
+/// that changes nothing a build reads does none of it; one that changes a file parses that
+/// one; the test-only `FLUXWAVE_TEST_STEP_COUNTS` prints them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Cost {
     pub owner_builds: usize,
     pub footprints: usize,
+    pub parses: usize,
 }
 
 impl Cost {
@@ -97,6 +99,7 @@ impl Cost {
         Cost {
             owner_builds: crate::tally::take(&crate::tally::OWNER_BUILDS),
             footprints: crate::tally::take(&crate::tally::FOOTPRINTS),
+            parses: crate::tally::take(&crate::tally::PARSES),
         }
     }
 }
@@ -443,7 +446,16 @@ impl Builds {
         kept: Keep,
     ) -> Result<Builds> {
         let mut roots = [None, None];
-        Ok(Builds::of_reusing(old, new, config, overrides, kept, (Vec::new(), &mut roots), false)?.0)
+        Ok(Builds::of_reusing(
+            old,
+            new,
+            config,
+            overrides,
+            kept,
+            (Vec::new(), &mut roots),
+            false,
+        )?
+        .0)
     }
 
     /// `of`, for a step of a history when `keep` (with `kept` the facts): the builds of `old` are
@@ -551,6 +563,7 @@ impl Builds {
                 (&o, &n),
                 || changed.get_or_init(|| old.changed_paths(new)).as_slice(),
                 &mut footprints,
+                keep.then(|| remembered.loads()),
             ));
             if keep {
                 newer.push(Carried {

@@ -13,6 +13,7 @@ use serde_json::Value;
 use super::{Incomplete, ObjectId};
 use crate::flux::inventory::{self, Inventory, Owner};
 use crate::flux::SourceRef;
+use crate::kustomize::Loads;
 use crate::tree::{FileTree, Footprint};
 
 /// The footprints of one environment's partial owners over one tree, by owner: what a
@@ -73,10 +74,12 @@ struct Side<'a> {
     inv: &'a Inventory,
     /// The source of its root Kustomization: this repository.
     root_source: Option<SourceRef>,
+    /// The files a history's builds loaded, which a footprint's build loads from.
+    loads: Option<Arc<Loads>>,
 }
 
 impl<'a> Side<'a> {
-    fn of(tree: &'a FileTree, inv: &'a Inventory) -> Side<'a> {
+    fn of(tree: &'a FileTree, inv: &'a Inventory, loads: Option<Arc<Loads>>) -> Side<'a> {
         let root_source = inv
             .owners
             .values()
@@ -87,6 +90,7 @@ impl<'a> Side<'a> {
             recording: tree.recording(),
             inv,
             root_source,
+            loads,
         }
     }
 
@@ -132,7 +136,12 @@ impl<'a> Side<'a> {
                 object: o.object.clone(),
                 file: o.file.clone(),
                 index: o.index,
-                footprint: inventory::footprint(&self.recording, &self.inv.env_path, o),
+                footprint: inventory::footprint(
+                    &self.recording,
+                    &self.inv.env_path,
+                    o,
+                    self.loads.clone(),
+                ),
                 declares: OnceLock::new(),
             }),
         }
@@ -195,6 +204,7 @@ pub(super) fn unseen<'a>(
     (old, new): (&Inventory, &Inventory),
     changed: impl FnOnce() -> &'a [String],
     known: &mut Footprints,
+    loads: Option<Arc<Loads>>,
 ) -> Vec<Incomplete> {
     let before = std::mem::take(known);
     let partial: BTreeSet<&ObjectId> = old
@@ -209,7 +219,10 @@ pub(super) fn unseen<'a>(
     }
     // The paths the change touches are worked out only when some owner is partial.
     let changed = changed();
-    let sides = [Side::of(old_tree, old), Side::of(new_tree, new)];
+    let sides = [
+        Side::of(old_tree, old, loads.clone()),
+        Side::of(new_tree, new, loads),
+    ];
     // The root's own file holds the source's `spec.ignore`, which decides what every build
     // of the artifact sees.
     let root_changed = [old, new].iter().any(|inv| {

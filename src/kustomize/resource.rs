@@ -252,6 +252,7 @@ impl Resource {
 /// The objects of a file: its documents, and the items of a List; each split as `keep` says
 /// (see `Resource::loaded`).
 pub(super) fn load(path: &str, text: &yaml::Text, keep: Option<Keep>) -> Built {
+    crate::tally::add(&crate::tally::PARSES);
     let mut out = Vec::new();
     for (index, doc) in parse_file(path, text)?.into_iter().enumerate() {
         let is_list = doc

@@ -536,6 +536,12 @@ impl FileTree {
         }
     }
 
+    /// Whether the file at `path` is `text` (the same text, not a copy), as the tree holds it;
+    /// nothing is recorded.
+    pub fn holds(&self, path: &str, text: &Text) -> bool {
+        self.files.get(path).is_some_and(|t| Arc::ptr_eq(t, text))
+    }
+
     /// Whether this tree is `recording`.
     pub fn is_recording(&self) -> bool {
         self.log.is_some()

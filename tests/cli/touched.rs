@@ -172,6 +172,12 @@ fn a_change_to_another_document_of_its_file_does_not_touch_a_kustomization() {
 /// `cutover --each` over `range` with `FLUXWAVE_TEST_STEP_COUNTS` set: for each step, the
 /// Flux Kustomizations built afresh and the footprints worked out; and the verdicts.
 fn step_counts(repo: &TestRepo, range: &str) -> (Vec<(usize, usize)>, Vec<String>) {
+    let (counts, verdicts) = step_costs(repo, range);
+    (counts.iter().map(|&(b, f, _)| (b, f)).collect(), verdicts)
+}
+
+/// `step_counts`, with the manifests each step parsed.
+fn step_costs(repo: &TestRepo, range: &str) -> (Vec<(usize, usize, usize)>, Vec<String>) {
     let mut cmd = repo.command(&["cutover", "--each", range, "--format", "json", "--no-helm"]);
     cmd.env("FLUXWAVE_TEST_STEP_COUNTS", "1");
     let run = repo.run_command(cmd);
@@ -181,8 +187,10 @@ fn step_counts(repo: &TestRepo, range: &str) -> (Vec<(usize, usize)>, Vec<String
         .lines()
         .filter_map(|l| {
             let (_, rest) = l.split_once(": builds ")?;
-            let (builds, footprints) = rest.split_once(", footprints ")?;
-            Some((builds.parse().unwrap(), footprints.trim().parse().unwrap()))
+            let (builds, rest) = rest.split_once(", footprints ")?;
+            let (footprints, parses) = rest.split_once(", parses ")?;
+            let n = |s: &str| s.trim().parse::<usize>().unwrap();
+            Some((n(builds), n(footprints), n(parses)))
         })
         .collect();
     let doc: Value = serde_json::from_str(&run.stdout).unwrap();
@@ -241,6 +249,54 @@ fn a_step_that_touches_no_footprint_builds_nothing() {
     // revision; the others replay them.
     assert_eq!(counts.len(), 4, "{counts:?}");
     assert_eq!(counts[1..], [(0, 0), (1, 0), (0, 0)], "{counts:?}");
+}
+
+/// A folder of manifests Flux builds with the kustomization it generates, built again at
+/// every step that changes one of them, and a partial Kustomization reading two of them (it
+/// also lists a missing file): the builds and footprints a step makes again parse only the
+/// file that changed, the others are taken as the step before loaded them
+/// (`kustomize::Loads`).
+#[test]
+fn a_step_parses_only_the_files_it_changes() {
+    let repo = TestRepo::empty();
+    repo.write(
+        "clusters/dev/kustomization.yaml",
+        "resources:\n  - apps.yaml\n  - broken.yaml\n",
+    )
+    .write("clusters/dev/apps.yaml", &ks("apps", "./apps", &[]))
+    .write("clusters/dev/broken.yaml", &ks("broken", "./broken", &[]))
+    .write(
+        "broken/kustomization.yaml",
+        "resources:\n  - ../apps/a.yaml\n  - ../apps/b.yaml\n  - missing.yaml\n",
+    );
+    let apps: Vec<String> = (0..20).map(|i| ((b'a' + i) as char).to_string()).collect();
+    for a in &apps {
+        repo.write(&format!("apps/{a}.yaml"), &config_map(a, "b"));
+    }
+    repo.commit_all("init");
+    for a in ["c", "a", "d"] {
+        repo.write(&format!("apps/{a}.yaml"), &config_map(a, "c"));
+        repo.commit_all(&format!("{a}: c"));
+    }
+    let (costs, verdicts) = step_costs(&repo, "HEAD~3..HEAD");
+    assert_eq!(verdicts, ["safe", "incomplete", "safe"], "{costs:?}");
+    // The first step loads both revisions. After it, each step builds the folder again and
+    // parses one file, whatever else it builds again or works out (its failing build names
+    // the revision it read, so it is never replayed; its footprint is worked out anew).
+    let later = &costs[1..];
+    assert!(later.iter().all(|&(builds, _, _)| builds >= 1), "{costs:?}");
+    assert!(
+        later.iter().any(|&(_, footprints, _)| footprints >= 1),
+        "{costs:?}"
+    );
+    assert_eq!(
+        later
+            .iter()
+            .map(|&(_, _, parses)| parses)
+            .collect::<Vec<_>>(),
+        [1, 1],
+        "{costs:?}"
+    );
 }
 
 /// The settings one Kustomization substitutes from are built by a later one: each revision

@@ -21,7 +21,7 @@ use crate::flux::substitute::{self, Source, SubstituteError, Variables};
 use crate::flux::{Kustomization, SourceKind, SourceRef};
 use crate::kustomize::object::{Cluster, ObjectId};
 use crate::kustomize::{Builder, Resource, Warning};
-use crate::kustomize::{Remembered, Remembering, Rewrite, Shared};
+use crate::kustomize::{Loads, Remembered, Remembering, Rewrite, Shared};
 use crate::tree::{FileTree, Footprint};
 
 /// The root Kustomization of environment `env` in `tree` (see `discover::root_in`).
@@ -619,7 +619,11 @@ fn record(
                 .downcast_ref::<BTreeSet<String>>()
                 .cloned()
                 .unwrap_or_default();
-            (Cow::Borrowed(&rewrite.resource), Some(&rewrite.cell), unknown)
+            (
+                Cow::Borrowed(&rewrite.resource),
+                Some(&rewrite.cell),
+                unknown,
+            )
         }
         Substituted::Failed => return,
     };
@@ -848,10 +852,17 @@ fn dollars(vars: &BTreeSet<String>) -> String {
 /// its own object is written in is not counted unless the build reads it: what of it counts
 /// is the object (`Owner::object`), which the caller compares, not its neighbours in the
 /// file.
-pub fn footprint(tree: &FileTree, env_path: &str, owner: &Owner) -> Footprint {
+pub fn footprint(
+    tree: &FileTree,
+    env_path: &str,
+    owner: &Owner,
+    loads: Option<Arc<Loads>>,
+) -> Footprint {
     crate::tally::add(&crate::tally::FOOTPRINTS);
     tree.take_footprint();
-    let mut builder = Builder::owners_only(tree).keeping(facts::KEEP);
+    let mut builder = Builder::owners_only(tree)
+        .keeping(facts::KEEP)
+        .loading(loads);
     let what = if owner.file.is_empty() {
         env_path
     } else {
