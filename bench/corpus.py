@@ -6,7 +6,7 @@ held against Flux's own build code. Writes CORPUS.md.
                             [--oracle target/flux-oracle/flux-oracle] [--list bench/corpus.txt]
                             [--commits 300] [--oracle-steps 12] [--only NAME]... [--out CORPUS.md]
                             [--commit SHA]
-                            [--report-only]
+                            [--report-only] [--refresh --previous-bin BIN]
 
 DIR holds one clone of each repository of --list, named `owner+name` (`git clone` of what the
 library's fetch gives). Each clone is read, never written: every revision comes from git.
@@ -34,6 +34,9 @@ that release is not rendered, and a change to it is "incomplete", which is what 
 tool can know; nor is the CPU of a pull that cannot succeed counted in a step's cost).
 
 Results are kept in target/corpus/<owner+name>.json; --report-only writes CORPUS.md from them.
+--refresh measures discovery, `check` and `cutover --each` again with --bin, keeping each
+saved oracle comparison when `cutover --each` of --previous-bin (the binary that comparison
+was made with) reports every step exactly as --bin does: the comparison reads nothing else.
 """
 
 import argparse
@@ -229,6 +232,25 @@ def against_oracle(a, clone, commits, envs, steps):
     return out
 
 
+def refresh(a, name, pin, saved):
+    """`saved` measured again with --bin, its oracle comparison kept if every step's report
+    of --previous-bin equals --bin's."""
+    clone = Path(a.clones) / name.replace("/", "+")
+    commits = git(clone, "rev-list", "--first-parent", f"--max-count={a.commits + 1}", pin).split()
+    previous = run([a.previous_bin, "--repo", clone, "--cache", WORK / "cache", "--offline", "cutover",
+                    "--each", f"{commits[-1]}..{pin}", "--format", "json"])
+    r = dict(saved, fluxwave=a.commit)
+    r["discovery"] = discovery_and_check(a, clone, pin)
+    r["each"], steps = each(a, clone, commits)
+    before = json.loads(previous[1])["steps"] if previous[0] in (0, 1) else None
+    if "oracle" in saved and before != steps:
+        del r["oracle"]
+        r["oracle_dropped"] = "the steps' reports differ from those the oracle comparison was made with"
+    elif "oracle" in saved:
+        r["oracle_with"] = saved.get("oracle_with", saved.get("fluxwave", "unrecorded"))
+    return r
+
+
 def measure(a, name, pin):
     clone = Path(a.clones) / name.replace("/", "+")
     commits = git(clone, "rev-list", "--first-parent", f"--max-count={a.commits + 1}", pin).split()
@@ -269,7 +291,10 @@ def write_report(a, results):
         "steps, with no fluxwave.yaml. Verdicts are safe / deletes / incomplete (/ steps that failed).",
         "",
         "fluxwave built from commit " + ", ".join(sorted({r.get("fluxwave", "unrecorded") for r in results}))
-        + " of this repository; `--offline`, with Flux's build code (tools/flux-oracle) as the judge.",
+        + " of this repository; `--offline`, with Flux's build code (tools/flux-oracle) as the judge"
+        + "".join(sorted({f" (oracle comparisons made with {r['oracle_with']}, whose `cutover --each` reports every"
+                          " step as this one does)" for r in results if r.get("oracle_with")}))
+        + ".",
         "",
         "| repository | environments found | Flux Kustomizations in the inventory / declared in files | "
         "check errors / warnings | cutover --each: safe / deletes / incomplete | CPU a step after the first | "
@@ -322,6 +347,8 @@ def main():
     ap.add_argument("--only", action="append", default=[])
     ap.add_argument("--out", default=str(ROOT / "CORPUS.md"))
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--refresh", action="store_true")
+    ap.add_argument("--previous-bin")
     ap.add_argument("--commit", default=None,
                     help="the commit of this repository --bin was built from (default: HEAD)")
     a = ap.parse_args()
@@ -336,7 +363,12 @@ def main():
         if not a.report_only and (not a.only or name in a.only):
             print(f"{name}…", flush=True)
             try:
-                measured = measure(a, name, pin)
+                if a.refresh:
+                    if not saved.exists():
+                        continue
+                    measured = refresh(a, name, pin, json.loads(saved.read_text()))
+                else:
+                    measured = measure(a, name, pin)
             except subprocess.CalledProcessError as e:
                 # A clone that cannot give a revision's files (a fetched snapshot missing a
                 # blob) is listed as not measured, with git's words, and the run goes on.

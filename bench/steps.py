@@ -108,13 +108,13 @@ def cpu(cmd, env):
 
 def counts(stderr):
     """The most owner builds and footprints of a step after the first, from
-    FLUXWAVE_TEST_STEP_COUNTS lines (`step <i>: builds <b>, footprints <f>`)."""
+    FLUXWAVE_TEST_STEP_COUNTS lines (`step <i>: builds <b>, footprints <f>, parses <p>`)."""
     most = [0, 0]
     for line in stderr.splitlines():
         if line.startswith("step ") and ": builds " in line:
             i = int(line.split()[1].rstrip(":"))
             b = int(line.split("builds ")[1].split(",")[0])
-            f = int(line.split("footprints ")[1])
+            f = int(line.split("footprints ")[1].split(",")[0])
             if i > 1:
                 most = [max(most[0], b), max(most[1], f)]
     return most
