@@ -610,8 +610,9 @@ fn record(
         .is_some()
         .then(|| facts::of_shared(shared, &r, true).variables);
     let rewrite;
-    let (r, shared, unknown) = match building.substitute(r, shared, written.as_deref()) {
-        Substituted::Here(r, unknown) => (r, shared, unknown),
+    let mut r = r;
+    let (r, shared, unknown) = match building.substitute(&mut r, shared, written.as_deref()) {
+        Substituted::Here(unknown) => (r, shared, unknown),
         Substituted::Kept(w) => {
             rewrite = w;
             let unknown = rewrite
@@ -691,10 +692,10 @@ fn record(
 }
 
 /// An object of a build after substitution (`Building::substitute`).
-enum Substituted<'a> {
-    /// Substituted here (or left as it is), with what is left in its name or namespace that
-    /// may come from a source that cannot be read.
-    Here(Cow<'a, Resource>, BTreeSet<String>),
+enum Substituted {
+    /// Substituted in place (or left as it is), with what is left in its name or namespace
+    /// that may come from a source that cannot be read.
+    Here(BTreeSet<String>),
     /// Substituted as a replayed build's object was before with the same variables: that
     /// rewrite, shared (`Shared::rewritten`).
     Kept(Arc<Rewrite>),
@@ -704,12 +705,12 @@ enum Substituted<'a> {
 
 impl Building<'_> {
     /// Substitutes the variables of `r`, which needs `written` as written.
-    fn substitute<'a>(
+    fn substitute(
         &mut self,
-        mut r: Cow<'a, Resource>,
+        r: &mut Cow<'_, Resource>,
         shared: Option<&Shared>,
         written: Option<&[String]>,
-    ) -> Substituted<'a> {
+    ) -> Substituted {
         if let (Some((vars, _)), Some(needed)) = (&self.vars, written) {
             if vars.runs {
                 let unset = needed
@@ -722,14 +723,14 @@ impl Building<'_> {
         let Some((vars, key)) = self
             .vars
             .as_ref()
-            .filter(|_| Shared::may_change(shared, &r, substitute::may_change))
+            .filter(|_| Shared::may_change(shared, r, substitute::may_change))
         else {
-            return Substituted::Here(r, BTreeSet::new());
+            return Substituted::Here(BTreeSet::new());
         };
         let file = r.file.clone();
         let fail = |e: SubstituteError| format!("{file}: {e}");
         let mut failed = None;
-        let kept = Shared::rewritten(shared, &r, *key, |r| {
+        let kept = Shared::rewritten(shared, r, *key, |r| {
             let mut r = r.clone();
             match substitute::object(&mut r.value, vars) {
                 Ok(out) => Some((r, out.in_identity())),
@@ -745,7 +746,7 @@ impl Building<'_> {
             None => substitute::object(&mut r.to_mut().value, vars).map_err(fail),
         };
         match out {
-            Ok(out) => Substituted::Here(r, out.in_identity()),
+            Ok(out) => Substituted::Here(out.in_identity()),
             Err(e) => {
                 self.failure.get_or_insert(e);
                 Substituted::Failed
