@@ -224,13 +224,22 @@ pub fn root_documents(tree: &FileTree, file: &str) -> Option<Vec<Value>> {
 
 /// The answers of `root_documents`, by file, the latest first, each with what its build read:
 /// of every file it asked for, whether the tree has it and its text (`None` where it has
-/// none, or none kustomize can read). One whose build listed a folder is not kept (what a
-/// listing depends on is not recorded here).
+/// none, or none kustomize can read); of every folder it asked about (a `resources` entry
+/// that is no file is looked for as a folder), whether the tree has it and the files under it.
 struct RootsRead(Mutex<BTreeMap<String, Vec<Arc<RootRead>>>>);
 
 struct RootRead {
     read: Vec<(String, bool, Option<Text>)>,
+    listed: Vec<(String, bool, Vec<String>)>,
     docs: Option<Vec<Value>>,
+}
+
+/// Whether `tree` has folder `dir`, and the files under it.
+fn listing(tree: &FileTree, dir: &str) -> (bool, Vec<String>) {
+    (
+        tree.is_dir(dir),
+        tree.files_under(dir).map(str::to_string).collect(),
+    )
 }
 
 impl RootsRead {
@@ -256,6 +265,9 @@ impl RootsRead {
                         (None, None) => true,
                         _ => false,
                     }
+            }) && r.listed.iter().all(|(dir, is_dir, files)| {
+                let (now_dir, now_files) = listing(tree, dir);
+                now_dir == *is_dir && now_files == *files
             })
         };
         candidates
@@ -267,9 +279,14 @@ impl RootsRead {
     /// Keeps `docs`, read over `recording` (a recording copy of `tree`).
     fn keep(&self, tree: &FileTree, file: &str, recording: &FileTree, docs: &Option<Vec<Value>>) {
         let footprint = recording.take_footprint();
-        if !footprint.folders.is_empty() {
-            return;
-        }
+        let listed = footprint
+            .folders
+            .into_iter()
+            .map(|dir| {
+                let (is_dir, files) = listing(tree, &dir);
+                (dir, is_dir, files)
+            })
+            .collect();
         let read = footprint
             .files
             .into_iter()
@@ -280,6 +297,7 @@ impl RootsRead {
             .collect();
         let kept = Arc::new(RootRead {
             read,
+            listed,
             docs: docs.clone(),
         });
         let mut known = self.lock();
