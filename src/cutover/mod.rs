@@ -18,7 +18,6 @@ use crate::error::{Error, Result};
 use crate::flux::discover::{self, Environment};
 use crate::flux::inventory::{self, Inventory, Keep};
 pub use crate::kustomize::object::ObjectId;
-use crate::kustomize::Remembered;
 use crate::tree::{Blobs, FileTree, GitObjects};
 pub use rules::Deletion;
 use touched::{unseen, Footprints};
@@ -418,7 +417,7 @@ struct Kept {
 /// besides its inventory.
 struct Carried {
     environment: Environment,
-    remembered: Remembered,
+    remembered: inventory::Memory,
     /// The footprints of its partial owners over that revision (`touched::Footprints`).
     footprints: Footprints,
 }
@@ -521,7 +520,7 @@ impl Builds {
                 crate::helm::render(&mut inv, tree);
                 inv
             };
-            let remembering = |tree: &FileTree, before: Remembered| {
+            let remembering = |tree: &FileTree, before: inventory::Memory| {
                 let (mut inv, now) = inventory::build_remembering(tree, env, before);
                 crate::helm::render(&mut inv, tree);
                 (inv, now)
@@ -539,8 +538,8 @@ impl Builds {
                         footprints = k.carried.footprints;
                         (k.inventory, k.carried.remembered)
                     }
-                    _ if in_old => remembering(old, Remembered::default()),
-                    _ => (Inventory::default(), Remembered::default()),
+                    _ if in_old => remembering(old, inventory::Memory::default()),
+                    _ => (Inventory::default(), inventory::Memory::default()),
                 };
                 let (n, now) = remembering(new, before);
                 (o, n, now)
@@ -555,7 +554,7 @@ impl Builds {
                     });
                     let n = build(new);
                     let o = o.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-                    (o, n, Remembered::default())
+                    (o, n, inventory::Memory::default())
                 })
             };
             incomplete.extend(unseen(

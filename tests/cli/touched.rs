@@ -177,7 +177,10 @@ fn step_counts(repo: &TestRepo, range: &str) -> (Vec<(usize, usize)>, Vec<String
 }
 
 /// `step_counts`, with the manifests each step parsed.
-fn step_costs(repo: &TestRepo, range: &str) -> (Vec<(usize, usize, usize)>, Vec<String>) {
+pub(crate) fn step_costs(
+    repo: &TestRepo,
+    range: &str,
+) -> (Vec<(usize, usize, usize)>, Vec<String>) {
     let mut cmd = repo.command(&["cutover", "--each", range, "--format", "json", "--no-helm"]);
     cmd.env("FLUXWAVE_TEST_STEP_COUNTS", "1");
     let run = repo.run_command(cmd);
@@ -297,6 +300,41 @@ fn a_step_parses_only_the_files_it_changes() {
         [1, 1],
         "{costs:?}"
     );
+}
+
+/// Bootstrap's folder, whose kustomization lists a folder besides the sync file (a
+/// `flux-system/patches` kustomization, say): discovery and every build ask for the root's
+/// documents as that kustomization builds them, and the answer is kept with what its build
+/// read and listed, so a step that changes none of it parses nothing, however large the
+/// folder's files (bootstrap's half a megabyte of `gotk-components.yaml`).
+#[test]
+fn the_roots_documents_are_built_once_while_their_folder_stays() {
+    let sync = "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: {name: flux-system, namespace: flux-system}\nspec: {url: 'ssh://git@example.com/fleet', ref: {branch: main}, interval: 1m}\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: flux-system, namespace: flux-system}\nspec: {path: ./clusters/dev, prune: true, sourceRef: {kind: GitRepository, name: flux-system}, interval: 10m}\n";
+    let repo = TestRepo::empty();
+    repo.write("clusters/dev/flux-system/gotk-sync.yaml", sync)
+        .write(
+            "clusters/dev/flux-system/kustomization.yaml",
+            "resources:\n  - gotk-sync.yaml\n  - extra\n",
+        )
+        .write(
+            "clusters/dev/flux-system/extra/kustomization.yaml",
+            "resources:\n  - cm.yaml\n",
+        )
+        .write(
+            "clusters/dev/flux-system/extra/cm.yaml",
+            &config_map("extra", "b"),
+        )
+        .write("clusters/dev/apps.yaml", &ks("apps", "./apps", &[]))
+        .write("apps/cm.yaml", &config_map("web", "b"))
+        .write("README.md", "a fleet\n");
+    repo.commit_all("init");
+    repo.write("README.md", "a fleet, edited\n");
+    repo.commit_all("README");
+    repo.write("README.md", "a fleet, edited twice\n");
+    repo.commit_all("README twice");
+    let (costs, verdicts) = step_costs(&repo, "HEAD~2..HEAD");
+    assert_eq!(verdicts, ["safe", "safe"], "{costs:?}");
+    assert_eq!(costs[1], (0, 0, 0), "{costs:?}");
 }
 
 /// The settings one Kustomization substitutes from are built by a later one: each revision

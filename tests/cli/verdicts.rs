@@ -345,6 +345,35 @@ fn artifact_repo() -> TestRepo {
     repo
 }
 
+/// A history over that layout: the builds over the ExternalArtifact's files are remembered
+/// from step to step as those over the repository's are, so a step that changes nothing
+/// they read builds nothing afresh and one that edits the release builds only what reads
+/// it; and each step reports what a comparison of its two revisions alone reports.
+#[test]
+fn a_history_replays_the_builds_over_external_artifacts() {
+    let repo = artifact_repo();
+    let release = "apps/base/web/release.yaml";
+    repo.write("README.md", "the fleet\n");
+    repo.commit_all("README");
+    let edited = std::fs::read_to_string(repo.path().join(release)).unwrap();
+    repo.write(release, &edited.replace("chart: web,", "chart: web2,"));
+    repo.commit_all("web2");
+    repo.write("README.md", "the fleet, edited\n");
+    repo.commit_all("README again");
+    let (costs, verdicts) = crate::touched::step_costs(&repo, "HEAD~3..HEAD");
+    let builds: Vec<usize> = costs.iter().map(|&(b, _, _)| b).collect();
+    assert_eq!(builds[1..], [1, 0], "{costs:?}");
+    for (i, verdict) in verdicts.iter().enumerate() {
+        let (from, to) = (format!("HEAD~{}", 3 - i), format!("HEAD~{}", 2 - i));
+        let (_, alone) = cutover(&repo, &["--from", &from, "--to", &to, "--no-helm"]);
+        assert_eq!(
+            alone["verdict"].as_str(),
+            Some(verdict.as_str()),
+            "step {i}: {alone}"
+        );
+    }
+}
+
 #[test]
 fn an_external_artifact_made_from_this_repository_is_built() {
     let repo = artifact_repo();

@@ -43,14 +43,31 @@ pub fn build(tree: &FileTree, env: &Environment) -> Inventory {
     build_as(tree, env, Keep::Facts)
 }
 
+/// What the builds of an environment over one tree of a history keep for the next (see
+/// `kustomize::Remembered`): those over the repository's files, and those over them with the
+/// files of its ExternalArtifacts copied in (`artifact::build_artifacts`), each replayed only
+/// in its own kind of tree.
+#[derive(Debug, Default)]
+pub struct Memory {
+    repository: Remembered,
+    artifacts: Remembered,
+}
+
+impl Memory {
+    /// The files loaded over the repository's tree (`kustomize::Loads`).
+    pub fn loads(&self) -> Arc<Loads> {
+        self.repository.loads()
+    }
+}
+
 /// `build`, replaying the builds of Flux Kustomizations that `before` kept of an earlier
-/// revision where nothing they read changed (see `kustomize::Remembered`), and keeping this
-/// revision's for the next: the builds of a history, one revision after another.
+/// revision where nothing they read changed, and keeping this revision's for the next: the
+/// builds of a history, one revision after another.
 pub fn build_remembering(
     tree: &FileTree,
     env: &Environment,
-    before: Remembered,
-) -> (Inventory, Remembered) {
+    before: Memory,
+) -> (Inventory, Memory) {
     let (inv, now) = build_keeping(tree, env, Keep::Facts, Some(before));
     (inv, now.unwrap_or_default())
 }
@@ -67,20 +84,28 @@ pub fn build_as(tree: &FileTree, env: &Environment, keep: Keep) -> Inventory {
     build_keeping(tree, env, keep, None).0
 }
 
-/// `build`, keeping of each object what `keep` says, remembering builds when given `before`.
-/// The passes over the repository's own files are remembered (the last is given back); the
-/// builds over the files of ExternalArtifacts are made afresh.
+/// `build`, keeping of each object what `keep` says, remembering builds when given `before`:
+/// those of the passes over the repository's own files, and apart from them those over the
+/// files of its ExternalArtifacts (the last pass of each is given back).
 fn build_keeping(
     tree: &FileTree,
     env: &Environment,
     keep: Keep,
-    before: Option<Remembered>,
-) -> (Inventory, Option<Remembered>) {
-    let (inv, remembered) = build_with(tree, env, &Folders::new(), keep, before);
+    before: Option<Memory>,
+) -> (Inventory, Option<Memory>) {
+    let (repository, artifacts) = before.map(|m| (m.repository, m.artifacts)).unzip();
+    let (inv, repository) = build_with(tree, env, &Folders::new(), keep, repository);
+    let mut remembered = None;
     let inv = artifact::build_artifacts(tree, inv, |combined, folders| {
-        build_with(combined, env, folders, keep, None).0
+        let (inv, made) = build_with(combined, env, folders, keep, artifacts);
+        remembered = made;
+        inv
     });
-    (inv, remembered)
+    let memory = repository.map(|repository| Memory {
+        repository,
+        artifacts: remembered.unwrap_or_default(),
+    });
+    (inv, memory)
 }
 
 /// `build`, with the owners that read the ExternalArtifacts of `artifacts` built at their
@@ -171,9 +196,6 @@ fn build_pass(
     let root = root_of(tree, env);
     // What Flux builds is the artifact of the root's source.
     let view = spec_ignore(tree, &root.file, &root.source());
-    // Remembered builds are kept with what they read, and replayed only in the context they
-    // were made in: the repository's own files.
-    let before = before.filter(|_| artifacts.is_empty());
     let mut artifact = tree.artifact_after(
         &env.artifact_root,
         view.as_deref(),

@@ -22,7 +22,9 @@ use crate::flux::packed::Packed;
 use crate::kustomize::object::{digest, Cluster, ObjectId};
 use crate::kustomize::{Resource, Shared, Warning};
 
-pub use build::{build, build_as, build_remembering, build_whole, footprint, owners, Owners};
+pub use build::{
+    build, build_as, build_remembering, build_whole, footprint, owners, Memory, Owners,
+};
 
 /// A Flux Kustomization as the cluster would hold it after this revision is applied.
 #[derive(Debug, Clone)]
