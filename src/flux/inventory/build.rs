@@ -18,7 +18,7 @@ use crate::flux::facts;
 use crate::flux::generated::{FluxBuild, FluxBuildError, FluxSpec};
 use crate::flux::source::spec_ignore;
 use crate::flux::substitute::{self, Source, SubstituteError, Variables};
-use crate::flux::{Kustomization, SourceKind, SourceRef};
+use crate::flux::{Kustomization, SourceKind, SourceRef, KUSTOMIZE_GROUP};
 use crate::kustomize::object::{Cluster, ObjectId};
 use crate::kustomize::{Builder, Resource, Warning};
 use crate::kustomize::{Loads, Remembered, Remembering, Rewrite, Shared};
@@ -684,7 +684,8 @@ fn record(
             ),
         });
     }
-    if Kustomization::is(&r.value) {
+    // `Kustomization::is`, read off the id made once for an object replayed builds hand on.
+    if id.is(KUSTOMIZE_GROUP, "Kustomization") {
         found.add_owner(building, r, shared, written);
         return;
     }
