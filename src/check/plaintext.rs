@@ -7,6 +7,8 @@
 //! A value that only points at a secret kept elsewhere is no secret: a 1Password reference
 //! (`op://vault/item/[section/]field`, what `op inject` and the 1Password operator resolve), a
 //! vals expression (`ref+<scheme>://...`), a bank-vaults webhook reference (`vault:path#key`),
+//! a key placeholder a bootstrap tool resolves (`secret://<key>`, one name of letters, digits,
+//! `_`, `-`, `.` and `/`: no host, user or port, so no webhook URL or connection string),
 //! an argocd-vault-plugin placeholder (`<path:path#key>`), SOPS ciphertext (`ENC[...]`), a
 //! value holding a template expression (`{{ ... }}` for Go, Helm or `op inject`, `${...}` for
 //! Flux's postBuild substitution), or an empty value. `data` values are base64, decoded first
@@ -139,6 +141,13 @@ fn is_reference(value: &str) -> bool {
                 && !path.is_empty()
         });
     }
+    // A bootstrap tool's key placeholder: secret://<key>.
+    if let Some(key) = v.strip_prefix("secret://") {
+        return !key.is_empty()
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_-./".contains(&b));
+    }
     // bank-vaults' webhook: vault:<path>#<key>[#<version>].
     if let Some(rest) = v.strip_prefix("vault:") {
         return rest
@@ -193,6 +202,8 @@ mod tests {
             "ref+awssecrets://myteam/mykey",
             "vault:secret/data/accounts/aws#AWS_SECRET_ACCESS_KEY",
             "<path:secret/data/app#password>",
+            "secret://op_connect_token",
+            "secret://cluster/tunnel-id.json",
             "ENC[AES256_GCM,data:abc=,iv:def=,tag:ghi=,type:str]",
             "{{ .Values.password }}",
             "{{ op://vault/item/field }}",
@@ -212,6 +223,9 @@ mod tests {
             "vault:no-key",
             "ref+://x",
             "<path:>",
+            "secret://",
+            "secret://user:hunter2@db",
+            "secret://key?token=hunter2",
             "${1}",
             "$HOME",
             "correct horse battery staple",
