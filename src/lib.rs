@@ -77,7 +77,7 @@ pub mod testing {
     pub mod flux {
         pub use crate::flux::Kustomization;
         pub mod inventory {
-            pub use crate::flux::discover::{environments, Environment};
+            pub use crate::flux::discover::{environments, Environment, Root};
             pub use crate::flux::inventory::{build, Inventory, Owner};
         }
         pub mod decryption {

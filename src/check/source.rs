@@ -7,7 +7,8 @@
 //! (`source.extensions.fluxcd.io`) in its own namespace, one per `spec.artifacts[].name`
 //! (source-watcher), so a generator in the build makes it known. The source the root
 //! Kustomization reads (the bootstrap GitRepository, usually in
-//! `clusters/<env>/flux-system/gotk-sync.yaml`) exists by definition: Flux runs from it.
+//! `clusters/<env>/flux-system/gotk-sync.yaml`) exists by definition: Flux runs from it; so
+//! does the source of a root nested in the environment's entry (`Environment::nested`).
 
 use serde_json::Value;
 
@@ -24,17 +25,12 @@ pub fn unknown_source(flux: &FluxView, failures: &Failures) -> Vec<Finding> {
     let mut findings = Vec::new();
     for (env, inv) in flux.envs.iter().enumerate() {
         let hidden = failures.may_hide(env);
-        let bootstrap = inv
-            .owners
-            .values()
-            .find(|o| o.parent.is_none())
-            .map(|o| o.source());
         for (id, owner) in &inv.owners {
             if owner.parent.is_none() {
                 continue;
             }
             let source = owner.source();
-            if Some(&source) == bootstrap.as_ref() {
+            if inv.repository.contains(&source) {
                 continue;
             }
             let external = source.kind == SourceKind::ExternalArtifact;

@@ -12,7 +12,6 @@ use serde_json::Value;
 
 use super::{Incomplete, ObjectId};
 use crate::flux::inventory::{self, Inventory, Owner};
-use crate::flux::SourceRef;
 use crate::kustomize::Loads;
 use crate::tree::{FileTree, Footprint};
 
@@ -72,24 +71,16 @@ struct Side<'a> {
     /// The same tree, recording what a build asks of it (`inventory::footprint`).
     recording: FileTree,
     inv: &'a Inventory,
-    /// The source of its root Kustomization: this repository.
-    root_source: Option<SourceRef>,
     /// The files a history's builds loaded, which a footprint's build loads from.
     loads: Option<Arc<Loads>>,
 }
 
 impl<'a> Side<'a> {
     fn of(tree: &'a FileTree, inv: &'a Inventory, loads: Option<Arc<Loads>>) -> Side<'a> {
-        let root_source = inv
-            .owners
-            .values()
-            .find(|r| r.parent.is_none())
-            .map(Owner::source);
         Side {
             tree,
             recording: tree.recording(),
             inv,
-            root_source,
             loads,
         }
     }
@@ -107,7 +98,7 @@ impl<'a> Side<'a> {
             );
         }
         let source = o.source();
-        if o.parent.is_none() || self.root_source.as_ref() == Some(&source) {
+        if o.parent.is_none() || self.inv.repository.contains(&source) {
             return None;
         }
         let touched = self
@@ -156,7 +147,7 @@ impl<'a> Side<'a> {
     /// build error returns before `apply` and `prune`, and the inventory of the last build
     /// that succeeded stays): any change of the repository may reach them.
     fn hides_what_it_applies(&self, o: &Owner, known: &Known) -> bool {
-        self.root_source.is_some() && !o.built && known.declares(self.tree)
+        !self.inv.repository.is_empty() && !o.built && known.declares(self.tree)
     }
 }
 

@@ -363,11 +363,10 @@ struct External {
 /// The ExternalArtifacts the owners of `inv` read, copied from `tree`.
 fn external_artifacts(tree: &FileTree, inv: &Inventory) -> External {
     let mut out = External::default();
-    let Some(root) = inv.owners.values().find(|o| o.parent.is_none()) else {
+    if !inv.owners.values().any(|o| o.parent.is_none()) {
         return out;
-    };
-    let root_source = root.source();
-    let this_repo = |source: &SourceRef| *source == root_source;
+    }
+    let this_repo = |source: &SourceRef| inv.repository.contains(source);
     for o in inv.owners.values() {
         let SourceRef {
             kind,

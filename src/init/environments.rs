@@ -107,6 +107,7 @@ mod tests {
             found: "test".into(),
             root: Root::Assumed,
             artifact_root: String::new(),
+            nested: Vec::new(),
         }
     }
 

@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 
 use fluxwave::testing::config::Config;
 use fluxwave::testing::cutover::ObjectId;
-use fluxwave::testing::flux::inventory::{build, environments, Inventory};
+use fluxwave::testing::flux::inventory::{build, environments, Environment, Inventory, Root};
 use fluxwave::testing::tree::FileTree;
 use serde_json::Value;
 
@@ -121,15 +121,22 @@ fn copy_fixture(from: &Path, to: &Path, top: bool) {
     }
 }
 
-/// Flux's side: the oracle run on environment `env_path` of the repository at `repo`, its
-/// root read from `flux-system/gotk-sync.yaml` when there is one (as `flux bootstrap` writes
-/// it), else bootstrap's `flux-system` at the environment's path.
-fn flux_side(repo: &Path, tree: &FileTree, env_path: &str) -> Side {
+/// Flux's side: the oracle run on environment `env` of the repository at `repo`, its
+/// root read from the file that writes it (`flux-system/gotk-sync.yaml` as `flux bootstrap`
+/// writes it, or another), else bootstrap's `flux-system` at the environment's path; the
+/// sources of the roots nested in it are this repository too.
+fn flux_side(repo: &Path, env: &Environment) -> Side {
+    let env_path = env.path.as_str();
     let mut cmd = Command::new(oracle());
     cmd.arg("-repo").arg(repo).args(["-env", env_path]);
-    let sync = format!("{env_path}/flux-system/gotk-sync.yaml");
-    if tree.is_file(&sync) {
-        cmd.args(["-root", &sync]);
+    // The root as written (bootstrap's sync file, or elsewhere); one the cluster makes is
+    // built as bootstrap writes it.
+    if let Root::Written { file, .. } = &env.root {
+        cmd.args(["-root", file]);
+    }
+    for s in &env.nested {
+        cmd.arg("-source")
+            .arg(format!("{}/{}/{}", s.kind.as_str(), s.namespace, s.name));
     }
     let out = cmd.output().expect("the oracle runs");
     assert!(
@@ -177,8 +184,6 @@ fn flux_side(repo: &Path, tree: &FileTree, env_path: &str) -> Side {
 /// owns, those it applies after another owner, and its child Kustomizations).
 fn fluxwave_side(inv: &Inventory) -> Side {
     let mut side = Side::new();
-    let root = inv.owners.values().find(|o| o.parent.is_none());
-    let root_source = root.map(|r| r.source());
     for o in inv.owners.values() {
         // The oracle builds against an empty cluster: a `substituteFrom` source in no build
         // fails Flux's build there, where fluxwave builds it as a cluster that holds the
@@ -186,7 +191,7 @@ fn fluxwave_side(inv: &Inventory) -> Side {
         let in_cluster = o.reads.as_ref().is_some_and(|v| !v.missing.is_empty());
         let status = if o.built && !in_cluster {
             "built"
-        } else if o.parent.is_some() && Some(o.source()) != root_source {
+        } else if o.parent.is_some() && !inv.repository.contains(&o.source()) {
             "other source"
         } else {
             "failed"
@@ -350,9 +355,9 @@ fn differences(name: &str, repo: &Path, counts: &mut Counts) -> (Vec<String>, Ve
     let (mut lines, mut context) = (Vec::new(), Vec::new());
     let built_before = counts.flux_objects;
     for e in &envs {
-        let (env, env_path) = (&e.name, &e.path);
+        let env = &e.name;
         counts.environments += 1;
-        let flux = flux_side(repo, &tree, env_path);
+        let flux = flux_side(repo, e);
         counts.flux_objects += flux.values().map(|k| k.objects.len()).sum::<usize>();
         let ours = fluxwave_side(&build(&tree, e));
         assert_build_prints(repo, env, &ours);

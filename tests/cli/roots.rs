@@ -634,3 +634,40 @@ fn the_runbook_runs_a_spokes_commands_with_its_kubeconfig() {
         "{lines:#?}"
     );
 }
+
+/// A root written in the repository (`kubernetes/flux/config/cluster.yaml`: GitRepository
+/// `home-kubernetes` and the Kustomization that applies `kubernetes/flux`) and a Flux
+/// Operator's sync of `kubernetes/flux/cluster` (GitRepository `flux-system`) inside its
+/// entry are two roots of one cluster: the outer build applies the inner folder, and a
+/// Kustomization reading either source reads this repository (what Flux builds, given both
+/// sources, is the oracle's: `tests/fixtures/flux/nested-roots` in the differential test).
+/// Taken apart, each root's apps read a source the other builds: every app was an
+/// `unknown-source` error and no removal was judged.
+#[test]
+fn a_root_inside_another_roots_entry_is_the_same_cluster() {
+    let repo = TestRepo::fixture("flux/nested-roots");
+    repo.commit_all("two roots");
+    let check = repo.run(&["check", "--format", "json"]);
+    let doc: Value = serde_json::from_str(&check.stdout).unwrap();
+    assert_eq!(
+        (check.code, &doc["errors"], &doc["environments"]),
+        (
+            0,
+            &serde_json::json!(0),
+            &serde_json::json!([{"name": "flux", "path": "kubernetes/flux", "kustomizations": 3}])
+        ),
+        "{doc}"
+    );
+    repo.write("kubernetes/apps/kustomization.yaml", &kustomization(&[]));
+    let (code, doc) = cutover_json(&repo, &["--from", "HEAD"]);
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (1, Some("deletes")),
+        "{doc}"
+    );
+    assert_eq!(
+        deleted(&doc),
+        ["PersistentVolumeClaim/default/echo"],
+        "{doc}"
+    );
+}

@@ -32,8 +32,9 @@
 // it.
 //
 // Every Flux Kustomization (kustomize.toolkit.fluxcd.io) in a build whose sourceRef is the
-// root's source is built next, at its spec.path, breadth first; one whose source is another
-// is recorded as skipped, with the source it reads.
+// root's source, or one named by -source (the source of a second root of the same cluster
+// that syncs this repository too), is built next, at its spec.path, breadth first; one whose
+// source is another is recorded as skipped, with the source it reads.
 package main
 
 import (
@@ -117,6 +118,15 @@ func main() {
 	env := flag.String("env", "", "the environment's path: the root is flux bootstrap's flux-system/flux-system at this path, unless -root is given")
 	strict := flag.Bool("strict", true, "StrictPostBuildSubstitutions: a ${VAR} without a value or a default fails the build")
 	noRemote := flag.Bool("no-remote-bases", false, "refuse remote bases, as kustomize-controller's --no-remote-bases")
+	also := map[source]bool{}
+	flag.Func("source", "KIND/NAMESPACE/NAME of a source that is this repository too (repeatable)", func(v string) error {
+		parts := strings.Split(v, "/")
+		if len(parts) != 3 {
+			return fmt.Errorf("want KIND/NAMESPACE/NAME, got %q", v)
+		}
+		also[source{parts[0], parts[1], parts[2]}] = true
+		return nil
+	})
 	flag.Parse()
 	if *repo == "" || (*rootFile == "" && *env == "") {
 		fmt.Fprintln(os.Stderr, "usage: flux-oracle -repo DIR (-root FILE [-env PATH] | -env PATH)")
@@ -127,7 +137,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "flux-oracle:", err)
 		os.Exit(2)
 	}
-	o := &oracle{repo: *repo, strict: *strict, allowRemote: !*noRemote}
+	o := &oracle{repo: *repo, strict: *strict, allowRemote: !*noRemote, also: also}
 	out, err := o.converge(root)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "flux-oracle:", err)
@@ -208,6 +218,8 @@ type oracle struct {
 	repo        string
 	strict      bool
 	allowRemote bool
+	// Sources besides the root's that are this repository (-source).
+	also map[source]bool
 }
 
 // converge builds the environment until the ConfigMaps and Secrets it produces, which
@@ -266,7 +278,7 @@ func (o *oracle) buildAll(root *unstructured.Unstructured, seed []client.Object)
 		queue = queue[1:]
 		path, _, _ := unstructured.NestedString(k.Object, "spec", "path")
 		r := result{Namespace: k.GetNamespace(), Name: k.GetName(), Path: path, Objects: []string{}}
-		if k != root && sourceOf(k) != rootSource {
+		if k != root && sourceOf(k) != rootSource && !o.also[sourceOf(k)] {
 			r.Skipped = sourceOf(k).String()
 			out.Kustomizations = append(out.Kustomizations, r)
 			continue

@@ -31,6 +31,8 @@
 //! 6. A `flux/cluster` folder of Flux Kustomizations (the per-app `ks.yaml` layout, when its
 //!    FluxInstance is installed from outside the repository), as environment `cluster`.
 //!
+//! A root found inside another's entry is a second root of that cluster (`nest`).
+//!
 //! A folder that does not exist in the tree is no entry. Discovery reads every tree it is
 //! given (both revisions of a cutover), so an environment added or removed by the change is
 //! still compared with the other side.
@@ -63,6 +65,10 @@ pub struct Environment {
     /// --path=kubernetes`). Every `spec.path` of a Kustomization reading the root's source is
     /// read under it. Empty for the repository itself.
     pub artifact_root: String,
+    /// The sources of the roots found inside its entry (`nest`): a second root of the same
+    /// cluster, such as a Flux Operator's sync beside a root written in the repository, reads
+    /// this repository too, and so does a Kustomization that reads its source.
+    pub nested: Vec<SourceRef>,
 }
 
 /// The root Kustomization of an environment.
@@ -107,6 +113,7 @@ impl Environment {
             found: found.to_string(),
             root,
             artifact_root: String::new(),
+            nested: Vec::new(),
         }
     }
 }
@@ -178,8 +185,66 @@ pub fn environments_reusing(
             found.push(env);
         }
     }
+    let mut found = nest(found);
     found.sort_by(|a, b| a.name.cmp(&b.name));
     found
+}
+
+/// `found` with each environment whose entry is inside another's (not the repository's root)
+/// made part of the outermost one: the outer root's build reaches the inner entry's
+/// Kustomizations, so both roots reconcile one cluster, and a Kustomization reading either
+/// root's source reads this repository (`Environment::nested`). A repository moving from a
+/// root written in it (`kubernetes/flux`, reading GitRepository `home-kubernetes`) to a Flux
+/// Operator's sync of a folder inside it (`kubernetes/flux/cluster`, reading `flux-system`)
+/// has both while its apps read either.
+fn nest(found: Vec<Environment>) -> Vec<Environment> {
+    let outer_of = |env: &Environment| {
+        found
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| !o.path.is_empty() && o.path != env.path && within(&env.path, &o.path))
+            .min_by_key(|(_, o)| o.path.len())
+            .map(|(i, _)| i)
+    };
+    let outer: Vec<Option<usize>> = found.iter().map(outer_of).collect();
+    let mut kept: Vec<Option<Environment>> = found.iter().cloned().map(Some).collect();
+    for (inner, outer) in outer.iter().enumerate() {
+        let Some(outer) = *outer else { continue };
+        let Some(env) = kept[inner].take() else {
+            continue;
+        };
+        let Some(into) = kept[outer].as_mut() else {
+            continue;
+        };
+        let own = root_source(into);
+        for source in std::iter::once(root_source(&env)).chain(env.nested) {
+            if source != own && !into.nested.contains(&source) {
+                into.nested.push(source);
+            }
+        }
+        into.found = format!(
+            "{}; with the root at {} ({}) inside it, of the same cluster",
+            into.found, env.path, env.found
+        );
+    }
+    kept.into_iter().flatten().collect()
+}
+
+/// The source the root of `env` reads, its namespace resolved.
+fn root_source(env: &Environment) -> SourceRef {
+    let bootstrap = SourceRef::new(SourceKind::GitRepository, "flux-system", "flux-system");
+    let object = match &env.root {
+        Root::Written { object, .. } | Root::Generated(object) => object,
+        Root::Assumed => return bootstrap,
+    };
+    Kustomization::from_value(object).map_or(bootstrap, |k| {
+        let namespace = if k.namespace.is_empty() {
+            "flux-system"
+        } else {
+            k.namespace.as_str()
+        };
+        k.spec.source_ref.in_namespace(namespace)
+    })
 }
 
 /// Where the rules looked, for the message that says none was found.
@@ -235,6 +300,7 @@ fn roots(tree: &FileTree) -> Vec<Environment> {
                     object,
                 },
                 artifact_root: String::new(),
+                nested: Vec::new(),
             },
         );
     }
@@ -266,6 +332,7 @@ fn roots(tree: &FileTree) -> Vec<Environment> {
                         object,
                     },
                     artifact_root: String::new(),
+                    nested: Vec::new(),
                 },
             );
         }

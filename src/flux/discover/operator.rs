@@ -61,6 +61,7 @@ pub(super) fn roots(tree: &FileTree) -> Vec<Environment> {
                 found: format!("{} in {file}{pushed}", written.what),
                 root: Root::Generated(root),
                 artifact_root,
+                nested: Vec::new(),
             });
         }
     }

@@ -156,8 +156,8 @@ struct Context<'a> {
     /// The sources an earlier pass built.
     cluster: &'a BTreeMap<ObjectId, Source>,
     keep: Keep<'a>,
-    /// The root's source: this repository.
-    root_source: SourceRef,
+    /// The sources that are this repository (`Inventory::repository`).
+    repository: &'a [SourceRef],
     /// The folder of the repository the root's source is made of (`Environment::artifact_root`).
     artifact_root: &'a str,
 }
@@ -209,13 +209,16 @@ fn build_pass(
         builder.keep_objects_whole();
     }
     let mut memo = before.map(|b| builder.remembering(b, view));
+    let repository: Vec<SourceRef> = std::iter::once(root.source())
+        .chain(env.nested.iter().cloned())
+        .collect();
     let cx = Context {
         tree: &artifact,
         env_path: &env.path,
         artifacts,
         cluster,
         keep,
-        root_source: root.source(),
+        repository: &repository,
         artifact_root: &env.artifact_root,
     };
     let mut found = Found {
@@ -223,6 +226,7 @@ fn build_pass(
             env: env.name.clone(),
             env_path: env.path.clone(),
             artifact_root: env.artifact_root.clone(),
+            repository: repository.clone(),
             ..Inventory::default()
         },
         queue: VecDeque::from([root.id.clone()]),
@@ -287,7 +291,7 @@ fn build_owner(
     // its path in the repository is under the artifact's folder.
     let mapped;
     let owner = if !cx.artifact_root.is_empty()
-        && (owner.parent.is_none() || owner.source() == cx.root_source)
+        && (owner.parent.is_none() || cx.repository.contains(&owner.source()))
     {
         let mut o = owner.clone();
         o.path = crate::fs::join(cx.artifact_root, &owner.path).unwrap_or_default();
@@ -385,7 +389,7 @@ fn folder(cx: &Context, owner: &Owner, where_: &str) -> Result<String, Warning> 
                 .get(&(source.namespace.clone(), source.name.clone()))
         })
         .flatten();
-    if owner.parent.is_some() && source != cx.root_source && artifact.is_none() {
+    if owner.parent.is_some() && !cx.repository.contains(&source) && artifact.is_none() {
         return Err(Warning {
             path: where_.to_string(),
             feature: "other source".into(),

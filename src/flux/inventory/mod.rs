@@ -432,6 +432,9 @@ pub struct Inventory {
     pub env_path: String,
     /// The folder of the repository the root's source is made of (`Environment::artifact_root`).
     pub artifact_root: String,
+    /// The sources that are this repository: the root's, then those of the roots nested in
+    /// its entry (`Environment::nested`).
+    pub repository: Vec<SourceRef>,
     pub owners: BTreeMap<ObjectId, Owner>,
     /// Every object but Flux Kustomizations (those are `owners`).
     pub objects: BTreeMap<ObjectId, Entry>,
