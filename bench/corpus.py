@@ -175,12 +175,19 @@ def each(a, clone, commits):
 
 
 def oracle_objects(a, clone, rev, env, cache):
-    """Flux's build of `env` at `rev`: its Kustomizations as the oracle prints them."""
-    key = (rev, env)
+    """Flux's build of `env` (as `check` prints it) at `rev`: its Kustomizations as the
+    oracle prints them, from the root written in the repository when that revision has its
+    file, and with every source that is this repository (a nested root's too)."""
+    key = (rev, env["path"])
     if key not in cache:
         with tempfile.TemporaryDirectory() as d:
             export(clone, rev, d)
-            code, stdout, stderr, _, _ = run([a.oracle, "-repo", d, "-env", env])
+            cmd = [a.oracle, "-repo", d, "-env", env["path"]]
+            if env.get("root") and (Path(d) / env["root"]).is_file():
+                cmd += ["-root", env["root"]]
+            for source in env.get("sources", []):
+                cmd += ["-source", source]
+            code, stdout, stderr, _, _ = run(cmd)
             cache[key] = json.loads(stdout)["kustomizations"] if code == 0 else None
     return cache[key]
 
@@ -231,8 +238,8 @@ def against_oracle(a, clone, commits, envs, steps):
         if step is None or "verdict" not in step:
             continue
         for env in envs:
-            old = oracle_objects(a, clone, parent, env["path"], cache)
-            new = oracle_objects(a, clone, commit, env["path"], cache)
+            old = oracle_objects(a, clone, parent, env, cache)
+            new = oracle_objects(a, clone, commit, env, cache)
             if old is None or new is None:
                 out["oracle_failed"] += 1
                 continue

@@ -127,13 +127,18 @@ pub fn flux_name(id: &ObjectId) -> String {
     format!("{}/{}", id.namespace, id.name)
 }
 
-/// An environment `check` built: its name, its folder and how many Flux Kustomizations its
-/// build has (the root one included).
+/// An environment `check` built: its name, its folder, how many Flux Kustomizations its
+/// build has (the root one included), the file that writes its root Kustomization when the
+/// repository does, and the sources that are this repository (`kind/namespace/name`: the
+/// root's, then those of the roots nested in its entry).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct BuiltEnvironment {
     pub name: String,
     pub path: String,
     pub kustomizations: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
+    pub sources: Vec<String>,
 }
 
 /// What `check` found, and what it built to find it.
@@ -229,6 +234,12 @@ pub fn run(root: &Path, base: Option<&str>, overrides: &[(String, String)]) -> R
             name: inv.env.clone(),
             path: inv.env_path.clone(),
             kustomizations: inv.owners.len(),
+            root: inv
+                .owners
+                .values()
+                .find(|o| o.parent.is_none() && !o.file.is_empty())
+                .map(|o| o.file.clone()),
+            sources: inv.repository.iter().map(ToString::to_string).collect(),
         })
         .collect();
     let not_rendered = flux

@@ -654,7 +654,16 @@ fn a_root_inside_another_roots_entry_is_the_same_cluster() {
         (
             0,
             &serde_json::json!(0),
-            &serde_json::json!([{"name": "flux", "path": "kubernetes/flux", "kustomizations": 3}])
+            &serde_json::json!([{
+                "name": "flux",
+                "path": "kubernetes/flux",
+                "kustomizations": 3,
+                "root": "kubernetes/flux/config/cluster.yaml",
+                "sources": [
+                    "GitRepository/flux-system/home-kubernetes",
+                    "GitRepository/flux-system/flux-system"
+                ]
+            }])
         ),
         "{doc}"
     );
