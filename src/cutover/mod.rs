@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::flux::discover::{self, Environment};
 use crate::flux::inventory::{self, Inventory, Keep};
 pub use crate::kustomize::object::ObjectId;
-use crate::tree::{Blobs, FileTree, GitObjects};
+use crate::tree::{Blobs, FileTree, History};
 pub use rules::Deletion;
 use touched::{unseen, Footprints};
 
@@ -292,9 +292,8 @@ pub fn analyse_steps(
     let Some(first) = steps.first() else {
         return Ok(Vec::new());
     };
-    let mut blobs = Blobs::default();
-    let mut objects = GitObjects::open(root)?;
-    let mut old = FileTree::from_git_reading(root, first, &mut blobs, Some(&mut objects))?;
+    let mut history = History::open(root)?;
+    let mut old = history.read(first)?;
     let mut older: Vec<Kept> = Vec::new();
     // The roots written in `old`, found by the step before in its newer tree.
     let mut old_roots = None;
@@ -304,7 +303,7 @@ pub fn analyse_steps(
     let mut freeing: Vec<crate::par::Freeing> = Vec::new();
     Cost::take();
     for pair in steps.windows(2) {
-        let new = FileTree::from_git_reading(root, &pair[1], &mut blobs, Some(&mut objects))?;
+        let new = history.read(&pair[1])?;
         let config = config_in_force(root, &old, &new)?;
         let mut roots = [None, old_roots.take()];
         let built = Builds::of_reusing(

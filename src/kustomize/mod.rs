@@ -135,13 +135,14 @@ impl<'a> Builder<'a> {
         let mut cluster_kinds = BTreeSet::new();
         // Cluster-scoped custom kinds are known from any CRD in the revision, each file's
         // read once for every tree that holds it (`PerText`).
+        // A text without the word is known to have none once too: a history's trees hold
+        // mostly the texts of the one before.
         static KINDS: yaml::PerText<Vec<String>> = yaml::PerText::new();
-        let crd = memchr::memmem::Finder::new("CustomResourceDefinition");
         for (path, text) in tree.files() {
-            if crd.find(text.as_bytes()).is_none() {
-                continue;
-            }
             let kinds = KINDS.get(text, || {
+                if memchr::memmem::find(text.as_bytes(), b"CustomResourceDefinition").is_none() {
+                    return Vec::new();
+                }
                 // Not `take`: only builds count as loads.
                 let docs = yaml::parse_all(path, text).unwrap_or_default();
                 docs.iter()

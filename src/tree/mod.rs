@@ -12,11 +12,13 @@ use crate::fs::Undecodable;
 use crate::yaml::Text;
 
 mod git;
+mod history;
 mod ignore;
 mod objects;
 mod read;
 
 pub use git::{first_parent_steps, git_command, require_git, subjects, GitState};
+pub use history::History;
 pub use objects::GitObjects;
 pub use read::Blobs;
 use read::{decoded, tree_of, walk_files};

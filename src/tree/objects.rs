@@ -3,7 +3,7 @@
 //! history of hundreds of commits reads with one git process instead of three or four a
 //! revision.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{ChildStdin, ChildStdout, Stdio};
@@ -26,6 +26,16 @@ pub struct GitObjects {
     /// The recursive listing of each tree read, as `ls-tree -r -z` writes it with paths
     /// relative to the tree.
     listings: HashMap<String, Arc<Vec<u8>>>,
+    /// The bytes of each tree object read.
+    trees: HashMap<String, Arc<Vec<u8>>>,
+}
+
+/// An entry other than a folder that differs between two trees (`GitObjects::changed`): its
+/// path below them, and its mode and object id in each (`None` where it is not there).
+pub struct Changed {
+    pub path: Vec<u8>,
+    pub old: Option<(String, String)>,
+    pub new: Option<(String, String)>,
 }
 
 const ARGS: [&str; 2] = ["cat-file", "--batch"];
@@ -67,6 +77,7 @@ impl GitObjects {
                 .map(str::to_string)
                 .collect(),
             listings: HashMap::new(),
+            trees: HashMap::new(),
         })
     }
 
@@ -115,6 +126,19 @@ impl GitObjects {
     /// The id of commit `rev`, and the listing of the tree under the folder read, as
     /// `git ls-tree -r -z <commit>` run there writes it. `None` when `rev` names no commit.
     pub fn commit(&mut self, rev: &str) -> Result<Option<(String, Arc<Vec<u8>>)>> {
+        let Some((id, tree)) = self.commit_tree(rev)? else {
+            return Ok(None);
+        };
+        let listing = match tree {
+            Some(tree) => self.listing(&tree)?,
+            None => Arc::default(),
+        };
+        Ok(Some((id, listing)))
+    }
+
+    /// The id of commit `rev`, and that of its tree under the folder read (`None` when the
+    /// commit has no such folder). `None` when `rev` names no commit.
+    pub fn commit_tree(&mut self, rev: &str) -> Result<Option<(String, Option<String>)>> {
         let none = |_: &str| String::new();
         let Some((id, _, body)) = self.read(&format!("{rev}^{{commit}}"), &none)? else {
             return Ok(None);
@@ -127,7 +151,7 @@ impl GitObjects {
         let mut at = tree;
         for part in self.prefix.clone() {
             let Some((_, kind, body)) = self.read(&at, &none)? else {
-                return Ok(Some((id, Arc::default())));
+                return Ok(Some((id, None)));
             };
             let next = (kind == "tree")
                 .then(|| entries(&body, self.id_len))
@@ -137,17 +161,16 @@ impl GitObjects {
                 .map(|e| e.id);
             match next {
                 Some(next) => at = next,
-                None => return Ok(Some((id, Arc::default()))),
+                None => return Ok(Some((id, None))),
             }
         }
-        let listing = self.listing(&at)?;
-        Ok(Some((id, listing)))
+        Ok(Some((id, Some(at))))
     }
 
-    /// The recursive listing of tree `id` (see `listings`).
-    fn listing(&mut self, id: &str) -> Result<Arc<Vec<u8>>> {
-        if let Some(l) = self.listings.get(id) {
-            return Ok(l.clone());
+    /// The bytes of tree object `id`, each read once.
+    fn tree(&mut self, id: &str) -> Result<Arc<Vec<u8>>> {
+        if let Some(body) = self.trees.get(id) {
+            return Ok(body.clone());
         }
         let none = |_: &str| String::new();
         let Some((_, kind, body)) = self.read(id, &none)? else {
@@ -156,6 +179,119 @@ impl GitObjects {
         if kind != "tree" {
             return Err(broken(&format!("{id} is a {kind}, not a tree")));
         }
+        let body = Arc::new(body);
+        self.trees.insert(id.to_string(), body.clone());
+        Ok(body)
+    }
+
+    /// The entries that are no folder and differ between trees `old` and `new` (`None` for
+    /// an empty tree), by path below them: only the folders whose ids differ are read.
+    pub fn changed(&mut self, old: Option<&str>, new: Option<&str>) -> Result<Vec<Changed>> {
+        let mut out = Vec::new();
+        self.diff(old, new, b"", &mut out)?;
+        Ok(out)
+    }
+
+    fn diff(
+        &mut self,
+        old: Option<&str>,
+        new: Option<&str>,
+        prefix: &[u8],
+        out: &mut Vec<Changed>,
+    ) -> Result<()> {
+        if old == new {
+            return Ok(());
+        }
+        let bodies = [old, new].map(|t| t.map(|id| self.tree(id)).transpose());
+        let [a, b] = bodies;
+        let (a, b) = (a?, b?);
+        let listed = |body: &Option<Arc<Vec<u8>>>| -> BTreeMap<Vec<u8>, (String, String)> {
+            body.as_deref()
+                .map(|body| entries(body, self.id_len))
+                .unwrap_or_default()
+                .into_iter()
+                .map(|e| (e.name.to_vec(), (e.mode.to_string(), e.id)))
+                .collect()
+        };
+        let (a, b) = (listed(&a), listed(&b));
+        let names: BTreeSet<&Vec<u8>> = a.keys().chain(b.keys()).collect();
+        for name in names {
+            let (x, y) = (a.get(name), b.get(name));
+            if x == y {
+                continue;
+            }
+            let mut path = prefix.to_vec();
+            path.extend_from_slice(name);
+            fn folder(e: Option<&(String, String)>) -> Option<&str> {
+                e.filter(|(mode, _)| mode == "40000")
+                    .map(|(_, id)| id.as_str())
+            }
+            let file =
+                |e: Option<&(String, String)>| e.filter(|(mode, _)| mode != "40000").cloned();
+            let (fx, fy) = (folder(x), folder(y));
+            if fx.is_some() || fy.is_some() {
+                let mut below = path.clone();
+                below.push(b'/');
+                let (fx, fy) = (fx.map(str::to_string), fy.map(str::to_string));
+                self.diff(fx.as_deref(), fy.as_deref(), &below, out)?;
+            }
+            let (old, new) = (file(x), file(y));
+            if old.is_some() || new.is_some() {
+                out.push(Changed { path, old, new });
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether folder `path` of tree `root` holds, at any depth, a file (a blob that is no
+    /// link) whose name, UTF-8, `matches`.
+    pub fn holds(
+        &mut self,
+        root: &str,
+        path: &str,
+        matches: &dyn Fn(&str) -> bool,
+    ) -> Result<bool> {
+        let mut at = root.to_string();
+        for part in path.split('/') {
+            let body = self.tree(&at)?;
+            let next = entries(&body, self.id_len)
+                .into_iter()
+                .find(|e| e.name == part.as_bytes() && e.mode == "40000")
+                .map(|e| e.id);
+            match next {
+                Some(next) => at = next,
+                None => return Ok(false),
+            }
+        }
+        self.holds_below(&at, matches)
+    }
+
+    fn holds_below(&mut self, tree: &str, matches: &dyn Fn(&str) -> bool) -> Result<bool> {
+        let body = self.tree(tree)?;
+        let mut below = Vec::new();
+        for e in entries(&body, self.id_len) {
+            if e.mode == "40000" {
+                below.push(e.id);
+            } else if (e.mode == "100644" || e.mode == "100755")
+                && std::str::from_utf8(e.name).is_ok_and(matches)
+            {
+                return Ok(true);
+            }
+        }
+        for id in below {
+            if self.holds_below(&id, matches)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The recursive listing of tree `id` (see `listings`).
+    pub fn listing(&mut self, id: &str) -> Result<Arc<Vec<u8>>> {
+        if let Some(l) = self.listings.get(id) {
+            return Ok(l.clone());
+        }
+        let body = self.tree(id)?;
         let mut out = Vec::new();
         for e in entries(&body, self.id_len) {
             if e.mode == "40000" {

@@ -19,7 +19,7 @@ use super::{
 pub type Blobs = foldhash::HashMap<String, Text>;
 
 /// Records the folders that lead to `path`, a file the tree does not keep.
-fn add_folders(folders: &mut BTreeSet<String>, path: &str) {
+pub(super) fn add_folders(folders: &mut BTreeSet<String>, path: &str) {
     let mut end = path.len();
     while let Some(slash) = path[..end].rfind('/') {
         if !folders.insert(path[..slash].to_string()) {
@@ -66,7 +66,7 @@ type Loaded = (Decoded, Option<(String, Bytes)>);
 
 /// Whether `bytes` are the bytes of their text as `fs::decode` reads it: UTF-8 without a
 /// byte order mark.
-fn plain(bytes: &[u8]) -> bool {
+pub(super) fn plain(bytes: &[u8]) -> bool {
     !bytes.starts_with(&[0xEF, 0xBB, 0xBF]) && std::str::from_utf8(bytes).is_ok()
 }
 
@@ -97,7 +97,9 @@ pub(super) fn decoded(path: &str, bytes: Vec<u8>) -> Decoded {
 /// the generated data and an edit of a `.env` file is an edit the tree sees. Entries that
 /// name no path of the repository (a URL, an absolute path, one above the root) are left to
 /// the build.
-fn generator_inputs<'a>(files: impl Iterator<Item = (&'a str, &'a Decoded)>) -> BTreeSet<String> {
+pub(super) fn generator_inputs<'a>(
+    files: impl Iterator<Item = (&'a str, &'a Decoded)>,
+) -> BTreeSet<String> {
     let mut inputs = BTreeSet::new();
     for (path, text) in files {
         let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
@@ -205,6 +207,25 @@ pub(super) fn tree_of(
         label,
         ..FileTree::default()
     }
+}
+
+/// The id of commit `rev` of the repository at `root` and its listing (`git ls-tree -r -z`),
+/// read through `objects` when given; an error that says so when there is no such commit.
+pub(super) fn commit_listing(
+    root: &Path,
+    rev: &str,
+    objects: Option<&mut GitObjects>,
+) -> Result<(String, Arc<Vec<u8>>)> {
+    let found = match objects {
+        Some(objects) => objects.commit(rev)?,
+        None => git::commit_listing(root, rev)?,
+    };
+    found.ok_or_else(|| {
+        Error::Usage(format!(
+            "revision `{rev}` does not exist in {} (try a branch, a tag or a commit id)",
+            root.display()
+        ))
+    })
 }
 
 /// What a tree reads of a revision's listing (`git ls-tree -r -z`): its files with their
@@ -330,16 +351,19 @@ impl FileTree {
         blobs_read: &mut Blobs,
         mut objects: Option<&mut GitObjects>,
     ) -> Result<FileTree> {
-        let found = match objects.as_deref_mut() {
-            Some(objects) => objects.commit(rev)?,
-            None => git::commit_listing(root, rev)?,
-        };
-        let (oid, listing) = found.ok_or_else(|| {
-            Error::Usage(format!(
-                "revision `{rev}` does not exist in {} (try a branch, a tag or a commit id)",
-                root.display()
-            ))
-        })?;
+        let (oid, listing) = commit_listing(root, rev, objects.as_deref_mut())?;
+        FileTree::from_listing(root, &oid, &listing, blobs_read, objects)
+    }
+
+    /// The tree of commit `oid` of the repository at `root`, whose listing (`git ls-tree -r
+    /// -z`) is `listing` (see `from_git_reading`).
+    pub(super) fn from_listing(
+        root: &Path,
+        oid: &str,
+        listing: &[u8],
+        blobs_read: &mut Blobs,
+        mut objects: Option<&mut GitObjects>,
+    ) -> Result<FileTree> {
         let GitEntries {
             paths,
             blobs,
@@ -347,7 +371,7 @@ impl FileTree {
             ignore_blobs,
             folders,
             charts,
-        } = GitEntries::of(&listing);
+        } = GitEntries::of(listing);
         let mut missing: Vec<String> = blobs
             .iter()
             .filter(|b| !blobs_read.contains_key(*b))
@@ -412,7 +436,7 @@ impl FileTree {
             &mut raw,
             |p| listed(p) || in_chart(p, &charts),
             |inputs| {
-                let blob_of: HashMap<&str, &str> = listing_blobs(&listing)
+                let blob_of: HashMap<&str, &str> = listing_blobs(listing)
                     .filter(|(p, _)| inputs.binary_search_by(|i| i.as_str().cmp(p)).is_ok())
                     .collect();
                 let (found, ids): (Vec<String>, Vec<String>) = inputs

@@ -247,6 +247,33 @@ fn root_source(env: &Environment) -> SourceRef {
     })
 }
 
+/// Which of the words that mark a file discovery reads a text holds, found once per text
+/// (`PerText`): a history reads every manifest of each revision, and most are the previous
+/// revision's.
+#[derive(Debug, Clone, Copy)]
+struct Marks {
+    /// `kustomize.toolkit.fluxcd.io`
+    kustomize: bool,
+    /// `source.toolkit.fluxcd.io`
+    source: bool,
+    /// `FluxInstance` or `HelmRelease` (`operator::roots`)
+    operator: bool,
+}
+
+impl Marks {
+    fn of(text: &Text) -> Marks {
+        static FOUND: PerText<Marks> = PerText::new();
+        *FOUND.get(text, || {
+            let has = |word: &str| memmem::find(text.as_bytes(), word.as_bytes()).is_some();
+            Marks {
+                kustomize: has(KUSTOMIZE_GROUP),
+                source: has(SOURCE_GROUP),
+                operator: has("FluxInstance") || has("HelmRelease"),
+            }
+        })
+    }
+}
+
 /// Where the rules looked, for the message that says none was found.
 pub const WHERE_LOOKED: &str = "clusters.environments in fluxwave.yaml, <dir>/flux-system/gotk-sync.yaml (flux bootstrap) or another file declaring a GitRepository and the Kustomization that reads it inside its own spec.path, a FluxInstance's spec.sync.path or a flux-instance HelmRelease's instance.sync.path, inline or in a generated valuesFrom (Flux Operator), folders clusters/<env> with a kustomization or Flux objects (that no root applies), and a flux/cluster folder of Flux Kustomizations";
 
@@ -306,11 +333,9 @@ fn roots(tree: &FileTree) -> Vec<Environment> {
     }
     // 3. A root written elsewhere: a Kustomization reading a source declared beside it, in a
     // folder it applies (`flux create ... --export`, or bootstrap's file moved).
-    let kustomize = memmem::Finder::new(KUSTOMIZE_GROUP);
-    let source = memmem::Finder::new("source.toolkit.fluxcd.io");
     for (file, text) in tree.manifests() {
-        let bytes = text.as_bytes();
-        if kustomize.find(bytes).is_none() || source.find(bytes).is_none() {
+        let marks = Marks::of(text);
+        if !marks.kustomize || !marks.source {
             continue;
         }
         for path in written_syncs(file, text).iter() {
@@ -487,11 +512,9 @@ fn written_under(tree: &FileTree, path: &str) -> Option<String> {
 /// `found`, with its file: the folders those roots apply, which are no roots of their own.
 fn applied_folders(tree: &FileTree, found: &[Environment]) -> Vec<(String, String)> {
     static READ: PerText<Vec<String>> = PerText::new();
-    let kustomize = memmem::Finder::new(KUSTOMIZE_GROUP);
     let mut applied = Vec::new();
     for (file, text) in tree.manifests() {
-        if !found.iter().any(|e| within(file, &e.path)) || kustomize.find(text.as_bytes()).is_none()
-        {
+        if !found.iter().any(|e| within(file, &e.path)) || !Marks::of(text).kustomize {
             continue;
         }
         let paths = READ.get(text, || {

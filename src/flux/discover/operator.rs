@@ -15,7 +15,6 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, OnceLock};
 
-use memchr::memmem;
 use serde_json::{json, Map, Value};
 
 use super::{last_folder, Environment, Root};
@@ -26,13 +25,10 @@ use crate::yaml::{self, PerText, Text};
 
 /// The environments Flux Operator's syncs written in `tree` name (see the module).
 pub(super) fn roots(tree: &FileTree) -> Vec<Environment> {
-    let instance = memmem::Finder::new("FluxInstance");
-    let release = memmem::Finder::new("HelmRelease");
     let mut found = Vec::new();
     for (file, text) in tree.manifests() {
-        let bytes = text.as_bytes();
         // Only the files that may hold one are parsed.
-        if instance.find(bytes).is_none() && release.find(bytes).is_none() {
+        if !super::Marks::of(text).operator {
             continue;
         }
         for written in declared(file, text).iter() {
