@@ -1,6 +1,9 @@
 //! `double-owner`: one object (group, kind, namespace, name) built by two Flux Kustomizations
-//! in one environment. Each applies its own copy over the other's, and when one stops
-//! building it, that one prunes it while the other still expects it. Also an object a
+//! in one environment. Each applies its own copy over the other's, taking its ownership
+//! labels (`kustomize.toolkit.fluxcd.io/name` and `/namespace`), and when one stops building
+//! it, that one deletes it if it applied it last (kustomize-controller prunes with
+//! `ssa.DeleteOptions.Inclusions` set to its own labels: fluxcd/pkg `ssa/manager_delete.go`
+//! skips an object labelled for another) while the other still expects it. Also an object a
 //! rendered HelmRelease's chart installs that a Flux Kustomization or another release
 //! applies too: Helm refuses to install over an object it does not own ("exists and cannot
 //! be imported into the current release"), and once it owns it, the two overwrite each
@@ -29,7 +32,7 @@ pub fn double_owner(flux: &FluxView) -> Vec<Finding> {
                     CODE,
                     second.file.to_string(),
                     format!(
-                        "{id} is built by both `{}` and `{}` in environment `{}`: they overwrite each other, and the one that stops building it prunes it",
+                        "{id} is built by both `{}` and `{}` in environment `{}`: they overwrite each other's copy and ownership labels, and the one that stops building it deletes it if it applied it last",
                         flux_name(&first.owner),
                         flux_name(&second.owner),
                         inv.env

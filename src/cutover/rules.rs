@@ -39,6 +39,9 @@ pub enum Rule {
     /// A HelmRelease's release name, namespace, storage namespace or chart changes:
     /// helm-controller uninstalls the old release before it installs the new one.
     ReleaseReplaced,
+    /// A second owner that applies it too (`double-owner`) stops building it and prunes:
+    /// it deletes it if it applied it last, and the other owner recreates it.
+    DoubleOwnerPruned,
 }
 
 impl Rule {
@@ -54,6 +57,7 @@ impl Rule {
             Rule::CrdDeleted => "crd-deleted",
             Rule::ReleaseUpgraded => "release-upgraded",
             Rule::ReleaseReplaced => "release-replaced",
+            Rule::DoubleOwnerPruned => "double-owner-pruned",
         }
     }
 
@@ -302,9 +306,25 @@ fn by_owners<'a>(
         order: HashMap::default(),
     };
     let mut now_built = new.objects.iter().peekable();
+    let (seconds, now_seconds) = (second_owners(old), second_owners(new));
     // The owner of the previous object, as the objects of one owner mostly come together.
     let mut last: Option<OwnerView> = None;
     for (i, (id, e)) in objects.iter().copied().enumerate() {
+        // `new.objects.get(id)`, walking the new objects alongside the old ones.
+        while now_built.next_if(|(nid, _)| *nid < id).is_some() {}
+        let moved_to = now_built
+            .peek()
+            .filter(|(nid, _)| *nid == id)
+            .map(|(_, n)| &n.owner);
+        if let Some(others) = seconds.get(id) {
+            let still = |owner: &Arc<ObjectId>| {
+                moved_to == Some(owner)
+                    || now_seconds
+                        .get(id)
+                        .is_some_and(|now| now.iter().any(|n| n.owner == *owner))
+            };
+            out[i] = judge.released(id, others, &fates, moved_to, still);
+        }
         if e.facts.opt_out.is_some() {
             continue;
         }
@@ -320,13 +340,18 @@ fn by_owners<'a>(
         if !view.old.is_some_and(|owner| owner.built) {
             continue;
         }
-        // `new.objects.get(id)`, walking the new objects alongside the old ones.
-        while now_built.next_if(|(nid, _)| *nid < id).is_some() {}
-        let moved_to = now_built
-            .peek()
-            .filter(|(nid, _)| *nid == id)
-            .map(|(_, n)| &n.owner);
-        out[i] = judge.object(id, e, view, moved_to);
+        if let Some(d) = judge.object(id, e, view, moved_to) {
+            out[i] = Some(d);
+        }
+    }
+    out
+}
+
+/// The second owners of each object an inventory's owners build twice (`duplicates`).
+fn second_owners(inv: &Inventory) -> HashMap<&ObjectId, Vec<&Entry>> {
+    let mut out: HashMap<&ObjectId, Vec<&Entry>> = HashMap::default();
+    for (id, e) in &inv.duplicates {
+        out.entry(id).or_default().push(e);
     }
     out
 }
@@ -379,6 +404,61 @@ impl<'a> Judge<'a> {
             Some(to) => self.moved(id, e, to),
             None => Some(self.left(id, e, now)),
         }
+    }
+
+    /// What a second owner of object `id` that stops building it deletes (`others` are the
+    /// second owners, `still` says whether one builds it in the new revision, `now` is its
+    /// first owner there). Each applies its copy with its own ownership labels, so the object
+    /// carries those of whichever applied it last; kustomize-controller prunes (and its
+    /// finalizer deletes) only objects labelled for it (`ssa.DeleteOptions.Inclusions`,
+    /// fluxcd/pkg `ssa/manager_delete.go` skips the others). Which applied last is not known
+    /// before the merge: a second owner that stops building it, and prunes, may delete it.
+    fn released(
+        &mut self,
+        id: &ObjectId,
+        others: &[&'a Entry],
+        fates: &BTreeMap<&ObjectId, Fate>,
+        now: Option<&Arc<ObjectId>>,
+        still: impl Fn(&Arc<ObjectId>) -> bool,
+    ) -> Option<Deletion> {
+        for e in others {
+            if e.facts.opt_out.is_some() || !self.old.owners.get(&*e.owner).is_some_and(|o| o.built)
+            {
+                continue;
+            }
+            let why = match fates.get(&*e.owner) {
+                Some(Fate::Deleted {
+                    collects: true,
+                    why,
+                }) => why.clone(),
+                Some(Fate::Alive) => {
+                    let prunes = self
+                        .new
+                        .owners
+                        .get(&*e.owner)
+                        .is_some_and(|n| n.built && n.prunes());
+                    if !prunes || still(&e.owner) {
+                        continue;
+                    }
+                    format!("it leaves the build of {}, which prunes", e.owner)
+                }
+                _ => continue,
+            };
+            let text = format!(
+                "{} applies it too and stops ({why}): it deletes it if it applied it last (its ownership labels are on it then){}",
+                e.owner,
+                now.map_or(String::new(), |to| format!(", and {to} recreates it as a new object"))
+            );
+            return Some(deletion(
+                self.env,
+                id,
+                e,
+                Rule::DoubleOwnerPruned,
+                Arc::from(text),
+                now,
+            ));
+        }
+        None
     }
 
     /// Its owner is removed, and deletes it (`why`).
@@ -697,11 +777,13 @@ mod tests {
             CrdDeleted,
             ReleaseUpgraded,
             ReleaseReplaced,
+            DoubleOwnerPruned,
         ];
         // Every rule is in the list: a new one fails to compile here until it is added.
         let _listed = |rule: Rule| match rule {
             OwnerRemoved | MovedLater | MovedUnordered | IdentityChanged | LeftBuild
-            | NamespaceDeleted | CrdDeleted | ReleaseUpgraded | ReleaseReplaced => {}
+            | NamespaceDeleted | CrdDeleted | ReleaseUpgraded | ReleaseReplaced
+            | DoubleOwnerPruned => {}
         };
         for rule in rules {
             let mut kebab = String::new();

@@ -875,3 +875,78 @@ fn a_change_to_a_resource_set_is_not_judged_safe() {
         "{doc}"
     );
 }
+
+/// Two Kustomizations that both apply one claim (a `double-owner` error) each take its
+/// ownership labels when they apply it, and kustomize-controller prunes only what is labelled
+/// for the pruning Kustomization (`ssa.DeleteOptions.Inclusions`, fluxcd/pkg
+/// `ssa/manager_delete.go`). The second owner that stops building it deletes it if it applied
+/// it last, which nothing before the merge tells: the data may go, never "safe".
+#[test]
+fn a_second_owner_that_stops_building_a_claim_may_delete_it() {
+    let pvc = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: web\nspec:\n  accessModes: [ReadWriteOnce]\n  resources: {requests: {storage: 1Gi}}\n";
+    let repo = lab();
+    repo.write(
+        "deploy/lab/apps.yaml",
+        &format!(
+            "{}---\n{}",
+            ks("apps", "./apps", &[]),
+            ks("extra", "./extra", &[])
+        ),
+    )
+    .write("apps/pvc.yaml", pvc)
+    .write(
+        "extra/kustomization.yaml",
+        "resources: [../apps/pvc.yaml, cm.yaml]\n",
+    )
+    .write("extra/cm.yaml", &config_map("extra", "web"));
+    repo.commit_all("two owners of one claim");
+    // The second owner stops building it, and prunes.
+    repo.write("extra/kustomization.yaml", "resources: [cm.yaml]\n");
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (1, Some("deletes")),
+        "{doc}"
+    );
+    let d = &deletions(&doc)[0];
+    assert_eq!(
+        (
+            deletion_id(d).as_str(),
+            d["rule"].as_str(),
+            d["stateful"].as_bool(),
+            d["owner"].as_str()
+        ),
+        (
+            "PersistentVolumeClaim/web/data",
+            Some("double-owner-pruned"),
+            Some(true),
+            Some("Kustomization/flux-system/extra")
+        ),
+        "{doc}"
+    );
+    // The second owner removed, its finalizer deleting what it applied: the same.
+    repo.write("deploy/lab/apps.yaml", &ks("apps", "./apps", &[]));
+    repo.write(
+        "extra/kustomization.yaml",
+        "resources: [../apps/pvc.yaml, cm.yaml]\n",
+    );
+    let (_, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert!(
+        deletions(&doc)
+            .iter()
+            .any(|d| deletion_id(d) == "PersistentVolumeClaim/web/data"
+                && d["rule"] == "double-owner-pruned"),
+        "{doc}"
+    );
+    // Both keep building it: nothing is deleted.
+    repo.write(
+        "deploy/lab/apps.yaml",
+        &format!(
+            "{}---\n{}",
+            ks("apps", "./apps", &[]),
+            ks("extra", "./extra", &[])
+        ),
+    );
+    let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
+    assert_eq!((code, doc["verdict"].as_str()), (0, Some("safe")), "{doc}");
+}
