@@ -12,11 +12,11 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::yaml::Text;
 
 use super::objects::Changed;
-use super::read::{add_folders, commit_listing, generator_inputs, plain};
+use super::read::{add_folders, generator_inputs, no_such_revision, plain};
 use super::{is_ignore_file, wanted, Blobs, Decoded, FileTree, GitObjects};
 
 /// A reader of a history's revisions (see the module).
@@ -46,9 +46,7 @@ impl History {
     /// The tree of revision `rev` (see the module).
     pub fn read(&mut self, rev: &str) -> Result<FileTree> {
         let Some((oid, tree_id)) = self.objects.commit_tree(rev)? else {
-            // The error a revision read whole gives.
-            commit_listing(&self.root, rev, Some(&mut self.objects))?;
-            return Err(Error::Usage(format!("revision `{rev}` does not exist")));
+            return Err(no_such_revision(&self.root, rev));
         };
         let short: String = oid.chars().take(12).collect();
         let after = match self.last.take() {

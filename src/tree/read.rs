@@ -220,12 +220,15 @@ pub(super) fn commit_listing(
         Some(objects) => objects.commit(rev)?,
         None => git::commit_listing(root, rev)?,
     };
-    found.ok_or_else(|| {
-        Error::Usage(format!(
-            "revision `{rev}` does not exist in {} (try a branch, a tag or a commit id)",
-            root.display()
-        ))
-    })
+    found.ok_or_else(|| no_such_revision(root, rev))
+}
+
+/// The error for revision `rev`, which the repository at `root` does not have.
+pub(super) fn no_such_revision(root: &Path, rev: &str) -> Error {
+    Error::Usage(format!(
+        "revision `{rev}` does not exist in {} (try a branch, a tag or a commit id)",
+        root.display()
+    ))
 }
 
 /// What a tree reads of a revision's listing (`git ls-tree -r -z`): its files with their

@@ -884,21 +884,19 @@ fn a_change_to_a_resource_set_is_not_judged_safe() {
 #[test]
 fn a_second_owner_that_stops_building_a_claim_may_delete_it() {
     let pvc = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: web\nspec:\n  accessModes: [ReadWriteOnce]\n  resources: {requests: {storage: 1Gi}}\n";
+    let both = format!(
+        "{}---\n{}",
+        ks("apps", "./apps", &[]),
+        ks("extra", "./extra", &[])
+    );
     let repo = lab();
-    repo.write(
-        "deploy/lab/apps.yaml",
-        &format!(
-            "{}---\n{}",
-            ks("apps", "./apps", &[]),
-            ks("extra", "./extra", &[])
-        ),
-    )
-    .write("apps/pvc.yaml", pvc)
-    .write(
-        "extra/kustomization.yaml",
-        "resources: [../apps/pvc.yaml, cm.yaml]\n",
-    )
-    .write("extra/cm.yaml", &config_map("extra", "web"));
+    repo.write("deploy/lab/apps.yaml", &both)
+        .write("apps/pvc.yaml", pvc)
+        .write(
+            "extra/kustomization.yaml",
+            "resources: [../apps/pvc.yaml, cm.yaml]\n",
+        )
+        .write("extra/cm.yaml", &config_map("extra", "web"));
     repo.commit_all("two owners of one claim");
     // The second owner stops building it, and prunes.
     repo.write("extra/kustomization.yaml", "resources: [cm.yaml]\n");
@@ -939,14 +937,7 @@ fn a_second_owner_that_stops_building_a_claim_may_delete_it() {
         "{doc}"
     );
     // Both keep building it: nothing is deleted.
-    repo.write(
-        "deploy/lab/apps.yaml",
-        &format!(
-            "{}---\n{}",
-            ks("apps", "./apps", &[]),
-            ks("extra", "./extra", &[])
-        ),
-    );
+    repo.write("deploy/lab/apps.yaml", &both);
     let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
     assert_eq!((code, doc["verdict"].as_str()), (0, Some("safe")), "{doc}");
 }
