@@ -16,7 +16,7 @@ use crate::error::Result;
 use crate::yaml::Text;
 
 use super::objects::Changed;
-use super::read::{add_folders, generator_inputs, no_such_revision, plain};
+use super::read::{add_folders, generator_inputs, keep_plain, no_such_revision};
 use super::{is_ignore_file, wanted, Blobs, Decoded, FileTree, GitObjects};
 
 /// A reader of a history's revisions (see the module).
@@ -188,14 +188,10 @@ impl History {
             .blobs(&[id.to_string()], &|_| name.to_string())?
             .pop()
             .unwrap_or_default();
-        if plain(&bytes) {
-            if let Ok(text) = crate::fs::decode(bytes.clone()) {
-                let text = Arc::new(text);
-                self.blobs.insert(id.to_string(), text.clone());
-                return Ok(Ok(text));
-            }
-        }
-        Ok(crate::fs::decode(bytes).map(Arc::new))
+        Ok(match keep_plain(&mut self.blobs, id, bytes) {
+            Some(bytes) => crate::fs::decode(bytes).map(Arc::new),
+            None => Ok(self.blobs.get(id).cloned().unwrap_or_default()),
+        })
     }
 }
 
@@ -262,7 +258,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         let git = |args: &[&str]| {
-            let out = std::process::Command::new("git")
+            let out = crate::tree::git_command(root)
                 .args([
                     "-c",
                     "user.name=t",
@@ -272,7 +268,6 @@ mod tests {
                     "commit.gpgsign=false",
                 ])
                 .args(args)
-                .current_dir(root)
                 .output()
                 .unwrap();
             assert!(

@@ -154,11 +154,8 @@ impl GitObjects {
                 return Ok(Some((id, None)));
             };
             let next = (kind == "tree")
-                .then(|| entries(&body, self.id_len))
-                .into_iter()
-                .flatten()
-                .find(|e| e.name == part.as_bytes() && e.mode == "40000")
-                .map(|e| e.id);
+                .then(|| subfolder(&body, self.id_len, &part))
+                .flatten();
             match next {
                 Some(next) => at = next,
                 None => return Ok(Some((id, None))),
@@ -254,11 +251,7 @@ impl GitObjects {
         let mut at = root.to_string();
         for part in path.split('/') {
             let body = self.tree(&at)?;
-            let next = entries(&body, self.id_len)
-                .into_iter()
-                .find(|e| e.name == part.as_bytes() && e.mode == "40000")
-                .map(|e| e.id);
-            match next {
+            match subfolder(&body, self.id_len, part) {
                 Some(next) => at = next,
                 None => return Ok(false),
             }
@@ -338,6 +331,14 @@ struct TreeEntry<'a> {
     mode: &'a str,
     name: &'a [u8],
     id: String,
+}
+
+/// The id of the folder `name` of a tree object's bytes, if it has one.
+fn subfolder(body: &[u8], id_len: usize, name: &str) -> Option<String> {
+    entries(body, id_len)
+        .into_iter()
+        .find(|e| e.name == name.as_bytes() && e.mode == "40000")
+        .map(|e| e.id)
 }
 
 /// The entries of a tree object's bytes: `<mode> <name>\0<id bytes>` each.

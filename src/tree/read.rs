@@ -66,8 +66,21 @@ type Loaded = (Decoded, Option<(String, Bytes)>);
 
 /// Whether `bytes` are the bytes of their text as `fs::decode` reads it: UTF-8 without a
 /// byte order mark.
-pub(super) fn plain(bytes: &[u8]) -> bool {
+fn plain(bytes: &[u8]) -> bool {
     !bytes.starts_with(&[0xEF, 0xBB, 0xBF]) && std::str::from_utf8(bytes).is_ok()
+}
+
+/// Keeps the text of blob `oid` in `blobs` when its text is its bytes (`plain`, which always
+/// decodes): every tree that holds the blob shares it. Gives the bytes back when they are not,
+/// for the caller to read as it reads such a file.
+pub(super) fn keep_plain(blobs: &mut Blobs, oid: &str, bytes: Vec<u8>) -> Option<Vec<u8>> {
+    if !plain(&bytes) {
+        return Some(bytes);
+    }
+    if let Ok(text) = crate::fs::decode(bytes) {
+        blobs.insert(oid.to_string(), Arc::new(text));
+    }
+    None
 }
 
 /// The bytes of a chart's file to keep beside its text: those whose text is not their bytes.
@@ -402,11 +415,7 @@ impl FileTree {
         // (`raw`), and the shared texts hold none.
         let mut odd: HashMap<String, (Decoded, Bytes)> = HashMap::new();
         for (oid, bytes) in missing.into_iter().zip(contents) {
-            if plain(&bytes) {
-                if let Ok(text) = crate::fs::decode(bytes) {
-                    blobs_read.insert(oid, Arc::new(text));
-                }
-            } else {
+            if let Some(bytes) = keep_plain(blobs_read, &oid, bytes) {
                 let kept = Arc::new(bytes.clone());
                 odd.insert(oid, (crate::fs::decode(bytes).map(Arc::new), kept));
             }

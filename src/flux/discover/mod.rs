@@ -207,7 +207,7 @@ fn nest(found: Vec<Environment>) -> Vec<Environment> {
             .map(|(i, _)| i)
     };
     let outer: Vec<Option<usize>> = found.iter().map(outer_of).collect();
-    let mut kept: Vec<Option<Environment>> = found.iter().cloned().map(Some).collect();
+    let mut kept: Vec<Option<Environment>> = found.into_iter().map(Some).collect();
     for (inner, outer) in outer.iter().enumerate() {
         let Some(outer) = *outer else { continue };
         let Some(env) = kept[inner].take() else {
@@ -237,14 +237,18 @@ fn root_source(env: &Environment) -> SourceRef {
         Root::Written { object, .. } | Root::Generated(object) => object,
         Root::Assumed => return bootstrap,
     };
-    Kustomization::from_value(object).map_or(bootstrap, |k| {
-        let namespace = if k.namespace.is_empty() {
-            "flux-system"
-        } else {
-            k.namespace.as_str()
-        };
-        k.spec.source_ref.in_namespace(namespace)
-    })
+    Kustomization::from_value(object).map_or(bootstrap, |k| root_reads(&k).1)
+}
+
+/// The namespace of root Kustomization `k` (`flux-system`, where a root is made, when it
+/// names none) and the source it reads there.
+fn root_reads(k: &Kustomization) -> (&str, SourceRef) {
+    let namespace = if k.namespace.is_empty() {
+        "flux-system"
+    } else {
+        k.namespace.as_str()
+    };
+    (namespace, k.spec.source_ref.in_namespace(namespace))
 }
 
 /// Which of the words that mark a file discovery reads a text holds, found once per text
@@ -455,12 +459,7 @@ fn written_syncs(file: &str, text: &Text) -> Arc<Vec<String>> {
         docs.iter()
             .filter_map(Kustomization::from_value)
             .filter(|k| {
-                let namespace = if k.namespace.is_empty() {
-                    "flux-system"
-                } else {
-                    k.namespace.as_str()
-                };
-                let reads = k.spec.source_ref.in_namespace(namespace);
+                let (namespace, reads) = root_reads(k);
                 (named_sync || namespace == "flux-system")
                     && !k.spec.path.is_empty()
                     && within(file, &k.spec.path)
