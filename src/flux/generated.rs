@@ -6,6 +6,7 @@
 //! entries the spec appended as the spec's (`kustomize::Appended`).
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -25,6 +26,15 @@ use crate::tree::FileTree;
 pub struct FluxSpec {
     /// Names the Kustomization in messages: its file and id.
     pub what: String,
+    /// What its spec writes, shared by the builds of one Kustomization object: a history's
+    /// steps ask whether a build's spec is the one before, which for the same object is known
+    /// without comparing its patches.
+    pub written: Arc<Written>,
+}
+
+/// The fields of a Flux Kustomization's spec that its build reads (see `FluxSpec`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Written {
     /// `spec.targetNamespace`: replaces the kustomization's `namespace`.
     pub target_namespace: Option<String>,
     /// `spec.namePrefix` and `spec.nameSuffix`: replace the kustomization's own.
@@ -103,8 +113,8 @@ impl FluxBuild for Builder<'_> {
         crate::tally::add(&crate::tally::OWNER_BUILDS);
         let (file, mut k) = kustomization_at(self, dir)?;
         let appended = write_spec(self.tree(), spec, dir, &file, &mut k)?;
-        let labels = Value::Object(spec.labels.clone());
-        let annotations = Value::Object(spec.annotations.clone());
+        let labels = Value::Object(spec.written.labels.clone());
+        let annotations = Value::Object(spec.written.annotations.clone());
         let mut failed = None;
         self.build_kustomization(dir, &file, &k, Some(&appended), &mut |mut r| {
             if failed.is_some() {
@@ -237,9 +247,9 @@ fn write_spec(
     k: &mut Map<String, Value>,
 ) -> Result<Appended, FluxBuildError> {
     for (key, value) in [
-        ("namespace", &spec.target_namespace),
-        ("namePrefix", &spec.name_prefix),
-        ("nameSuffix", &spec.name_suffix),
+        ("namespace", &spec.written.target_namespace),
+        ("namePrefix", &spec.written.name_prefix),
+        ("nameSuffix", &spec.written.name_suffix),
     ] {
         if let Some(v) = value {
             k.insert(key.into(), Value::String(v.clone()));
@@ -252,10 +262,10 @@ fn write_spec(
         patches: list(k, "patches", file)?.len(),
         components: list(k, "components", file)?.len(),
     };
-    if !spec.patches.is_empty() {
+    if !spec.written.patches.is_empty() {
         let mut patches = list(k, "patches", file)?.to_vec();
         // Flux's `kustomize.Patch`: the patch and its target, nothing else.
-        patches.extend(spec.patches.iter().map(|p| {
+        patches.extend(spec.written.patches.iter().map(|p| {
             let mut m = Map::new();
             for key in ["patch", "target"] {
                 if let Some(v) = p.get(key) {
@@ -266,9 +276,9 @@ fn write_spec(
         }));
         k.insert("patches".into(), Value::Array(patches));
     }
-    if !spec.components.is_empty() {
+    if !spec.written.components.is_empty() {
         let mut components = list(k, "components", file)?.to_vec();
-        for (i, c) in spec.components.iter().enumerate() {
+        for (i, c) in spec.written.components.iter().enumerate() {
             let Some(path) = c.as_str() else {
                 return Err(FluxBuildError::ComponentNotAString {
                     what: spec.what.clone(),
@@ -285,7 +295,7 @@ fn write_spec(
                 Ref::Local(p) => tree.is_file(&p) || tree.is_dir(&p),
                 Ref::Remote | Ref::Escapes => false,
             };
-            if exists || !spec.ignore_missing_components {
+            if exists || !spec.written.ignore_missing_components {
                 components.push(c.clone());
             }
         }
@@ -427,7 +437,10 @@ mod tests {
             ]
         );
         let prefixed = FluxSpec {
-            name_prefix: Some("p-".into()),
+            written: Arc::new(Written {
+                name_prefix: Some("p-".into()),
+                ..Written::default()
+            }),
             ..FluxSpec::default()
         };
         assert_eq!(
@@ -459,13 +472,17 @@ mod tests {
             Builder::new(&tree).build_owner(dir, spec, &mut |r| out.push(r))?;
             Ok::<_, FluxBuildError>(ids(&out))
         };
-        let spec = FluxSpec {
-            what: "ks.yaml (Kustomization/flux-system/app)".into(),
+        let written = Written {
             name_prefix: Some("flux-".into()),
             components: vec!["../c".into(), "../gone".into()],
             ignore_missing_components: true,
-            ..FluxSpec::default()
+            ..Written::default()
         };
+        let with = |written: Written| FluxSpec {
+            what: "ks.yaml (Kustomization/flux-system/app)".into(),
+            written: Arc::new(written),
+        };
+        let spec = with(written.clone());
         assert_eq!(
             build("app", &spec),
             Ok(vec![
@@ -473,18 +490,18 @@ mod tests {
                 "ConfigMap/own/flux-extra".to_string()
             ])
         );
-        let strict = FluxSpec {
+        let strict = with(Written {
             ignore_missing_components: false,
-            ..spec.clone()
-        };
+            ..written.clone()
+        });
         assert_eq!(
             build("app", &strict).unwrap_err().to_string(),
             "ks.yaml (Kustomization/flux-system/app): spec.components[1]: component `../gone` does not exist"
         );
-        let remote = FluxSpec {
+        let remote = with(Written {
             components: vec!["https://github.com/x/y//c".into()],
-            ..spec.clone()
-        };
+            ..written
+        });
         assert!(build("app", &remote)
             .unwrap_err()
             .to_string()
@@ -516,10 +533,13 @@ mod tests {
         );
         // commonMetadata is set on every object after the build, over what it has.
         let labelled = FluxSpec {
-            labels: serde_json::json!({"team": "media"})
-                .as_object()
-                .cloned()
-                .unwrap(),
+            written: Arc::new(Written {
+                labels: serde_json::json!({"team": "media"})
+                    .as_object()
+                    .cloned()
+                    .unwrap(),
+                ..Written::default()
+            }),
             ..FluxSpec::default()
         };
         let mut out = Vec::new();
@@ -610,8 +630,10 @@ mod tests {
         );
         let spec = FluxSpec {
             what: "ks.yaml (Kustomization/flux-system/app)".into(),
-            components: vec!["../../base".into()],
-            ..FluxSpec::default()
+            written: Arc::new(Written {
+                components: vec!["../../base".into()],
+                ..Written::default()
+            }),
         };
         let e = Builder::new(&tree)
             .build_owner("generated/c", &spec, &mut |_| {})

@@ -173,6 +173,9 @@ struct Found {
     sources: BTreeMap<ObjectId, (Arc<ObjectId>, Source)>,
     /// The sources looked for and not found.
     missed: BTreeSet<ObjectId>,
+    /// Of those, the file each is written in outside every build (`written_outside`), asked
+    /// once a pass: every owner that reads one looks for it.
+    outside: BTreeMap<ObjectId, Option<String>>,
 }
 
 /// How long the lists of `Found` were when an owner's build began.
@@ -233,6 +236,7 @@ fn build_pass(
         warnings: Vec::new(),
         sources: BTreeMap::new(),
         missed: BTreeSet::new(),
+        outside: BTreeMap::new(),
     };
     found.inv.owners.insert(root.id.clone(), root);
     while let Some(owner_id) = found.queue.pop_front() {
@@ -415,7 +419,7 @@ fn variables(
     if !owner.substitutes() {
         return Ok(None);
     }
-    let (sources, missed) = (&found.sources, &mut found.missed);
+    let (sources, missed, outside) = (&found.sources, &mut found.missed, &mut found.outside);
     substitute::variables(&owner.object, &owner.id.namespace, &mut |id| {
         let s = sources
             .get(id)
@@ -425,7 +429,10 @@ fn variables(
             missed.insert(id.clone());
             // One written outside every build (a bootstrap folder) is applied by
             // hand: it is in the cluster, with values that may not be its file's.
-            return written_outside(cx.tree, id).map(|file| Source::Unknown {
+            let file = outside
+                .entry(id.clone())
+                .or_insert_with(|| written_outside(cx.tree, id));
+            return file.as_ref().map(|file| Source::Unknown {
                 why: format!("written outside every build, in {file}, and applied by hand"),
                 from: None,
                 keys: None,

@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::substitute::{Source, Variables};
 use super::{Kustomization, SourceRef, KUSTOMIZE_GROUP};
 use crate::flux::facts::{self, is_sops, kept_whole, Facts};
-use crate::flux::generated::FluxSpec;
+use crate::flux::generated::{FluxSpec, Written};
 use crate::flux::packed::Packed;
 use crate::kustomize::object::{digest, Cluster, ObjectId};
 use crate::kustomize::{Resource, Shared, Warning};
@@ -68,6 +68,8 @@ pub struct Owner {
     /// As its parent's build holds it, `postBuild` variables substituted (shared by the
     /// copies of the owner a build and a history's steps make).
     pub object: Arc<Value>,
+    /// What its spec writes into the kustomization it builds, read once from `object`.
+    written: Arc<Written>,
     /// The `${VAR}`s it needs as written, when its parent substitutes (see `Facts`).
     pub variables: Vec<String>,
     /// The `postBuild` variables it substitutes with, as its build read its sources: a
@@ -123,6 +125,7 @@ impl Owner {
             build_error: None,
             substitution_error: None,
             artifact_files: Vec::new(),
+            written: Arc::new(written(&k.object)),
             object: Arc::new(k.object),
             variables: Vec::new(),
             reads: None,
@@ -168,43 +171,51 @@ impl Owner {
     }
 
     /// What its spec writes into the kustomization at its `spec.path` (see `FluxSpec`);
-    /// `what` names it in messages. Empty strings are unset: the API omits them
-    /// (`omitempty`) before Flux's generator reads the spec.
+    /// `what` names it in messages.
     fn flux_spec(&self, what: String) -> FluxSpec {
-        let spec = self.object.get("spec").unwrap_or(&Value::Null);
-        let text = |key: &str| {
-            spec.get(key)
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-                .map(String::from)
-        };
-        let items = |key: &str| {
-            spec.get(key)
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default()
-        };
-        let metadata = |key: &str| {
-            spec.get("commonMetadata")
-                .and_then(|m| m.get(key))
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default()
-        };
         FluxSpec {
             what,
-            target_namespace: text("targetNamespace"),
-            name_prefix: text("namePrefix"),
-            name_suffix: text("nameSuffix"),
-            patches: items("patches"),
-            components: items("components"),
-            ignore_missing_components: spec
-                .get("ignoreMissingComponents")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
-            labels: metadata("labels"),
-            annotations: metadata("annotations"),
+            written: self.written.clone(),
         }
+    }
+}
+
+/// What the spec of Kustomization `object` writes into the kustomization at its
+/// `spec.path` (see `FluxSpec`). Empty strings are unset: the API omits them (`omitempty`)
+/// before Flux's generator reads the spec.
+fn written(object: &Value) -> Written {
+    let spec = object.get("spec").unwrap_or(&Value::Null);
+    let text = |key: &str| {
+        spec.get(key)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+    };
+    let items = |key: &str| {
+        spec.get(key)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let metadata = |key: &str| {
+        spec.get("commonMetadata")
+            .and_then(|m| m.get(key))
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+    };
+    Written {
+        target_namespace: text("targetNamespace"),
+        name_prefix: text("namePrefix"),
+        name_suffix: text("nameSuffix"),
+        patches: items("patches"),
+        components: items("components"),
+        ignore_missing_components: spec
+            .get("ignoreMissingComponents")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        labels: metadata("labels"),
+        annotations: metadata("annotations"),
     }
 }
 
@@ -536,6 +547,7 @@ fn unreachable_owner(env_path: &str) -> Owner {
         substitution_error: None,
         artifact_files: Vec::new(),
         object: Arc::new(Value::Null),
+        written: Arc::default(),
         variables: Vec::new(),
         reads: None,
     }
