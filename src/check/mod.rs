@@ -81,7 +81,7 @@ impl FluxView {
             .chain(inv.duplicates.iter().map(|(_, e)| e))
         {
             builds.entry(&e.owner).or_default().push(ObjectFacts {
-                facts: Cow::Borrowed(&e.facts),
+                facts: Cow::Borrowed(&*e.facts),
                 file: &e.file,
                 index: e.index,
             });

@@ -641,7 +641,7 @@ fn record(
     let written = building
         .vars
         .is_some()
-        .then(|| facts::of_shared(shared, &r, true).variables);
+        .then(|| facts::of_shared(shared, &r, true).variables.clone());
     let rewrite;
     let mut r = r;
     let (r, shared, unknown) = match building.substitute(&mut r, shared, written.as_deref()) {

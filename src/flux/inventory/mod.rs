@@ -373,7 +373,7 @@ pub struct Entry {
     /// Shared by every object of the file.
     pub file: Arc<str>,
     pub index: usize,
-    pub facts: Facts,
+    pub facts: Arc<Facts>,
     /// Shared with the build it came from when it is kept for a history's next step.
     pub whole: Option<Arc<Value>>,
     /// In an inventory built with `Keep::Whole`, the object when it is not kept whole.
@@ -400,8 +400,8 @@ impl Entry {
         // An object kept for the next step as it is built is shared, not copied, and what
         // is derived from it is derived once.
         let mut facts = facts::of_shared(shared, &r, false);
-        if let Some(v) = variables {
-            facts.variables.clone_from(v);
+        if let Some(v) = variables.as_ref().filter(|v| **v != facts.variables) {
+            Arc::make_mut(&mut facts).variables.clone_from(v);
         }
         let index = r.index;
         let (whole, packed) = if keep.keeps_whole(id, &r.value) {
