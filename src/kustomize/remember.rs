@@ -75,12 +75,19 @@ impl Loads {
         Built::clone(&built)
     }
 
-    /// Lets go of the files `tree` no longer has as they were loaded.
-    fn keep_for(&self, tree: &FileTree) {
-        self.0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|path, (text, _, _)| tree.holds(path, text));
+    /// Lets go of the files `tree` no longer has as they were loaded, of those at the paths
+    /// of `changes` (how it differs from the tree the others were loaded over: a file loaded
+    /// again at another path since is only a file more, as `load` compares texts).
+    fn keep_for(&self, tree: &FileTree, changes: &Changes) {
+        let mut files = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        for path in changes.changed.iter().chain(&changes.presence) {
+            if files
+                .get(path)
+                .is_some_and(|(text, _, _)| !tree.holds(path, text))
+            {
+                files.remove(path);
+            }
+        }
     }
 }
 
@@ -261,7 +268,7 @@ impl Remembering {
     /// What the builds of this tree leave for the next.
     pub fn into_remembered(self) -> Remembered {
         if let Some(tree) = &self.now.tree {
-            self.now.loads.keep_for(tree);
+            self.now.loads.keep_for(tree, &self.changes);
         }
         self.now
     }

@@ -23,6 +23,7 @@ use crate::kustomize::object::{Cluster, ObjectId};
 use crate::kustomize::{Builder, Resource, Warning};
 use crate::kustomize::{Loads, Remembered, Remembering, Rewrite, Shared};
 use crate::tree::{FileTree, Footprint};
+use crate::yaml::{PerText, Text};
 
 /// The root Kustomization of environment `env` in `tree` (see `discover::root_in`).
 fn root_of(tree: &FileTree, env: &Environment) -> Owner {
@@ -508,22 +509,41 @@ fn is_resource_set(id: &ObjectId) -> bool {
 /// The file of the repository that writes object `id` (a ConfigMap or Secret) though no
 /// build applies it; a copy without a namespace counts, as `kubectl apply -n` would place it.
 fn written_outside(tree: &FileTree, id: &ObjectId) -> Option<String> {
-    let name = memchr::memmem::Finder::new(id.name.as_bytes());
     tree.manifests()
-        .filter(|(_, text)| name.find(text.as_bytes()).is_some())
         .find(|(file, text)| {
-            crate::yaml::parse_all(file, text)
-                .unwrap_or_default()
-                .iter()
-                .any(|doc| {
-                    let field = |p: &str| doc.pointer(p).and_then(Value::as_str);
-                    field("/kind") == Some(id.kind.as_str())
-                        && field("/apiVersion") == Some("v1")
-                        && field("/metadata/name") == Some(id.name.as_str())
-                        && field("/metadata/namespace").is_none_or(|ns| ns == id.namespace)
-                })
+            written_sources(file, text).iter().any(|(kind, name, namespace)| {
+                *kind == id.kind
+                    && *name == id.name
+                    && namespace.as_ref().is_none_or(|ns| *ns == id.namespace)
+            })
         })
         .map(|(file, _)| file.to_string())
+}
+
+/// The `v1` ConfigMaps and Secrets file `file` writes (kind, name and namespace if it has
+/// one), read once per text (`PerText`): a history asks of each revision's manifests.
+fn written_sources(file: &str, text: &Text) -> Arc<Vec<(String, String, Option<String>)>> {
+    static WRITTEN: PerText<Vec<(String, String, Option<String>)>> = PerText::new();
+    WRITTEN.get(text, || {
+        let has = |word: &str| memchr::memmem::find(text.as_bytes(), word.as_bytes()).is_some();
+        if !has("ConfigMap") && !has("Secret") {
+            return Vec::new();
+        }
+        crate::yaml::parse_all(file, text)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|doc| {
+                let field = |p: &str| doc.pointer(p).and_then(Value::as_str);
+                let kind = field("/kind").filter(|k| matches!(*k, "ConfigMap" | "Secret"))?;
+                (field("/apiVersion") == Some("v1")).then_some(())?;
+                Some((
+                    kind.to_string(),
+                    field("/metadata/name")?.to_string(),
+                    field("/metadata/namespace").map(String::from),
+                ))
+            })
+            .collect()
+    })
 }
 
 fn build_failure(path: String, owner: &ObjectId, e: &str) -> Warning {
