@@ -130,30 +130,38 @@ impl Ahead {
     }
 }
 
+/// The cluster-scoped kinds the CRDs of file `path` (`text`) declare, read once for every
+/// tree that holds the text (`PerText`). A text without the word is known to have none once
+/// too: a history's trees hold mostly the texts of the one before.
+pub fn crd_kinds(path: &str, text: &crate::yaml::Text) -> Arc<Vec<String>> {
+    static KINDS: yaml::PerText<Vec<String>> = yaml::PerText::new();
+    KINDS.get(text, || {
+        if memchr::memmem::find(text.as_bytes(), b"CustomResourceDefinition").is_none() {
+            return Vec::new();
+        }
+        // Not `take`: only builds count as loads.
+        let docs = yaml::parse_all(path, text).unwrap_or_default();
+        docs.iter()
+            .filter_map(|doc| match object::crd_kind(doc) {
+                Some((_, kind, true)) => Some(kind),
+                _ => None,
+            })
+            .collect()
+    })
+}
+
 impl<'a> Builder<'a> {
     pub fn new(tree: &'a FileTree) -> Builder<'a> {
+        // Cluster-scoped custom kinds are known from any CRD in the revision.
         let mut cluster_kinds = BTreeSet::new();
-        // Cluster-scoped custom kinds are known from any CRD in the revision, each file's
-        // read once for every tree that holds it (`PerText`).
-        // A text without the word is known to have none once too: a history's trees hold
-        // mostly the texts of the one before.
-        static KINDS: yaml::PerText<Vec<String>> = yaml::PerText::new();
         for (path, text) in tree.files() {
-            let kinds = KINDS.get(text, || {
-                if memchr::memmem::find(text.as_bytes(), b"CustomResourceDefinition").is_none() {
-                    return Vec::new();
-                }
-                // Not `take`: only builds count as loads.
-                let docs = yaml::parse_all(path, text).unwrap_or_default();
-                docs.iter()
-                    .filter_map(|doc| match object::crd_kind(doc) {
-                        Some((_, kind, true)) => Some(kind),
-                        _ => None,
-                    })
-                    .collect()
-            });
-            cluster_kinds.extend(kinds.iter().cloned());
+            cluster_kinds.extend(crd_kinds(path, text).iter().cloned());
         }
+        Builder::with_cluster_kinds(tree, cluster_kinds)
+    }
+
+    /// `new`, with the cluster-scoped kinds of the tree's CRDs known already.
+    pub fn with_cluster_kinds(tree: &'a FileTree, cluster_kinds: BTreeSet<String>) -> Builder<'a> {
         Builder {
             cluster_kinds,
             ..Builder::owners_only(tree)

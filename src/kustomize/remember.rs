@@ -248,6 +248,34 @@ impl Remembered {
         self.tree.as_ref()
     }
 
+    /// How `tree` differs from the tree the builds were made over, when any were kept.
+    pub fn changes_to(&self, tree: &FileTree) -> Option<Changes> {
+        self.tree.as_ref().map(|old| old.changes(tree))
+    }
+
+    /// The cluster-scoped kinds of the CRDs of `tree`, the same view (`view`, see
+    /// `remembering`) of a tree that differs by `changes` from the one the builds were made
+    /// over: the kinds they were made with, when no file that differs declares one in either
+    /// tree (`None` otherwise: `tree` is read for them).
+    pub fn cluster_kinds_over(
+        &self,
+        tree: &FileTree,
+        view: Option<&str>,
+        changes: &Changes,
+    ) -> Option<BTreeSet<String>> {
+        let old = self.tree.as_ref().filter(|_| self.context.view.as_deref() == view)?;
+        let declares = |t: &FileTree, path: &str| {
+            t.listed(path)
+                .is_some_and(|text| !super::crd_kinds(path, text).is_empty())
+        };
+        let same = changes
+            .changed
+            .iter()
+            .chain(&changes.presence)
+            .all(|p| !declares(old, p) && !declares(tree, p));
+        same.then(|| self.context.cluster_kinds.clone())
+    }
+
     /// The files loaded over the tree, for other builds of it (see `Loads`).
     pub fn loads(&self) -> Arc<Loads> {
         self.loads.clone()
@@ -277,8 +305,14 @@ impl Remembering {
 impl<'a> Builder<'a> {
     /// Starts remembering the builds of this builder's tree, which must be `recording` (else
     /// nothing is kept or replayed), replaying those of `before` where they hold. `view`
-    /// names the view of the tree the builder reads (the artifact's `spec.ignore`).
-    pub fn remembering(&self, before: Remembered, view: Option<String>) -> Remembering {
+    /// names the view of the tree the builder reads (the artifact's `spec.ignore`);
+    /// `changes`, how the tree differs from `before`'s, when known (`changes_to`).
+    pub fn remembering(
+        &self,
+        before: Remembered,
+        view: Option<String>,
+        changes: Option<Changes>,
+    ) -> Remembering {
         let context = Context {
             view,
             cluster_kinds: self.cluster_kinds.clone(),
@@ -287,7 +321,7 @@ impl<'a> Builder<'a> {
         let recording = self.tree.is_recording();
         let (before, changes) = match &before.tree {
             Some(old) if recording && before.context == context => {
-                let changes = old.changes(self.tree);
+                let changes = changes.unwrap_or_else(|| old.changes(self.tree));
                 (before, changes)
             }
             _ => (Remembered::default(), Changes::default()),

@@ -544,6 +544,12 @@ impl FileTree {
         self.files.get(path).is_some_and(|t| Arc::ptr_eq(t, text))
     }
 
+    /// The text of the file at `path` as `files` gives it (held, and not left out of the
+    /// view); nothing is recorded.
+    pub fn listed(&self, path: &str) -> Option<&Text> {
+        self.files.get(path).filter(|_| !self.hides(path, false))
+    }
+
     /// Whether this tree is `recording`.
     pub fn is_recording(&self) -> bool {
         self.log.is_some()

@@ -208,11 +208,22 @@ fn build_pass(
     if before.is_some() {
         artifact = artifact.recording();
     }
-    let mut builder = Builder::new(&artifact).keeping(facts::KEEP);
+    // The kinds of the tree's CRDs are those of the builds before when no file that changed
+    // declares one.
+    let changes = before.as_ref().and_then(|b| b.changes_to(&artifact));
+    let kinds = before
+        .as_ref()
+        .zip(changes.as_ref())
+        .and_then(|(b, changes)| b.cluster_kinds_over(&artifact, view.as_deref(), changes));
+    let mut builder = match kinds {
+        Some(kinds) => Builder::with_cluster_kinds(&artifact, kinds),
+        None => Builder::new(&artifact),
+    }
+    .keeping(facts::KEEP);
     if keep.whole_objects() {
         builder.keep_objects_whole();
     }
-    let mut memo = before.map(|b| builder.remembering(b, view));
+    let mut memo = before.map(|b| builder.remembering(b, view, changes));
     let repository: Vec<SourceRef> = std::iter::once(root.source())
         .chain(env.nested.iter().cloned())
         .collect();
