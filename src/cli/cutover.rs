@@ -55,11 +55,12 @@ pub fn run_each(
     if std::env::var_os("FLUXWAVE_TEST_STEP_COUNTS").is_some() {
         for (i, r) in reports.iter().enumerate() {
             super::report::warn(format_args!(
-                "step {}: builds {}, footprints {}, parses {}",
+                "step {}: builds {}, footprints {}, parses {}, environments {}",
                 i + 1,
                 r.cost.owner_builds,
                 r.cost.footprints,
-                r.cost.parses
+                r.cost.parses,
+                r.cost.environment_builds
             ));
         }
     }

@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::flux::discover::{self, Environment};
 use crate::flux::inventory::{self, Inventory, Keep};
 pub use crate::kustomize::object::ObjectId;
-use crate::tree::{Blobs, FileTree, History};
+use crate::tree::{Blobs, FileTree, Footprint, History};
 pub use rules::Deletion;
 use touched::{unseen, Footprints};
 
@@ -81,12 +81,14 @@ pub struct Report {
     pub no_environment: Option<String>,
 }
 
-/// The work a history's step did beyond replaying the step before: the Flux Kustomizations
+/// The work a history's step did beyond replaying the step before: the environments built
+/// (an environment none of whose reads changed is the step before's), the Flux Kustomizations
 /// built afresh, the footprints worked out and the manifests parsed (`crate::tally`). A step
 /// that changes nothing a build reads does none of it; one that changes a file parses that
 /// one; the test-only `FLUXWAVE_TEST_STEP_COUNTS` prints them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Cost {
+    pub environment_builds: usize,
     pub owner_builds: usize,
     pub footprints: usize,
     pub parses: usize,
@@ -96,6 +98,7 @@ impl Cost {
     /// The work counted since the last `take`.
     fn take() -> Cost {
         Cost {
+            environment_builds: crate::tally::take(&crate::tally::ENVIRONMENT_BUILDS),
             owner_builds: crate::tally::take(&crate::tally::OWNER_BUILDS),
             footprints: crate::tally::take(&crate::tally::FOOTPRINTS),
             parses: crate::tally::take(&crate::tally::PARSES),
@@ -419,6 +422,8 @@ struct Carried {
     remembered: inventory::Memory,
     /// The footprints of its partial owners over that revision (`touched::Footprints`).
     footprints: Footprints,
+    /// What rendering its HelmReleases read of the revision (a chart in the repository).
+    rendered: Footprint,
 }
 
 /// Every environment of both revisions, built.
@@ -521,8 +526,9 @@ impl Builds {
             };
             let remembering = |tree: &FileTree, before: inventory::Memory| {
                 let (mut inv, now) = inventory::build_remembering(tree, env, before);
-                crate::helm::render(&mut inv, tree);
-                (inv, now)
+                let reading = tree.recording();
+                crate::helm::render(&mut inv, &reading);
+                (inv, now, reading.take_footprint())
             };
             let reused = older
                 .iter()
@@ -531,17 +537,39 @@ impl Builds {
             // A history's steps replay what the step before built; its first step replays
             // the older revision's builds in the newer.
             let mut footprints = Footprints::default();
+            let mut rendered = Footprint::default();
+            // Nothing the environment's builds and renders read of the step before's revision
+            // changed: its build is this revision's too.
+            let unchanged = |k: &Kept| {
+                let changed = changed.get_or_init(|| old.changed_paths(new));
+                !changed.iter().any(|p| k.carried.rendered.covers(p))
+                    && inventory::unchanged(new, env, &k.carried.remembered, &k.inventory)
+            };
             let (o, n, remembered) = if keep && kept == Keep::Facts {
-                let (o, before) = match reused {
-                    Some(k) if in_old => {
+                match reused {
+                    Some(k) if in_old && unchanged(&k) => {
                         footprints = k.carried.footprints;
-                        (k.inventory, k.carried.remembered)
+                        rendered = k.carried.rendered;
+                        let n = k.inventory.clone();
+                        (k.inventory, n, k.carried.remembered)
                     }
-                    _ if in_old => remembering(old, inventory::Memory::default()),
-                    _ => (Inventory::default(), inventory::Memory::default()),
-                };
-                let (n, now) = remembering(new, before);
-                (o, n, now)
+                    reused => {
+                        let (o, before) = match reused {
+                            Some(k) if in_old => {
+                                footprints = k.carried.footprints;
+                                (k.inventory, k.carried.remembered)
+                            }
+                            _ if in_old => {
+                                let (o, before, _) = remembering(old, inventory::Memory::default());
+                                (o, before)
+                            }
+                            _ => (Inventory::default(), inventory::Memory::default()),
+                        };
+                        let (n, now, read) = remembering(new, before);
+                        rendered = read;
+                        (o, n, now)
+                    }
+                }
             } else {
                 std::thread::scope(|s| {
                     let o = s.spawn(|| {
@@ -568,6 +596,7 @@ impl Builds {
                     environment: env.clone(),
                     remembered,
                     footprints,
+                    rendered,
                 });
             }
             incomplete.extend(helm::unjudged(name, &o, &n));

@@ -48,12 +48,10 @@ pub fn of_object(r: &Resource, substituted: bool) -> Facts {
 /// `kustomize::Shared`).
 // The `Cow` itself is asked: whether it still borrows the kept object.
 #[allow(clippy::ptr_arg)]
-pub fn of_shared(
-    cell: Option<&Shared>,
-    r: &Cow<'_, Resource>,
-    substituted: bool,
-) -> Arc<Facts> {
-    Shared::facts(cell, r, substituted, |r| Arc::new(of_object(r, substituted)))
+pub fn of_shared(cell: Option<&Shared>, r: &Cow<'_, Resource>, substituted: bool) -> Arc<Facts> {
+    Shared::facts(cell, r, substituted, |r| {
+        Arc::new(of_object(r, substituted))
+    })
 }
 
 /// The per-object opt-out Flux honours before deleting, if the object carries one (as a

@@ -34,6 +34,12 @@ pub struct Remembered {
     builds: HashMap<String, Vec<Kept>>,
     /// The files loaded over the tree (see `Loads`).
     loads: Arc<Loads>,
+    /// What was read of the tree between the builds (see `holds_over`).
+    between: Footprint,
+    /// Whether everything the builds and their caller read of the tree is known: every
+    /// build was kept, and the caller read nothing a footprint does not record
+    /// (`read_unrecorded`).
+    complete: bool,
 }
 
 /// Files loaded (`resource::load`), by path, with the text each was loaded from and whether
@@ -248,6 +254,27 @@ impl Remembered {
         self.tree.as_ref()
     }
 
+    /// Whether every build would be replayed, and the caller would read what it read between
+    /// them, over a tree that differs by `changes` from the one they were made over: nothing
+    /// any of them read changed (with the kinds of its CRDs, `cluster_kinds_over`, what a
+    /// build of the tree reads).
+    pub fn holds_over(&self, changes: &Changes) -> bool {
+        self.tree.is_some()
+            && self.complete
+            && self.between.holds_over(changes)
+            && self
+                .builds
+                .values()
+                .flatten()
+                .all(|k| k.footprint.holds_over(changes))
+    }
+
+    /// Notes that the caller read the tree in a way no footprint records (every manifest for
+    /// an object no build makes, say): `holds_over` no longer holds.
+    pub fn read_unrecorded(&mut self) {
+        self.complete = false;
+    }
+
     /// How `tree` differs from the tree the builds were made over, when any were kept.
     pub fn changes_to(&self, tree: &FileTree) -> Option<Changes> {
         self.tree.as_ref().map(|old| old.changes(tree))
@@ -263,7 +290,10 @@ impl Remembered {
         view: Option<&str>,
         changes: &Changes,
     ) -> Option<BTreeSet<String>> {
-        let old = self.tree.as_ref().filter(|_| self.context.view.as_deref() == view)?;
+        let old = self
+            .tree
+            .as_ref()
+            .filter(|_| self.context.view.as_deref() == view)?;
         let declares = |t: &FileTree, path: &str| {
             t.listed(path)
                 .is_some_and(|text| !super::crd_kinds(path, text).is_empty())
@@ -294,9 +324,10 @@ pub struct Remembering {
 
 impl Remembering {
     /// What the builds of this tree leave for the next.
-    pub fn into_remembered(self) -> Remembered {
+    pub fn into_remembered(mut self) -> Remembered {
         if let Some(tree) = &self.now.tree {
             self.now.loads.keep_for(tree, &self.changes);
+            self.now.between.extend(tree.take_footprint());
         }
         self.now
     }
@@ -335,6 +366,8 @@ impl<'a> Builder<'a> {
                 context,
                 builds: HashMap::new(),
                 loads,
+                between: Footprint::default(),
+                complete: true,
             },
         }
     }
@@ -360,6 +393,8 @@ impl<'a> Builder<'a> {
         let Some(memo) = memo.filter(|m| m.now.tree.is_some()) else {
             return build(self, &mut |r| emit(Cow::Owned(r), None));
         };
+        // What was read since the last build was read between builds.
+        memo.now.between.extend(self.tree.take_footprint());
         let changes = &memo.changes;
         let same = memo.before.builds.get_mut(dir).and_then(|kept| {
             let at = kept.iter().position(|k| {
@@ -384,7 +419,6 @@ impl<'a> Builder<'a> {
                 .push(kept);
             return failed.map_or(Ok(()), Err);
         }
-        self.tree.take_footprint();
         let warned = self.warnings.len();
         let mut emitted = Vec::new();
         let lent = self.loads.replace(memo.now.loads.clone());
@@ -417,6 +451,8 @@ impl<'a> Builder<'a> {
                 .entry(dir.to_string())
                 .or_default()
                 .push(kept);
+        } else {
+            memo.now.complete = false;
         }
         built
     }

@@ -102,6 +102,12 @@ pub struct Changes {
 }
 
 impl Footprint {
+    /// Adds what `other` asked.
+    pub fn extend(&mut self, other: Footprint) {
+        self.files.extend(other.files);
+        self.folders.extend(other.folders);
+    }
+
     /// Whether the build still yields what it did over a tree that differs by `changes`:
     /// it read none of the files that changed, and none that came or went is a file it
     /// looked for or lies in a folder it listed. (A folder is listed by its paths: what a

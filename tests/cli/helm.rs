@@ -947,6 +947,45 @@ fn without_helm_or_with_no_helm_a_changed_release_is_incomplete() {
     assert!(why(&off).contains("--no-helm"), "{off:#}");
 }
 
+/// `cutover --each` takes an environment's build from the step before when nothing it read
+/// changed, and what rendering its releases read counts: a template taken out of a chart in
+/// the repository, which no Kustomization reads, deletes what it rendered, as the step's own
+/// cutover says.
+#[test]
+fn a_step_that_edits_a_chart_in_the_repository_renders_it_again() {
+    let repo = store_repo();
+    let cache = cache();
+    repo.write("README.md", "the store\n");
+    repo.commit_all("README");
+    repo.remove("charts/store/templates/pvc.yaml");
+    repo.commit_all("the chart drops its claim");
+    let each = run(
+        &repo,
+        cache.path(),
+        &["cutover", "--each", "HEAD~2..HEAD", "--format", "json"],
+    );
+    let doc = json(&each);
+    let steps = doc["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2, "{doc:#}");
+    assert_eq!(steps[0]["verdict"], "safe", "{:#}", steps[0]);
+    assert!(
+        gone(&steps[1])
+            .iter()
+            .any(|g| g.starts_with("PersistentVolumeClaim/")),
+        "{:#}",
+        steps[1]
+    );
+    for (step, (from, to)) in steps.iter().zip([("HEAD~2", "HEAD~1"), ("HEAD~1", "HEAD")]) {
+        let [from, to] = [from, to].map(|r| repo.git(&["rev-parse", r]).trim().to_string());
+        let alone = run(
+            &repo,
+            cache.path(),
+            &["cutover", "--from", &from, "--to", &to, "--format", "json"],
+        );
+        assert_eq!(step, &json(&alone), "{from}..{to}");
+    }
+}
+
 /// A chart that cannot be had is asked for once a run: over a history whose every step
 /// changes the release's values, the Helm repository (serving no index) is asked once, and
 /// every step that changes the release is incomplete.

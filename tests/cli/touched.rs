@@ -191,7 +191,8 @@ pub(crate) fn step_costs(
         .filter_map(|l| {
             let (_, rest) = l.split_once(": builds ")?;
             let (builds, rest) = rest.split_once(", footprints ")?;
-            let (footprints, parses) = rest.split_once(", parses ")?;
+            let (footprints, rest) = rest.split_once(", parses ")?;
+            let (parses, _) = rest.split_once(", environments ")?;
             let n = |s: &str| s.trim().parse::<usize>().unwrap();
             Some((n(builds), n(footprints), n(parses)))
         })
@@ -391,4 +392,65 @@ fn a_second_pass_replays_the_first_passes_builds() {
         .map(crate::common::deletion_id)
         .collect();
     assert_eq!(gone, ["ConfigMap/apps/web-blue"], "{doc}");
+}
+
+/// A step builds only the environments its change reaches: one none of whose builds read a
+/// file that changed (nor a CRD, nor its root) is the step before's, taken whole, and every
+/// step's report is the one its own cutover gives.
+#[test]
+fn a_step_builds_only_the_environments_its_change_reaches() {
+    let repo = TestRepo::empty();
+    for env in ["prod", "staging"] {
+        repo.write(
+            &format!("clusters/{env}/kustomization.yaml"),
+            "resources: [web.yaml]\n",
+        )
+        .write(
+            &format!("clusters/{env}/web.yaml"),
+            &ks("web", &format!("./apps/{env}"), &[]),
+        )
+        .write(&format!("apps/{env}/cm.yaml"), &config_map("web", "a"));
+    }
+    repo.write("README.md", "two clusters\n");
+    repo.commit_all("init");
+    let start = repo.git(&["rev-parse", "HEAD"]).trim().to_string();
+    repo.write("README.md", "two clusters: prod and staging\n");
+    repo.commit_all("README first");
+    repo.write("apps/staging/cm.yaml", &config_map("web-2", "a"));
+    repo.commit_all("staging renames its ConfigMap");
+    repo.write("README.md", "two clusters, edited\n");
+    repo.commit_all("README");
+    repo.write("apps/prod/cm.yaml", &config_map("web-2", "a"));
+    repo.commit_all("prod renames its ConfigMap");
+
+    let range = format!("{start}..HEAD");
+    let mut cmd = repo.command(&["cutover", "--each", &range, "--format", "json"]);
+    cmd.env("FLUXWAVE_TEST_STEP_COUNTS", "1");
+    let run = repo.run_command(cmd);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let environments: Vec<usize> = run
+        .stderr
+        .lines()
+        .filter_map(|l| l.split_once(", environments ")?.1.trim().parse().ok())
+        .collect();
+    // The first step builds both environments in both revisions.
+    assert_eq!(environments[1..], [1, 0, 1], "{}", run.stderr);
+    let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+    let steps = doc["steps"].as_array().unwrap();
+    let line: Vec<String> = repo
+        .git(&["rev-list", "--first-parent", "--reverse", &range])
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let mut from = start;
+    for (report, to) in steps.iter().zip(&line) {
+        let (_, alone) = cutover_json(&repo, &["--from", &from, "--to", to]);
+        assert_eq!(report, &alone, "{from}..{to}");
+        from = to.clone();
+    }
+    let verdicts: Vec<&str> = steps
+        .iter()
+        .map(|s| s["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(verdicts, ["safe", "deletes", "safe", "deletes"]);
 }

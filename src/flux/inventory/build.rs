@@ -73,6 +73,35 @@ pub fn build_remembering(
     (inv, now.unwrap_or_default())
 }
 
+/// Whether `build_remembering` of `env` over `tree` would give `built` again, which it gave
+/// with `before` left for the next revision: the root is the same, and nothing its builds
+/// read over the artifact of its source changed (`Remembered::holds_over`), nor any CRD
+/// there. Then every build is replayed, in the same order, with the same sources.
+pub fn unchanged(tree: &FileTree, env: &Environment, before: &Memory, built: &Inventory) -> bool {
+    let repository = &before.repository;
+    // The builds over ExternalArtifacts read files their generators copy.
+    if before.artifacts.tree().is_some() || repository.tree().is_none() {
+        return false;
+    }
+    let root = root_of(tree, env);
+    let same_root = built
+        .owners
+        .get(&root.id)
+        .is_some_and(|o| o.parent.is_none() && o.file == root.file && o.object == root.object);
+    if !same_root {
+        return false;
+    }
+    let view = spec_ignore(tree, &root.file, &root.source());
+    let artifact = tree.artifact_after(&env.artifact_root, view.as_deref(), repository.tree());
+    let Some(changes) = repository.changes_to(&artifact) else {
+        return false;
+    };
+    repository.holds_over(&changes)
+        && repository
+            .cluster_kinds_over(&artifact, view.as_deref(), &changes)
+            .is_some()
+}
+
 /// `build`, with every object held (`Entry::value`: whole or packed, `Keep::Whole`), as the
 /// commands that print what is built need it; the others keep only the facts, as a large
 /// app tier's specs are most of its memory.
@@ -129,6 +158,10 @@ fn build_with(
         let mut made = build_pass(tree, env, artifacts, &cluster, keep, before.take());
         let found_later = made.missed.iter().any(|id| made.sources.contains_key(id));
         if !found_later || pass == 3 {
+            // A source no build makes was looked for in every manifest (`written_outside`).
+            if let Some(r) = made.remembered.as_mut().filter(|_| !made.missed.is_empty()) {
+                r.read_unrecorded();
+            }
             made.inv.sources = made.sources;
             return (made.inv, made.remembered);
         }
@@ -197,6 +230,7 @@ fn build_pass(
     keep: Keep,
     before: Option<Remembered>,
 ) -> Pass {
+    crate::tally::add(&crate::tally::ENVIRONMENT_BUILDS);
     let root = root_of(tree, env);
     // What Flux builds is the artifact of the root's source.
     let view = spec_ignore(tree, &root.file, &root.source());
@@ -522,11 +556,13 @@ fn is_resource_set(id: &ObjectId) -> bool {
 fn written_outside(tree: &FileTree, id: &ObjectId) -> Option<String> {
     tree.manifests()
         .find(|(file, text)| {
-            written_sources(file, text).iter().any(|(kind, name, namespace)| {
-                *kind == id.kind
-                    && *name == id.name
-                    && namespace.as_ref().is_none_or(|ns| *ns == id.namespace)
-            })
+            written_sources(file, text)
+                .iter()
+                .any(|(kind, name, namespace)| {
+                    *kind == id.kind
+                        && *name == id.name
+                        && namespace.as_ref().is_none_or(|ns| *ns == id.namespace)
+                })
         })
         .map(|(file, _)| file.to_string())
 }

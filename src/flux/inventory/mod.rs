@@ -23,7 +23,7 @@ use crate::kustomize::object::{digest, Cluster, ObjectId};
 use crate::kustomize::{Resource, Shared, Warning};
 
 pub use build::{
-    build, build_as, build_remembering, build_whole, footprint, owners, Memory, Owners,
+    build, build_as, build_remembering, build_whole, footprint, owners, unchanged, Memory, Owners,
 };
 
 /// A Flux Kustomization as the cluster would hold it after this revision is applied.
