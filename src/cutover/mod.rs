@@ -432,6 +432,9 @@ struct Builds {
     to: String,
     environments: Vec<String>,
     pairs: Vec<(Inventory, Inventory)>,
+    /// Whether the newer build of each pair is the older, taken whole (nothing the
+    /// environment reads changed): it deletes nothing.
+    unchanged: Vec<bool>,
     /// The environment of each pair.
     envs: Vec<Environment>,
     incomplete: Vec<Incomplete>,
@@ -489,6 +492,7 @@ impl Builds {
             )));
         }
         let mut pairs: Vec<(Inventory, Inventory)> = Vec::new();
+        let mut same = Vec::new();
         let mut built = Vec::new();
         let mut incomplete = Vec::new();
         let mut warnings = Vec::new();
@@ -538,6 +542,7 @@ impl Builds {
             // the older revision's builds in the newer.
             let mut footprints = Footprints::default();
             let mut rendered = Footprint::default();
+            let mut taken_whole = false;
             // Nothing the environment's builds and renders read of the step before's revision
             // changed: its build is this revision's too.
             let unchanged = |k: &Kept| {
@@ -550,6 +555,7 @@ impl Builds {
                     Some(k) if in_old && unchanged(&k) => {
                         footprints = k.carried.footprints;
                         rendered = k.carried.rendered;
+                        taken_whole = true;
                         let n = k.inventory.clone();
                         (k.inventory, n, k.carried.remembered)
                     }
@@ -601,6 +607,7 @@ impl Builds {
             }
             incomplete.extend(helm::unjudged(name, &o, &n));
             pairs.push((o, n));
+            same.push(taken_whole);
             built.push(env.clone());
         }
         let builds = Builds {
@@ -608,6 +615,7 @@ impl Builds {
             to: new.label.clone(),
             environments: envs.into_iter().map(|e| e.name).collect(),
             pairs,
+            unchanged: same,
             envs: built,
             incomplete,
             warnings,
@@ -634,6 +642,7 @@ impl Builds {
             to,
             environments,
             mut pairs,
+            unchanged,
             envs: _,
             incomplete,
             mut warnings,
@@ -646,14 +655,16 @@ impl Builds {
         let mut freeing = Vec::new();
         let mut deletions = Vec::new();
         let mut removed = Vec::new();
-        for (o, n) in &mut pairs {
-            let found = rules::deletions(o, n);
-            if deletions.is_empty() {
-                deletions = found;
-            } else {
-                deletions.extend(found);
+        for ((o, n), unchanged) in pairs.iter_mut().zip(unchanged) {
+            if !unchanged {
+                let found = rules::deletions(o, n);
+                if deletions.is_empty() {
+                    deletions = found;
+                } else {
+                    deletions.extend(found);
+                }
+                removed.extend(rules::removed_collecting_owners(o, n).into_iter().cloned());
             }
-            removed.extend(rules::removed_collecting_owners(o, n).into_iter().cloned());
             // The runbook reads the owners only.
             let objects = [Some(&mut *o), (!keep).then_some(&mut *n)].map(|inv| {
                 inv.map(|inv| {

@@ -294,9 +294,11 @@ impl Remembered {
             .tree
             .as_ref()
             .filter(|_| self.context.view.as_deref() == view)?;
+        // (The view is asked last: most texts declare none.)
         let declares = |t: &FileTree, path: &str| {
-            t.listed(path)
+            t.held(path)
                 .is_some_and(|text| !super::crd_kinds(path, text).is_empty())
+                && t.lists(path)
         };
         let same = changes
             .changed

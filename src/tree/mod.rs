@@ -122,6 +122,14 @@ impl Footprint {
         if self.files.contains(path) || self.folders.contains("") {
             return true;
         }
+        // A build lists a folder or two: each is asked of the path, else each folder the
+        // path is in of the footprint.
+        if self.folders.len() <= 4 {
+            return self.folders.iter().any(|f| {
+                path.strip_prefix(f.as_str())
+                    .is_some_and(|rest| rest.starts_with('/'))
+            });
+        }
         path.match_indices('/')
             .any(|(i, _)| self.folders.contains(&path[..i]))
     }
@@ -550,10 +558,15 @@ impl FileTree {
         self.files.get(path).is_some_and(|t| Arc::ptr_eq(t, text))
     }
 
-    /// The text of the file at `path` as `files` gives it (held, and not left out of the
-    /// view); nothing is recorded.
-    pub fn listed(&self, path: &str) -> Option<&Text> {
-        self.files.get(path).filter(|_| !self.hides(path, false))
+    /// The text of the file at `path`, left out of the view or not; nothing is recorded.
+    pub fn held(&self, path: &str) -> Option<&Text> {
+        self.files.get(path)
+    }
+
+    /// Whether the file at `path` is one `files` gives (held, and not left out of the view);
+    /// nothing is recorded.
+    pub fn lists(&self, path: &str) -> bool {
+        self.files.contains_key(path) && !self.hides(path, false)
     }
 
     /// Whether this tree is `recording`.
@@ -702,6 +715,31 @@ impl FileTree {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A footprint covers a path it read, and any path under a folder it listed (a folder
+    /// that came or went is named with a trailing `/`), however many folders it listed.
+    #[test]
+    fn a_footprint_covers_what_lies_under_its_folders() {
+        let few = Footprint {
+            files: ["apps/a/ks.yaml".to_string()].into(),
+            folders: ["apps/b".to_string()].into(),
+        };
+        let mut many = few.clone();
+        many.folders
+            .extend(["x", "y/z", "w", "v"].map(String::from));
+        for f in [&few, &many] {
+            assert!(f.covers("apps/a/ks.yaml") && f.covers("apps/b/c/d.yaml"));
+            assert!(f.covers("apps/b/") && f.covers("apps/b/c/"));
+            assert!(!f.covers("apps/b") && !f.covers("apps/bc/d.yaml") && !f.covers("apps/a/x"));
+            assert!(!f.covers("apps/") && !f.covers("b/apps/b/c.yaml"));
+        }
+        assert!(many.covers("y/z/q.yaml") && !many.covers("y/q.yaml"));
+        let root = Footprint {
+            folders: [String::new()].into(),
+            ..Footprint::default()
+        };
+        assert!(root.covers("anything/at/all.yaml"));
+    }
 
     #[test]
     fn lists_files_under_a_folder_only() {
