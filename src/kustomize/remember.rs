@@ -36,9 +36,8 @@ pub struct Remembered {
     loads: Arc<Loads>,
     /// What was read of the tree between the builds (see `holds_over`).
     between: Footprint,
-    /// Whether everything the builds and their caller read of the tree is known: every
-    /// build was kept, and the caller read nothing a footprint does not record
-    /// (`read_unrecorded`).
+    /// Whether everything the builds read of the tree is known: every build was kept, and
+    /// a build again of the same tree (its caller's next pass) built what the one before did.
     complete: bool,
 }
 
@@ -269,12 +268,6 @@ impl Remembered {
                 .all(|k| k.footprint.holds_over(changes))
     }
 
-    /// Notes that the caller read the tree in a way no footprint records (every manifest for
-    /// an object no build makes, say): `holds_over` no longer holds.
-    pub fn read_unrecorded(&mut self) {
-        self.complete = false;
-    }
-
     /// How `tree` differs from the tree the builds were made over, when any were kept.
     pub fn changes_to(&self, tree: &FileTree) -> Option<Changes> {
         self.tree.as_ref().map(|old| old.changes(tree))
@@ -330,6 +323,17 @@ impl Remembering {
         if let Some(tree) = &self.now.tree {
             self.now.loads.keep_for(tree, &self.changes);
             self.now.between.extend(tree.take_footprint());
+        }
+        // Builds again of the same tree (a caller's next pass, whose inputs the builds before
+        // made): what the pass before read counts too, and a build of it not made again read
+        // what no footprint kept records.
+        if self.before.tree.is_some() && self.changes.is_empty() {
+            self.now
+                .between
+                .extend(std::mem::take(&mut self.before.between));
+            if self.before.builds.values().any(|kept| !kept.is_empty()) {
+                self.now.complete = false;
+            }
         }
         self.now
     }

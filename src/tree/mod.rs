@@ -101,6 +101,13 @@ pub struct Changes {
     pub presence: Vec<String>,
 }
 
+impl Changes {
+    /// Whether the two trees are the same.
+    pub fn is_empty(&self) -> bool {
+        self.changed.is_empty() && self.presence.is_empty()
+    }
+}
+
 impl Footprint {
     /// Adds what `other` asked.
     pub fn extend(&mut self, other: Footprint) {

@@ -454,3 +454,60 @@ fn a_step_builds_only_the_environments_its_change_reaches() {
         .collect();
     assert_eq!(verdicts, ["safe", "deletes", "safe", "deletes"]);
 }
+
+/// A `substituteFrom` source no build applies is looked for in every manifest (a bootstrap
+/// folder applied by hand): a step that takes that file away changes what the build reads
+/// though no build reads the file, and is judged again, as its own cutover judges it.
+#[test]
+fn a_step_that_removes_a_source_written_outside_every_build_is_judged_again() {
+    let repo = TestRepo::empty();
+    repo.write(
+        "clusters/prod/kustomization.yaml",
+        "resources: [web.yaml]\n",
+    )
+    .write(
+        "clusters/prod/web.yaml",
+        &ks(
+            "web",
+            "./apps/web",
+            &["postBuild: {substituteFrom: [{kind: Secret, name: cluster-secrets}]}"],
+        ),
+    )
+    .write(
+        "apps/web/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: apps\ndata:\n  host: ${DOMAIN}\n",
+    )
+    .write(
+        "bootstrap/cluster-secrets.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: cluster-secrets\n  namespace: flux-system\nstringData:\n  DOMAIN: example.com\n",
+    )
+    .write("README.md", "one cluster\n");
+    repo.commit_all("init");
+    let start = repo.git(&["rev-parse", "HEAD"]).trim().to_string();
+    repo.write("README.md", "one cluster, edited\n");
+    repo.commit_all("README");
+    repo.remove("bootstrap/cluster-secrets.yaml");
+    repo.commit_all("the bootstrap secret goes");
+    let range = format!("{start}..HEAD");
+    let (_, each) = cutover_json(&repo, &["--each", &range]);
+    let steps = each["steps"].as_array().unwrap();
+    let line: Vec<String> = repo
+        .git(&["rev-list", "--first-parent", "--reverse", &range])
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let mut from = start;
+    for (report, to) in steps.iter().zip(&line) {
+        let (_, alone) = cutover_json(&repo, &["--from", &from, "--to", to]);
+        assert_eq!(report, &alone, "{from}..{to}");
+        from = to.clone();
+    }
+    // The step tells what it changed: the build reads a source the repository no longer
+    // writes.
+    let warns = |s: &Value| {
+        s["warnings"]
+            .to_string()
+            .contains("in no build of the environment")
+    };
+    assert!(!warns(&steps[0]) && warns(&steps[1]), "{each:#}");
+}

@@ -52,6 +52,9 @@ pub fn build(tree: &FileTree, env: &Environment) -> Inventory {
 pub struct Memory {
     repository: Remembered,
     artifacts: Remembered,
+    /// The `substituteFrom` sources no build had when an owner read them, looked for in
+    /// every manifest (`written_outside`), in any pass over the repository's files.
+    looked_outside: BTreeSet<ObjectId>,
 }
 
 impl Memory {
@@ -79,8 +82,12 @@ pub fn build_remembering(
 /// there. Then every build is replayed, in the same order, with the same sources.
 pub fn unchanged(tree: &FileTree, env: &Environment, before: &Memory, built: &Inventory) -> bool {
     let repository = &before.repository;
-    // The builds over ExternalArtifacts read files their generators copy.
-    if before.artifacts.tree().is_some() || repository.tree().is_none() {
+    // An ExternalArtifact is made of files its generator lists (`artifact::build_artifacts`).
+    let reads_artifacts = built
+        .owners
+        .values()
+        .any(|o| o.source().kind == SourceKind::ExternalArtifact);
+    if reads_artifacts || before.artifacts.tree().is_some() || repository.tree().is_none() {
         return false;
     }
     let root = root_of(tree, env);
@@ -96,6 +103,32 @@ pub fn unchanged(tree: &FileTree, env: &Environment, before: &Memory, built: &In
     let Some(changes) = repository.changes_to(&artifact) else {
         return false;
     };
+    // Where a source no build makes is written (`written_outside`) changes only with a file
+    // that writes it.
+    let writes_looked_for = |t: &FileTree, path: &str| {
+        t.held(path).is_some_and(|text| {
+            written_sources(path, text)
+                .iter()
+                .any(|(kind, name, namespace)| {
+                    before.looked_outside.iter().any(|id| {
+                        id.kind == *kind
+                            && id.name == *name
+                            && namespace.as_ref().is_none_or(|ns| *ns == id.namespace)
+                    })
+                })
+        })
+    };
+    let paths = || changes.changed.iter().chain(&changes.presence);
+    if !before.looked_outside.is_empty()
+        && paths().any(|p| {
+            writes_looked_for(&artifact, p)
+                || repository
+                    .tree()
+                    .is_some_and(|old| writes_looked_for(old, p))
+        })
+    {
+        return false;
+    }
     repository.holds_over(&changes)
         && repository
             .cluster_kinds_over(&artifact, view.as_deref(), &changes)
@@ -124,16 +157,18 @@ fn build_keeping(
     before: Option<Memory>,
 ) -> (Inventory, Option<Memory>) {
     let (repository, artifacts) = before.map(|m| (m.repository, m.artifacts)).unzip();
-    let (inv, repository) = build_with(tree, env, &Folders::new(), keep, repository);
+    let (inv, repository, looked_outside) =
+        build_with(tree, env, &Folders::new(), keep, repository);
     let mut remembered = None;
     let inv = artifact::build_artifacts(tree, inv, |combined, folders| {
-        let (inv, made) = build_with(combined, env, folders, keep, artifacts);
+        let (inv, made, _) = build_with(combined, env, folders, keep, artifacts);
         remembered = made;
         inv
     });
     let memory = repository.map(|repository| Memory {
         repository,
         artifacts: remembered.unwrap_or_default(),
+        looked_outside,
     });
     (inv, memory)
 }
@@ -150,20 +185,19 @@ fn build_with(
     artifacts: &Folders,
     keep: Keep,
     mut before: Option<Remembered>,
-) -> (Inventory, Option<Remembered>) {
+) -> (Inventory, Option<Remembered>, BTreeSet<ObjectId>) {
     let mut cluster = BTreeMap::new();
     let mut pass = 0;
+    // The sources looked for in every manifest, in any pass (a pass reads those before it).
+    let mut looked = BTreeSet::new();
     loop {
         pass += 1;
         let mut made = build_pass(tree, env, artifacts, &cluster, keep, before.take());
+        looked.extend(made.missed.iter().cloned());
         let found_later = made.missed.iter().any(|id| made.sources.contains_key(id));
         if !found_later || pass == 3 {
-            // A source no build makes was looked for in every manifest (`written_outside`).
-            if let Some(r) = made.remembered.as_mut().filter(|_| !made.missed.is_empty()) {
-                r.read_unrecorded();
-            }
             made.inv.sources = made.sources;
-            return (made.inv, made.remembered);
+            return (made.inv, made.remembered, looked);
         }
         before = made.remembered;
         cluster = made.sources;
@@ -705,13 +739,14 @@ fn record(
     }
     let owner = building.owner;
     // The variables it needs as written (the lints read them), before they are substituted.
-    let written = building
+    let facts = building
         .vars
         .is_some()
-        .then(|| facts::of_shared(shared, &r, true).variables.clone());
+        .then(|| facts::of_shared(shared, &r, true));
+    let written = facts.as_ref().map(|f| f.variables.as_slice());
     let rewrite;
     let mut r = r;
-    let (r, shared, unknown) = match building.substitute(&mut r, shared, written.as_deref()) {
+    let (r, shared, unknown) = match building.substitute(&mut r, shared, written) {
         Substituted::Here(unknown) => (r, shared, unknown),
         Substituted::Kept(w) => {
             rewrite = w;
@@ -789,7 +824,7 @@ fn record(
                 .insert(at.clone(), (owner.clone(), source.clone()));
         }
     }
-    found.add_entry(building, id, r, shared, &written);
+    found.add_entry(building, id, r, shared, written);
 }
 
 /// An object of a build after substitution (`Building::substitute`).
@@ -864,7 +899,7 @@ impl Found {
         building: &Building,
         r: Cow<'_, Resource>,
         shared: Option<&Shared>,
-        written: Option<Vec<String>>,
+        written: Option<&[String]>,
     ) {
         let (owner, lives_in) = (building.owner, &building.cluster);
         let declared = || {
@@ -880,7 +915,7 @@ impl Found {
             })
             .map_or_else(declared, |(_, child)| child.clone());
         if let Some(mut child) = child {
-            child.variables = written.unwrap_or_default();
+            child.variables = written.map(<[String]>::to_vec).unwrap_or_default();
             if !self.inv.owners.contains_key(&child.id) {
                 self.queue.push_back(child.id.clone());
                 self.inv.owners.insert(child.id.clone(), child);
@@ -896,7 +931,7 @@ impl Found {
         id: ObjectId,
         r: Cow<'_, Resource>,
         shared: Option<&Shared>,
-        written: &Option<Vec<String>>,
+        written: Option<&[String]>,
     ) {
         let (owner, file, keep) = (building.owner, &building.file, building.keep);
         // Only an object that becomes an entry gets a print.

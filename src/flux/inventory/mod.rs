@@ -391,7 +391,7 @@ impl Entry {
     fn new(
         owner: &Arc<ObjectId>,
         file: &Arc<str>,
-        variables: &Option<Vec<String>>,
+        variables: Option<&[String]>,
         id: &ObjectId,
         r: Cow<'_, Resource>,
         shared: Option<&Shared>,
@@ -400,8 +400,8 @@ impl Entry {
         // An object kept for the next step as it is built is shared, not copied, and what
         // is derived from it is derived once.
         let mut facts = facts::of_shared(shared, &r, false);
-        if let Some(v) = variables.as_ref().filter(|v| **v != facts.variables) {
-            Arc::make_mut(&mut facts).variables.clone_from(v);
+        if let Some(v) = variables.filter(|v| *v != facts.variables.as_slice()) {
+            Arc::make_mut(&mut facts).variables = v.to_vec();
         }
         let index = r.index;
         let (whole, packed) = if keep.keeps_whole(id, &r.value) {
