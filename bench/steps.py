@@ -108,7 +108,8 @@ def cpu(cmd, env):
 
 def counts(stderr):
     """The most owner builds and footprints of a step after the first, from
-    FLUXWAVE_TEST_STEP_COUNTS lines (`step <i>: builds <b>, footprints <f>, parses <p>`)."""
+    FLUXWAVE_TEST_STEP_COUNTS lines (`step <i>: builds <b>, footprints <f>, parses <p>,
+    environments <e>`)."""
     most = [0, 0]
     for line in stderr.splitlines():
         if line.startswith("step ") and ": builds " in line:
