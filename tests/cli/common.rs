@@ -331,6 +331,26 @@ pub fn cutover_json(repo: &TestRepo, args: &[&str]) -> (i32, serde_json::Value) 
     (run.code, serde_json::from_str(&run.stdout).unwrap())
 }
 
+/// Asserts that each of `steps`, the reports of `cutover --each <start>..<end>`, is the report
+/// of the step's own cutover (`--from <its parent> --to <it>`), along the first-parent line
+/// of `<start>..HEAD`.
+pub fn assert_steps_are_their_own_cutovers(
+    repo: &TestRepo,
+    start: &str,
+    steps: &[serde_json::Value],
+) {
+    let range = format!("{start}..HEAD");
+    let line = repo.git(&["rev-list", "--first-parent", "--reverse", &range]);
+    let line: Vec<&str> = line.lines().collect();
+    assert_eq!(steps.len(), line.len());
+    let mut from = start;
+    for (report, to) in steps.iter().zip(line) {
+        let (_, alone) = cutover_json(repo, &["--from", from, "--to", to]);
+        assert_eq!(report, &alone, "{from}..{to}");
+        from = to;
+    }
+}
+
 /// `Kind/namespace/name` of a deletion of a cutover report.
 pub fn deletion_id(d: &serde_json::Value) -> String {
     format!(

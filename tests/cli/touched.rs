@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use crate::common::{cutover_json, flux_ks as ks, TestRepo};
+use crate::common::{assert_steps_are_their_own_cutovers, cutover_json, flux_ks as ks, TestRepo};
 
 fn config_map(name: &str, value: &str) -> String {
     format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: apps\ndata:\n  a: {value}\n")
@@ -437,17 +437,7 @@ fn a_step_builds_only_the_environments_its_change_reaches() {
     assert_eq!(environments[1..], [1, 0, 1], "{}", run.stderr);
     let doc: Value = serde_json::from_str(&run.stdout).unwrap();
     let steps = doc["steps"].as_array().unwrap();
-    let line: Vec<String> = repo
-        .git(&["rev-list", "--first-parent", "--reverse", &range])
-        .lines()
-        .map(str::to_string)
-        .collect();
-    let mut from = start;
-    for (report, to) in steps.iter().zip(&line) {
-        let (_, alone) = cutover_json(&repo, &["--from", &from, "--to", to]);
-        assert_eq!(report, &alone, "{from}..{to}");
-        from = to.clone();
-    }
+    assert_steps_are_their_own_cutovers(&repo, &start, steps);
     let verdicts: Vec<&str> = steps
         .iter()
         .map(|s| s["verdict"].as_str().unwrap())
@@ -491,17 +481,7 @@ fn a_step_that_removes_a_source_written_outside_every_build_is_judged_again() {
     let range = format!("{start}..HEAD");
     let (_, each) = cutover_json(&repo, &["--each", &range]);
     let steps = each["steps"].as_array().unwrap();
-    let line: Vec<String> = repo
-        .git(&["rev-list", "--first-parent", "--reverse", &range])
-        .lines()
-        .map(str::to_string)
-        .collect();
-    let mut from = start;
-    for (report, to) in steps.iter().zip(&line) {
-        let (_, alone) = cutover_json(&repo, &["--from", &from, "--to", to]);
-        assert_eq!(report, &alone, "{from}..{to}");
-        from = to.clone();
-    }
+    assert_steps_are_their_own_cutovers(&repo, &start, steps);
     // The step tells what it changed: the build reads a source the repository no longer
     // writes.
     let warns = |s: &Value| {
