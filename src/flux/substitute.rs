@@ -64,6 +64,10 @@ pub enum Source {
     },
 }
 
+/// The kinds of the objects that are a source (`Source::of`) or make one
+/// (`Source::made_by`): no object of another kind is either.
+pub const SOURCE_KINDS: [&str; 4] = ["ConfigMap", "Secret", "ExternalSecret", "SealedSecret"];
+
 impl Source {
     /// The Secret an object of the build makes in the cluster, with what its variables are:
     /// an `ExternalSecret` (external-secrets.io) makes `spec.target.name`, by default its own

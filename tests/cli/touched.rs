@@ -491,3 +491,138 @@ fn a_step_that_removes_a_source_written_outside_every_build_is_judged_again() {
     };
     assert!(!warns(&steps[0]) && warns(&steps[1]), "{each:#}");
 }
+
+/// `cutover --each` with step counts: the environment passes each step made (the first
+/// step's count covers both of its revisions) and the report.
+fn each_with_passes(repo: &TestRepo, range: &str) -> (Vec<usize>, Value) {
+    let mut cmd = repo.command(&["cutover", "--each", range, "--format", "json", "--no-helm"]);
+    cmd.env("FLUXWAVE_TEST_STEP_COUNTS", "1");
+    let run = repo.run_command(cmd);
+    assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
+    let passes = run
+        .stderr
+        .lines()
+        .filter_map(|l| l.split_once(", environments ")?.1.trim().parse().ok())
+        .collect();
+    (passes, serde_json::from_str(&run.stdout).unwrap())
+}
+
+/// The Secret `cluster-secrets` in `secrets/`, setting `TEAM`.
+fn cluster_secrets(team: &str) -> String {
+    format!("apiVersion: v1\nkind: Secret\nmetadata:\n  name: cluster-secrets\n  namespace: flux-system\nstringData:\n  TEAM: {team}\n")
+}
+
+/// An environment whose builds read a `substituteFrom` source one of them makes later takes
+/// two passes (the cluster has the source once the repository is applied; see
+/// `inventory::build_with`): `apps` reads `cluster-secrets` before `secrets` makes it. A step
+/// after such a revision makes one pass, begun with the sources the first pass before built,
+/// when the sources it read from them are as they were; a step that changes one makes
+/// them all. Every step's report is the one its own cutover gives.
+#[test]
+fn a_step_after_two_passes_makes_one_while_the_sources_it_reads_stay() {
+    let repo = TestRepo::empty();
+    let substitutes = "postBuild: {substituteFrom: [{kind: Secret, name: cluster-secrets}]}";
+    repo.write(
+        "clusters/prod/kustomization.yaml",
+        "resources: [apps.yaml, secrets.yaml]\n",
+    )
+    .write(
+        "clusters/prod/apps.yaml",
+        &ks("apps", "./apps", &[substitutes]),
+    )
+    .write(
+        "clusters/prod/secrets.yaml",
+        &ks("secrets", "./secrets", &[]),
+    )
+    .write("secrets/secret.yaml", &cluster_secrets("a"))
+    .write(
+        "apps/kustomization.yaml",
+        "resources: [team.yaml, web.yaml]\n",
+    )
+    // A name that comes from the Secret: a team renamed deletes its namespace.
+    .write(
+        "apps/team.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-${TEAM}\n",
+    )
+    .write("apps/web.yaml", &ks("web", "./web", &[]))
+    .write("web/cm.yaml", &config_map("web", "a"))
+    .write("README.md", "one cluster\n");
+    repo.commit_all("init");
+    let start = repo.git(&["rev-parse", "HEAD"]).trim().to_string();
+    repo.write("web/cm.yaml", &config_map("web-2", "a"));
+    repo.commit_all("web renames its ConfigMap");
+    repo.write("secrets/secret.yaml", &cluster_secrets("b"));
+    repo.commit_all("the team is renamed");
+    repo.write("web/cm.yaml", &config_map("web-3", "a"));
+    repo.commit_all("web renames its ConfigMap again");
+
+    let (passes, doc) = each_with_passes(&repo, &format!("{start}..HEAD"));
+    let steps = doc["steps"].as_array().unwrap();
+    assert_steps_are_their_own_cutovers(&repo, &start, steps);
+    // Two passes in the first revision, one in the second; then two where the Secret the
+    // pass read changed, and one again.
+    assert_eq!(passes, [3, 2, 1], "{doc:#}");
+    let gone: Vec<Vec<String>> = steps
+        .iter()
+        .map(|s| {
+            crate::common::deletions(s)
+                .iter()
+                .map(crate::common::deletion_id)
+                .collect()
+        })
+        .collect();
+    assert_eq!(gone[1], ["Namespace//team-a"], "{doc:#}");
+}
+
+/// A pass begun with the sources of the revision before stands for the second only when an
+/// owner that read one of them could not have recorded other sources without it: here
+/// `team` does (a ConfigMap it substitutes) which `early` reads before it is built, so each
+/// step makes its passes from the first, and reports what its own cutover does.
+#[test]
+fn a_step_whose_guessed_sources_feed_a_source_makes_every_pass() {
+    let repo = TestRepo::empty();
+    let reads = |kind: &str, name: &str| {
+        format!("postBuild: {{substituteFrom: [{{kind: {kind}, name: {name}}}]}}")
+    };
+    repo.write(
+        "clusters/prod/kustomization.yaml",
+        "resources: [early.yaml, team.yaml, secrets.yaml]\n",
+    )
+    .write(
+        "clusters/prod/early.yaml",
+        &ks("early", "./early", &[&reads("ConfigMap", "team-config")]),
+    )
+    .write(
+        "clusters/prod/team.yaml",
+        &ks("team", "./team", &[&reads("Secret", "cluster-secrets")]),
+    )
+    .write("clusters/prod/secrets.yaml", &ks("secrets", "./secrets", &[]))
+    .write("secrets/secret.yaml", &cluster_secrets("a"))
+    .write(
+        "team/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: team-config\n  namespace: flux-system\ndata:\n  TEAM_NAME: ${TEAM}\n",
+    )
+    .write(
+        "early/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: early-${TEAM_NAME}\n  namespace: apps\n",
+    )
+    .write("web/cm.yaml", &config_map("web", "a"))
+    .write("README.md", "one cluster\n");
+    repo.commit_all("init");
+    let start = repo.git(&["rev-parse", "HEAD"]).trim().to_string();
+    repo.write("early/extra.yaml", &config_map("extra", "a"));
+    repo.write(
+        "early/kustomization.yaml",
+        "resources: [cm.yaml, extra.yaml]\n",
+    );
+    repo.commit_all("early gets another ConfigMap");
+    repo.write("early/extra.yaml", &config_map("extra-2", "a"));
+    repo.commit_all("early renames it");
+
+    let (passes, doc) = each_with_passes(&repo, &format!("{start}..HEAD"));
+    let steps = doc["steps"].as_array().unwrap();
+    assert_steps_are_their_own_cutovers(&repo, &start, steps);
+    // Two passes in the first revision; in the second, the one begun with the guess and
+    // two more; none is begun so after it.
+    assert_eq!(passes, [5, 2], "{doc:#}");
+}

@@ -55,7 +55,24 @@ pub struct Memory {
     /// The `substituteFrom` sources no build had when an owner read them, looked for in
     /// every manifest (`written_outside`), in any pass over the repository's files.
     looked_outside: BTreeSet<ObjectId>,
+    /// How the next revision's first pass over the repository's files begins (`First`).
+    first: First,
 }
+
+/// How a pass over the repository's files begins: without sources (a build of one revision),
+/// or, in a history whose revision before took two passes, with the sources its first pass
+/// built (`Guess`), and once a pass made so could not stand for the second, as the first
+/// again for the rest of the history (`Never`).
+#[derive(Debug, Default)]
+enum First {
+    #[default]
+    Plain,
+    Guess(Sources),
+    Never,
+}
+
+/// The `substituteFrom` sources (ConfigMaps and Secrets) a pass built, by id.
+type Sources = BTreeMap<ObjectId, Source>;
 
 impl Memory {
     /// The files loaded over the repository's tree (`kustomize::Loads`).
@@ -156,21 +173,35 @@ fn build_keeping(
     keep: Keep,
     before: Option<Memory>,
 ) -> (Inventory, Option<Memory>) {
-    let (repository, artifacts) = before.map(|m| (m.repository, m.artifacts)).unzip();
-    let (inv, repository, looked_outside) =
-        build_with(tree, env, &Folders::new(), keep, repository);
+    let (repository, artifacts, first) = match before {
+        Some(m) => (Some(m.repository), Some(m.artifacts), m.first),
+        None => (None, None, First::Plain),
+    };
+    let made = build_with(tree, env, &Folders::new(), keep, repository, first);
     let mut remembered = None;
-    let inv = artifact::build_artifacts(tree, inv, |combined, folders| {
-        let (inv, made, _) = build_with(combined, env, folders, keep, artifacts);
-        remembered = made;
-        inv
+    let inv = artifact::build_artifacts(tree, made.inv, |combined, folders| {
+        let made = build_with(combined, env, folders, keep, artifacts, First::Plain);
+        remembered = made.remembered;
+        made.inv
     });
-    let memory = repository.map(|repository| Memory {
+    let memory = made.remembered.map(|repository| Memory {
         repository,
         artifacts: remembered.unwrap_or_default(),
-        looked_outside,
+        looked_outside: made.looked,
+        first: made.next,
     });
     (inv, memory)
+}
+
+/// What `build_with` makes.
+struct Built {
+    inv: Inventory,
+    /// Given builds to replay, those of the last pass.
+    remembered: Option<Remembered>,
+    /// The sources looked for in every manifest, in any pass (`Memory::looked_outside`).
+    looked: BTreeSet<ObjectId>,
+    /// How the next revision's first pass begins.
+    next: First,
 }
 
 /// `build`, with the owners that read the ExternalArtifacts of `artifacts` built at their
@@ -179,40 +210,117 @@ fn build_keeping(
 /// and replays the builds of the pass before whose spec the sources leave as they were (a
 /// build depends on its files and its spec alone; what is substituted in its objects is
 /// substituted again).
+///
+/// In a history, a revision after one that took two passes begins with the sources the
+/// first of them built (`First::Guess`): most steps leave those as they were, and the pass
+/// is then the second (`stands_for_second`), so one pass is made instead of two.
 fn build_with(
     tree: &FileTree,
     env: &Environment,
     artifacts: &Folders,
     keep: Keep,
     mut before: Option<Remembered>,
-) -> (Inventory, Option<Remembered>, BTreeSet<ObjectId>) {
-    let mut cluster = BTreeMap::new();
+    first: First,
+) -> Built {
+    let (mut cluster, mut guessed, mut never) = match first {
+        First::Guess(sources) => (sources, true, false),
+        First::Plain => (Sources::new(), false, false),
+        First::Never => (Sources::new(), false, true),
+    };
     let mut pass = 0;
     // The sources looked for in every manifest, in any pass (a pass reads those before it).
     let mut looked = BTreeSet::new();
     loop {
         pass += 1;
         let mut made = build_pass(tree, env, artifacts, &cluster, keep, before.take());
-        looked.extend(made.missed.iter().cloned());
+        // A first pass would have looked for what this one found among the guessed sources.
+        looked.extend(made.missed.iter().chain(&made.served).cloned());
+        before = made.remembered.take();
+        if std::mem::take(&mut guessed) && !made.served.is_empty() {
+            if stands_for_second(&made, &cluster) {
+                return made.done(before, looked, First::Guess(cluster));
+            }
+            // The first pass is made, or stood for (it builds the sources this one did, and
+            // finds some later), and the second after it.
+            never |= made.unsure;
+            let found_later = made
+                .missed
+                .iter()
+                .chain(&made.served)
+                .any(|id| made.sources.contains_key(id));
+            (pass, cluster) = if !made.unsure && found_later {
+                (1, made.sources)
+            } else {
+                (0, Sources::new())
+            };
+            continue;
+        }
         let found_later = made.missed.iter().any(|id| made.sources.contains_key(id));
         if !found_later || pass == 3 {
-            made.inv.sources = made.sources;
-            return (made.inv, made.remembered, looked);
+            let next = match pass {
+                _ if never => First::Never,
+                2 => First::Guess(cluster),
+                _ => First::Plain,
+            };
+            return made.done(before, looked, next);
         }
-        before = made.remembered;
         cluster = made.sources;
     }
+}
+
+/// Whether pass `made`, begun with `guess` (the sources the first pass of the revision
+/// before built), is the second pass of its revision: the one made with the sources its
+/// first pass builds.
+///
+/// Its first pass differs from it only where an owner read a guessed source (`served`): there
+/// the first did not have it. When what those owners record cannot differ between the two
+/// (`unsure` is false), the first builds the same sources, owners and order as this one, and
+/// looks for what this one looked for and did not find, and for the served ones. This pass is
+/// then the second if the sources it built hold, at every id it asked the guess for, what the
+/// guess holds (the second would have read the same), and no source it looked for in vain
+/// was built later (the second is the last). (Its first finds a served one later, as this
+/// one built it: a second is made.)
+fn stands_for_second(made: &Pass, guess: &Sources) -> bool {
+    !made.unsure
+        && made
+            .served
+            .iter()
+            .chain(&made.missed)
+            .all(|id| made.sources.get(id) == guess.get(id))
 }
 
 /// What one pass of `build_with` makes.
 struct Pass {
     inv: Inventory,
     /// The sources (ConfigMaps and Secrets) this pass built.
-    sources: BTreeMap<ObjectId, Source>,
+    sources: Sources,
     /// The sources it looked for and did not find.
     missed: BTreeSet<ObjectId>,
+    /// Those it found among the sources of an earlier pass (`cluster`), not among its own.
+    served: BTreeSet<ObjectId>,
+    /// Whether an owner that read a served source may have recorded other sources or
+    /// owners without it (see `Found::unsure`).
+    unsure: bool,
     /// Given `before`, the builds it remembered.
     remembered: Option<Remembered>,
+}
+
+impl Pass {
+    /// The pass as `build_with`'s last, `remembered` its builds.
+    fn done(
+        mut self,
+        remembered: Option<Remembered>,
+        looked: BTreeSet<ObjectId>,
+        next: First,
+    ) -> Built {
+        self.inv.sources = self.sources;
+        Built {
+            inv: self.inv,
+            remembered,
+            looked,
+            next,
+        }
+    }
 }
 
 /// What a pass reads, the same for every owner it builds.
@@ -222,7 +330,7 @@ struct Context<'a> {
     env_path: &'a str,
     artifacts: &'a Folders,
     /// The sources an earlier pass built.
-    cluster: &'a BTreeMap<ObjectId, Source>,
+    cluster: &'a Sources,
     keep: Keep<'a>,
     /// The sources that are this repository (`Inventory::repository`).
     repository: &'a [SourceRef],
@@ -244,6 +352,14 @@ struct Found {
     /// Of those, the file each is written in outside every build (`written_outside`), asked
     /// once a pass: every owner that reads one looks for it.
     outside: BTreeMap<ObjectId, Option<String>>,
+    /// The sources found among those of an earlier pass (`Context::cluster`) only.
+    served: BTreeSet<ObjectId>,
+    /// Whether an owner that read a served source may record, without it, other sources or
+    /// owners than it did (`stands_for_second`): its variables could not be read, it
+    /// substitutes nothing with them (without them it would), or it built an object that
+    /// substitution may make or change into a source or a Flux Kustomization
+    /// (`may_be_source_or_owner`).
+    unsure: bool,
 }
 
 /// How long the lists of `Found` were when an owner's build began.
@@ -260,7 +376,7 @@ fn build_pass(
     tree: &FileTree,
     env: &Environment,
     artifacts: &Folders,
-    cluster: &BTreeMap<ObjectId, Source>,
+    cluster: &Sources,
     keep: Keep,
     before: Option<Remembered>,
 ) -> Pass {
@@ -317,6 +433,8 @@ fn build_pass(
         sources: BTreeMap::new(),
         missed: BTreeSet::new(),
         outside: BTreeMap::new(),
+        served: BTreeSet::new(),
+        unsure: false,
     };
     found.inv.owners.insert(root.id.clone(), root);
     while let Some(owner_id) = found.queue.pop_front() {
@@ -330,6 +448,8 @@ fn build_pass(
         warnings,
         sources,
         missed,
+        served,
+        unsure,
         ..
     } = found;
     inv.warnings = builder.warnings;
@@ -340,6 +460,8 @@ fn build_pass(
         inv,
         sources: sources.into_iter().map(|(id, (_, s))| (id, s)).collect(),
         missed,
+        served,
+        unsure,
         remembered: memo.map(Remembering::into_remembered),
     }
 }
@@ -391,7 +513,18 @@ fn build_owner(
         Ok(path) => path,
         Err(w) => return found.unbuilt(&owner.id, w),
     };
-    let vars = match variables(cx, found, owner) {
+    let served = found.served.len();
+    let vars = variables(cx, found, owner);
+    // One that read a served source is watched (see `Found::unsure`).
+    let reads_served = found.served.len() > served;
+    if reads_served
+        && !vars
+            .as_ref()
+            .is_ok_and(|v| v.as_ref().is_some_and(|v| v.runs))
+    {
+        found.unsure = true;
+    }
+    let vars = match vars {
         Ok(vars) => vars,
         Err(e) => return found.fail(&owner.id, where_, e.to_string()),
     };
@@ -424,6 +557,7 @@ fn build_owner(
         keep: cx.keep,
         cluster: owner.applies_to.clone(),
         file: Arc::from(""),
+        reads_served,
     };
     let mark = found.mark();
     let mut recorded = 0;
@@ -500,11 +634,15 @@ fn variables(
         return Ok(None);
     }
     let (sources, missed, outside) = (&found.sources, &mut found.missed, &mut found.outside);
+    let served = &mut found.served;
     substitute::variables(&owner.object, &owner.id.namespace, &mut |id| {
-        let s = sources
-            .get(id)
-            .map(|(_, s)| s)
-            .or_else(|| cx.cluster.get(id));
+        let s = sources.get(id).map(|(_, s)| s).or_else(|| {
+            let s = cx.cluster.get(id);
+            if s.is_some() {
+                served.insert(id.clone());
+            }
+            s
+        });
         if s.is_none() {
             missed.insert(id.clone());
             // One written outside every build (a bootstrap folder) is applied by
@@ -721,6 +859,8 @@ struct Building<'a> {
     /// The file of the object being recorded: the objects of a file come together, and
     /// share its path.
     file: Arc<str>,
+    /// Whether it read a source of an earlier pass (`Found::served`).
+    reads_served: bool,
 }
 
 /// Records object `r` of the build of `building`: its variables are substituted, then a Flux
@@ -736,6 +876,13 @@ fn record(
 ) {
     if *building.file != *r.file {
         building.file = Arc::from(r.file.as_str());
+    }
+    if building.reads_served
+        && !found.unsure
+        && Shared::may_change(shared, &r, substitute::may_change)
+        && may_be_source_or_owner(&r.value)
+    {
+        found.unsure = true;
     }
     let owner = building.owner;
     // The variables it needs as written (the lints read them), before they are substituted.
@@ -825,6 +972,18 @@ fn record(
         }
     }
     found.add_entry(building, id, r, shared, written);
+}
+
+/// Whether object `v`, as built, is or may be made by substitution a `substituteFrom`
+/// source, an object that makes one, or a Flux Kustomization: its kind is one of theirs, or
+/// its `apiVersion` or `kind` has a variable.
+fn may_be_source_or_owner(v: &Value) -> bool {
+    let field = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("");
+    let (api, kind) = (field("apiVersion"), field("kind"));
+    crate::envsubst::may_change(api)
+        || crate::envsubst::may_change(kind)
+        || kind == "Kustomization"
+        || substitute::SOURCE_KINDS.contains(&kind)
 }
 
 /// An object of a build after substitution (`Building::substitute`).
