@@ -113,7 +113,7 @@ impl History {
                 if tree.files.contains_key(path) || inputs.contains(path) {
                     return Ok(None);
                 }
-                let folders = folders.get_or_insert_with(|| tree.folders.clone());
+                let folders = folders.get_or_insert_with(|| (*tree.folders).clone());
                 match (old, new) {
                     (None, Some(_)) => add_folders(folders, path),
                     (Some(_), None) => gone.push(path),
@@ -150,7 +150,6 @@ impl History {
         }
         // A folder that held a file gone stays while it holds another the tree does not
         // keep (its files are in the tree).
-        let mut folders = folders.unwrap_or_else(|| tree.folders.clone());
         for path in gone {
             let mut dir = path;
             while let Some((up, _)) = dir.rsplit_once('/') {
@@ -161,7 +160,9 @@ impl History {
                 if holds {
                     break;
                 }
-                folders.remove(up);
+                folders
+                    .get_or_insert_with(|| (*tree.folders).clone())
+                    .remove(up);
                 dir = up;
             }
         }
@@ -170,7 +171,7 @@ impl History {
             ignores: tree.ignores.clone(),
             unreadable: unreadable.map_or_else(|| tree.unreadable.clone(), Arc::new),
             raw: tree.raw.clone(),
-            folders,
+            folders: folders.map_or_else(|| tree.folders.clone(), Arc::new),
             label: short.to_string(),
             commit: Some(short.to_string()),
             ..FileTree::default()

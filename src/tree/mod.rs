@@ -52,8 +52,9 @@ pub struct FileTree {
     /// Files of the folder that this tree does not have (`without_file`).
     gone: BTreeSet<String>,
     /// Folders holding files the tree does not keep (a README, templates): they exist, as
-    /// they do in Flux's artifact, though nothing the builder reads is in them.
-    folders: BTreeSet<String>,
+    /// they do in Flux's artifact, though nothing the builder reads is in them. Shared with
+    /// the tree's views and the next revision's tree while they are the same.
+    folders: Arc<BTreeSet<String>>,
     /// What the tree is, for messages: a short commit id or "the working tree".
     pub label: String,
     /// For a git revision, its short commit id: how its files are named in errors.
@@ -668,11 +669,13 @@ impl FileTree {
         }
         // A folder holding only files the tree does not keep (see `folders`) is there or not
         // by them: it counts as changed under it.
-        presence.extend(
-            self.folders
-                .symmetric_difference(&other.folders)
-                .map(|f| format!("{f}/")),
-        );
+        if !Arc::ptr_eq(&self.folders, &other.folders) {
+            presence.extend(
+                self.folders
+                    .symmetric_difference(&other.folders)
+                    .map(|f| format!("{f}/")),
+            );
+        }
         // A `.sourceignore` that changes may change what the artifact holds under its folder.
         let dirs: BTreeSet<&String> = self.ignores.keys().chain(other.ignores.keys()).collect();
         for dir in dirs {

@@ -216,7 +216,7 @@ pub(super) fn tree_of(
         ignores: Arc::new(ignores),
         unreadable: Arc::new(unreadable),
         raw: Arc::new(raw),
-        folders,
+        folders: Arc::new(folders),
         label,
         ..FileTree::default()
     }
