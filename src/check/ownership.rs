@@ -56,7 +56,7 @@ fn rendered_twice(flux: &FluxView, inv: &crate::flux::inventory::Inventory) -> V
         &crate::kustomize::object::ObjectId,
         &crate::kustomize::object::ObjectId,
     > = BTreeMap::new();
-    for (hr, e) in &inv.objects {
+    for (hr, e) in inv.objects.iter() {
         let Some(r) = e.release.as_deref().and_then(Release::rendered) else {
             continue;
         };

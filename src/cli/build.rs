@@ -175,7 +175,7 @@ impl Seen {
     /// The HelmReleases of `env` that `wanted` selects: each not rendered is said on stderr;
     /// those whose values are not checked are kept for `warn_unchecked`.
     fn releases(&mut self, env: &Environment, inv: &Inventory, wanted: Option<&ObjectId>) {
-        for (id, e) in &inv.objects {
+        for (id, e) in inv.objects.iter() {
             let selected = wanted.is_none_or(|w| *w == *e.owner);
             let rendered = e.release.as_deref().and_then(Release::rendered);
             if let (true, Some(r)) = (selected, rendered) {

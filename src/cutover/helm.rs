@@ -36,7 +36,7 @@ fn is_suspended(e: &Entry) -> bool {
 /// release; `helm.sh/resource-policy: keep` leaves an object in place.
 pub(super) fn deletions(env: &Arc<str>, old: &Inventory, new: &Inventory) -> Vec<Deletion> {
     let mut out = Vec::new();
-    for (id, e) in &old.objects {
+    for (id, e) in old.objects.iter() {
         if !id.is(HELM_GROUP, "HelmRelease") || is_suspended(e) {
             continue;
         }

@@ -311,8 +311,7 @@ fn named_back(
             }
         }
     };
-    for entry in inv
-        .objects
+    for entry in Arc::make_mut(&mut inv.objects)
         .values_mut()
         .chain(inv.duplicates.iter_mut().map(|(_, e)| e))
     {

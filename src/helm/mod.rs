@@ -325,7 +325,7 @@ fn render_with(inv: &mut Inventory, tree: &FileTree, opts: &Options) {
     let jobs: Vec<Job> = crate::par::map(&releases, |(id, hr)| job(id, hr, inv, tree));
     if !opts.enabled {
         for j in &jobs {
-            if let Some(e) = inv.objects.get_mut(&j.id) {
+            if let Some(e) = Arc::make_mut(&mut inv.objects).get_mut(&j.id) {
                 e.release = Some(Arc::new(Release {
                     inputs: inputs(j, tree),
                     target: j.target.clone(),
@@ -361,7 +361,7 @@ fn render_with(inv: &mut Inventory, tree: &FileTree, opts: &Options) {
         (render, inputs(j, tree))
     });
     for (j, (render, inputs)) in jobs.iter().zip(renders) {
-        if let Some(e) = inv.objects.get_mut(&j.id) {
+        if let Some(e) = Arc::make_mut(&mut inv.objects).get_mut(&j.id) {
             e.release = Some(Arc::new(Release {
                 inputs,
                 target: j.target.clone(),

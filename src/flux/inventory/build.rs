@@ -672,9 +672,7 @@ impl Found {
 
     /// Takes back what the build of `owner` recorded since `mark`.
     fn take_back(&mut self, owner: &Arc<ObjectId>, mark: Mark) {
-        self.inv
-            .objects
-            .retain(|_, entry| !Arc::ptr_eq(&entry.owner, owner));
+        Arc::make_mut(&mut self.inv.objects).retain(|_, entry| !Arc::ptr_eq(&entry.owner, owner));
         self.inv
             .owners
             .retain(|_, o| o.parent.as_ref() != Some(&**owner));
@@ -1096,7 +1094,7 @@ impl Found {
         // Only an object that becomes an entry gets a print.
         let prints = &mut self.inv.prints;
         let mut print = |r: &Resource| (keep == Keep::Prints).then(|| prints.add(&r.value));
-        match self.inv.objects.entry(id) {
+        match Arc::make_mut(&mut self.inv.objects).entry(id) {
             btree_map::Entry::Occupied(e) if e.get().owner != *owner => {
                 let (id, first) = (e.key().clone(), &e.get().owner);
                 self.warnings.push(Warning {

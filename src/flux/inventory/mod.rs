@@ -447,8 +447,9 @@ pub struct Inventory {
     /// its entry (`Environment::nested`).
     pub repository: Vec<SourceRef>,
     pub owners: BTreeMap<ObjectId, Owner>,
-    /// Every object but Flux Kustomizations (those are `owners`).
-    pub objects: BTreeMap<ObjectId, Entry>,
+    /// Every object but Flux Kustomizations (those are `owners`), shared by the copies of
+    /// an inventory a history's steps take whole.
+    pub objects: Arc<BTreeMap<ObjectId, Entry>>,
     /// Objects a second owner builds too (the entry names that second owner): Flux applies
     /// them twice, and the owner that stops building one prunes it.
     pub duplicates: Vec<(ObjectId, Entry)>,
