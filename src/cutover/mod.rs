@@ -544,15 +544,20 @@ impl Builds {
             let mut rendered = Footprint::default();
             let mut taken_whole = false;
             // Nothing the environment's builds and renders read of the step before's revision
-            // changed: its build is this revision's too.
-            let unchanged = |k: &Kept| {
+            // changed: its build is this revision's too (and what it remembers is moved to
+            // this revision's tree).
+            let unchanged = |k: &mut Kept| {
                 let changed = changed.get_or_init(|| old.changed_paths(new));
                 !changed.iter().any(|p| k.carried.rendered.covers(p))
-                    && inventory::unchanged(new, env, &k.carried.remembered, &k.inventory)
+                    && inventory::unchanged(new, env, &mut k.carried.remembered, &k.inventory)
             };
             let (o, n, remembered) = if keep && kept == Keep::Facts {
+                let reused = reused.map(|mut k| {
+                    let same = in_old && unchanged(&mut k);
+                    (k, same)
+                });
                 match reused {
-                    Some(k) if in_old && unchanged(&k) => {
+                    Some((k, true)) => {
                         footprints = k.carried.footprints;
                         rendered = k.carried.rendered;
                         taken_whole = true;
@@ -560,7 +565,7 @@ impl Builds {
                         (k.inventory, n, k.carried.remembered)
                     }
                     reused => {
-                        let (o, before) = match reused {
+                        let (o, before) = match reused.map(|(k, _)| k) {
                             Some(k) if in_old => {
                                 footprints = k.carried.footprints;
                                 (k.inventory, k.carried.remembered)

@@ -268,6 +268,14 @@ impl Remembered {
                 .all(|k| k.footprint.holds_over(changes))
     }
 
+    /// These builds as made over `tree`, which differs from their tree by `changes`, none of
+    /// which they read (`holds_over`): they build there what they built, and a later tree is
+    /// compared with this one (what changed since theirs is more, and only grows).
+    pub fn moved_to(&mut self, tree: FileTree, changes: &Changes) {
+        self.loads.keep_for(&tree, changes);
+        self.tree = Some(tree);
+    }
+
     /// How `tree` differs from the tree the builds were made over, when any were kept.
     pub fn changes_to(&self, tree: &FileTree) -> Option<Changes> {
         self.tree.as_ref().map(|old| old.changes(tree))

@@ -96,8 +96,15 @@ pub fn build_remembering(
 /// Whether `build_remembering` of `env` over `tree` would give `built` again, which it gave
 /// with `before` left for the next revision: the root is the same, and nothing its builds
 /// read over the artifact of its source changed (`Remembered::holds_over`), nor any CRD
-/// there. Then every build is replayed, in the same order, with the same sources.
-pub fn unchanged(tree: &FileTree, env: &Environment, before: &Memory, built: &Inventory) -> bool {
+/// there. Then every build is replayed, in the same order, with the same sources, and
+/// `before` is moved to the artifact of `tree` (`Remembered::moved_to`): the next revision
+/// is compared with this one, not with the one the builds were made over.
+pub fn unchanged(
+    tree: &FileTree,
+    env: &Environment,
+    before: &mut Memory,
+    built: &Inventory,
+) -> bool {
     let repository = &before.repository;
     // An ExternalArtifact is made of files its generator lists (`artifact::build_artifacts`).
     let reads_artifacts = built
@@ -146,10 +153,14 @@ pub fn unchanged(tree: &FileTree, env: &Environment, before: &Memory, built: &In
     {
         return false;
     }
-    repository.holds_over(&changes)
+    let same = repository.holds_over(&changes)
         && repository
             .cluster_kinds_over(&artifact, view.as_deref(), &changes)
-            .is_some()
+            .is_some();
+    if same {
+        before.repository.moved_to(artifact.recording(), &changes);
+    }
+    same
 }
 
 /// `build`, with every object held (`Entry::value`: whole or packed, `Keep::Whole`), as the
