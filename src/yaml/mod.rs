@@ -10,7 +10,7 @@
 //! process-wide registry (`redact::remember_documents`), on purpose: no caller can forget to,
 //! so no output of the run prints a value it has read, whichever command prints it.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 pub mod edit;
@@ -36,11 +36,13 @@ pub type Text = Arc<String>;
 /// revisions of a history) is made once. A text is known by its allocation, which its entry
 /// keeps alive so that no other text takes its address; an equal text in another allocation
 /// is derived again, which is only slower.
-pub struct PerText<T>(Mutex<BTreeMap<usize, (Text, Arc<T>)>>);
+pub struct PerText<T>(Mutex<HashMap<usize, (Text, Arc<T>), foldhash::fast::FixedState>>);
 
 impl<T> PerText<T> {
     pub const fn new() -> PerText<T> {
-        PerText(Mutex::new(BTreeMap::new()))
+        PerText(Mutex::new(HashMap::with_hasher(
+            foldhash::fast::FixedState::with_seed(0),
+        )))
     }
 
     /// What `make` derives from `text`, made on the first call for this text.
