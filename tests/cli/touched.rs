@@ -181,23 +181,8 @@ pub(crate) fn step_costs(
     repo: &TestRepo,
     range: &str,
 ) -> (Vec<(usize, usize, usize)>, Vec<String>) {
-    let mut cmd = repo.command(&["cutover", "--each", range, "--format", "json", "--no-helm"]);
-    cmd.env("FLUXWAVE_TEST_STEP_COUNTS", "1");
-    let run = repo.run_command(cmd);
-    assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
-    let counts = run
-        .stderr
-        .lines()
-        .filter_map(|l| {
-            let (_, rest) = l.split_once(": builds ")?;
-            let (builds, rest) = rest.split_once(", footprints ")?;
-            let (footprints, rest) = rest.split_once(", parses ")?;
-            let (parses, _) = rest.split_once(", environments ")?;
-            let n = |s: &str| s.trim().parse::<usize>().unwrap();
-            Some((n(builds), n(footprints), n(parses)))
-        })
-        .collect();
-    let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+    let (counts, doc) = each_counted(repo, range);
+    let counts = counts.iter().map(|&[b, f, p, _]| (b, f, p)).collect();
     let verdicts = doc["steps"]
         .as_array()
         .unwrap()
@@ -492,19 +477,35 @@ fn a_step_that_removes_a_source_written_outside_every_build_is_judged_again() {
     assert!(!warns(&steps[0]) && warns(&steps[1]), "{each:#}");
 }
 
-/// `cutover --each` with step counts: the environment passes each step made (the first
-/// step's count covers both of its revisions) and the report.
-fn each_with_passes(repo: &TestRepo, range: &str) -> (Vec<usize>, Value) {
+/// `cutover --each` over `range` without Helm, with `FLUXWAVE_TEST_STEP_COUNTS` set: for
+/// each step, the Flux Kustomizations built afresh, the footprints worked out, the manifests
+/// parsed and the environment passes made (the first step's counts cover both of its
+/// revisions); and the report.
+fn each_counted(repo: &TestRepo, range: &str) -> (Vec<[usize; 4]>, Value) {
     let mut cmd = repo.command(&["cutover", "--each", range, "--format", "json", "--no-helm"]);
     cmd.env("FLUXWAVE_TEST_STEP_COUNTS", "1");
     let run = repo.run_command(cmd);
     assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
-    let passes = run
+    let counts = run
         .stderr
         .lines()
-        .filter_map(|l| l.split_once(", environments ")?.1.trim().parse().ok())
+        .filter_map(|l| {
+            let (_, rest) = l.split_once(": builds ")?;
+            let (builds, rest) = rest.split_once(", footprints ")?;
+            let (footprints, rest) = rest.split_once(", parses ")?;
+            let (parses, environments) = rest.split_once(", environments ")?;
+            let n = |s: &str| s.trim().parse::<usize>().unwrap();
+            Some([n(builds), n(footprints), n(parses), n(environments)])
+        })
         .collect();
-    (passes, serde_json::from_str(&run.stdout).unwrap())
+    (counts, serde_json::from_str(&run.stdout).unwrap())
+}
+
+/// The environment passes each step of `cutover --each` over `range` made (`each_counted`),
+/// and the report.
+fn each_with_passes(repo: &TestRepo, range: &str) -> (Vec<usize>, Value) {
+    let (counts, doc) = each_counted(repo, range);
+    (counts.iter().map(|c| c[3]).collect(), doc)
 }
 
 /// The Secret `cluster-secrets` in `secrets/`, setting `TEAM`.
