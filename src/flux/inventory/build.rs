@@ -249,7 +249,9 @@ fn build_with(
         before = made.remembered.take();
         if std::mem::take(&mut guessed) && !made.served.is_empty() {
             if stands_for_second(&made, &cluster) {
-                return made.done(before, looked, First::Guess(cluster));
+                // Its sources are those the first pass builds.
+                let next = First::Guess(made.sources.clone());
+                return made.done(before, looked, next);
             }
             // The first pass is made, or stood for (it builds the sources this one did, and
             // finds some later), and the second after it.
