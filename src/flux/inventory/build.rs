@@ -1228,6 +1228,32 @@ mod tests {
         );
     }
 
+    /// An environment a revision does not reach keeps its builds, moved to that revision's
+    /// tree (`Remembered::moved_to`): the next revision is compared with it, not with the
+    /// one the builds were made over, whose differences would only grow.
+    #[test]
+    fn builds_a_revision_does_not_reach_are_moved_to_its_tree() {
+        let ks = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: web, namespace: flux-system}\nspec:\n  path: ./apps\n  prune: true\n  sourceRef: {kind: GitRepository, name: flux-system}\n";
+        let a = FileTree::from_files([
+            ("clusters/dev/kustomization.yaml", "resources: [web.yaml]\n"),
+            ("clusters/dev/web.yaml", ks),
+            (
+                "apps/cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: apps}\n",
+            ),
+            ("README.md", "one cluster\n"),
+        ]);
+        let env = Environment::configured(&a, "dev", "clusters/dev", "");
+        let (inv, mut memory) = build_remembering(&a, &env, Memory::default());
+        let b = a.with_file("README.md", "one cluster, edited\n");
+        assert!(unchanged(&b, &env, &mut memory, &inv));
+        let changes = memory
+            .repository
+            .changes_to(&b.artifact_after("", None, None))
+            .unwrap();
+        assert!(changes.is_empty(), "{changes:?}");
+    }
+
     #[test]
     fn a_build_that_fails_records_nothing() {
         let ks = |name: &str, path: &str| {
