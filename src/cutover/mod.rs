@@ -552,12 +552,10 @@ impl Builds {
                     && inventory::unchanged(new, env, &mut k.carried.remembered, &k.inventory)
             };
             let (o, n, remembered) = if keep && kept == Keep::Facts {
-                let reused = reused.map(|mut k| {
-                    let same = in_old && unchanged(&mut k);
-                    (k, same)
-                });
+                let mut reused = reused;
+                let same = in_old && reused.as_mut().is_some_and(unchanged);
                 match reused {
-                    Some((k, true)) => {
+                    Some(k) if same => {
                         footprints = k.carried.footprints;
                         rendered = k.carried.rendered;
                         taken_whole = true;
@@ -565,7 +563,7 @@ impl Builds {
                         (k.inventory, n, k.carried.remembered)
                     }
                     reused => {
-                        let (o, before) = match reused.map(|(k, _)| k) {
+                        let (o, before) = match reused {
                             Some(k) if in_old => {
                                 footprints = k.carried.footprints;
                                 (k.inventory, k.carried.remembered)

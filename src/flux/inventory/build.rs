@@ -131,15 +131,8 @@ pub fn unchanged(
     // that writes it.
     let writes_looked_for = |t: &FileTree, path: &str| {
         t.held(path).is_some_and(|text| {
-            written_sources(path, text)
-                .iter()
-                .any(|(kind, name, namespace)| {
-                    before.looked_outside.iter().any(|id| {
-                        id.kind == *kind
-                            && id.name == *name
-                            && namespace.as_ref().is_none_or(|ns| *ns == id.namespace)
-                    })
-                })
+            let written = written_sources(path, text);
+            before.looked_outside.iter().any(|id| writes(&written, id))
         })
     };
     let paths = || changes.changed.iter().chain(&changes.presence);
@@ -244,7 +237,8 @@ fn build_with(
     loop {
         pass += 1;
         let mut made = build_pass(tree, env, artifacts, &cluster, keep, before.take());
-        // A first pass would have looked for what this one found among the guessed sources.
+        // What a pass found among an earlier pass's sources, a first pass looked for (the
+        // guessed pass stands for that first).
         looked.extend(made.missed.iter().chain(&made.served).cloned());
         before = made.remembered.take();
         if std::mem::take(&mut guessed) && !made.served.is_empty() {
@@ -734,20 +728,22 @@ fn is_resource_set(id: &ObjectId) -> bool {
     id.kind == "ResourceSet" && id.group == "fluxcd.controlplane.io"
 }
 
-/// The file of the repository that writes object `id` (a ConfigMap or Secret) though no
-/// build applies it; a copy without a namespace counts, as `kubectl apply -n` would place it.
+/// The file of the repository that writes object `id` (a ConfigMap or Secret, `writes`)
+/// though no build applies it.
 fn written_outside(tree: &FileTree, id: &ObjectId) -> Option<String> {
     tree.manifests()
-        .find(|(file, text)| {
-            written_sources(file, text)
-                .iter()
-                .any(|(kind, name, namespace)| {
-                    *kind == id.kind
-                        && *name == id.name
-                        && namespace.as_ref().is_none_or(|ns| *ns == id.namespace)
-                })
-        })
+        .find(|(file, text)| writes(&written_sources(file, text), id))
         .map(|(file, _)| file.to_string())
+}
+
+/// Whether sources `written` (`written_sources`) hold object `id`; one without a namespace
+/// counts, as `kubectl apply -n` would place it.
+fn writes(written: &[(String, String, Option<String>)], id: &ObjectId) -> bool {
+    written.iter().any(|(kind, name, namespace)| {
+        *kind == id.kind
+            && *name == id.name
+            && namespace.as_ref().is_none_or(|ns| *ns == id.namespace)
+    })
 }
 
 /// The `v1` ConfigMaps and Secrets file `file` writes (kind, name and namespace if it has
