@@ -501,10 +501,11 @@ fn each_counted(repo: &TestRepo, range: &str) -> (Vec<[usize; 4]>, Value) {
     (counts, serde_json::from_str(&run.stdout).unwrap())
 }
 
-/// The environment passes each step of `cutover --each` over `range` made (`each_counted`),
-/// and the report.
-fn each_with_passes(repo: &TestRepo, range: &str) -> (Vec<usize>, Value) {
-    let (counts, doc) = each_counted(repo, range);
+/// The environment passes each step of `cutover --each` over `<start>..HEAD` made
+/// (`each_counted`), once each step is held to its own cutover; and the steps' reports.
+fn passes_of_steps_as_their_own_cutovers(repo: &TestRepo, start: &str) -> (Vec<usize>, Value) {
+    let (counts, doc) = each_counted(repo, &format!("{start}..HEAD"));
+    assert_steps_are_their_own_cutovers(repo, start, doc["steps"].as_array().unwrap());
     (counts.iter().map(|c| c[3]).collect(), doc)
 }
 
@@ -557,9 +558,8 @@ fn a_step_after_two_passes_makes_one_while_the_sources_it_reads_stay() {
     repo.write("web/cm.yaml", &config_map("web-3", "a"));
     repo.commit_all("web renames its ConfigMap again");
 
-    let (passes, doc) = each_with_passes(&repo, &format!("{start}..HEAD"));
+    let (passes, doc) = passes_of_steps_as_their_own_cutovers(&repo, &start);
     let steps = doc["steps"].as_array().unwrap();
-    assert_steps_are_their_own_cutovers(&repo, &start, steps);
     // Two passes in the first revision, one in the second; then two where the Secret the
     // pass read changed, and one again.
     assert_eq!(passes, [3, 2, 1], "{doc:#}");
@@ -620,9 +620,7 @@ fn a_step_whose_guessed_sources_feed_a_source_makes_every_pass() {
     repo.write("early/extra.yaml", &config_map("extra-2", "a"));
     repo.commit_all("early renames it");
 
-    let (passes, doc) = each_with_passes(&repo, &format!("{start}..HEAD"));
-    let steps = doc["steps"].as_array().unwrap();
-    assert_steps_are_their_own_cutovers(&repo, &start, steps);
+    let (passes, doc) = passes_of_steps_as_their_own_cutovers(&repo, &start);
     // Two passes in the first revision; in the second, the one begun with the guess and
     // two more; none is begun so after it.
     assert_eq!(passes, [5, 2], "{doc:#}");
