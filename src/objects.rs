@@ -260,7 +260,8 @@ impl<'a> Applied<'a> {
 /// holds neither its object nor its print is left out (what its chart renders is not).
 fn applied(inv: &Inventory) -> Vec<Applied<'_>> {
     let mut out = Vec::with_capacity(inv.objects.len() + inv.owners.len());
-    for (id, o) in &inv.owners {
+    // A ResourceSet is an entry of its parent's build already.
+    for (id, o) in inv.kustomizations() {
         if let Some(parent) = &o.parent {
             out.push(Applied {
                 owner: parent,

@@ -20,7 +20,7 @@ pub const CODE: Code = Code::BuildFailed;
 pub fn build_failed(flux: &FluxView) -> Vec<Finding> {
     let mut findings = Vec::new();
     for inv in &flux.envs {
-        for (id, owner) in &inv.owners {
+        for (id, owner) in inv.kustomizations() {
             let Some(error) = reported(flux, owner) else {
                 continue;
             };

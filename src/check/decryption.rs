@@ -21,7 +21,7 @@ pub fn sops_without_decryption(flux: &FluxView, decrypted: &BTreeSet<String>) ->
     let mut findings = Vec::new();
     for inv in &flux.envs {
         let builds = flux.builds(inv);
-        for (id, owner) in &inv.owners {
+        for (id, owner) in inv.kustomizations() {
             if ends_decrypted(&owner.object) || decrypted.contains(&id.name) {
                 continue;
             }

@@ -17,7 +17,7 @@ pub fn unknown_dependency(flux: &FluxView, failures: &Failures) -> Vec<Finding> 
     let mut findings = Vec::new();
     for (env, inv) in flux.envs.iter().enumerate() {
         let hidden = failures.may_hide(env);
-        for (id, owner) in &inv.owners {
+        for (id, owner) in inv.kustomizations() {
             for dep in &owner.depends_on {
                 if inv.owners.contains_key(dep) {
                     continue;

@@ -86,7 +86,8 @@ impl FluxView {
                 index: e.index,
             });
         }
-        for o in inv.owners.values() {
+        // A ResourceSet owner is an entry of its parent's build already.
+        for (_, o) in inv.kustomizations() {
             let Some(parent) = &o.parent else { continue };
             // What it needs as written: its object is the substituted one.
             let mut facts = Facts::of(&o.object, None, false);
@@ -233,7 +234,7 @@ pub fn run(root: &Path, base: Option<&str>, overrides: &[(String, String)]) -> R
         .map(|inv| BuiltEnvironment {
             name: inv.env.clone(),
             path: inv.env_path.clone(),
-            kustomizations: inv.owners.len(),
+            kustomizations: inv.kustomizations().count(),
             root: inv
                 .owners
                 .values()

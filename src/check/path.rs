@@ -51,7 +51,7 @@ pub fn missing_path(flux: &FluxView, repo: &Path) -> Vec<Finding> {
             continue;
         };
         let own_source = root.source();
-        for (id, owner) in &inv.owners {
+        for (id, owner) in inv.kustomizations() {
             if owner.parent.is_some() && owner.source() != own_source {
                 continue;
             }

@@ -25,7 +25,7 @@ pub fn unknown_source(flux: &FluxView, failures: &Failures) -> Vec<Finding> {
     let mut findings = Vec::new();
     for (env, inv) in flux.envs.iter().enumerate() {
         let hidden = failures.may_hide(env);
-        for (id, owner) in &inv.owners {
+        for (id, owner) in inv.kustomizations() {
             if owner.parent.is_none() {
                 continue;
             }

@@ -25,7 +25,7 @@ pub fn variables(flux: &FluxView) -> Vec<Finding> {
     let mut findings = Vec::new();
     for inv in &flux.envs {
         let builds = flux.builds(inv);
-        for (id, owner) in &inv.owners {
+        for (id, owner) in inv.kustomizations() {
             let Some(post) = owner
                 .object
                 .pointer("/spec/postBuild")

@@ -13,7 +13,7 @@ pub const CODE: Code = Code::MissingTimeout;
 pub fn missing_timeout(flux: &FluxView, waves: bool) -> Vec<Finding> {
     let mut findings = Vec::new();
     for inv in &flux.envs {
-        for (id, owner) in &inv.owners {
+        for (id, owner) in inv.kustomizations() {
             let spec = owner.object.get("spec").cloned().unwrap_or(Value::Null);
             if spec.get("timeout").is_some() {
                 continue;

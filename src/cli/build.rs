@@ -157,13 +157,14 @@ impl Seen {
                     e.to_string(),
                 ));
                 warn(format_args!(
-                    "fluxwave: {}: Kustomization {}/{} fails to build, as it would in Flux: {e}",
-                    env.name, id.namespace, id.name
+                    "fluxwave: {}: {} {}/{} fails to build, as it would in Flux: {e}",
+                    env.name, id.kind, id.namespace, id.name
                 ));
             } else if !o.unmodelled.is_empty() {
                 warn(format_args!(
-                    "fluxwave: warning: {}: Kustomization {}/{} applies objects fluxwave cannot see: {}",
+                    "fluxwave: warning: {}: {} {}/{} applies objects fluxwave cannot see: {}",
                     env.name,
+                    id.kind,
                     id.namespace,
                     id.name,
                     o.unmodelled.join("; ")

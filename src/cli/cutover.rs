@@ -183,7 +183,7 @@ fn text(r: &Report) -> String {
         Verdict::Deletes => s.push_str(&format!("{found}\n")),
         Verdict::Incomplete => s.push_str(&format!(
             "incomplete: the change touches {} fluxwave cannot see whole; Flux may delete more than the {} found\n",
-            count(kustomizations(&r.incomplete), "Kustomization"),
+            kustomizations(&r.incomplete),
             count(r.deletions.len(), "deletion")
         )),
     }

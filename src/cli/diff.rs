@@ -296,7 +296,7 @@ fn deletes_line(r: &Report, s: &Summary) -> String {
         Verdict::NoEnvironment => "no Flux environment found: nothing was compared".to_string(),
         Verdict::Incomplete => format!(
             "incomplete: fluxwave cannot see all of {}; Flux may delete more than the {} found",
-            count(kustomizations(&r.incomplete), "Kustomization"),
+            kustomizations(&r.incomplete),
             count(r.deletions.len(), "deletion")
         ),
     }

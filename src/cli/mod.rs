@@ -68,6 +68,15 @@ struct HelmArgs {
     /// The helm program that renders HelmReleases (default: `helm` on the PATH)
     #[arg(long, global = true, value_name = "PATH", env = "FLUXWAVE_HELM")]
     helm: Option<PathBuf>,
+    /// The flux-operator program (the Flux Operator CLI) that renders ResourceSets (default:
+    /// `flux-operator` on the PATH)
+    #[arg(
+        long,
+        global = true,
+        value_name = "PATH",
+        env = "FLUXWAVE_FLUX_OPERATOR"
+    )]
+    flux_operator: Option<PathBuf>,
     /// Do not render HelmReleases: judge each by its values alone
     #[arg(long, global = true, env = "FLUXWAVE_NO_HELM", value_parser = clap::builder::FalseyValueParser::new())]
     no_helm: bool,
@@ -474,7 +483,21 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Outcome, u8> {
     let _ = miette::set_hook(Box::new(|_| Box::new(crate::diag::render::handler(None))));
     terminal::set_when(cli.color);
     let cache = Cache::of(&cli.helm);
-    crate::helm::configure(cli.helm.options(&cli.repo, base(&cli.command)));
+    let helm = cli.helm.options(&cli.repo, base(&cli.command));
+    crate::flux::resource_set::configure(crate::flux::resource_set::Options {
+        program: cli
+            .helm
+            .flux_operator
+            .clone()
+            .or_else(|| crate::helm::on_path("flux-operator")),
+        cache: cli
+            .helm
+            .cache
+            .clone()
+            .unwrap_or_else(crate::helm::default_cache),
+        limits: helm.limits,
+    });
+    crate::helm::configure(helm);
     // The commands that render HelmReleases prune the cache once a day when they are done.
     let renders = !cli.helm.no_helm && renders(&cli.command);
     let mut out = stdout_for(&cli.command);

@@ -87,13 +87,27 @@ pub(super) fn incomplete(s: &mut String, r: &Report, verb: &str) {
     );
 }
 
-/// How many Flux Kustomizations `gaps` name (one may hold several).
-pub(super) fn kustomizations(gaps: &[cutover::Incomplete]) -> usize {
-    let named: std::collections::BTreeSet<(&str, &str)> = gaps
-        .iter()
-        .map(|i| (i.environment.as_str(), i.kustomization.as_str()))
-        .collect();
-    named.len()
+/// How many Flux Kustomizations (and ResourceSets) `gaps` name, in words (one may hold
+/// several): `3 Kustomizations`, `1 Kustomization and 2 ResourceSets`.
+pub(super) fn kustomizations(gaps: &[cutover::Incomplete]) -> String {
+    let named = |kind: Option<&str>| {
+        gaps.iter()
+            .filter(|i| i.kind == kind)
+            .map(|i| (i.environment.as_str(), i.kustomization.as_str()))
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+    };
+    let (ks, sets) = (named(None), named(Some("ResourceSet")));
+    let count = crate::plural::count;
+    match (ks, sets) {
+        (_, 0) => count(ks, "Kustomization"),
+        (0, _) => count(sets, "ResourceSet"),
+        _ => format!(
+            "{} and {}",
+            count(ks, "Kustomization"),
+            count(sets, "ResourceSet")
+        ),
+    }
 }
 
 fn gaps(s: &mut String, gaps: &[cutover::Incomplete], title: &str) {

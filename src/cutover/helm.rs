@@ -223,6 +223,7 @@ pub(super) fn unjudged(env: &str, old: &Inventory, new: &Inventory) -> Vec<Incom
         out.push(Incomplete {
             environment: env.to_string(),
             kustomization: format!("{}/{}", e.owner.namespace, e.owner.name),
+            kind: Incomplete::kind_of(&e.owner),
             file: e.file.to_string(),
             why: vec![format!(
                 "{id} changes, and its chart is not rendered ({why}): {what}"

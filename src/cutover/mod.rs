@@ -35,8 +35,12 @@ pub struct EnvWarning {
 #[derive(Debug, Clone, Serialize)]
 pub struct Incomplete {
     pub environment: String,
-    /// `namespace/name` of the Flux Kustomization; empty for the environment as a whole.
+    /// `namespace/name` of the Flux Kustomization (or ResourceSet, `kind`); empty for the
+    /// environment as a whole.
     pub kustomization: String,
+    /// `ResourceSet` for a Flux Operator ResourceSet; left out for a Kustomization.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<&'static str>,
     /// Where it is written (the entry folder for an environment or an assumed root).
     pub file: String,
     /// Each reason, one line each.
@@ -47,12 +51,21 @@ pub struct Incomplete {
 }
 
 impl Incomplete {
+    /// The `kind` of an entry for owner `id`.
+    pub fn kind_of(id: &ObjectId) -> Option<&'static str> {
+        crate::flux::resource_set::is(id).then_some("ResourceSet")
+    }
+
     /// What is partial, in prose: `Kustomization flux-system/apps`, or `the environment`.
     pub fn what(&self) -> String {
         if self.kustomization.is_empty() {
             "the environment".to_string()
         } else {
-            format!("Kustomization {}", self.kustomization)
+            format!(
+                "{} {}",
+                self.kind.unwrap_or("Kustomization"),
+                self.kustomization
+            )
         }
     }
 }
@@ -512,6 +525,7 @@ impl Builds {
                 incomplete.push(Incomplete {
                     environment: name.clone(),
                     kustomization: String::new(),
+                    kind: None,
                     file: env.path.clone(),
                     why: vec![why],
                     gap: None,

@@ -15,6 +15,7 @@ use crate::flux::data::{self, Data, HELM_GROUP};
 use crate::flux::facts::opt_out;
 use crate::flux::inventory::{Entry, Inventory, Owner};
 use crate::flux::release::Release;
+use crate::flux::resource_set;
 use crate::kustomize::object::{crd_kind, ObjectId};
 
 /// Why Flux deletes an object. Serialised as its code.
@@ -168,22 +169,30 @@ fn fate(old: &Inventory, new: &Inventory, id: &ObjectId, depth: usize) -> Fate {
         return Fate::Stays;
     }
     let removed_by = match new.owners.get(parent) {
-        Some(p) if p.built && p.prunes() => format!("{} prunes it", short(parent)),
+        Some(p) if p.built && p.prunes() => format!("{} prunes it", named(parent)),
         Some(_) => return Fate::Stays,
         None => match fate(old, new, parent, depth + 1) {
             Fate::Deleted { collects: true, .. } => {
-                format!("{} is removed and deletes it", short(parent))
+                format!("{} is removed and deletes it", named(parent))
             }
             _ => return Fate::Stays,
         },
     };
-    Fate::Deleted {
-        collects: owner.deletes_on_removal(),
-        why: format!(
+    let why = if owner.is_resource_set() {
+        format!(
+            "its owner {} is removed ({removed_by}), and the Flux Operator deletes what it applied",
+            named(id)
+        )
+    } else {
+        format!(
             "its owner {} is removed ({removed_by}) and, with {}, deletes what it applied",
             short(id),
             owner.policy()
-        ),
+        )
+    };
+    Fate::Deleted {
+        collects: owner.deletes_on_removal(),
+        why,
     }
 }
 
@@ -200,6 +209,16 @@ pub fn kustomization_deleted(old: &Inventory, new: &Inventory, id: &ObjectId) ->
 /// `namespace/name` of a Flux Kustomization, for reasons.
 fn short(id: &ObjectId) -> String {
     format!("{}/{}", id.namespace, id.name)
+}
+
+/// An owner, for reasons: `namespace/name` of a Flux Kustomization, `ResourceSet
+/// namespace/name` of a ResourceSet.
+fn named(id: &ObjectId) -> String {
+    if resource_set::is(id) {
+        format!("ResourceSet {}", short(id))
+    } else {
+        short(id)
+    }
 }
 
 fn deletion(
@@ -325,7 +344,7 @@ fn by_owners<'a>(
             };
             out[i] = judge.released(id, others, &fates, moved_to, still);
         }
-        if e.facts.opt_out.is_some() {
+        if opted_out(e) {
             continue;
         }
         let view = match last {
@@ -345,6 +364,17 @@ fn by_owners<'a>(
         }
     }
     out
+}
+
+/// Whether object `e` carries its owner's opt-out of pruning: kustomize-controller's
+/// (`facts::opt_out`), or for one a ResourceSet applies, the Flux Operator's (its delete
+/// options exclude `fluxcd.controlplane.io/prune: disabled` only).
+fn opted_out(e: &Entry) -> bool {
+    if resource_set::is(&e.owner) {
+        e.facts.operator_prune_disabled
+    } else {
+        e.facts.opt_out.is_some()
+    }
 }
 
 /// The second owners of each object an inventory's owners build twice (`duplicates`).
@@ -422,8 +452,7 @@ impl<'a> Judge<'a> {
         still: impl Fn(&Arc<ObjectId>) -> bool,
     ) -> Option<Deletion> {
         for e in others {
-            if e.facts.opt_out.is_some() || !self.old.owners.get(&*e.owner).is_some_and(|o| o.built)
-            {
+            if opted_out(e) || !self.old.owners.get(&*e.owner).is_some_and(|o| o.built) {
                 continue;
             }
             let why = match fates.get(&*e.owner) {
@@ -532,12 +561,14 @@ impl<'a> Judge<'a> {
         let origins = self.origins.get_or_insert_with(|| {
             new.objects
                 .iter()
-                .filter(|(id, _)| !old.objects.contains_key(*id))
+                .filter(|(id, e)| !old.objects.contains_key(*id) && !resource_set::is(&e.owner))
                 .map(|(id, e)| ((&*e.file, e.index), (id, e)))
                 .collect()
         });
+        // What a ResourceSet makes all comes from its one document: it is never renamed.
         let renamed = origins
             .get(&(&*e.file, e.index))
+            .filter(|_| !resource_set::is(&e.owner))
             .filter(|(nid, _)| nid.kind == id.kind && nid.group == id.group);
         match renamed {
             Some((nid, ne)) if rehashed(&id.name, &nid.name) => deletion(self.env, id, e, Rule::IdentityChanged, format!(

@@ -20,6 +20,25 @@ pub struct Section {
 }
 
 const PRUNE: &str = "kustomize.toolkit.fluxcd.io/prune";
+/// The Flux Operator's opt-out, for what a ResourceSet applies.
+const OPERATOR_PRUNE: &str = "fluxcd.controlplane.io/prune";
+/// The Flux Operator's annotation that stops it reconciling a ResourceSet.
+const RECONCILE: &str = "fluxcd.controlplane.io/reconcile";
+
+/// The opt-out that protects object `d` deletes from its owner: the Flux Operator's for what
+/// a ResourceSet applies (see `flux::resource_set`), else kustomize-controller's.
+fn opt_out_key(d: Option<&&Deletion>) -> &'static str {
+    if d.is_some_and(|d| crate::flux::resource_set::is(&d.owner_id)) {
+        OPERATOR_PRUNE
+    } else {
+        PRUNE
+    }
+}
+
+/// `a.b/c` as a jsonpath key: `a\.b/c`.
+fn jsonpath_key(key: &str) -> String {
+    key.replace('.', "\\.")
+}
 
 fn kubectl(id: &ObjectId, verb: &str) -> String {
     if id.namespace.is_empty() {
@@ -208,9 +227,9 @@ impl<'a> Runbook<'a> {
 
     /// Commit 1, which releases what the change would delete: each removed Kustomization
     /// made to orphan what it applied, and each protected object annotated (unless its
-    /// removed owner releases it), with the command that shows the cluster has it; and how
-    /// many objects were annotated.
-    fn releases(&self) -> (Vec<String>, usize) {
+    /// removed owner releases it), with the command that shows the cluster has it; and the
+    /// opt-outs the objects were annotated with.
+    fn releases(&self) -> (Vec<String>, BTreeSet<&'static str>) {
         let mut first = Vec::new();
         for o in self.removed {
             let file = if o.file.is_empty() {
@@ -218,6 +237,20 @@ impl<'a> Runbook<'a> {
             } else {
                 o.file.clone()
             };
+            // A ResourceSet the operator does not reconcile is let go without deleting
+            // anything (flux-operator `uninstall`: `IsDisabled`).
+            if o.is_resource_set() {
+                first.push(format!(
+                    "{file}: add the annotation `{RECONCILE}: disabled` to {} (keep everything else)",
+                    o.id
+                ));
+                first.push(format!(
+                    "after it merges: {} -o jsonpath='{{.metadata.annotations.{}}}'    # must print disabled",
+                    kubectl(&o.id, "get"),
+                    jsonpath_key(RECONCILE)
+                ));
+                continue;
+            }
             let (edit, check, want) = if orphans_by_policy(o) {
                 ("deletionPolicy: Orphan", "{.spec.deletionPolicy}", "Orphan")
             } else {
@@ -244,7 +277,7 @@ impl<'a> Runbook<'a> {
             .filter(|d| d.rule == Rule::OwnerRemoved)
             .map(|d| &d.id)
             .collect();
-        let mut annotated = 0;
+        let mut annotated = BTreeSet::new();
         for id in &self.protect {
             if released.contains(id) && !self.removed.is_empty() {
                 continue; // released with its owner
@@ -252,7 +285,6 @@ impl<'a> Runbook<'a> {
             let file = first_of
                 .get(id)
                 .map_or(String::new(), |d| d.file.to_string());
-            annotated += 1;
             // A SOPS file's MAC covers its unencrypted values too (unless `mac_only_encrypted`):
             // an annotation added by hand makes Flux's decryption of it fail.
             let how = if first_of.get(id).is_some_and(|d| d.sops) {
@@ -260,26 +292,39 @@ impl<'a> Runbook<'a> {
             } else {
                 String::new()
             };
+            let key = opt_out_key(first_of.get(id));
+            annotated.insert(key);
+            let place = if key == OPERATOR_PRUNE {
+                " (in the template of the ResourceSet that makes it)"
+            } else {
+                ""
+            };
             first.push(format!(
-                "{file}: add the annotation `{PRUNE}: disabled` to {id}{how}"
+                "{file}: add the annotation `{key}: disabled` to {id}{place}{how}"
             ));
             first.push(in_cluster(format!(
-                "after it merges: {} -o jsonpath='{{.metadata.annotations.kustomize\\.toolkit\\.fluxcd\\.io/prune}}'    # must print disabled",
-                kubectl(id, "get")
+                "after it merges: {} -o jsonpath='{{.metadata.annotations.{}}}'    # must print disabled",
+                kubectl(id, "get"),
+                jsonpath_key(key)
             ), id.cluster_name()));
         }
         (first, annotated)
     }
 
     /// Commit 2, the change itself, and a commit 3 that removes the `annotated` opt-outs.
-    fn commit_two(&self, annotated: usize) -> Section {
+    fn commit_two(&self, annotated: BTreeSet<&str>) -> Section {
         let mut second = vec![format!(
             "merge this change ({}); the old owners release, the new ones adopt by identity",
             self.change
         )];
-        if annotated > 0 {
+        if !annotated.is_empty() {
+            let keys: Vec<String> = annotated
+                .iter()
+                .map(|k| format!("`{k}: disabled`"))
+                .collect();
             second.push(format!(
-                "commit 3, once the new owners hold them: remove the `{PRUNE}: disabled` annotations again"
+                "commit 3, once the new owners hold them: remove the {} annotations again",
+                keys.join(" and ")
             ));
         }
         Section {
@@ -294,6 +339,13 @@ impl<'a> Runbook<'a> {
         let change = self.change;
         let mut single = Vec::new();
         for o in self.removed {
+            if o.is_resource_set() {
+                single.push(format!(
+                    "{} {RECONCILE}=disabled",
+                    kubectl(&o.id, "annotate")
+                ));
+                continue;
+            }
             single.push(format!(
                 "flux suspend kustomization {} -n {}",
                 o.id.name, o.id.namespace
@@ -316,11 +368,29 @@ impl<'a> Runbook<'a> {
             .chain(self.moves.iter().filter(|d| !at_risk(d)))
             .map(|d| &d.id)
             .collect();
-        single.extend(commands(
-            protected.iter().copied(),
-            "annotate",
-            &format!("{PRUNE}=disabled"),
-        ));
+        // Each with its owner's opt-out.
+        let mut first_of: HashMap<&ObjectId, &Deletion> = HashMap::new();
+        for d in self.deletions {
+            first_of.entry(&d.id).or_insert(d);
+        }
+        let by_key = |key: &str| -> Vec<&ObjectId> {
+            protected
+                .iter()
+                .copied()
+                .filter(|id| opt_out_key(first_of.get(id)) == key)
+                .collect()
+        };
+        let keyed = [
+            (PRUNE, by_key(PRUNE)),
+            (OPERATOR_PRUNE, by_key(OPERATOR_PRUNE)),
+        ];
+        for (key, ids) in &keyed {
+            single.extend(commands(
+                ids.iter().copied(),
+                "annotate",
+                &format!("{key}=disabled"),
+            ));
+        }
         if single.is_empty() {
             return None;
         }
@@ -334,11 +404,13 @@ impl<'a> Runbook<'a> {
             single.push(format!(
                 "merge this change ({change}) and verify (below); then remove the opt-outs:"
             ));
-            single.extend(commands(
-                protected.iter().copied(),
-                "annotate",
-                &format!("{PRUNE}-"),
-            ));
+            for (key, ids) in &keyed {
+                single.extend(commands(
+                    ids.iter().copied(),
+                    "annotate",
+                    &format!("{key}-"),
+                ));
+            }
         }
         Some(Section {
             title: "Single-commit variant (a live pre-step instead of commit 1)".into(),
@@ -355,14 +427,14 @@ impl<'a> Runbook<'a> {
         let mut gone = BTreeSet::new();
         for (old, new) in envs {
             new_owners.extend(
-                new.owners
-                    .keys()
+                new.kustomizations()
+                    .map(|(k, _)| k)
                     .filter(|k| !old.owners.contains_key(*k))
                     .map(|k| k.name.clone()),
             );
             gone.extend(
-                old.owners
-                    .keys()
+                old.kustomizations()
+                    .map(|(k, _)| k)
                     .filter(|k| !new.owners.contains_key(*k))
                     .map(|k| k.name.clone()),
             );
@@ -434,7 +506,7 @@ impl<'a> Runbook<'a> {
             lines: self
                 .intended
                 .iter()
-                .map(|d| format!("{}: {} — keep it in a build, or add `{PRUNE}: disabled` first, if it must survive", d.id, d.rule.code()))
+                .map(|d| format!("{}: {} — keep it in a build, or add `{}: disabled` first, if it must survive", d.id, d.rule.code(), opt_out_key(Some(d))))
                 .collect(),
         })
     }

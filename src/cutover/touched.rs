@@ -90,12 +90,8 @@ impl<'a> Side<'a> {
     /// changes; for one that reads another source, when the file that declares the source
     /// changes (an OCIRepository's tag). `None` for one built from this repository's source.
     fn touched_elsewhere(&self, o: &Owner, changed: &[String]) -> Option<bool> {
-        if !o.artifact_files.is_empty() {
-            return Some(
-                changed
-                    .iter()
-                    .any(|c| o.artifact_files.binary_search(c).is_ok()),
-            );
+        if !o.made_of.is_empty() {
+            return Some(changed.iter().any(|c| o.made_of.binary_search(c).is_ok()));
         }
         let source = o.source();
         if o.parent.is_none() || self.inv.repository.contains(&source) {
@@ -294,6 +290,7 @@ fn incomplete(new: &Inventory, id: &ObjectId, pair: [Option<&Owner>; 2], o: &Own
     Incomplete {
         environment: new.env.clone(),
         kustomization: format!("{}/{}", id.namespace, id.name),
+        kind: Incomplete::kind_of(id),
         file: if o.file.is_empty() {
             new.env_path.clone()
         } else {

@@ -333,7 +333,7 @@ fn named_back(
                 read.extend(external.generator_files.get(&key).cloned());
                 read.sort();
                 read.dedup();
-                o.artifact_files = read;
+                o.made_of = read;
             }
         }
         o.unmodelled.iter_mut().for_each(in_words);

@@ -114,6 +114,9 @@ pub struct Facts {
     pub opt_out: Option<String>,
     /// `kustomize.toolkit.fluxcd.io/prune: disabled`, as a label or an annotation.
     pub prune_disabled: bool,
+    /// The Flux Operator's opt-out (`resource_set::prune_disabled`): what protects an object
+    /// a ResourceSet applies, where kustomize-controller's opt-outs mean nothing.
+    pub operator_prune_disabled: bool,
     /// SOPS-encrypted (see `is_sops`).
     pub sops: bool,
     /// The `${VAR}`s it needs (see `needed_variables`), sorted; only read when its owner
@@ -140,6 +143,7 @@ impl Facts {
         Facts {
             opt_out: opt_out_of(&meta),
             prune_disabled: meta.is_set(PRUNE, "disabled"),
+            operator_prune_disabled: super::resource_set::prune_disabled(v),
             sops: is_sops(v) || rest.is_some_and(|r| r.sops),
             variables: variables.into_iter().collect(),
             data_keys: if maps.is_empty() {
@@ -153,7 +157,8 @@ impl Facts {
 
 /// Kinds an inventory keeps whole, because a rule or a lint reads their specs: CRDs (the
 /// kinds they define), HelmReleases (whether their values configure persistence) and
-/// ImageUpdateAutomations (the path they update), ArtifactGenerators (what they copy), and
+/// ImageUpdateAutomations (the path they update), ArtifactGenerators (what they copy),
+/// ResourceSets and their input providers (rendered into what the Flux Operator applies), and
 /// the sources a HelmRelease's chart comes from. A repository holds few of them.
 pub fn kept_whole(group: &str, kind: &str) -> bool {
     if group == SOURCE_GROUP {
@@ -170,6 +175,10 @@ pub fn kept_whole(group: &str, kind: &str) -> bool {
     matches!(
         (group, kind),
         ("apiextensions.k8s.io", "CustomResourceDefinition")
+            | (
+                "fluxcd.controlplane.io",
+                "ResourceSet" | "ResourceSetInputProvider"
+            )
             | ("helm.toolkit.fluxcd.io", "HelmRelease")
             | ("image.toolkit.fluxcd.io", "ImageUpdateAutomation")
             | ("source.extensions.fluxcd.io", "ArtifactGenerator")

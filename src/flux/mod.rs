@@ -4,7 +4,8 @@
 //! (`source`, which also names the kinds of Flux's sources), the kustomization Flux builds
 //! at a Kustomization's `spec.path` (`generated`), what a build keeps of each object
 //! (`facts`) and the form it holds objects in (`packed`), `postBuild` variable substitution
-//! (`substitute`), SOPS decryption patches (`decryption`), whether deleting an object loses
+//! (`substitute`), Flux Operator ResourceSets rendered by the user's flux-operator
+//! (`resource_set`), SOPS decryption patches (`decryption`), whether deleting an object loses
 //! data (`data`), and the health gates the Kustomizations of a build form (`gates`).
 
 pub mod artifact;
@@ -18,6 +19,7 @@ pub mod generated;
 pub mod inventory;
 pub mod packed;
 pub mod release;
+pub mod resource_set;
 pub mod source;
 pub mod substitute;
 

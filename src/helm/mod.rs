@@ -223,7 +223,7 @@ pub fn options() -> Arc<Options> {
         .unwrap_or_else(|| Arc::new(Options::off()))
 }
 
-fn on_path(name: &str) -> Option<PathBuf> {
+pub fn on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|d| d.join(name))

@@ -72,7 +72,7 @@ fn drafted<'a>(
     // Every Flux Kustomization, by id, the first build's.
     let mut owners: BTreeMap<&ObjectId, &Owner> = BTreeMap::new();
     for inv in inventories {
-        for (id, o) in &inv.owners {
+        for (id, o) in inv.kustomizations() {
             owners.entry(id).or_insert(o);
         }
     }

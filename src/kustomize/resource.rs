@@ -106,8 +106,8 @@ impl Resource {
         }
     }
 
-    /// An object a generator makes.
-    pub(super) fn generated(value: Value, file: &str, index: usize) -> Resource {
+    /// An object a generator makes (kustomize's, or a Flux Operator ResourceSet).
+    pub(crate) fn generated(value: Value, file: &str, index: usize) -> Resource {
         Resource {
             value,
             rest: None,

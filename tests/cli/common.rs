@@ -6,14 +6,20 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The fluxwave binary, with HelmRelease rendering off (`FLUXWAVE_NO_HELM`): a test's
-/// outcome must not depend on whether a `helm` is on the PATH or a chart can be reached. The
-/// Helm tests turn it back on with `.env_remove("FLUXWAVE_NO_HELM")`.
+/// The fluxwave binary, with HelmRelease rendering off (`FLUXWAVE_NO_HELM`) and no
+/// flux-operator (`FLUXWAVE_FLUX_OPERATOR` names none): a test's outcome must not depend on
+/// whether a `helm` or a `flux-operator` is on the PATH or a chart can be reached. The Helm
+/// tests turn rendering back on with `.env_remove("FLUXWAVE_NO_HELM")`, the ResourceSet tests
+/// name the real flux-operator (`operator_env`).
 pub fn fluxwave() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_fluxwave"));
-    cmd.env("FLUXWAVE_NO_HELM", "1");
+    cmd.env("FLUXWAVE_NO_HELM", "1")
+        .env("FLUXWAVE_FLUX_OPERATOR", NO_FLUX_OPERATOR);
     cmd
 }
+
+/// A flux-operator program that is not there.
+pub const NO_FLUX_OPERATOR: &str = "/nonexistent/flux-operator";
 
 pub struct Run {
     pub code: i32,

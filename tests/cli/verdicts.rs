@@ -847,8 +847,9 @@ fn an_object_leaving_a_shared_component_is_not_renamed_into_a_copy_that_stays() 
 
 /// A Flux Operator ResourceSet makes objects from its inputs and templates, and the operator
 /// applies and prunes them itself (its own inventory): dropping a HelmRelease from its
-/// `resources` uninstalls the release. fluxwave does not render ResourceSets, so a change
-/// that touches the Kustomization applying one is "incomplete", never "safe".
+/// `resources` uninstalls the release. Without a flux-operator to render it (the tests name
+/// none, `common::fluxwave`), a change that touches it is "incomplete", never "safe"; with
+/// one, the release's deletion is judged (tests/cli/resource_set.rs).
 #[test]
 fn a_change_to_a_resource_set_is_not_judged_safe() {
     let repo = lab();
@@ -869,9 +870,11 @@ fn a_change_to_a_resource_set_is_not_judged_safe() {
         (1, Some("incomplete")),
         "{doc}"
     );
-    assert_eq!(incomplete(&doc), ["flux-system/apps"], "{doc}");
+    assert_eq!(incomplete(&doc), ["apps/databases"], "{doc}");
     assert!(
-        doc["incomplete"].to_string().contains("ResourceSet"),
+        doc["incomplete"]
+            .to_string()
+            .contains("cannot run flux-operator"),
         "{doc}"
     );
 }

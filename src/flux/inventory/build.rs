@@ -10,12 +10,13 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{unreachable_owner, Entry, Inventory, Keep, Owner};
+use super::{resource_set_owner, unreachable_owner, Entry, Inventory, Keep, Owner};
 use crate::envsubst::Lookup;
 use crate::flux::artifact::{self, Folders};
 use crate::flux::discover::{self, Environment};
 use crate::flux::facts;
 use crate::flux::generated::{FluxBuild, FluxBuildError, FluxSpec};
+use crate::flux::resource_set;
 use crate::flux::source::spec_ignore;
 use crate::flux::substitute::{self, Source, SubstituteError, Variables};
 use crate::flux::{Kustomization, SourceKind, SourceRef, KUSTOMIZE_GROUP};
@@ -444,11 +445,18 @@ fn build_pass(
         unsure: false,
     };
     found.inv.owners.insert(root.id.clone(), root);
-    while let Some(owner_id) = found.queue.pop_front() {
-        let Some(owner) = found.inv.owners.get(&owner_id).cloned() else {
-            continue;
-        };
-        build_owner(&cx, &mut found, &mut builder, memo.as_mut(), &owner);
+    // The Flux Kustomizations, then the ResourceSets their builds apply, and those the
+    // ResourceSets make, until none is left.
+    loop {
+        while let Some(owner_id) = found.queue.pop_front() {
+            let Some(owner) = found.inv.owners.get(&owner_id).cloned() else {
+                continue;
+            };
+            build_owner(&cx, &mut found, &mut builder, memo.as_mut(), &owner);
+        }
+        if !operate(&cx, &mut found) {
+            break;
+        }
     }
     let Found {
         mut inv,
@@ -603,6 +611,99 @@ fn build_owner(
     }
 }
 
+/// Renders the ResourceSets that the owners built so far apply and that are not yet owners
+/// (see `flux::resource_set`): each becomes the owner of what the Flux Operator applies of
+/// it, recorded as a build's objects are (the Flux Kustomizations among them are queued).
+/// One applied by an owner whose build fails is left out: Flux does not apply it. False when
+/// there was none.
+fn operate(cx: &Context, found: &mut Found) -> bool {
+    let built = |owner: &ObjectId| found.inv.owners.get(owner).is_some_and(|o| o.built);
+    let sets: Vec<(ObjectId, Entry)> = found
+        .inv
+        .objects
+        .iter()
+        .filter(|(id, e)| {
+            resource_set::is(id) && !found.inv.owners.contains_key(*id) && built(&e.owner)
+        })
+        .filter(|(_, e)| e.whole.is_some())
+        .map(|(id, e)| (id.clone(), e.clone()))
+        .collect();
+    if sets.is_empty() {
+        return false;
+    }
+    let providers: Vec<(Arc<str>, Arc<Value>)> = found
+        .inv
+        .objects
+        .iter()
+        .filter(|(id, _)| resource_set::is_provider(id))
+        .filter_map(|(_, e)| Some((e.file.clone(), e.whole.clone()?)))
+        .collect();
+    let values: Vec<&Value> = providers.iter().map(|(_, v)| &**v).collect();
+    let made: Vec<resource_set::Made> =
+        crate::par::map(&sets, |(id, e)| match e.whole.as_deref() {
+            Some(set) if resource_set::reconciled(set) => resource_set::render(id, set, &values),
+            _ => resource_set::Made::Objects(Arc::default()),
+        });
+    // Its own file, and those of the providers it may read.
+    let files = |id: &ObjectId, e: &Entry| {
+        let reads = e
+            .whole
+            .as_ref()
+            .and_then(|set| set.pointer("/spec/inputsFrom"))
+            .is_some();
+        let mut files: Vec<String> = providers
+            .iter()
+            .filter(|_| reads)
+            .filter(|(_, p)| {
+                p.pointer("/metadata/namespace").and_then(Value::as_str) == Some(&id.namespace)
+            })
+            .map(|(f, _)| f.to_string())
+            .chain(std::iter::once(e.file.to_string()))
+            .collect();
+        files.sort();
+        files.dedup();
+        files
+    };
+    for ((id, e), made) in sets.into_iter().zip(made) {
+        let Some(set) = e.whole.clone() else { continue };
+        let mut owner = resource_set_owner(&id, &set, &e.owner, &e.file, e.index);
+        owner.made_of = files(&id, &e);
+        found.inv.owners.insert(id.clone(), owner);
+        let objects = match made {
+            resource_set::Made::Objects(objects) => objects,
+            resource_set::Made::Fails(why) => {
+                found.fail(&id, e.file.to_string(), why);
+                continue;
+            }
+            resource_set::Made::Unknown(why) => {
+                let w = Warning {
+                    path: e.file.to_string(),
+                    feature: "ResourceSet".into(),
+                    message: format!("{id} is not rendered ({why}): what the Flux Operator applies and prunes of it is not in the inventory"),
+                };
+                found.unbuilt(&id, w);
+                continue;
+            }
+        };
+        let shared_id = Arc::new(id.clone());
+        let mut building = Building {
+            owner: &shared_id,
+            vars: None,
+            failure: None,
+            undefined: BTreeSet::new(),
+            keep: cx.keep,
+            cluster: id.cluster.clone(),
+            file: e.file.clone(),
+            reads_served: false,
+        };
+        for object in objects.iter() {
+            let r = Resource::generated(object.clone(), &e.file, e.index);
+            record(found, &mut building, Cow::Owned(r), None);
+        }
+    }
+    true
+}
+
 /// The folder `owner` is built at: its `spec.path`, in the folder of the ExternalArtifact it
 /// reads when that is made from this repository. `Err` when it reads another source: what it
 /// applies is not here.
@@ -721,11 +822,6 @@ impl Found {
             }
         }
     }
-}
-
-/// Whether `id` is a Flux Operator `ResourceSet` (`fluxcd.controlplane.io`).
-fn is_resource_set(id: &ObjectId) -> bool {
-    id.kind == "ResourceSet" && id.group == "fluxcd.controlplane.io"
 }
 
 /// The file of the repository that writes object `id` (a ConfigMap or Secret, `writes`)
@@ -939,15 +1035,6 @@ fn record(
                 "{id}: {} in its name or namespace may come from {}, which cannot be read from the repository",
                 dollars(&unknown),
                 vars.join(", ")
-            ),
-        });
-    }
-    if is_resource_set(&id) {
-        found.warnings.push(Warning {
-            path: r.file.clone(),
-            feature: "ResourceSet".into(),
-            message: format!(
-                "{id} makes objects from its inputs and templates, which the Flux Operator applies and prunes itself: they are not in the inventory"
             ),
         });
     }

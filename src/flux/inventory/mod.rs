@@ -19,6 +19,7 @@ use super::{Kustomization, SourceRef, KUSTOMIZE_GROUP};
 use crate::flux::facts::{self, is_sops, kept_whole, Facts};
 use crate::flux::generated::{FluxSpec, Written};
 use crate::flux::packed::Packed;
+use crate::flux::resource_set;
 use crate::kustomize::object::{digest, Cluster, ObjectId};
 use crate::kustomize::{Resource, Shared, Warning};
 
@@ -62,9 +63,11 @@ pub struct Owner {
     /// default), when it does: kept apart from `build_error`, as `check` reports each such
     /// variable where it is written (`undefined-variable`).
     pub substitution_error: Option<String>,
-    /// For one that reads an ExternalArtifact made from this repository: the repository
-    /// files the artifact is made of and the file of its ArtifactGenerator, sorted.
-    pub artifact_files: Vec<String>,
+    /// The repository files what it applies is made of when that is not a build of this
+    /// repository's source, sorted: for one that reads an ExternalArtifact made from this
+    /// repository, the files the artifact is made of and its ArtifactGenerator's; for a
+    /// ResourceSet, its own file and those of the input providers in its namespace.
+    pub made_of: Vec<String>,
     /// As its parent's build holds it, `postBuild` variables substituted (shared by the
     /// copies of the owner a build and a history's steps make).
     pub object: Arc<Value>,
@@ -124,13 +127,18 @@ impl Owner {
             unmodelled: Vec::new(),
             build_error: None,
             substitution_error: None,
-            artifact_files: Vec::new(),
+            made_of: Vec::new(),
             written: Arc::new(written(&k.object)),
             object: Arc::new(k.object),
             variables: Vec::new(),
             reads: None,
             id,
         })
+    }
+
+    /// Whether it is a Flux Operator ResourceSet, not a Flux Kustomization.
+    pub fn is_resource_set(&self) -> bool {
+        resource_set::is(&self.id)
     }
 
     /// Whether it substitutes variables in what it builds (`spec.postBuild`).
@@ -155,6 +163,13 @@ impl Owner {
 
     /// The spec as one line: `prune: true, deletionPolicy: MirrorPrune`.
     pub fn policy(&self) -> String {
+        if self.is_resource_set() {
+            return if self.prune {
+                "the Flux Operator's garbage collection".into()
+            } else {
+                "fluxcd.controlplane.io/reconcile: disabled".into()
+            };
+        }
         let mut s = format!(
             "prune: {}, deletionPolicy: {}",
             self.prune, self.deletion_policy
@@ -177,6 +192,42 @@ impl Owner {
             what,
             written: self.written.clone(),
         }
+    }
+}
+
+/// ResourceSet `id`, applied by `parent` from document `index` of `file`, as the owner of
+/// what the Flux Operator applies of it: it prunes what leaves it, and deletes all of it when
+/// it is deleted, unless it is not reconciled at all (`resource_set::reconciled`).
+fn resource_set_owner(
+    id: &ObjectId,
+    v: &Arc<Value>,
+    parent: &ObjectId,
+    file: &str,
+    index: usize,
+) -> Owner {
+    let reconciled = resource_set::reconciled(v);
+    Owner {
+        id: id.clone(),
+        path: String::new(),
+        prune: reconciled,
+        deletion_policy: String::new(),
+        suspend: false,
+        depends_on: Vec::new(),
+        source: SourceRef::default(),
+        substitutes: false,
+        parent: Some(parent.clone()),
+        applies_to: id.cluster.clone(),
+        file: file.to_string(),
+        index,
+        built: true,
+        unmodelled: Vec::new(),
+        build_error: None,
+        substitution_error: None,
+        made_of: Vec::new(),
+        object: v.clone(),
+        written: Arc::default(),
+        variables: Vec::new(),
+        reads: None,
     }
 }
 
@@ -462,6 +513,11 @@ pub struct Inventory {
 }
 
 impl Inventory {
+    /// Its Flux Kustomizations: the owners but ResourceSets.
+    pub fn kustomizations(&self) -> impl Iterator<Item = (&ObjectId, &Owner)> {
+        self.owners.iter().filter(|(_, o)| !o.is_resource_set())
+    }
+
     /// Whether `later` reconciles after `earlier`: it depends on it (transitively), or it is
     /// created by it (a descendant in the ownership tree).
     pub fn reconciles_after(&self, later: &ObjectId, earlier: &ObjectId) -> bool {
@@ -546,7 +602,7 @@ fn unreachable_owner(env_path: &str) -> Owner {
         unmodelled: Vec::new(),
         build_error: None,
         substitution_error: None,
-        artifact_files: Vec::new(),
+        made_of: Vec::new(),
         object: Arc::new(Value::Null),
         written: Arc::default(),
         variables: Vec::new(),
