@@ -92,6 +92,14 @@ impl<'a> Metadata<'a> {
         }
     }
 
+    /// Whether `key` is `disabled`, in any case, as an annotation or a label (how the Flux
+    /// Operator reads its opt-outs: `ssautil.AnyInMetadata`).
+    fn is_disabled(&self, key: &str) -> bool {
+        [self.annotations, self.labels]
+            .into_iter()
+            .any(|m| string_at(m, key).is_some_and(|v| v.eq_ignore_ascii_case("disabled")))
+    }
+
     /// Whether `key` is `value` as an annotation or a label.
     fn is_set(&self, key: &str, value: &str) -> bool {
         [self.annotations, self.labels]
@@ -143,7 +151,7 @@ impl Facts {
         Facts {
             opt_out: opt_out_of(&meta),
             prune_disabled: meta.is_set(PRUNE, "disabled"),
-            operator_prune_disabled: super::resource_set::prune_disabled(v),
+            operator_prune_disabled: meta.is_disabled(super::resource_set::PRUNE),
             sops: is_sops(v) || rest.is_some_and(|r| r.sops),
             variables: variables.into_iter().collect(),
             data_keys: if maps.is_empty() {
@@ -247,6 +255,19 @@ mod tests {
         assert_eq!(of_object(&out[1], false).variables, Vec::<String>::new());
         assert!(out[2].value.get("data").is_some());
         assert_eq!(of_object(&out[2], true).variables, ["W"]);
+    }
+
+    #[test]
+    fn the_operators_opt_out_is_its_own() {
+        let of = |v: Value| Facts::of(&v, None, false);
+        let f =
+            of(json!({"metadata": {"annotations": {"fluxcd.controlplane.io/prune": "Disabled"}}}));
+        assert!(f.operator_prune_disabled && f.opt_out.is_none());
+        let f = of(json!({"metadata": {"labels": {"fluxcd.controlplane.io/prune": "disabled"}}}));
+        assert!(f.operator_prune_disabled);
+        let f =
+            of(json!({"metadata": {"labels": {"kustomize.toolkit.fluxcd.io/prune": "disabled"}}}));
+        assert!(!f.operator_prune_disabled && f.opt_out.is_some());
     }
 
     #[test]

@@ -44,7 +44,7 @@ pub fn is_provider(id: &ObjectId) -> bool {
 }
 
 /// `fluxcd.controlplane.io/prune: disabled`: the operator does not delete the object.
-const PRUNE: &str = "fluxcd.controlplane.io/prune";
+pub const PRUNE: &str = "fluxcd.controlplane.io/prune";
 /// `fluxcd.controlplane.io/reconcile: disabled`: the operator leaves the ResourceSet alone.
 const RECONCILE: &str = "fluxcd.controlplane.io/reconcile";
 
@@ -103,17 +103,6 @@ pub enum Made {
 /// Whether the operator reconciles ResourceSet `set` at all (`IsDisabled`).
 pub fn reconciled(set: &Value) -> bool {
     !annotation(set, RECONCILE).is_some_and(|v| v.eq_ignore_ascii_case("disabled"))
-}
-
-/// The operator's opt-out of pruning on object `v`, as a label or an annotation
-/// (`ssautil.AnyInMetadata`: either, any case).
-pub fn prune_disabled(v: &Value) -> bool {
-    ["annotations", "labels"].iter().any(|m| {
-        v.pointer(&format!("/metadata/{m}"))
-            .and_then(|m| m.get(PRUNE))
-            .and_then(Value::as_str)
-            .is_some_and(|x| x.eq_ignore_ascii_case("disabled"))
-    })
 }
 
 fn annotation<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
@@ -441,7 +430,9 @@ fn run(program: &Path, opts: &Options, set: &Value, providers: Option<&[Value]>)
         // and where it prints nothing ("no objects were generated": the operator applies
         // nothing, and deletes what it applied before).
         Err(crate::process::Error::Failed { stderr, .. }) => {
+            // Its errors begin with a mark (`✗ `).
             let why = crate::process::first_lines(&stderr);
+            let why = why.trim_start_matches('✗').trim_start().to_string();
             if why.contains("no objects were generated") {
                 Made::Objects(Arc::new(Vec::new()))
             } else {
@@ -521,19 +512,12 @@ mod tests {
     }
 
     #[test]
-    fn the_operators_opt_outs_are_its_own() {
-        assert!(prune_disabled(
-            &json!({"metadata": {"annotations": {"fluxcd.controlplane.io/prune": "Disabled"}}})
-        ));
-        assert!(prune_disabled(
-            &json!({"metadata": {"labels": {"fluxcd.controlplane.io/prune": "disabled"}}})
-        ));
-        assert!(!prune_disabled(
-            &json!({"metadata": {"labels": {"kustomize.toolkit.fluxcd.io/prune": "disabled"}}})
-        ));
-        assert!(!reconciled(
-            &json!({"metadata": {"annotations": {"fluxcd.controlplane.io/reconcile": "disabled"}}})
-        ));
+    fn a_resource_set_not_reconciled_is_read_from_its_annotation() {
+        let annotated =
+            |v: &str| json!({"metadata": {"annotations": {"fluxcd.controlplane.io/reconcile": v}}});
+        assert!(!reconciled(&annotated("disabled")));
+        assert!(!reconciled(&annotated("Disabled")));
+        assert!(reconciled(&annotated("enabled")));
         assert!(reconciled(
             &json!({"metadata": {"labels": {"fluxcd.controlplane.io/reconcile": "disabled"}}})
         ));

@@ -368,6 +368,8 @@ struct Found {
     /// substitution may make or change into a source or a Flux Kustomization
     /// (`may_be_source_or_owner`).
     unsure: bool,
+    /// The ResourceSets recorded since they were last rendered (`operate`).
+    sets: Vec<ObjectId>,
 }
 
 /// How long the lists of `Found` were when an owner's build began.
@@ -443,6 +445,7 @@ fn build_pass(
         outside: BTreeMap::new(),
         served: BTreeSet::new(),
         unsure: false,
+        sets: Vec::new(),
     };
     found.inv.owners.insert(root.id.clone(), root);
     // The Flux Kustomizations, then the ResourceSets their builds apply, and those the
@@ -611,22 +614,24 @@ fn build_owner(
     }
 }
 
-/// Renders the ResourceSets that the owners built so far apply and that are not yet owners
-/// (see `flux::resource_set`): each becomes the owner of what the Flux Operator applies of
+/// Renders the ResourceSets recorded since the last call that the owners built so far apply
+/// and that are not yet owners (see `flux::resource_set`): each becomes the owner of what the Flux Operator applies of
 /// it, recorded as a build's objects are (the Flux Kustomizations among them are queued).
 /// One applied by an owner whose build fails is left out: Flux does not apply it. False when
 /// there was none.
 fn operate(cx: &Context, found: &mut Found) -> bool {
+    let mut recorded = std::mem::take(&mut found.sets);
+    recorded.sort_unstable();
+    recorded.dedup();
     let built = |owner: &ObjectId| found.inv.owners.get(owner).is_some_and(|o| o.built);
-    let sets: Vec<(ObjectId, Entry)> = found
-        .inv
-        .objects
-        .iter()
-        .filter(|(id, e)| {
-            resource_set::is(id) && !found.inv.owners.contains_key(*id) && built(&e.owner)
+    let sets: Vec<(ObjectId, Entry, Arc<Value>)> = recorded
+        .into_iter()
+        .filter(|id| !found.inv.owners.contains_key(id))
+        .filter_map(|id| {
+            let e = found.inv.objects.get(&id).filter(|e| built(&e.owner))?;
+            let set = e.whole.clone()?;
+            Some((id, e.clone(), set))
         })
-        .filter(|(_, e)| e.whole.is_some())
-        .map(|(id, e)| (id.clone(), e.clone()))
         .collect();
     if sets.is_empty() {
         return false;
@@ -639,18 +644,17 @@ fn operate(cx: &Context, found: &mut Found) -> bool {
         .filter_map(|(_, e)| Some((e.file.clone(), e.whole.clone()?)))
         .collect();
     let values: Vec<&Value> = providers.iter().map(|(_, v)| &**v).collect();
-    let made: Vec<resource_set::Made> =
-        crate::par::map(&sets, |(id, e)| match e.whole.as_deref() {
-            Some(set) if resource_set::reconciled(set) => resource_set::render(id, set, &values),
-            _ => resource_set::Made::Objects(Arc::default()),
-        });
+    // One the operator does not reconcile applies nothing new, and deletes nothing.
+    let made: Vec<resource_set::Made> = crate::par::map(&sets, |(id, _, set)| {
+        if resource_set::reconciled(set) {
+            resource_set::render(id, set, &values)
+        } else {
+            resource_set::Made::Objects(Arc::default())
+        }
+    });
     // Its own file, and those of the providers it may read.
-    let files = |id: &ObjectId, e: &Entry| {
-        let reads = e
-            .whole
-            .as_ref()
-            .and_then(|set| set.pointer("/spec/inputsFrom"))
-            .is_some();
+    let files = |id: &ObjectId, e: &Entry, set: &Value| {
+        let reads = set.pointer("/spec/inputsFrom").is_some();
         let mut files: Vec<String> = providers
             .iter()
             .filter(|_| reads)
@@ -664,10 +668,9 @@ fn operate(cx: &Context, found: &mut Found) -> bool {
         files.dedup();
         files
     };
-    for ((id, e), made) in sets.into_iter().zip(made) {
-        let Some(set) = e.whole.clone() else { continue };
+    for ((id, e, set), made) in sets.into_iter().zip(made) {
         let mut owner = resource_set_owner(&id, &set, &e.owner, &e.file, e.index);
-        owner.made_of = files(&id, &e);
+        owner.made_of = files(&id, &e, &set);
         found.inv.owners.insert(id.clone(), owner);
         let objects = match made {
             resource_set::Made::Objects(objects) => objects,
@@ -1037,6 +1040,9 @@ fn record(
                 vars.join(", ")
             ),
         });
+    }
+    if resource_set::is(&id) {
+        found.sets.push(id.clone());
     }
     // `Kustomization::is`, read off the id made once for an object replayed builds hand on.
     if id.is(KUSTOMIZE_GROUP, "Kustomization") {
