@@ -5,7 +5,8 @@
 //! lint says so, naming where kustomize stops. A `spec.path` that is not a folder is
 //! `missing-path`'s, and the builds strict substitution fails are `undefined-variable`'s and
 //! `unknowable-variable`'s: they are not reported twice. What the other lints cannot see
-//! because a build fails is said once here, not as their findings (see `Failures`).
+//! because a build fails is said once here, not as their findings (see `Failures`). A Flux
+//! Operator ResourceSet the operator cannot build is reported here too.
 
 use std::collections::BTreeSet;
 
@@ -55,6 +56,27 @@ pub fn build_failed(flux: &FluxView) -> Vec<Finding> {
                     path,
                     format!("{what} cannot be built: {cause}; {consequence}"),
                     "fix the file and line kustomize stops at (`kubectl kustomize` of the folder fails there too), then run `fluxwave check` again",
+                )
+                .at(pos),
+            );
+        }
+        // A ResourceSet the Flux Operator cannot build stalls: it applies and prunes nothing
+        // (flux-operator `ResourceSetReconciler.reconcile`: `stallWithTerminalError`).
+        for (id, set) in inv.owners.iter().filter(|(_, o)| o.is_resource_set()) {
+            let Some(error) = set.build_error.as_deref() else {
+                continue;
+            };
+            let (path, pos) = flux.owner_at(inv, set, "spec");
+            findings.push(
+                Finding::new(
+                    CODE,
+                    path,
+                    format!(
+                        "ResourceSet `{}` (environment `{}`) cannot be built by the Flux Operator: {error}; it applies and prunes nothing until it can",
+                        flux_name(id),
+                        inv.env
+                    ),
+                    "fix its template or inputs (`flux-operator build resourceset` of the file fails there too), then run `fluxwave check` again",
                 )
                 .at(pos),
             );

@@ -346,6 +346,24 @@ fn a_template_the_operator_cannot_render_is_never_safe() {
         doc["incomplete"].to_string().contains("nosuchfunction"),
         "{doc}"
     );
+    // `check` says so where it is written.
+    let check = run(&repo, &["check", "--format", "json"]);
+    let found: Value = serde_json::from_str(&check.stdout).unwrap();
+    let failed: Vec<&Value> = found["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "build-failed")
+        .collect();
+    assert_eq!(failed.len(), 1, "{found}");
+    assert_eq!(failed[0]["path"], "apps/set.yaml", "{found}");
+    assert!(
+        failed[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("ResourceSet `apps/databases`"),
+        "{found}"
+    );
 }
 
 /// The templates are the operator's hermetic ones, and flux-operator runs with no environment:
