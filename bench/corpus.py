@@ -33,6 +33,9 @@ Helm renders with the helm on the PATH and a cache under target/corpus/, with `-
 (the corpus is measured with no network: a chart from a remote repository cannot be pulled,
 that release is not rendered, and a change to it is "incomplete", which is what an offline
 tool can know; nor is the CPU of a pull that cannot succeed counted in a step's cost).
+ResourceSets render with the flux-operator on the PATH (`.ci/run` pins v0.58.1), its renders
+kept in the same cache; the oracle builds Flux Kustomizations only, so what a ResourceSet
+makes is judged by fluxwave alone (tests/cli/resource_set.rs holds it to the operator's code).
 
 Results are kept in target/corpus/<owner+name>.json; --report-only writes CORPUS.md from them.
 --refresh measures discovery, `check` and `cutover --each` again with --bin, keeping each
