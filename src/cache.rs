@@ -133,6 +133,47 @@ pub fn used(path: &Path) {
     }
 }
 
+/// Writes a render into the cache at `path` (atomically: a reader sees all of it or
+/// nothing). Best effort: a cache that cannot be written renders again next time.
+pub fn keep(path: &Path, text: &str) {
+    let Some(dir) = path.parent() else { return };
+    if std::fs::create_dir_all(dir).is_err() {
+        return;
+    }
+    // Unique to the writer: the two revisions of a cutover may render one thing at once.
+    let tmp = dir.join(format!("{RENDER_TEMPORARY}{}", unique()));
+    if std::fs::write(&tmp, text).is_ok() && std::fs::rename(&tmp, path).is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+}
+
+/// A name no other writer of this run or of another process uses.
+pub fn unique() -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// What identifies a program a render depends on (helm, flux-operator): its path, size and
+/// modification time.
+pub fn program_identity(path: &Path) -> String {
+    let meta = std::fs::metadata(path).ok();
+    let modified = meta
+        .as_ref()
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "{}:{}:{modified}",
+        path.display(),
+        meta.map_or(0, |m| m.len())
+    )
+}
+
 /// Marks `cache` as fluxwave's (writes its tag), once a run: only a folder that holds nothing
 /// but what fluxwave writes, and never `/` or the home folder.
 pub fn mark(cache: &Path) {

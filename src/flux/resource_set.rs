@@ -181,8 +181,8 @@ fn read_kept(path: &Path) -> Option<Made> {
     }
 }
 
-/// Keeps `made` in the cache at `path` (atomically: a reader sees all of it or nothing); what
-/// cannot be told (a run that did not finish) is made again next time.
+/// Keeps `made` in the cache at `path`; what cannot be told (a run that did not finish) is
+/// made again next time.
 fn keep(path: &Path, made: &Made) {
     let text = match made {
         Made::Objects(objects) => {
@@ -197,15 +197,7 @@ fn keep(path: &Path, made: &Made) {
         Made::Fails(why) => format!("fails\n{why}"),
         Made::Unknown(_) => return,
     };
-    let Some(dir) = path.parent() else { return };
-    if std::fs::create_dir_all(dir).is_err() {
-        return;
-    }
-    // Named as the cache names a render being written (`cache::prune` knows it).
-    let tmp = dir.join(format!(".render.{}", unique()));
-    if std::fs::write(&tmp, text).is_ok() && std::fs::rename(&tmp, path).is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
+    crate::cache::keep(path, &text);
 }
 
 /// The renders of this run by what decides them, each made once.
@@ -216,17 +208,8 @@ static MEMO: Mutex<Option<Memo>> = Mutex::new(None);
 /// ResourceSet and its providers.
 fn key(program: &Path, set: &Value, providers: &Option<Vec<Value>>) -> [u8; 32] {
     let mut h = Sha256::new();
-    let meta = std::fs::metadata(program).ok();
-    let modified = meta
-        .as_ref()
-        .and_then(|m| m.modified().ok())
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos());
-    h.update(format!(
-        "{}:{}:{modified}\0",
-        program.display(),
-        meta.map_or(0, |m| m.len())
-    ));
+    h.update(crate::cache::program_identity(program));
+    h.update([0]);
     h.update(set.to_string());
     for p in providers.iter().flatten() {
         h.update([0]);
@@ -391,7 +374,7 @@ fn run(program: &Path, opts: &Options, set: &Value, providers: Option<&[Value]>)
     let dir = opts
         .cache
         .join("tmp")
-        .join(format!("resourceset-{}", unique()));
+        .join(format!("resourceset-{}", crate::cache::unique()));
     let folder = match crate::process::Temporary::folder(&dir) {
         Ok(f) => f,
         Err(e) => return Made::Unknown(format!("cannot write {}: {e}", dir.display())),
@@ -452,17 +435,6 @@ fn parse(text: &str) -> Made {
         )),
         Err(e) => Made::Unknown(format!("flux-operator printed what cannot be read: {e}")),
     }
-}
-
-/// A name no other run of this process or of another uses.
-fn unique() -> String {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    format!(
-        "{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
 }
 
 #[cfg(test)]

@@ -758,7 +758,7 @@ fn chart_version(text: Option<&str>) -> String {
 /// temporary: removed when dropped (a pull that fails leaves nothing in `tmp/`), and when
 /// fluxwave is interrupted or killed.
 fn staging(cache: &Path) -> Result<crate::process::Temporary, ChartError> {
-    let dir = cache.join("tmp").join(super::unique());
+    let dir = cache.join("tmp").join(crate::cache::unique());
     let staged =
         crate::process::Temporary::folder(&dir).map_err(|error| ChartError::CacheWriteAt {
             path: cache.display().to_string(),

@@ -22,7 +22,7 @@ mod validate;
 mod values;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{Map, Value};
@@ -350,7 +350,7 @@ fn render_with(inv: &mut Inventory, tree: &FileTree, opts: &Options) {
     });
     let fetched: BTreeMap<&Chart, Result<chart::Fetched, ChartError>> =
         charts.iter().copied().zip(fetched).collect();
-    let helm_id = helm.map(binary_identity).unwrap_or_default();
+    let helm_id = helm.map(crate::cache::program_identity).unwrap_or_default();
     let renders = pool(&jobs, |j| {
         let render = render_one(j, &fetched, tree, opts, &helm_id);
         // Why it failed may quote its values (a chart's `fail`, helm's own errors).
@@ -571,7 +571,7 @@ fn render_one(
             (j.include_crds, unchecked.is_some()),
         );
         let text = run_with_input(cmd, values_json).map_err(Error::Template)?;
-        keep(&cached, &text);
+        crate::cache::keep(&cached, &text);
         Ok(text)
     });
     let output = match output {
@@ -603,30 +603,6 @@ fn chart_name(c: &Chart) -> &str {
 /// The renders of this run by key, each made once (see `render_one`).
 type Inflight = BTreeMap<String, Arc<OnceLock<Result<String, Error>>>>;
 static INFLIGHT: Mutex<Inflight> = Mutex::new(BTreeMap::new());
-
-/// Writes a render into the cache (atomically: a reader sees all of it or nothing).
-fn keep(path: &Path, text: &str) {
-    let Some(dir) = path.parent() else { return };
-    if std::fs::create_dir_all(dir).is_err() {
-        return;
-    }
-    // Unique to the writer: the two revisions of a cutover may render one release at once.
-    let tmp = dir.join(format!(".render.{}", unique()));
-    if std::fs::write(&tmp, text).is_ok() && std::fs::rename(&tmp, path).is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-}
-
-/// A name no other writer of this run or of another process uses.
-fn unique() -> String {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    format!(
-        "{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    )
-}
 
 /// How helm-controller hands hooks to its post-renderers (`spec.postRenderStrategy`,
 /// helm-controller `toHelmPostRenderStrategy`, Helm v4 `renderResources`).
@@ -901,21 +877,6 @@ fn run(cmd: std::process::Command) -> Result<String, RunError> {
 fn run_with_input(cmd: std::process::Command, input: &str) -> Result<String, RunError> {
     let out = crate::process::run(cmd, Some(input.as_bytes()), &options().limits)?;
     String::from_utf8(out.stdout).map_err(|_| RunError::NotUtf8)
-}
-
-/// What identifies the helm program: its path, size and modification time.
-fn binary_identity(path: &Path) -> String {
-    let meta = std::fs::metadata(path).ok();
-    let modified = meta
-        .as_ref()
-        .and_then(|m| m.modified().ok())
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos());
-    format!(
-        "{}:{}:{modified}",
-        path.display(),
-        meta.map_or(0, |m| m.len())
-    )
 }
 
 /// `f` over `items` on a few threads at once (each mostly waits for a helm process), in
