@@ -405,3 +405,19 @@ pub fn wave_of(repo: &TestRepo, name: &str) -> (u64, String) {
         node["kind"].as_str().unwrap().to_string(),
     )
 }
+
+/// `flux bootstrap --path=deploy/lab`: the sync file's Kustomization is the root, whatever
+/// the folder is called.
+pub const SYNC: &str = "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 1m0s\n  ref: {branch: main}\n  url: ssh://git@example.org/fleet\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./deploy/lab\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n";
+
+/// `flux bootstrap --path=deploy/lab` whose `apps` Kustomization applies `./apps`.
+pub fn lab() -> TestRepo {
+    let repo = TestRepo::empty();
+    repo.write("deploy/lab/flux-system/gotk-sync.yaml", SYNC)
+        .write(
+            "deploy/lab/flux-system/kustomization.yaml",
+            "resources: [gotk-sync.yaml]\n",
+        )
+        .write("deploy/lab/apps.yaml", &flux_ks("apps", "./apps", &[]));
+    repo
+}

@@ -14,22 +14,8 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::common::{deletion_id, deletions, flux_ks as ks, TestRepo};
+use crate::common::{deletion_id, deletions, lab, TestRepo};
 use crate::operator_env::flux_operator;
-
-/// `flux bootstrap --path=deploy/lab`, whose `apps` Kustomization applies `./apps`.
-const SYNC: &str = "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 1m0s\n  ref: {branch: main}\n  url: ssh://git@example.org/fleet\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./deploy/lab\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n";
-
-fn lab() -> TestRepo {
-    let repo = TestRepo::empty();
-    repo.write("deploy/lab/flux-system/gotk-sync.yaml", SYNC)
-        .write(
-            "deploy/lab/flux-system/kustomization.yaml",
-            "resources: [gotk-sync.yaml]\n",
-        )
-        .write("deploy/lab/apps.yaml", &ks("apps", "./apps", &[]));
-    repo
-}
 
 /// The cache of this test process (never the user's), under Cargo's `target/tmp`.
 fn cache() -> &'static Path {

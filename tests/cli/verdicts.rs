@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::common::{cutover_json, deletion_id, deletions, flux_ks as ks, TestRepo};
+use crate::common::{cutover_json, deletion_id, deletions, flux_ks as ks, lab, TestRepo, SYNC};
 
 fn config_map(name: &str, namespace: &str) -> String {
     format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  a: b\n")
@@ -33,22 +33,6 @@ fn incomplete(doc: &Value) -> Vec<String> {
         .iter()
         .map(|i| i["kustomization"].as_str().unwrap().to_string())
         .collect()
-}
-
-/// `flux bootstrap --path=deploy/lab`: the sync file's Kustomization is the root, whatever
-/// the folder is called.
-const SYNC: &str = "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 1m0s\n  ref: {branch: main}\n  url: ssh://git@example.org/fleet\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  interval: 10m0s\n  path: ./deploy/lab\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n";
-
-/// `flux bootstrap --path=deploy/lab` whose `apps` Kustomization applies `./apps`.
-fn lab() -> TestRepo {
-    let repo = TestRepo::empty();
-    repo.write("deploy/lab/flux-system/gotk-sync.yaml", SYNC)
-        .write(
-            "deploy/lab/flux-system/kustomization.yaml",
-            "resources: [gotk-sync.yaml]\n",
-        )
-        .write("deploy/lab/apps.yaml", &ks("apps", "./apps", &[]));
-    repo
 }
 
 #[test]
