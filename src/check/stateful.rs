@@ -2,7 +2,8 @@
 //! uses: a claim, a volume, a StatefulSet, a CloudNativePG Cluster, a HelmRelease whose
 //! values create a claim) that Flux may prune. A path change, a rename or a removed
 //! Kustomization deletes it and its data with it; `kustomize.toolkit.fluxcd.io/prune:
-//! disabled` (label or annotation) makes Flux leave it in place. A Namespace is judged by
+//! disabled` (label or annotation) makes Flux leave it in place; for what a ResourceSet makes,
+//! the Flux Operator's `fluxcd.controlplane.io/prune: disabled`. A Namespace is judged by
 //! what it holds, which this lint reports one by one; what only *may* hold data (a chart not
 //! rendered) is left to `cutover`, which shows it when it is deleted.
 
@@ -16,7 +17,14 @@ pub fn unprotected_stateful(flux: &FluxView) -> Vec<Finding> {
     let namespaces = data::Namespaces::new();
     let mut findings = Vec::new();
     for (_, id, e) in flux.objects() {
-        if e.facts.prune_disabled || id.is("", "Namespace") {
+        // What a ResourceSet makes is pruned by the Flux Operator, which reads its own opt-out.
+        let by_operator = crate::flux::resource_set::is(&e.owner);
+        let protected = if by_operator {
+            e.facts.operator_prune_disabled
+        } else {
+            e.facts.prune_disabled
+        };
+        if protected || id.is("", "Namespace") {
             continue;
         }
         let Data::Holds(evidence) =
@@ -24,15 +32,22 @@ pub fn unprotected_stateful(flux: &FluxView) -> Vec<Finding> {
         else {
             continue;
         };
-        findings.push(
+        let finding = if by_operator {
+            Finding::new(
+                CODE,
+                e.file.to_string(),
+                format!("{id} holds data ({evidence}), and {} deletes it when it leaves what the ResourceSet makes: a removed input or a removed ResourceSet deletes the data", e.owner),
+                "annotate it with `fluxcd.controlplane.io/prune: disabled` in the ResourceSet's template (the Flux Operator's opt-out; kustomize-controller's means nothing to it)",
+            )
+        } else {
             Finding::new(
                 CODE,
                 e.file.to_string(),
                 format!("{id} holds data ({evidence}), and Flux prunes it when it leaves the build: a moved path, a rename or a removed Kustomization deletes the data"),
                 "annotate it with `kustomize.toolkit.fluxcd.io/prune: disabled` (render does so unless the catalog says `pruneProtection: false`)",
             )
-            .at(locate::document(&flux.tree, &e.file, e.index)),
-        );
+        };
+        findings.push(finding.at(locate::document(&flux.tree, &e.file, e.index)));
     }
     findings
 }

@@ -101,6 +101,17 @@ fn an_input_removed_from_a_resource_set_deletes_what_it_made_with_its_data() {
         "{claim}"
     );
 
+    // `check` asks for the operator's opt-out, in the template.
+    let found = unprotected(&repo);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(
+        found[0].0.contains("ResourceSet/apps/databases deletes it")
+            && found[0]
+                .1
+                .contains("`fluxcd.controlplane.io/prune: disabled` in the ResourceSet's template"),
+        "{found:?}"
+    );
+
     repo.write("apps/set.yaml", &databases(&["a"], "", ""));
     let (code, doc) = cutover(&repo, &["--from", "HEAD"]);
     assert_eq!(
@@ -141,6 +152,22 @@ fn an_input_removed_from_a_resource_set_deletes_what_it_made_with_its_data() {
     );
 }
 
+/// The `unprotected-stateful` findings of `check`, by message.
+fn unprotected(repo: &TestRepo) -> Vec<(String, String)> {
+    let check = run(repo, &["check", "--format", "json"]);
+    let found: Value = serde_json::from_str(&check.stdout).unwrap();
+    found["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "unprotected-stateful")
+        .map(|f| {
+            let text = |k: &str| f[k].as_str().unwrap().to_string();
+            (text("message"), text("help"))
+        })
+        .collect()
+}
+
 #[test]
 fn only_the_operators_opt_out_protects_what_a_resource_set_made() {
     let repo = lab();
@@ -151,6 +178,8 @@ fn only_the_operators_opt_out_protects_what_a_resource_set_made() {
         &databases(&["a", "b"], annotated, kustomize_label),
     );
     repo.commit_all("opt-outs");
+    // `check` holds the claims protected, by the operator's own opt-out.
+    assert_eq!(unprotected(&repo), Vec::<(String, String)>::new());
     repo.write(
         "apps/set.yaml",
         &databases(&["a"], annotated, kustomize_label),
