@@ -11,6 +11,8 @@ use serde::Serialize;
 
 use super::rules::{Deletion, Rule};
 use crate::flux::inventory::{Inventory, Owner};
+// The Flux Operator's opt-out, and its annotation that stops it reconciling a ResourceSet.
+use crate::flux::resource_set::{PRUNE as OPERATOR_PRUNE, RECONCILE};
 use crate::kustomize::object::ObjectId;
 
 #[derive(Debug, Clone, Serialize)]
@@ -20,10 +22,6 @@ pub struct Section {
 }
 
 const PRUNE: &str = "kustomize.toolkit.fluxcd.io/prune";
-/// The Flux Operator's opt-out, for what a ResourceSet applies.
-const OPERATOR_PRUNE: &str = "fluxcd.controlplane.io/prune";
-/// The Flux Operator's annotation that stops it reconciling a ResourceSet.
-const RECONCILE: &str = "fluxcd.controlplane.io/reconcile";
 
 /// The opt-out that protects object `d` deletes from its owner: the Flux Operator's for what
 /// a ResourceSet applies (see `flux::resource_set`), else kustomize-controller's.
@@ -151,6 +149,8 @@ struct Runbook<'a> {
     moves: Vec<&'a Deletion>,
     /// What the change deletes on purpose: it leaves the build, or its identity changes.
     intended: Vec<&'a Deletion>,
+    /// The first deletion of each object (an object may be deleted in several environments).
+    first_of: HashMap<&'a ObjectId, &'a Deletion>,
 }
 
 impl<'a> Runbook<'a> {
@@ -164,7 +164,12 @@ impl<'a> Runbook<'a> {
             .collect();
         protect.sort_unstable();
         protect.dedup();
+        let mut first_of: HashMap<&ObjectId, &Deletion> = HashMap::with_capacity(deletions.len());
+        for d in deletions {
+            first_of.entry(&d.id).or_insert(d);
+        }
         Runbook {
+            first_of,
             deletions,
             removed,
             change,
@@ -265,12 +270,7 @@ impl<'a> Runbook<'a> {
                 ks(&o.id).replacen("kustomization", "get kustomization", 1)
             ));
         }
-        // The first deletion of each object (an object may be deleted in several environments).
-        let mut first_of: HashMap<&ObjectId, &Deletion> =
-            HashMap::with_capacity(self.deletions.len());
-        for d in self.deletions {
-            first_of.entry(&d.id).or_insert(d);
-        }
+        let first_of = &self.first_of;
         let released: HashSet<&ObjectId> = self
             .deletions
             .iter()
@@ -369,10 +369,7 @@ impl<'a> Runbook<'a> {
             .map(|d| &d.id)
             .collect();
         // Each with its owner's opt-out.
-        let mut first_of: HashMap<&ObjectId, &Deletion> = HashMap::new();
-        for d in self.deletions {
-            first_of.entry(&d.id).or_insert(d);
-        }
+        let first_of = &self.first_of;
         let by_key = |key: &str| -> Vec<&ObjectId> {
             protected
                 .iter()

@@ -46,7 +46,7 @@ pub fn is_provider(id: &ObjectId) -> bool {
 /// `fluxcd.controlplane.io/prune: disabled`: the operator does not delete the object.
 pub const PRUNE: &str = "fluxcd.controlplane.io/prune";
 /// `fluxcd.controlplane.io/reconcile: disabled`: the operator leaves the ResourceSet alone.
-const RECONCILE: &str = "fluxcd.controlplane.io/reconcile";
+pub const RECONCILE: &str = "fluxcd.controlplane.io/reconcile";
 
 /// How ResourceSets are rendered in this run (`--flux-operator`).
 #[derive(Debug, Clone)]

@@ -1,18 +1,14 @@
 //! The Flux Operator side of the ResourceSet tests: the real `flux-operator` CLI (v0.58.1, the
 //! operator's own builder linked in), found or installed as the Helm tests find helm.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use crate::helm_env::{is_executable, on_path};
+
 /// The pinned Flux Operator release.
 pub const VERSION: &str = "v0.58.1";
-
-fn is_executable(path: &Path) -> bool {
-    path.metadata()
-        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
 
 /// The `flux-operator` the tests run: `FLUXWAVE_TEST_FLUX_OPERATOR` when set, else
 /// `flux-operator` on the `PATH`, else `$HOME/go/bin/flux-operator` (where `.ci/run` puts
@@ -33,11 +29,7 @@ pub fn flux_operator() -> PathBuf {
                 );
                 return p;
             }
-            let path = std::env::var_os("PATH").unwrap_or_default();
-            if let Some(p) = std::env::split_paths(&path)
-                .map(|d| d.join("flux-operator"))
-                .find(|p| is_executable(p))
-            {
+            if let Some(p) = on_path("flux-operator") {
                 return p;
             }
             if let Some(home) = std::env::var_os("HOME") {
