@@ -932,7 +932,7 @@ mod tests {
             text
         };
         let fastest = |text: &str, keys: usize| {
-            (0..3)
+            (0..5)
                 .map(|_| {
                     let start = std::time::Instant::now();
                     assert_eq!(ranges(text).len(), keys);
@@ -941,9 +941,11 @@ mod tests {
                 .min()
                 .unwrap_or_default()
         };
-        let (small, large) = (secret(5_000), secret(20_000));
-        let ratio = fastest(&large, 20_000).as_secs_f64() / fastest(&small, 5_000).as_secs_f64();
-        assert!(ratio < 8.0, "4× the keys took {ratio:.1}× the time");
+        // 16× the keys: linear work takes about 16× the time, a scan per key about 256×.
+        // The bound sits a factor of four from each, so a loaded machine does not fail it.
+        let (small, large) = (secret(1_250), secret(20_000));
+        let ratio = fastest(&large, 20_000).as_secs_f64() / fastest(&small, 1_250).as_secs_f64();
+        assert!(ratio < 64.0, "16× the keys took {ratio:.1}× the time");
         // And every value is masked in output in time linear in the output.
         let out = mask_known("value-19999 and value-5 stay apart from value-123456\n");
         assert_eq!(out, "*** and value-5 stay apart from ***6\n");
