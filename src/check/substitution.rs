@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use super::{flux_name, locate, Finding, FluxView};
 use crate::diag::Code;
+use crate::flux::admission::Admitted;
 use crate::flux::inventory::Inventory;
 use crate::kustomize::object::ObjectId;
 
@@ -26,22 +27,25 @@ pub fn variables(flux: &FluxView) -> Vec<Finding> {
     for inv in &flux.envs {
         let builds = flux.builds(inv);
         for (id, owner) in inv.kustomizations() {
-            let Some(post) = owner
+            // A webhook that adds variables as the cluster admits it makes it substitute, with
+            // or without `postBuild` in git.
+            let admission = inv.admission.as_ref().filter(|a| a.covers(&id.namespace));
+            let post = owner
                 .object
                 .pointer("/spec/postBuild")
-                .filter(|p| p.is_object())
-            else {
+                .filter(|p| p.is_object());
+            if post.is_none() && admission.is_none() {
                 continue;
-            };
+            }
             let mut defined: BTreeSet<String> = post
-                .get("substitute")
+                .and_then(|p| p.get("substitute"))
                 .and_then(Value::as_object)
                 .map(|m| m.keys().cloned().collect())
                 .unwrap_or_default();
             let mut unknowable = Vec::new();
             let mut sources = Vec::new();
             for from in post
-                .get("substituteFrom")
+                .and_then(|p| p.get("substituteFrom"))
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
@@ -60,6 +64,27 @@ pub fn variables(flux: &FluxView) -> Vec<Finding> {
                     Some(keys) => defined.extend(keys),
                     None => unknowable.push((source.to_string(), outside_builds(flux, &source))),
                 }
+            }
+            if let Some(a) = admission {
+                let by = a.describe();
+                match &a.sources {
+                    None => unknowable.push((format!("{by}, whose values"), None)),
+                    Some(admitted) => {
+                        for s in admitted {
+                            match s {
+                                Admitted::Made(_, data) => defined.extend(data.keys().cloned()),
+                                Admitted::Object(source) => match keys_of(flux, inv, source) {
+                                    Some(keys) => defined.extend(keys),
+                                    None => unknowable.push((
+                                        format!("{source} (read by {by})"),
+                                        outside_builds(flux, source),
+                                    )),
+                                },
+                            }
+                        }
+                    }
+                }
+                sources.push(format!("what {by} adds"));
             }
             let mut by_file: BTreeMap<(&str, usize), BTreeSet<String>> = BTreeMap::new();
             for b in builds.get(id).into_iter().flatten() {

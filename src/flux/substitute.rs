@@ -25,6 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
+use super::admission::{Admission, Admitted};
 use super::facts::SUBSTITUTE;
 use crate::envsubst::{self, Lookup, ParseError, Unresolved};
 use crate::kustomize::object::{digest, ObjectId};
@@ -220,6 +221,9 @@ pub struct Variables {
     /// The `substituteFrom` sources in order, as `Kind/name`, with what they hold.
     from: Vec<(String, Read)>,
     inline: BTreeMap<String, String>,
+    /// What a mutating webhook adds to `substitute` as the cluster admits the Kustomization
+    /// (`flux::admission`), in the order it reads its sources, each named for messages.
+    admitted: Vec<(String, Read)>,
     /// The sources that are not `optional` and in no build of the environment, as
     /// `Kind/name`: Flux fails the build unless they are in the cluster (made out of band),
     /// and what they set is unknown.
@@ -234,7 +238,22 @@ impl Variables {
     /// that cannot be read comes after every one that sets it, as it may set it too
     /// (`LoadVariables` reads the sources in order, each overriding the ones before, and
     /// `SubstituteVariables` lays the inline `substitute` over them all).
+    ///
+    /// What a webhook adds replaces even the inline ones; one of its sources whose keys are
+    /// not known is taken to set only what nothing else sets (the variables a Kustomization
+    /// names itself are its own, not the cluster-wide ones the webhook adds).
     pub fn lookup(&self, name: &str) -> Lookup {
+        for (_, source) in self.admitted.iter().rev() {
+            match source {
+                Read::Known(vars) => {
+                    if let Some(v) = vars.get(name) {
+                        return Lookup::Set(v.clone());
+                    }
+                }
+                Read::Unknown(_, Some(keys)) if keys.contains(name) => return Lookup::Unknown,
+                Read::Unknown(..) => {}
+            }
+        }
         if let Some(v) = self.inline.get(name) {
             return Lookup::Set(v.clone());
         }
@@ -253,6 +272,13 @@ impl Variables {
                 }
             }
         }
+        if self
+            .admitted
+            .iter()
+            .any(|(_, s)| matches!(s, Read::Unknown(_, None)))
+        {
+            return Lookup::Unknown;
+        }
         Lookup::Unset
     }
 
@@ -267,6 +293,7 @@ impl Variables {
     pub fn unknown_sources(&self) -> Vec<&str> {
         self.from
             .iter()
+            .chain(&self.admitted)
             .filter(|(_, s)| matches!(s, Read::Unknown(..)))
             .map(|(n, _)| n.as_str())
             .collect()
@@ -274,11 +301,13 @@ impl Variables {
 }
 
 /// The variables of Flux Kustomization `owner` (in namespace `namespace`), its
-/// `substituteFrom` sources read through `find` (ConfigMaps and Secrets of the
+/// `substituteFrom` sources and those of the webhook that changes it as the cluster admits
+/// it (`admission`, when one does) read through `find` (ConfigMaps and Secrets of the
 /// environment's builds). `Err` is why Flux's build fails: a variable name Flux refuses.
 pub fn variables(
     owner: &Value,
     namespace: &str,
+    admission: Option<&Admission>,
     find: &mut dyn FnMut(&ObjectId) -> Option<Source>,
 ) -> Result<Variables, SubstituteError> {
     let post = owner.pointer("/spec/postBuild");
@@ -324,13 +353,21 @@ pub fn variables(
         .into_iter()
         .map(|(k, v)| (k, v.replace('\n', "")))
         .collect();
+    if let Some(a) = admission {
+        vars.admitted = admitted(a, find);
+    }
     let names = vars
         .inline
         .keys()
-        .chain(vars.from.iter().flat_map(|(_, s)| match s {
-            Read::Known(m) => Box::new(m.keys()) as Box<dyn Iterator<Item = &String>>,
-            Read::Unknown(_, keys) => Box::new(keys.iter().flatten()),
-        }));
+        .chain(
+            vars.from
+                .iter()
+                .chain(&vars.admitted)
+                .flat_map(|(_, s)| match s {
+                    Read::Known(m) => Box::new(m.keys()) as Box<dyn Iterator<Item = &String>>,
+                    Read::Unknown(_, keys) => Box::new(keys.iter().flatten()),
+                }),
+        );
     for name in names {
         if !valid_name(name) {
             return Err(SubstituteError::Name(name.clone()));
@@ -345,8 +382,44 @@ pub fn variables(
         || vars
             .from
             .iter()
+            .chain(&vars.admitted)
             .any(|(_, s)| !matches!(s, Read::Known(m) if m.is_empty()));
     Ok(vars)
+}
+
+/// What webhook `a` adds, source by source: one it cannot read, or that is in no build
+/// (the cluster may hold it, made out of band), adds what is unknown.
+fn admitted(
+    a: &Admission,
+    find: &mut dyn FnMut(&ObjectId) -> Option<Source>,
+) -> Vec<(String, Read)> {
+    let known = |data: BTreeMap<String, String>| {
+        Read::Known(
+            data.into_iter()
+                .map(|(k, v)| (k, v.replace('\n', "")))
+                .collect(),
+        )
+    };
+    let Some(sources) = &a.sources else {
+        return vec![(a.describe(), Read::Unknown(None, None))];
+    };
+    sources
+        .iter()
+        .map(|s| match s {
+            Admitted::Made(name, data) => (
+                format!("ConfigMap/{name} (made by {})", a.describe()),
+                known(data.clone()),
+            ),
+            Admitted::Object(id) => {
+                let read = match find(id) {
+                    Some(Source::Data(data)) => known(data),
+                    Some(Source::Unknown { from, keys, .. }) => Read::Unknown(from, keys),
+                    None => Read::Unknown(None, None),
+                };
+                (format!("{id} (read by {})", a.describe()), read)
+            }
+        })
+        .collect()
 }
 
 /// `varsubRegex`: `^[_[:alpha:]][_[:alpha:][:digit:]]*$` (POSIX classes: ASCII).
@@ -575,7 +648,7 @@ mod tests {
     use serde_json::json;
 
     fn vars(owner: Value, sources: &[(&str, Source)]) -> Result<Variables, SubstituteError> {
-        variables(&owner, "flux-system", &mut |id| {
+        variables(&owner, "flux-system", None, &mut |id| {
             sources
                 .iter()
                 .find(|(n, _)| *n == format!("{}/{}", id.kind, id.name))

@@ -19,7 +19,7 @@ mod error;
 mod schema;
 mod semver;
 mod validate;
-mod values;
+pub(crate) mod values;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;

@@ -710,3 +710,141 @@ fn a_templated_external_secret_sets_only_its_keys() {
         "{doc:#}"
     );
 }
+
+/// The layout of a cluster that runs the `kustomize-mutating-webhook` chart (xunholy's; its
+/// `createPatch` in `internal/handlers/mutate.go` adds every key of the ConfigMaps and
+/// Secrets its values name to `spec.postBuild.substitute` of each Kustomization admitted in
+/// a namespace its `namespaceSelector` matches, by default every one but `flux-system`):
+/// the chart from an OCIRepository, its values from a ConfigMap generated from `values.yaml`
+/// with a hash suffix, `cluster-config` in git and `cluster-secrets` made by an
+/// ExternalSecret. `web` (namespace `media`) has no `postBuild`; `api` sets `STAGE` itself,
+/// and the webhook's value replaces it; `tools` (namespace `flux-system`) is not changed by
+/// the webhook.
+fn webhook_repo(stage: &str) -> TestRepo {
+    let repo = TestRepo::empty();
+    let app_ks = |name: &str, namespace: &str, extra: &str| {
+        format!("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {name}\n  namespace: {namespace}\nspec:\n  interval: 1h\n  path: ./apps/{name}\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n    namespace: flux-system\n{extra}")
+    };
+    let objects = |name: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}-${{STAGE}}\n  namespace: media\n  annotations:\n    example.com/host: {name}.${{SECRET_DOMAIN}}\ndata: {{}}\n")
+    };
+    repo.write(
+        "clusters/main/kustomization.yaml",
+        "resources: [cluster-config.yaml, secrets.yaml, webhook.yaml, apps.yaml]\n",
+    )
+    .write(
+        "clusters/main/cluster-config.yaml",
+        &format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cluster-config\n  namespace: flux-system\ndata:\n  STAGE: {stage}\n"),
+    )
+    .write(
+        "clusters/main/secrets.yaml",
+        "apiVersion: external-secrets.io/v1\nkind: ExternalSecret\nmetadata:\n  name: cluster-secrets\n  namespace: flux-system\nspec:\n  secretStoreRef: {kind: ClusterSecretStore, name: onepassword}\n  target: {name: cluster-secrets}\n  dataFrom:\n    - extract: {key: homelab}\n",
+    )
+    .write("clusters/main/webhook.yaml", &ks("webhook", "./webhook", "  targetNamespace: flux-system\n"))
+    .write("clusters/main/apps.yaml", &ks("apps", "./apps", ""))
+    .write(
+        "webhook/kustomization.yaml",
+        "resources: [helmrelease.yaml, ocirepository.yaml]\nconfigMapGenerator:\n  - name: webhook-values\n    files: [values.yaml=./values.yaml]\nconfigurations: [kustomizeconfig.yaml]\n",
+    )
+    .write(
+        "webhook/kustomizeconfig.yaml",
+        "nameReference:\n  - kind: ConfigMap\n    version: v1\n    fieldSpecs:\n      - path: spec/valuesFrom/name\n        kind: HelmRelease\n",
+    )
+    .write(
+        "webhook/helmrelease.yaml",
+        "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: kustomize-mutating-webhook\nspec:\n  interval: 1h\n  chartRef:\n    kind: OCIRepository\n    name: kustomize-mutating-webhook\n  valuesFrom:\n    - kind: ConfigMap\n      name: webhook-values\n",
+    )
+    .write(
+        "webhook/ocirepository.yaml",
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: OCIRepository\nmetadata:\n  name: kustomize-mutating-webhook\nspec:\n  interval: 1h\n  url: oci://ghcr.io/xunholy/charts/kustomize-mutating-webhook\n  ref: {tag: 0.12.0}\n",
+    )
+    .write(
+        "webhook/values.yaml",
+        "configMaps:\n  - name: cluster-config\nsecrets:\n  - name: cluster-secrets\n",
+    )
+    .write(
+        "apps/kustomization.yaml",
+        "resources: [web.yaml, api.yaml, tools.yaml]\n",
+    )
+    .write("apps/web.yaml", &app_ks("web", "media", ""))
+    .write(
+        "apps/api.yaml",
+        &app_ks("api", "media", "  postBuild:\n    substitute:\n      STAGE: red\n"),
+    )
+    .write(
+        "apps/tools.yaml",
+        &app_ks("tools", "flux-system", "  postBuild:\n    substitute:\n      APP: tools\n"),
+    )
+    .write("apps/web/cm.yaml", &objects("web"))
+    .write("apps/api/cm.yaml", &objects("api"))
+    .write("apps/tools/cm.yaml", &objects("tools"));
+    repo.commit_all("webhook");
+    repo
+}
+
+/// Before, `web` and `api` were built with their own variables only: `web` not substituted
+/// at all, `api` with `STAGE: red`, so a change of `cluster-config` deleted nothing, and
+/// `check` called `${SECRET_DOMAIN}` undefined (Flux fails the reconcile) where the webhook
+/// may set it from `cluster-secrets`.
+#[test]
+fn a_mutating_webhook_adds_its_variables_to_the_kustomizations_it_admits() {
+    let repo = webhook_repo("blue");
+    let check = repo.run(&["check", "--format", "json"]);
+    let doc: Value = serde_json::from_str(&check.stdout).unwrap();
+    let mut found: Vec<String> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"].as_str().unwrap().contains("variable"))
+        .map(|f| {
+            let m = f["message"].as_str().unwrap();
+            format!(
+                "{} {} {}",
+                f["code"].as_str().unwrap(),
+                f["path"].as_str().unwrap(),
+                &m[..m.find(' ').unwrap()]
+            )
+        })
+        .collect();
+    found.sort();
+    found.dedup();
+    assert_eq!(
+        found,
+        [
+            // `flux-system` is not admitted through the webhook: only its own variables.
+            "undefined-variable apps/tools/cm.yaml `${SECRET_DOMAIN}`",
+            "undefined-variable apps/tools/cm.yaml `${STAGE}`",
+            "unknowable-variable apps/api/cm.yaml `${SECRET_DOMAIN}`",
+            "unknowable-variable apps/web/cm.yaml `${SECRET_DOMAIN}`",
+        ],
+        "{doc:#}"
+    );
+    let message = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "apps/web/cm.yaml")
+        .unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        message.contains("Secret/flux-system/cluster-secrets (read by the kustomize-mutating-webhook of HelmRelease flux-system/kustomize-mutating-webhook)"),
+        "{message}"
+    );
+
+    repo.write(
+        "clusters/main/cluster-config.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cluster-config\n  namespace: flux-system\ndata:\n  STAGE: green\n",
+    );
+    let (code, doc) = cutover(&repo);
+    assert_eq!(
+        deleted(&doc),
+        [
+            "ConfigMap/media/api-blue identity-changed Kustomization/media/api",
+            "ConfigMap/media/web-blue identity-changed Kustomization/media/web",
+        ],
+        "{doc:#}"
+    );
+    assert_eq!((code, doc["verdict"].as_str()), (1, Some("deletes")));
+}

@@ -12,7 +12,9 @@ use serde_json::Value;
 
 use super::{resource_set_owner, unreachable_owner, Entry, Inventory, Keep, Owner};
 use crate::envsubst::Lookup;
+use crate::flux::admission::{self, Admission};
 use crate::flux::artifact::{self, Folders};
+use crate::flux::data::HELM_GROUP;
 use crate::flux::discover::{self, Environment};
 use crate::flux::facts;
 use crate::flux::generated::{FluxBuild, FluxBuildError, FluxSpec};
@@ -58,6 +60,9 @@ pub struct Memory {
     looked_outside: BTreeSet<ObjectId>,
     /// How the next revision's first pass over the repository's files begins (`First`).
     first: First,
+    /// The webhook that changes Kustomizations as the cluster admits them, as the last pass
+    /// found it: the next revision's first pass begins with it.
+    admission: Option<Admission>,
 }
 
 /// How a pass over the repository's files begins: without sources (a build of one revision),
@@ -178,14 +183,23 @@ fn build_keeping(
     keep: Keep,
     before: Option<Memory>,
 ) -> (Inventory, Option<Memory>) {
-    let (repository, artifacts, first) = match before {
-        Some(m) => (Some(m.repository), Some(m.artifacts), m.first),
-        None => (None, None, First::Plain),
+    let (repository, artifacts, first, admission) = match before {
+        Some(m) => (Some(m.repository), Some(m.artifacts), m.first, m.admission),
+        None => (None, None, First::Plain, None),
     };
-    let made = build_with(tree, env, &Folders::new(), keep, repository, first);
+    let made = build_with(
+        tree,
+        env,
+        &Folders::new(),
+        keep,
+        repository,
+        first,
+        admission,
+    );
+    let admission = made.inv.admission.clone();
     let mut remembered = None;
     let inv = artifact::build_artifacts(tree, made.inv, |combined, folders| {
-        let made = build_with(combined, env, folders, keep, artifacts, First::Plain);
+        let made = build_with(combined, env, folders, keep, artifacts, First::Plain, None);
         remembered = made.remembered;
         made.inv
     });
@@ -194,6 +208,7 @@ fn build_keeping(
         artifacts: remembered.unwrap_or_default(),
         looked_outside: made.looked,
         first: made.next,
+        admission,
     });
     (inv, memory)
 }
@@ -219,6 +234,10 @@ struct Built {
 /// In a history, a revision after one that took two passes begins with the sources the
 /// first of them built (`First::Guess`): most steps leave those as they were, and the pass
 /// is then the second (`stands_for_second`), so one pass is made instead of two.
+///
+/// A pass begins with the webhook that changes Kustomizations as the cluster admits them
+/// (`flux::admission`) as `admission` says (the one the revision before found); when the
+/// pass finds another, the passes are made again, once, beginning with the one it found.
 fn build_with(
     tree: &FileTree,
     env: &Environment,
@@ -226,6 +245,7 @@ fn build_with(
     keep: Keep,
     mut before: Option<Remembered>,
     first: First,
+    mut admission: Option<Admission>,
 ) -> Built {
     let (mut cluster, mut guessed, mut never) = match first {
         First::Guess(sources) => (sources, true, false),
@@ -235,13 +255,29 @@ fn build_with(
     let mut pass = 0;
     // The sources looked for in every manifest, in any pass (a pass reads those before it).
     let mut looked = BTreeSet::new();
+    let mut admission_found = false;
     loop {
         pass += 1;
-        let mut made = build_pass(tree, env, artifacts, &cluster, keep, before.take());
+        let mut made = build_pass(
+            tree,
+            env,
+            artifacts,
+            &cluster,
+            admission.as_ref(),
+            keep,
+            before.take(),
+        );
         // What a pass found among an earlier pass's sources, a first pass looked for (the
         // guessed pass stands for that first).
         looked.extend(made.missed.iter().chain(&made.served).cloned());
         before = made.remembered.take();
+        let found = made.admission();
+        if found != admission && !std::mem::replace(&mut admission_found, true) {
+            admission = found;
+            (pass, cluster, guessed) = (0, Sources::new(), false);
+            continue;
+        }
+        made.inv.admission = admission.clone();
         if std::mem::take(&mut guessed) && !made.served.is_empty() {
             if stands_for_second(&made, &cluster) {
                 // Its sources are those the first pass builds.
@@ -314,6 +350,17 @@ struct Pass {
 }
 
 impl Pass {
+    /// The webhook among what it built (`flux::admission`).
+    fn admission(&self) -> Option<Admission> {
+        let objects = &self.inv.objects;
+        let releases = objects
+            .iter()
+            .filter(|(id, _)| id.is(HELM_GROUP, "HelmRelease"))
+            .filter_map(|(id, e)| Some((id, &**e.whole.as_ref()?)));
+        let whole = |id: &ObjectId| objects.get(id).and_then(|e| e.whole.as_deref());
+        admission::of(whole, releases, &self.sources)
+    }
+
     /// The pass as `build_with`'s last, `remembered` its builds.
     fn done(
         mut self,
@@ -339,6 +386,8 @@ struct Context<'a> {
     artifacts: &'a Folders,
     /// The sources an earlier pass built.
     cluster: &'a Sources,
+    /// The webhook that changes Kustomizations as the cluster admits them.
+    admission: Option<&'a Admission>,
     keep: Keep<'a>,
     /// The sources that are this repository (`Inventory::repository`).
     repository: &'a [SourceRef],
@@ -380,13 +429,15 @@ struct Mark {
     duplicated: usize,
 }
 
-/// One pass of `build_with`: `cluster` holds the sources of an earlier pass, `before` the
-/// builds of an earlier revision to replay.
+/// One pass of `build_with`: `cluster` holds the sources of an earlier pass, `admission`
+/// the webhook that changes Kustomizations as the cluster admits them, `before` the builds
+/// of an earlier revision to replay.
 fn build_pass(
     tree: &FileTree,
     env: &Environment,
     artifacts: &Folders,
     cluster: &Sources,
+    admission: Option<&Admission>,
     keep: Keep,
     before: Option<Remembered>,
 ) -> Pass {
@@ -426,6 +477,7 @@ fn build_pass(
         env_path: &env.path,
         artifacts,
         cluster,
+        admission,
         keep,
         repository: &repository,
         artifact_root: &env.artifact_root,
@@ -741,12 +793,15 @@ fn variables(
     found: &mut Found,
     owner: &Owner,
 ) -> Result<Option<Variables>, SubstituteError> {
-    if !owner.substitutes() {
+    // A webhook that adds variables as the cluster admits it makes it substitute, with or
+    // without `postBuild` in git.
+    let admission = cx.admission.filter(|a| a.covers(&owner.id.namespace));
+    if !owner.substitutes() && admission.is_none() {
         return Ok(None);
     }
     let (sources, missed, outside) = (&found.sources, &mut found.missed, &mut found.outside);
     let served = &mut found.served;
-    substitute::variables(&owner.object, &owner.id.namespace, &mut |id| {
+    substitute::variables(&owner.object, &owner.id.namespace, admission, &mut |id| {
         let s = sources.get(id).map(|(_, s)| s).or_else(|| {
             let s = cx.cluster.get(id);
             if s.is_some() {
@@ -911,7 +966,7 @@ pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, Fl
     };
     // Its sources are not read here: what they set is unknown, and left as written.
     let vars = root.substitutes().then(|| {
-        substitute::variables(&root.object, &root.id.namespace, &mut |_| {
+        substitute::variables(&root.object, &root.id.namespace, None, &mut |_| {
             Some(Source::Unknown {
                 why: "not read".into(),
                 from: None,

@@ -510,6 +510,9 @@ pub struct Inventory {
     pub sources: BTreeMap<ObjectId, Source>,
     /// The prints of its entries, when it is built with `Keep::Prints`.
     pub prints: Prints,
+    /// The webhook that adds variables to its Flux Kustomizations as the cluster admits them
+    /// (`flux::admission`), when it has one.
+    pub admission: Option<crate::flux::admission::Admission>,
 }
 
 impl Inventory {
