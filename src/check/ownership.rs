@@ -11,13 +11,26 @@
 
 use super::{flux_name, locate, Finding, FluxView};
 use crate::diag::Code;
+use crate::flux::inventory::Entry;
+use crate::kustomize::object::ObjectId;
 
 pub const CODE: Code = Code::DoubleOwner;
 
 pub fn double_owner(flux: &FluxView) -> Vec<Finding> {
     let mut findings = Vec::new();
     for inv in &flux.envs {
+        // Every owner past the first of each object, in the order they were found: one
+        // finding for the object, at the first of them.
+        let mut others: Vec<(&ObjectId, Vec<&Entry>)> = Vec::new();
+        let mut at: std::collections::BTreeMap<&ObjectId, usize> = Default::default();
         for (id, second) in &inv.duplicates {
+            let i = *at.entry(id).or_insert_with(|| {
+                others.push((id, Vec::new()));
+                others.len() - 1
+            });
+            others[i].1.push(second);
+        }
+        for (id, seconds) in others {
             let Some(first) = inv.objects.get(id) else {
                 continue;
             };
@@ -27,17 +40,40 @@ pub fn double_owner(flux: &FluxView) -> Vec<Finding> {
             if [&id.namespace, &id.name].iter().any(|s| s.contains("${")) {
                 continue;
             }
+            let mut names: Vec<String> = std::iter::once(first)
+                .chain(seconds.iter().copied())
+                .map(|e| format!("`{}`", flux_name(&e.owner)))
+                .collect();
+            names.dedup();
+            let (by, help) = match names.len() {
+                2 => (
+                    format!("both {} and {}", names[0], names[1]),
+                    "build every object in exactly one Flux Kustomization: remove it from one of the two paths",
+                ),
+                n => {
+                    const SHOWN: usize = 3;
+                    let rest = if n > SHOWN + 1 {
+                        format!("{} others", n - SHOWN)
+                    } else {
+                        names[n - 1].clone()
+                    };
+                    let shown = names[..SHOWN.min(n - 1)].join(", ");
+                    (
+                        format!("{shown} and {rest}"),
+                        "build it in exactly one Flux Kustomization (one the others depend on): remove it from the other paths",
+                    )
+                }
+            };
+            let second = seconds[0];
             findings.push(
                 Finding::new(
                     CODE,
                     second.file.to_string(),
                     format!(
-                        "{id} is built by both `{}` and `{}` in environment `{}`: they overwrite each other's copy and ownership labels, and the one that stops building it deletes it if it applied it last",
-                        flux_name(&first.owner),
-                        flux_name(&second.owner),
+                        "{id} is built by {by} in environment `{}`: they overwrite each other's copy and ownership labels, and the one that stops building it deletes it if it applied it last",
                         inv.env
                     ),
-                    "build every object in exactly one Flux Kustomization: remove it from one of the two paths",
+                    help,
                 )
                 .at(locate::document(&flux.tree, &second.file, second.index)),
             );

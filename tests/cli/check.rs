@@ -88,6 +88,9 @@ shape_fixtures! {
     // reported (a misspelt code too).
     ignore: "ignore" => ["missing-timeout", "unused-ignore", "unused-ignore", "unused-ignore"],
     unknowable_variable_bootstrap: "unknowable-variable-bootstrap" => ["unknowable-variable", "unknowable-variable"],
+    // One OCIRepository a component gives each app of a namespace: one finding for the object,
+    // naming its owners (five here), not one for each pair; one for a pair as before.
+    double_owner_shared_component: "double-owner-shared-component" => ["double-owner", "double-owner"],
     // A catalog under `topology: units`, applied, whose environment patches one unit's
     // dependsOn to lack a dependency and another's to wait for a unit it does not need.
     dependency_drift: "dependency-drift" => ["dependency-drift", "dependency-drift"],
