@@ -348,7 +348,7 @@ fn substituted_secrets(inv: &Inventory) -> BTreeMap<ObjectId, Secrets> {
             };
             let whole = inv.objects.get(&secret).and_then(|e| e.whole.as_deref());
             if let Some(Source::Data(data)) = whole.and_then(|w| Source::of(&secret, w)) {
-                values.extend(data.into_values().map(|v| v.replace('\n', "")));
+                values.extend(data.values().map(|v| v.replace('\n', "")));
             }
         }
         if !values.is_empty() {

@@ -22,6 +22,7 @@
 //! The syntax itself is in `envsubst`.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -50,8 +51,9 @@ pub fn substitutions(owner: &Value) -> BTreeMap<String, String> {
 /// applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
-    /// Its variables: a ConfigMap's `data`, a Secret's `data` (decoded) and `stringData`.
-    Data(BTreeMap<String, String>),
+    /// Its variables: a ConfigMap's `data`, a Secret's `data` (decoded) and `stringData`;
+    /// shared by every owner that reads it.
+    Data(Arc<BTreeMap<String, String>>),
     /// It cannot be read from the repository (SOPS-encrypted, made in the cluster): why, and
     /// the digest of the object of the build it comes from (the encrypted Secret, the
     /// ExternalSecret that makes it), so that a change of that object is seen; `None` when
@@ -148,7 +150,7 @@ impl Source {
                 }
             }
         }
-        Some(Source::Data(vars))
+        Some(Source::Data(Arc::new(vars)))
     }
 }
 
@@ -207,8 +209,8 @@ fn external_secret_keys(v: &Value) -> Option<BTreeSet<String>> {
 /// A `substituteFrom` source as an owner reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Read {
-    /// Its variables, newlines taken out.
-    Known(BTreeMap<String, String>),
+    /// Its variables, as the source holds them: Flux takes the newlines out of each value.
+    Known(Arc<BTreeMap<String, String>>),
     /// It cannot be read (see `Source::Unknown`): it may set any variable, or any of its
     /// keys when they are known.
     Unknown(Option<[u8; 32]>, Option<BTreeSet<String>>),
@@ -247,7 +249,7 @@ impl Variables {
             match source {
                 Read::Known(vars) => {
                     if let Some(v) = vars.get(name) {
-                        return Lookup::Set(v.clone());
+                        return Lookup::Set(v.replace('\n', ""));
                     }
                 }
                 Read::Unknown(_, Some(keys)) if keys.contains(name) => return Lookup::Unknown,
@@ -255,13 +257,13 @@ impl Variables {
             }
         }
         if let Some(v) = self.inline.get(name) {
-            return Lookup::Set(v.clone());
+            return Lookup::Set(v.replace('\n', ""));
         }
         for (_, source) in self.from.iter().rev() {
             match source {
                 Read::Known(vars) => {
                     if let Some(v) = vars.get(name) {
-                        return Lookup::Set(v.clone());
+                        return Lookup::Set(v.replace('\n', ""));
                     }
                 }
                 Read::Unknown(_, None) => return Lookup::Unknown,
@@ -283,10 +285,58 @@ impl Variables {
     }
 
     /// A digest of everything `object` reads of them: two with the same digest substitute an
-    /// object alike (their `Debug` form is unambiguous: strings are quoted and escaped).
+    /// object alike (every string and list is written with its length first, so no two
+    /// differ only in where one ends).
     pub fn digest(&self) -> [u8; 32] {
         use sha2::{Digest, Sha256};
-        Sha256::digest(format!("{self:?}").as_bytes()).into()
+        fn count(h: &mut Sha256, n: usize) {
+            h.update((n as u64).to_le_bytes());
+        }
+        fn text(h: &mut Sha256, s: &str) {
+            count(h, s.len());
+            h.update(s.as_bytes());
+        }
+        fn map(h: &mut Sha256, m: &BTreeMap<String, String>) {
+            count(h, m.len());
+            for (k, v) in m {
+                text(h, k);
+                text(h, v);
+            }
+        }
+        let mut h = Sha256::new();
+        for list in [&self.from, &self.admitted] {
+            count(&mut h, list.len());
+            for (label, read) in list {
+                text(&mut h, label);
+                match read {
+                    Read::Known(m) => {
+                        h.update([0]);
+                        map(&mut h, m);
+                    }
+                    Read::Unknown(from, keys) => {
+                        h.update([1]);
+                        h.update(from.map_or([0; 33], |d| {
+                            let mut b = [1; 33];
+                            b[1..].copy_from_slice(&d);
+                            b
+                        }));
+                        match keys {
+                            None => h.update([0]),
+                            Some(keys) => {
+                                h.update([1]);
+                                count(&mut h, keys.len());
+                                keys.iter().for_each(|k| text(&mut h, k));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        map(&mut h, &self.inline);
+        count(&mut h, self.missing.len());
+        self.missing.iter().for_each(|m| text(&mut h, m));
+        h.update([u8::from(self.runs)]);
+        h.finalize().into()
     }
 
     /// The sources that cannot be read, as `Kind/name`.
@@ -332,13 +382,7 @@ pub fn variables(
         };
         let label = format!("{kind}/{name}");
         match find(&id) {
-            Some(Source::Data(data)) => {
-                let data = data
-                    .into_iter()
-                    .map(|(k, v)| (k, v.replace('\n', "")))
-                    .collect();
-                vars.from.push((label, Read::Known(data)));
-            }
+            Some(Source::Data(data)) => vars.from.push((label, Read::Known(data))),
             Some(Source::Unknown { from, keys, .. }) => {
                 vars.from.push((label, Read::Unknown(from, keys)))
             }
@@ -349,10 +393,7 @@ pub fn variables(
             }
         }
     }
-    vars.inline = substitutions(owner)
-        .into_iter()
-        .map(|(k, v)| (k, v.replace('\n', "")))
-        .collect();
+    vars.inline = substitutions(owner);
     if let Some(a) = admission {
         vars.admitted = admitted(a, find);
     }
@@ -393,13 +434,6 @@ fn admitted(
     a: &Admission,
     find: &mut dyn FnMut(&ObjectId) -> Option<Source>,
 ) -> Vec<(String, Read)> {
-    let known = |data: BTreeMap<String, String>| {
-        Read::Known(
-            data.into_iter()
-                .map(|(k, v)| (k, v.replace('\n', "")))
-                .collect(),
-        )
-    };
     let Some(sources) = &a.sources else {
         return vec![(a.describe(), Read::Unknown(None, None))];
     };
@@ -408,11 +442,11 @@ fn admitted(
         .map(|s| match s {
             Admitted::Made(name, data) => (
                 format!("ConfigMap/{name} (made by {})", a.describe()),
-                known(data.clone()),
+                Read::Known(Arc::new(data.clone())),
             ),
             Admitted::Object(id) => {
                 let read = match find(id) {
-                    Some(Source::Data(data)) => known(data),
+                    Some(Source::Data(data)) => Read::Known(data),
                     Some(Source::Unknown { from, keys, .. }) => Read::Unknown(from, keys),
                     None => Read::Unknown(None, None),
                 };
@@ -657,12 +691,12 @@ mod tests {
     }
 
     fn data(pairs: &[(&str, &str)]) -> Source {
-        Source::Data(
+        Source::Data(Arc::new(
             pairs
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
-        )
+        ))
     }
 
     fn set(v: &Variables, name: &str) -> Option<String> {

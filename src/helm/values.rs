@@ -353,12 +353,12 @@ mod tests {
     use serde_json::json;
 
     fn source(pairs: &[(&str, &str)]) -> Source {
-        Source::Data(
+        Source::Data(std::sync::Arc::new(
             pairs
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
-        )
+        ))
     }
 
     fn id(kind: &str, name: &str) -> ObjectId {

@@ -273,12 +273,31 @@ pub(crate) fn opt_str(
     }
 }
 
+/// The pattern `re` matching whole strings, as kustomize matches a target's fields. Compiled
+/// once for each pattern: a parent's `patches` are written into every child it applies, so
+/// one pattern is read by each of their builds, at every step of a history. The patterns kept
+/// are bounded (a repository may write any number of them): past the bound they are let go.
 fn anchored(re: &str, what: &str) -> Result<Regex, TargetError> {
-    Regex::new(&format!("^(?:{re})$")).map_err(|e| TargetError::Regex {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    const KEPT: usize = 4096;
+    static COMPILED: Mutex<Option<HashMap<String, Regex>>> = Mutex::new(None);
+    let lock = || COMPILED.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(kept) = lock().get_or_insert_default().get(re) {
+        return Ok(kept.clone());
+    }
+    let compiled = Regex::new(&format!("^(?:{re})$")).map_err(|e| TargetError::Regex {
         what: what.to_string(),
         pattern: re.to_string(),
         error: e.to_string(),
-    })
+    })?;
+    let mut kept = lock();
+    let kept = kept.get_or_insert_default();
+    if kept.len() >= KEPT {
+        kept.clear();
+    }
+    kept.insert(re.to_string(), compiled.clone());
+    Ok(compiled)
 }
 
 pub(crate) fn parse_target(v: &Value, what: &str) -> Result<Target, TargetError> {
