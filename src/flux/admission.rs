@@ -112,21 +112,27 @@ fn is_webhook<'a>(
     hr: &Value,
     whole: &mut impl FnMut(&ObjectId) -> Option<&'a Value>,
 ) -> bool {
-    let text = |p: &str| hr.pointer(p).and_then(Value::as_str).unwrap_or("");
-    if text("/spec/chart/spec/chart") == CHART {
+    // Read for every HelmRelease of a pass: by keys, not by pointers (each parsed anew).
+    let text = |path: &[&str]| {
+        path.iter()
+            .try_fold(hr, |v, k| v.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    };
+    if text(&["spec", "chart", "spec", "chart"]) == CHART {
         return true;
     }
-    if text("/spec/chartRef/kind") != "OCIRepository" {
+    if text(&["spec", "chartRef", "kind"]) != "OCIRepository" {
         return false;
     }
     let repo = ObjectId {
         group: super::source::SOURCE_GROUP.into(),
         kind: "OCIRepository".into(),
-        namespace: match text("/spec/chartRef/namespace") {
+        namespace: match text(&["spec", "chartRef", "namespace"]) {
             "" => id.namespace.clone(),
             n => n.into(),
         },
-        name: text("/spec/chartRef/name").into(),
+        name: text(&["spec", "chartRef", "name"]).into(),
         cluster: id.cluster.clone(),
     };
     whole(&repo)

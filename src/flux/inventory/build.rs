@@ -353,9 +353,18 @@ impl Pass {
     /// The webhook among what it built (`flux::admission`).
     fn admission(&self) -> Option<Admission> {
         let objects = &self.inv.objects;
+        // Ids are ordered by kind first: the HelmReleases are one run of them.
+        let first = ObjectId {
+            group: String::new(),
+            kind: "HelmRelease".into(),
+            namespace: String::new(),
+            name: String::new(),
+            cluster: None,
+        };
         let releases = objects
-            .iter()
-            .filter(|(id, _)| id.is(HELM_GROUP, "HelmRelease"))
+            .range(first..)
+            .take_while(|(id, _)| id.kind == "HelmRelease")
+            .filter(|(id, _)| id.group == HELM_GROUP)
             .filter_map(|(id, e)| Some((id, &**e.whole.as_ref()?)));
         let whole = |id: &ObjectId| objects.get(id).and_then(|e| e.whole.as_deref());
         admission::of(whole, releases, &self.sources)
