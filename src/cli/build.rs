@@ -76,7 +76,7 @@ pub fn run(
             .collect();
         let make = |b: MaskedObject| {
             let selected =
-                wanted.as_ref().is_none_or(|w| *w == *b.owner) && !failed.contains(&*b.owner);
+                wanted.as_ref().is_none_or(|w| picks(w, &b.owner)) && !failed.contains(&*b.owner);
             selected.then(|| {
                 if as_json {
                     json_item(&b)
@@ -102,7 +102,7 @@ pub fn run(
         seen.known.sort();
         seen.known.dedup();
         return Err(Error::Usage(format!(
-            "--kustomization {}/{}: no such Flux Kustomization in {}; there are: {}",
+            "--kustomization {}/{}: no such Flux Kustomization or ResourceSet in {}; there are: {}",
             w.namespace,
             w.name,
             names(&envs),
@@ -144,7 +144,7 @@ impl Seen {
     /// applies objects fluxwave cannot see, is said on stderr.
     fn owners(&mut self, env: &Environment, inv: &Inventory, wanted: Option<&ObjectId>) {
         for (id, o) in &inv.owners {
-            let selected = wanted.is_none_or(|w| w == id);
+            let selected = wanted.is_none_or(|w| picks(w, id));
             self.known.push(format!("{}/{}", id.namespace, id.name));
             self.found |= selected;
             if !selected {
@@ -177,7 +177,7 @@ impl Seen {
     /// those whose values are not checked are kept for `warn_unchecked`.
     fn releases(&mut self, env: &Environment, inv: &Inventory, wanted: Option<&ObjectId>) {
         for (id, e) in inv.objects.iter() {
-            let selected = wanted.is_none_or(|w| *w == *e.owner);
+            let selected = wanted.is_none_or(|w| picks(w, &e.owner));
             let rendered = e.release.as_deref().and_then(Release::rendered);
             if let (true, Some(r)) = (selected, rendered) {
                 if let Some(why) = &r.unchecked {
@@ -244,8 +244,16 @@ impl Seen {
 /// file.
 fn yaml_document(b: &MaskedObject) -> String {
     let mut head = format!(
-        "# owner: {}/{}, environment: {}, file: {}",
-        b.owner.namespace, b.owner.name, b.environment, b.file
+        "# owner: {}{}/{}, environment: {}, file: {}",
+        if crate::flux::resource_set::is(&b.owner) {
+            "ResourceSet "
+        } else {
+            ""
+        },
+        b.owner.namespace,
+        b.owner.name,
+        b.environment,
+        b.file
     );
     if let Some(cluster) = &b.id.cluster {
         head.push_str(&format!(", cluster: {cluster}"));
@@ -259,6 +267,16 @@ fn yaml_document(b: &MaskedObject) -> String {
 /// `b` as an item of `--format json`'s `objects`, indented to its depth (see `JsonStream`).
 fn json_item(b: &MaskedObject) -> Result<String> {
     indented(&JsonObject::of(b), 2)
+}
+
+/// Whether `--kustomization` (`wanted`, a Flux Kustomization's id) picks owner `id`: that
+/// Kustomization, or the ResourceSet of that namespace and name.
+fn picks(wanted: &ObjectId, id: &ObjectId) -> bool {
+    *wanted == *id
+        || (crate::flux::resource_set::is(id)
+            && id.namespace == wanted.namespace
+            && id.name == wanted.name
+            && id.cluster == wanted.cluster)
 }
 
 /// `--kustomization NS/NAME` as the id of a Flux Kustomization.
@@ -405,8 +423,11 @@ struct JsonObject<'a> {
     /// The cluster of its owner's `spec.kubeConfig`, when it is not Flux's own.
     #[serde(skip_serializing_if = "Option::is_none")]
     cluster: Option<&'a str>,
-    /// `namespace/name` of the Flux Kustomization that applies it.
+    /// `namespace/name` of the Flux Kustomization or ResourceSet that applies it.
     owner: String,
+    /// Which of the two: `Kustomization` or `ResourceSet`.
+    #[serde(rename = "ownerKind")]
+    owner_kind: &'a str,
     environment: &'a str,
     file: &'a str,
     /// Whether Secret values were masked in `object`.
@@ -426,6 +447,7 @@ impl<'a> JsonObject<'a> {
             name: &b.id.name,
             cluster: b.id.cluster_name(),
             owner: format!("{}/{}", b.owner.namespace, b.owner.name),
+            owner_kind: &b.owner.kind,
             environment: &b.environment,
             file: &b.file,
             masked: b.masked,

@@ -293,7 +293,7 @@ enum Command {
         /// NAME at entry folder PATH instead of those found (NAME=PATH); repeatable
         #[arg(long = "env", value_name = "NAME[=PATH]", value_parser = env_arg)]
         envs: Vec<EnvArg>,
-        /// Only the objects this Flux Kustomization applies
+        /// Only the objects this Flux Kustomization (or Flux Operator ResourceSet) applies
         #[arg(long, value_name = "NS/NAME")]
         kustomization: Option<String>,
         #[arg(long, value_parser = format::BUILD, default_value = "yaml")]

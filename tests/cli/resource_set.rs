@@ -95,6 +95,25 @@ fn an_input_removed_from_a_resource_set_deletes_what_it_made_with_its_data() {
         .find(|o| o["object"]["metadata"]["name"] == "b-data")
         .unwrap_or_else(|| panic!("{doc}"));
     assert_eq!(claim["owner"], "apps/databases", "{claim}");
+    assert_eq!(claim["ownerKind"], "ResourceSet", "{claim}");
+    // `--kustomization` picks the ResourceSet by its namespace and name, and the YAML says
+    // what the owner is.
+    let picked = run(&repo, &["build", "--kustomization", "apps/databases"]);
+    assert_eq!(picked.code, 0, "{}", picked.stderr);
+    assert_eq!(
+        picked
+            .stdout
+            .matches("# owner: ResourceSet apps/databases,")
+            .count(),
+        4,
+        "{}",
+        picked.stdout
+    );
+    assert!(
+        !picked.stdout.contains("# owner: flux-system/"),
+        "{}",
+        picked.stdout
+    );
     assert_eq!(
         claim["object"]["metadata"]["labels"]["resourceset.fluxcd.controlplane.io/name"],
         "databases",
