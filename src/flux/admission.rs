@@ -176,14 +176,7 @@ fn selector(v: &Value) -> Selector {
         .flatten()
     {
         let text = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or("");
-        let names: BTreeSet<String> = e
-            .get("values")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect();
+        let names: BTreeSet<String> = crate::kustomize::object::strings_at(e, "values");
         match (text("key"), text("operator")) {
             (NAME, "In") => narrow(&mut within, names),
             (NAME, "NotIn") => without.extend(names),

@@ -170,14 +170,7 @@ fn from_chart_spec(spec: &Value, namespace: &str, inv: &Inventory) -> Result<Res
         n => n,
     };
     let what = format!("{kind} {ns}/{name}");
-    let mut files: Vec<String> = spec
-        .get("valuesFiles")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_string)
-        .collect();
+    let mut files: Vec<String> = crate::kustomize::object::strings_at(spec, "valuesFiles");
     if let Some(f) = spec.get("valuesFile").and_then(Value::as_str) {
         if !f.is_empty() && files.is_empty() {
             files.push(f.to_string());

@@ -156,6 +156,18 @@ pub fn string_map_at(v: &Value, pointer: &str) -> std::collections::BTreeMap<Str
         .unwrap_or_default()
 }
 
+/// The string items of the list at key `key` of `v` (a selector's `values`, a chart's
+/// `valuesFiles`); empty when there is none. Non-string items are left out.
+pub fn strings_at<B: FromIterator<String>>(v: &Value, key: &str) -> B {
+    v.get(key)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect()
+}
+
 /// A string map of `metadata.<key>` (labels or annotations).
 pub fn string_map(v: &Value, key: &str) -> BTreeMap<String, String> {
     string_map_at(v, &format!("/metadata/{key}"))
