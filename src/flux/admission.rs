@@ -138,7 +138,7 @@ fn is_webhook<'a>(
     whole(&repo)
         .and_then(|r| r.pointer("/spec/url"))
         .and_then(Value::as_str)
-        .is_some_and(|url| url.trim_end_matches('/').rsplit('/').next() == Some(CHART))
+        .is_some_and(|url| crate::helm::chart::oci_chart_name(url) == CHART)
 }
 
 /// The chart's own `namespaceSelector`: every namespace but `flux-system`.

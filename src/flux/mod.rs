@@ -4,9 +4,10 @@
 //! (`source`, which also names the kinds of Flux's sources), the kustomization Flux builds
 //! at a Kustomization's `spec.path` (`generated`), what a build keeps of each object
 //! (`facts`) and the form it holds objects in (`packed`), `postBuild` variable substitution
-//! (`substitute`) with what a mutating webhook adds to it (`admission`), Flux Operator ResourceSets rendered by the user's flux-operator
-//! (`resource_set`), SOPS decryption patches (`decryption`), whether deleting an object loses
-//! data (`data`), and the health gates the Kustomizations of a build form (`gates`).
+//! (`substitute`) with what a mutating webhook adds to it (`admission`), Flux Operator
+//! ResourceSets rendered by the user's flux-operator (`resource_set`), SOPS decryption
+//! patches (`decryption`), whether deleting an object loses data (`data`), and the health
+//! gates the Kustomizations of a build form (`gates`).
 
 pub mod admission;
 pub mod artifact;

@@ -78,6 +78,12 @@ pub struct Resolved {
 }
 
 /// The chart of HelmRelease `hr` (in `namespace`), or why it cannot be found.
+/// The chart an OCIRepository's `url` holds, as helm-controller names it: the last segment
+/// of the url.
+pub fn oci_chart_name(url: &str) -> &str {
+    url.trim_end_matches('/').rsplit('/').next().unwrap_or("")
+}
+
 pub fn resolve(hr: &Value, namespace: &str, inv: &Inventory) -> Result<Resolved, ChartError> {
     let text = |v: &Value, p: &str| {
         v.pointer(p)
@@ -115,12 +121,7 @@ pub fn resolve(hr: &Value, namespace: &str, inv: &Inventory) -> Result<Resolved,
                 .find(|v| !v.is_empty())
                 .unwrap_or_else(|| "latest".into());
                 validate::version(&version).map_err(invalid)?;
-                let chart_name = url
-                    .trim_end_matches('/')
-                    .rsplit('/')
-                    .next()
-                    .unwrap_or("")
-                    .to_string();
+                let chart_name = oci_chart_name(&url).to_string();
                 validate::chart_name(&chart_name).map_err(invalid)?;
                 let remote = Remote {
                     url,

@@ -13,7 +13,7 @@
 //! that cannot be rendered (no helm, `--offline` and not cached, a chart source elsewhere,
 //! values that cannot be read, a chart Helm refuses) is kept with the reason, never skipped.
 
-mod chart;
+pub(crate) mod chart;
 mod command;
 mod error;
 mod schema;
