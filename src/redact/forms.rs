@@ -14,7 +14,7 @@
 use std::borrow::Cow;
 use std::sync::OnceLock;
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 
 /// The escaped forms (JSON, Go-quoted, YAML-quoted) and the whole base64 of a value are
 /// derived from a value of at least this many characters.
@@ -434,12 +434,16 @@ impl Masker {
 }
 
 /// One matcher of `patterns`, leftmost-longest; `None` when there are none, `Err` when it
-/// cannot be built.
+/// cannot be built. A contiguous NFA: a secret's forms are long (a certificate, base64 of a
+/// whole file), and the DFA the builder would pick for a few of them costs milliseconds to
+/// build (a state per byte of every pattern, a transition per byte class), while a masker
+/// reads mostly short texts (a failure's message, a line).
 fn matcher(patterns: &[String]) -> Result<Option<AhoCorasick>, ()> {
     if patterns.is_empty() {
         return Ok(None);
     }
     AhoCorasick::builder()
+        .kind(Some(AhoCorasickKind::ContiguousNFA))
         .match_kind(MatchKind::LeftmostLongest)
         .build(patterns)
         .map(Some)
