@@ -276,24 +276,40 @@ struct ReleaseValues {
 
 type Values = Arc<ReleaseValues>;
 
-/// Values composed in this run, by the object of the release they were composed for (held
-/// here, so that its address names it while it is kept) and its id, with what its
+/// Values composed in this run, by the id of the release they were composed for, with its
+/// object (held here, so that an object no inventory holds any more is let go) and what its
 /// `valuesFrom` read (`values::reads`): a history's step composes again only the values of a
-/// release that changed. An entry whose object no inventory holds any more is dropped.
-type Memo = std::collections::HashMap<(usize, ObjectId), (Arc<Value>, Vec<Option<Source>>, Values)>;
+/// release that changed. One object stands for another equal to it: a release a ResourceSet
+/// makes is made afresh at every step.
+type Memo = std::collections::HashMap<ObjectId, Vec<(Arc<Value>, Vec<Option<Source>>, Values)>>;
 static COMPOSED: Mutex<Option<Memo>> = Mutex::new(None);
 
 /// The values of release `hr` (`id`) of `inv`, composed again only when they were not for
-/// this object with the same reads.
+/// this object, or one equal to it, with the same reads.
 fn composed(id: &ObjectId, hr: &Arc<Value>, inv: &Inventory) -> Values {
     let reads = values::reads(hr, id, &inv.sources);
-    let key = (Arc::as_ptr(hr) as usize, id.clone());
     let lock = || COMPOSED.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((_, read, values)) = lock().get_or_insert_default().get(&key) {
-        if read.iter().map(Option::as_ref).eq(reads.iter().copied()) {
+    let same_reads =
+        |read: &[Option<Source>]| read.iter().map(Option::as_ref).eq(reads.iter().copied());
+    let mut guard = lock();
+    if let Some(kept) = guard.get_or_insert_default().get_mut(id) {
+        let same =
+            |was: &Arc<Value>, read: &[Option<Source>]| Arc::ptr_eq(was, hr) && same_reads(read);
+        if let Some((_, _, values)) = kept.iter().find(|(was, read, _)| same(was, read)) {
             return values.clone();
         }
+        // An equal object made afresh takes the values on, kept while it is.
+        let equal = kept
+            .iter()
+            .find(|(was, read, _)| was == hr && same_reads(read))
+            .map(|(_, read, values)| (hr.clone(), read.clone(), values.clone()));
+        if let Some(made) = equal {
+            let values = made.2.clone();
+            kept.push(made);
+            return values;
+        }
     }
+    drop(guard);
     let values = values::compose(hr, id, &inv.sources);
     let json = values
         .as_ref()
@@ -303,7 +319,9 @@ fn composed(id: &ObjectId, hr: &Arc<Value>, inv: &Inventory) -> Values {
     let reads = reads.into_iter().map(|r| r.cloned()).collect();
     lock()
         .get_or_insert_default()
-        .insert(key, (hr.clone(), reads, made.clone()));
+        .entry(id.clone())
+        .or_default()
+        .push((hr.clone(), reads, made.clone()));
     made
 }
 
@@ -319,7 +337,10 @@ fn render_with(inv: &mut Inventory, tree: &FileTree, opts: &Options) {
     }
     // Values kept for objects no inventory holds are let go.
     if let Some(kept) = COMPOSED.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
-        kept.retain(|_, (hr, _, _)| Arc::strong_count(hr) > 1);
+        kept.retain(|_, made| {
+            made.retain(|(hr, _, _)| Arc::strong_count(hr) > 1);
+            !made.is_empty()
+        });
     }
     // Composing each release's values reads the inventory only: on every core.
     let jobs: Vec<Job> = crate::par::map(&releases, |(id, hr)| job(id, hr, inv, tree));
