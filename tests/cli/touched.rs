@@ -575,6 +575,75 @@ fn a_step_after_two_passes_makes_one_while_the_sources_it_reads_stay() {
     assert_eq!(gone[1], ["Namespace//team-a"], "{doc:#}");
 }
 
+/// The same over the files of an ExternalArtifact an ArtifactGenerator makes of this
+/// repository (the layout of Flux 2.7's monorepo example, and of ResourceSets that make one
+/// per app): the passes over the tree with the artifact's files copied in begin as the
+/// revision before's did, so a step makes one pass over each kind of tree (the repository's
+/// files, where `apps` is not built, and the artifact's), and every pass again where the
+/// Secret `apps` reads changed. Every step's report is the one its own cutover gives.
+#[test]
+fn a_step_over_an_external_artifact_makes_one_pass_while_the_sources_it_reads_stay() {
+    let repo = TestRepo::empty();
+    let generator = "apiVersion: source.extensions.fluxcd.io/v1beta1\nkind: ArtifactGenerator\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  sources:\n    - alias: monorepo\n      kind: GitRepository\n      name: flux-system\n  artifacts:\n    - name: apps\n      originRevision: \"@monorepo\"\n      copy:\n        - from: \"@monorepo/apps/**\"\n          to: \"@artifact/\"\n";
+    let apps = ks(
+        "apps",
+        "./",
+        &["postBuild: {substituteFrom: [{kind: Secret, name: cluster-secrets}]}"],
+    )
+    .replace(
+        "kind: GitRepository\n    name: flux-system",
+        "kind: ExternalArtifact\n    name: apps",
+    );
+    repo.write(
+        "clusters/prod/kustomization.yaml",
+        "resources: [artifacts.yaml, apps.yaml, secrets.yaml]\n",
+    )
+    .write("clusters/prod/artifacts.yaml", generator)
+    .write("clusters/prod/apps.yaml", &apps)
+    .write(
+        "clusters/prod/secrets.yaml",
+        &ks("secrets", "./secrets", &[]),
+    )
+    .write("secrets/secret.yaml", &cluster_secrets("a"))
+    .write(
+        "apps/kustomization.yaml",
+        "resources: [team.yaml, web.yaml]\n",
+    )
+    .write(
+        "apps/team.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-${TEAM}\n",
+    )
+    .write("apps/web.yaml", &config_map("web", "a"))
+    .write("README.md", "one cluster\n");
+    repo.commit_all("init");
+    let start = repo.git(&["rev-parse", "HEAD"]).trim().to_string();
+    repo.write("apps/web.yaml", &config_map("web-2", "a"));
+    repo.commit_all("web renames its ConfigMap");
+    repo.write("secrets/secret.yaml", &cluster_secrets("b"));
+    repo.commit_all("the team is renamed");
+    repo.write("README.md", "one cluster, edited\n");
+    repo.commit_all("README");
+
+    let (passes, doc) = passes_of_steps_as_their_own_cutovers(&repo, &start);
+    // The first revision: one pass over the repository's files, two over the artifact's
+    // (`cluster-secrets` is built after `apps` reads it); the second: one and one. Then two
+    // over the artifact's where the Secret changed, and one again.
+    assert_eq!(passes, [5, 3, 2], "{doc:#}");
+    let gone: Vec<Vec<String>> = doc["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            crate::common::deletions(s)
+                .iter()
+                .map(crate::common::deletion_id)
+                .collect()
+        })
+        .collect();
+    assert_eq!(gone[0], ["ConfigMap/apps/web"], "{doc:#}");
+    assert_eq!(gone[1], ["Namespace//team-a"], "{doc:#}");
+}
+
 /// A pass begun with the sources of the revision before stands for the second only when an
 /// owner that read one of them could not have recorded other sources without it: here
 /// `team` does (a ConfigMap it substitutes) which `early` reads before it is built, so each

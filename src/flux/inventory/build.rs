@@ -53,19 +53,26 @@ pub fn build(tree: &FileTree, env: &Environment) -> Inventory {
 /// in its own kind of tree.
 #[derive(Debug, Default)]
 pub struct Memory {
-    repository: Remembered,
-    artifacts: Remembered,
+    repository: Passes,
+    artifacts: Passes,
     /// The `substituteFrom` sources no build had when an owner read them, looked for in
     /// every manifest (`written_outside`), in any pass over the repository's files.
     looked_outside: BTreeSet<ObjectId>,
-    /// How the next revision's first pass over the repository's files begins (`First`).
+}
+
+/// What the passes over one kind of tree keep for the next revision's (`build_with`).
+#[derive(Debug, Default)]
+struct Passes {
+    /// The builds of the last pass.
+    remembered: Remembered,
+    /// How the next revision's first pass begins (`First`).
     first: First,
     /// The webhook that changes Kustomizations as the cluster admits them, as the last pass
     /// found it: the next revision's first pass begins with it.
     admission: Option<Admission>,
 }
 
-/// How a pass over the repository's files begins: without sources (a build of one revision),
+/// How a pass over a kind of tree begins: without sources (a build of one revision),
 /// or, in a history whose revision before took two passes, with the sources its first pass
 /// built (`Guess`), and once a pass made so could not stand for the second, as the first
 /// again for the rest of the history (`Never`).
@@ -83,7 +90,7 @@ type Sources = BTreeMap<ObjectId, Source>;
 impl Memory {
     /// The files loaded over the repository's tree (`kustomize::Loads`).
     pub fn loads(&self) -> Arc<Loads> {
-        self.repository.loads()
+        self.repository.remembered.loads()
     }
 }
 
@@ -111,13 +118,16 @@ pub fn unchanged(
     before: &mut Memory,
     built: &Inventory,
 ) -> bool {
-    let repository = &before.repository;
+    let repository = &before.repository.remembered;
     // An ExternalArtifact is made of files its generator lists (`artifact::build_artifacts`).
     let reads_artifacts = built
         .owners
         .values()
         .any(|o| o.source().kind == SourceKind::ExternalArtifact);
-    if reads_artifacts || before.artifacts.tree().is_some() || repository.tree().is_none() {
+    if reads_artifacts
+        || before.artifacts.remembered.tree().is_some()
+        || repository.tree().is_none()
+    {
         return false;
     }
     let root = root_of(tree, env);
@@ -157,7 +167,10 @@ pub fn unchanged(
             .cluster_kinds_over(&artifact, view.as_deref(), &changes)
             .is_some();
     if same {
-        before.repository.moved_to(artifact.recording(), &changes);
+        before
+            .repository
+            .remembered
+            .moved_to(artifact.recording(), &changes);
     }
     same
 }
@@ -183,32 +196,21 @@ fn build_keeping(
     keep: Keep,
     before: Option<Memory>,
 ) -> (Inventory, Option<Memory>) {
-    let (repository, artifacts, first, admission) = match before {
-        Some(m) => (Some(m.repository), Some(m.artifacts), m.first, m.admission),
-        None => (None, None, First::Plain, None),
+    let (repository, artifacts) = match before {
+        Some(m) => (Some(m.repository), Some(m.artifacts)),
+        None => (None, None),
     };
-    let made = build_with(
-        tree,
-        env,
-        &Folders::new(),
-        keep,
-        repository,
-        first,
-        admission,
-    );
-    let admission = made.inv.admission.clone();
-    let mut remembered = None;
+    let made = build_with(tree, env, &Folders::new(), keep, repository);
+    let mut from_artifacts = None;
     let inv = artifact::build_artifacts(tree, made.inv, |combined, folders| {
-        let made = build_with(combined, env, folders, keep, artifacts, First::Plain, None);
-        remembered = made.remembered;
+        let made = build_with(combined, env, folders, keep, artifacts);
+        from_artifacts = made.next;
         made.inv
     });
-    let memory = made.remembered.map(|repository| Memory {
+    let memory = made.next.map(|repository| Memory {
         repository,
-        artifacts: remembered.unwrap_or_default(),
+        artifacts: from_artifacts.unwrap_or_default(),
         looked_outside: made.looked,
-        first: made.next,
-        admission,
     });
     (inv, memory)
 }
@@ -216,12 +218,10 @@ fn build_keeping(
 /// What `build_with` makes.
 struct Built {
     inv: Inventory,
-    /// Given builds to replay, those of the last pass.
-    remembered: Option<Remembered>,
+    /// Given passes of a revision before, what this revision's keep for the next.
+    next: Option<Passes>,
     /// The sources looked for in every manifest, in any pass (`Memory::looked_outside`).
     looked: BTreeSet<ObjectId>,
-    /// How the next revision's first pass begins.
-    next: First,
 }
 
 /// `build`, with the owners that read the ExternalArtifacts of `artifacts` built at their
@@ -236,17 +236,22 @@ struct Built {
 /// is then the second (`stands_for_second`), so one pass is made instead of two.
 ///
 /// A pass begins with the webhook that changes Kustomizations as the cluster admits them
-/// (`flux::admission`) as `admission` says (the one the revision before found); when the
-/// pass finds another, the passes are made again, once, beginning with the one it found.
+/// (`flux::admission`) as the revision before found it; when the pass finds another, the
+/// passes are made again, once, beginning with the one it found.
+///
+/// `before`, the passes of the revision before over the same kind of tree, is given in a
+/// history; what this revision's keep for the next is given back then.
 fn build_with(
     tree: &FileTree,
     env: &Environment,
     artifacts: &Folders,
     keep: Keep,
-    mut before: Option<Remembered>,
-    first: First,
-    mut admission: Option<Admission>,
+    before: Option<Passes>,
 ) -> Built {
+    let (mut before, first, mut admission) = match before {
+        Some(p) => (Some(p.remembered), p.first, p.admission),
+        None => (None, First::Plain, None),
+    };
     let (mut cluster, mut guessed, mut never) = match first {
         First::Guess(sources) => (sources, true, false),
         First::Plain => (Sources::new(), false, false),
@@ -370,19 +375,24 @@ impl Pass {
         admission::of(whole, releases, &self.sources)
     }
 
-    /// The pass as `build_with`'s last, `remembered` its builds.
+    /// The pass as `build_with`'s last: given `remembered`, its builds (in a history), with
+    /// `first` how the next revision's first pass begins.
     fn done(
         mut self,
         remembered: Option<Remembered>,
         looked: BTreeSet<ObjectId>,
-        next: First,
+        first: First,
     ) -> Built {
         self.inv.sources = self.sources;
+        let next = remembered.map(|remembered| Passes {
+            remembered,
+            first,
+            admission: self.inv.admission.clone(),
+        });
         Built {
             inv: self.inv,
-            remembered,
-            looked,
             next,
+            looked,
         }
     }
 }
@@ -1402,6 +1412,7 @@ mod tests {
         assert!(unchanged(&b, &env, &mut memory, &inv));
         let changes = memory
             .repository
+            .remembered
             .changes_to(&b.artifact_after("", None, None))
             .unwrap();
         assert!(changes.is_empty(), "{changes:?}");
