@@ -13,8 +13,8 @@
 //! blocks, `cutover` judges what Flux deletes between two revisions, `check` lints, `objects`
 //! gives the objects each Kustomization applies and what changes in them (with `unified`
 //! diffs), and `cli`, the only module that prints, runs the commands. `plain` (the fast
-//! reader of plain block YAML) and `envsubst` (Flux's variable syntax) are leaves: they import
-//! nothing of the crate.
+//! reader of plain block YAML), `envsubst` (Flux's variable syntax) and `pointer` (JSON
+//! Pointer lookups) are leaves: they import nothing of the crate.
 //!
 //! Only `cli` is the library's interface (with `process`'s guard over children, for `main`);
 //! `testing` hands the integration tests and the fuzz targets the parts they drive directly.
@@ -42,6 +42,7 @@ mod par;
 mod plain;
 pub(crate) mod plan;
 pub(crate) mod plural;
+pub(crate) mod pointer;
 pub(crate) mod process;
 pub(crate) mod redact;
 pub(crate) mod render;

@@ -6,6 +6,7 @@
 //! revision by its objects' prints (`Keep::Prints`), not by the objects: it reads again only
 //! the objects that change, and must come to what comparing whole objects comes to.
 
+use crate::pointer::Pointer;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -332,7 +333,7 @@ fn substituted_secrets(inv: &Inventory) -> BTreeMap<ObjectId, Secrets> {
     for (id, o) in &inv.owners {
         let refs = o
             .object
-            .pointer("/spec/postBuild/substituteFrom")
+            .at_pointer("/spec/postBuild/substituteFrom")
             .and_then(Value::as_array);
         let mut values: Vec<String> = Vec::new();
         for r in refs.into_iter().flatten() {

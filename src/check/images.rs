@@ -4,6 +4,7 @@
 //! ImagePolicy no environment builds is never updated either; both fail in silence, the image
 //! simply stays old. Every YAML file of the repository is read for markers.
 
+use crate::pointer::Pointer;
 use serde_json::Value;
 
 use super::{Finding, FluxView, Place};
@@ -47,7 +48,7 @@ pub fn image_policies(flux: &FluxView) -> Vec<Finding> {
     let mut policies: Vec<ObjectId> = Vec::new();
     for (_, id, e) in flux.objects() {
         if id.is(IMAGE_GROUP, "ImageUpdateAutomation") {
-            let Some(update) = e.whole.as_ref().and_then(|v| v.pointer("/spec/update")) else {
+            let Some(update) = e.whole.as_ref().and_then(|v| v.at_pointer("/spec/update")) else {
                 continue;
             };
             let strategy = update

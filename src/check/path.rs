@@ -5,6 +5,7 @@
 //! judged. A folder that holds no manifest (a README, templates) exists: it builds nothing,
 //! which is no business of this lint.
 
+use crate::pointer::Pointer;
 use std::path::Path;
 use std::process::Stdio;
 
@@ -60,7 +61,7 @@ pub fn missing_path(flux: &FluxView, repo: &Path) -> Vec<Finding> {
             }
             let written = owner
                 .object
-                .pointer("/spec/path")
+                .at_pointer("/spec/path")
                 .and_then(serde_json::Value::as_str)
                 .unwrap_or("");
             let (path, pos) = flux.owner_at(inv, owner, "path");

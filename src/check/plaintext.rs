@@ -15,6 +15,7 @@
 //! (one that is not base64 is judged as written: a reference there is resolved before the
 //! Secret is applied). A Secret is plain text when one of its values is none of these.
 
+use crate::pointer::Pointer;
 use serde_json::Value;
 
 use super::{locate, Finding, FluxView};
@@ -57,7 +58,7 @@ pub fn plaintext_secret(flux: &FluxView) -> Vec<Finding> {
                 continue;
             }
             let meta = |k: &str| {
-                doc.pointer(&format!("/metadata/{k}"))
+                doc.at_pointer(&format!("/metadata/{k}"))
                     .and_then(Value::as_str)
                     .unwrap_or("")
                     .to_string()

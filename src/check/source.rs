@@ -10,6 +10,7 @@
 //! `clusters/<env>/flux-system/gotk-sync.yaml`) exists by definition: Flux runs from it; so
 //! does the source of a root nested in the environment's entry (`Environment::nested`).
 
+use crate::pointer::Pointer;
 use serde_json::Value;
 
 use super::build::Failures;
@@ -83,7 +84,7 @@ fn generated(inv: &Inventory, namespace: &str, name: &str) -> bool {
         .filter(|(id, _)| is_generator(id) && id.namespace == namespace)
         .filter_map(|(_, e)| e.whole.as_deref())
         .flat_map(|g| {
-            g.pointer("/spec/artifacts")
+            g.at_pointer("/spec/artifacts")
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()

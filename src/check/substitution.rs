@@ -9,6 +9,7 @@
 //! objects marked `kustomize.toolkit.fluxcd.io/substitute: disabled` are left alone, as Flux
 //! leaves them.
 
+use crate::pointer::Pointer;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
@@ -32,7 +33,7 @@ pub fn variables(flux: &FluxView) -> Vec<Finding> {
             let admission = inv.admission.as_ref().filter(|a| a.covers(&id.namespace));
             let post = owner
                 .object
-                .pointer("/spec/postBuild")
+                .at_pointer("/spec/postBuild")
                 .filter(|p| p.is_object());
             if post.is_none() && admission.is_none() {
                 continue;
@@ -220,7 +221,7 @@ fn outside_builds(flux: &FluxView, id: &ObjectId) -> Option<Outside> {
             })
         };
         for (index, doc) in docs.iter().enumerate() {
-            let s = |p: &str| doc.pointer(p).and_then(Value::as_str);
+            let s = |p: &str| doc.at_pointer(p).and_then(Value::as_str);
             if s("/kind") != Some(id.kind.as_str())
                 || s("/apiVersion") != Some("v1")
                 || s("/metadata/name") != Some(id.name.as_str())

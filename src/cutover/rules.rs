@@ -3,6 +3,7 @@
 //! (it is what the cluster holds when the removal lands); the *new* spec decides what a
 //! surviving owner prunes. Every deletion carries the rule that causes it and its reason.
 
+use crate::pointer::Pointer;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -771,7 +772,7 @@ fn release_deleted(reason: &str, e: &Entry) -> (String, bool) {
 
 /// `spec.suspend: true` (in the old revision: what the cluster holds when it is deleted).
 pub(super) fn suspended(hr: &Value) -> bool {
-    hr.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true)
+    hr.at_pointer("/spec/suspend").and_then(Value::as_bool) == Some(true)
 }
 
 /// Owners removed with a finalizer that deletes, with the old spec (for the runbook).

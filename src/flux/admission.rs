@@ -14,6 +14,7 @@
 //! cannot read sets nothing. A ConfigMap the values `create` is made by the chart, with the
 //! values' `data`.
 
+use crate::pointer::Pointer;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
@@ -88,7 +89,7 @@ pub fn of<'a>(
         .filter(|(id, hr)| is_webhook(id, hr, &mut whole))
         .min_by(|a, b| a.0.cmp(b.0))?;
     let namespace = hr
-        .pointer("/spec/targetNamespace")
+        .at_pointer("/spec/targetNamespace")
         .and_then(Value::as_str)
         .filter(|n| !n.is_empty())
         .unwrap_or(&id.namespace);
@@ -97,7 +98,7 @@ pub fn of<'a>(
         .map(|c| c.values);
     let selector = values
         .as_ref()
-        .and_then(|v| v.pointer("/webhook/namespaceSelector"))
+        .and_then(|v| v.at_pointer("/webhook/namespaceSelector"))
         .map_or_else(default_selector, selector);
     Some(Admission {
         release: id.clone(),
@@ -136,7 +137,7 @@ fn is_webhook<'a>(
         cluster: id.cluster.clone(),
     };
     whole(&repo)
-        .and_then(|r| r.pointer("/spec/url"))
+        .and_then(|r| r.at_pointer("/spec/url"))
         .and_then(Value::as_str)
         .is_some_and(|url| crate::helm::chart::oci_chart_name(url) == CHART)
 }

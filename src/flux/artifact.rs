@@ -13,6 +13,7 @@
 //! files of each artifact copied into a folder of its own, and the paths in what it built
 //! given back as the repository files they copy (`build_artifacts`).
 
+use crate::pointer::Pointer;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -47,14 +48,14 @@ pub fn files(
     artifact_root: &str,
 ) -> Result<Files, Unseen> {
     let namespace = generator
-        .pointer("/metadata/namespace")
+        .at_pointer("/metadata/namespace")
         .and_then(Value::as_str)
         .unwrap_or("flux-system");
-    if generator.pointer("/spec/pathPattern").is_some() {
+    if generator.at_pointer("/spec/pathPattern").is_some() {
         return Err("its ArtifactGenerator uses pathPattern, which is not modelled".into());
     }
     let mut aliases: BTreeMap<&str, bool> = BTreeMap::new();
-    for s in array(generator.pointer("/spec/sources")) {
+    for s in array(generator.at_pointer("/spec/sources")) {
         let field = |k: &str| s.get(k).and_then(Value::as_str).unwrap_or("");
         let ns = match field("namespace") {
             "" => namespace,
@@ -63,7 +64,7 @@ pub fn files(
         let source = SourceRef::new(SourceKind::parse(field("kind")), ns, field("name"));
         aliases.insert(field("alias"), this_repo(&source));
     }
-    let artifact = array(generator.pointer("/spec/artifacts"))
+    let artifact = array(generator.at_pointer("/spec/artifacts"))
         .find(|a| a.get("name").and_then(Value::as_str) == Some(name))
         .ok_or_else(|| format!("its ArtifactGenerator declares no artifact `{name}`"))?;
     let mut out = Files::new();
@@ -415,7 +416,7 @@ fn generators_of<'a>(inv: &'a Inventory, (namespace, name): &Key) -> Vec<(&'a Va
         .filter(|(id, _)| is_generator(id) && id.namespace == *namespace)
         .filter_map(|(_, e)| e.whole.as_deref().map(|g| (g, &*e.file)))
         .filter(|(g, _)| {
-            g.pointer("/spec/artifacts")
+            g.at_pointer("/spec/artifacts")
                 .and_then(Value::as_array)
                 .is_some_and(|a| {
                     a.iter()

@@ -5,6 +5,7 @@
 //! that is not is judged by its values, and when they do not settle the question it *may*
 //! hold data: a third answer, never counted as data loss.
 
+use crate::pointer::Pointer;
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
@@ -118,11 +119,11 @@ pub fn rendered(r: &Rendered, uninstall: bool) -> (Data, Vec<String>) {
         if o.id.is("apps", "StatefulSet") {
             let claims: Vec<&str> = o
                 .value
-                .pointer("/spec/volumeClaimTemplates")
+                .at_pointer("/spec/volumeClaimTemplates")
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
-                .filter_map(|t| t.pointer("/metadata/name").and_then(Value::as_str))
+                .filter_map(|t| t.at_pointer("/metadata/name").and_then(Value::as_str))
                 .collect();
             if claims.is_empty() {
                 continue;
@@ -130,7 +131,7 @@ pub fn rendered(r: &Rendered, uninstall: bool) -> (Data, Vec<String>) {
             let claims = claims.join(", ");
             let deletes = o
                 .value
-                .pointer("/spec/persistentVolumeClaimRetentionPolicy/whenDeleted")
+                .at_pointer("/spec/persistentVolumeClaimRetentionPolicy/whenDeleted")
                 .and_then(Value::as_str)
                 == Some("Delete");
             if !uninstall {
@@ -192,7 +193,7 @@ pub fn namespaces<'a>(objects: impl Iterator<Item = (&'a ObjectId, &'a Entry)>) 
         };
         let hr = whole.filter(|_| id.is(HELM_GROUP, "HelmRelease"));
         let ns = hr
-            .and_then(|v| v.pointer("/spec/targetNamespace"))
+            .and_then(|v| v.at_pointer("/spec/targetNamespace"))
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
             .unwrap_or(&id.namespace);
@@ -232,7 +233,7 @@ enum Chart {
 /// The chart of a HelmRelease: `spec.chart.spec.chart` with its `sourceRef`, or
 /// `spec.chartRef` (an OCIRepository or HelmChart named after the chart, by convention).
 fn chart_of(hr: &Value) -> (Chart, String) {
-    let text = |p: &str| hr.pointer(p).and_then(Value::as_str).unwrap_or("");
+    let text = |p: &str| hr.at_pointer(p).and_then(Value::as_str).unwrap_or("");
     let name = match text("/spec/chart/spec/chart") {
         "" => text("/spec/chartRef/name"),
         n => n,
@@ -273,7 +274,7 @@ fn installed(hr: &Value) -> Data {
 fn judge(hr: &Value, uninstall: bool) -> Data {
     let (chart, name) = chart_of(hr);
     let mut seen = Vec::new();
-    if let Some(values) = hr.pointer("/spec/values") {
+    if let Some(values) = hr.at_pointer("/spec/values") {
         walk(
             values,
             "spec.values",
@@ -295,7 +296,7 @@ fn judge(hr: &Value, uninstall: bool) -> Data {
         return Data::May(format!("{s}; chart not rendered"));
     }
     let from: Vec<String> = hr
-        .pointer("/spec/valuesFrom")
+        .at_pointer("/spec/valuesFrom")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -518,7 +519,7 @@ mod tests {
                     id: ObjectId::of(&value).unwrap(),
                     template: "templates/x.yaml".into(),
                     hook: value
-                        .pointer("/metadata/annotations/helm.sh~1hook")
+                        .at_pointer("/metadata/annotations/helm.sh~1hook")
                         .is_some(),
                     crd_folder: false,
                     value,

@@ -5,6 +5,7 @@
 //! an entry gives a Kustomization decryption, asked of the builder's own patch code
 //! (`gives_decryption`). What `apply` writes is in `emit::decryption_patch_item`.
 
+use crate::pointer::Pointer;
 use serde_json::{json, Map, Value};
 
 use super::KUSTOMIZE_GROUP;
@@ -17,7 +18,7 @@ pub const PATCH_FIELDS: [&str; 3] = ["patches", "patchesStrategicMerge", "patche
 /// Whether a Flux Kustomization (as a build leaves it) decrypts SOPS files.
 pub fn ends_decrypted(object: &Value) -> bool {
     object
-        .pointer("/spec/decryption")
+        .at_pointer("/spec/decryption")
         .is_some_and(Value::is_object)
 }
 
@@ -166,7 +167,7 @@ pub fn gives_decryption(
             .transform_objects(&what, dir, &k, objects)
             .is_ok_and(|out| {
                 out.iter()
-                    .any(|o| ends_decrypted(o) && o.pointer("/spec/decryption") != before)
+                    .any(|o| ends_decrypted(o) && o.at_pointer("/spec/decryption") != before)
             })
     });
     sets

@@ -1,6 +1,7 @@
 //! What a HelmRelease installs, as the `helm` layer renders it: the inventory keeps it on the
 //! HelmRelease's entry, and `data` and the commands read it.
 
+use crate::pointer::Pointer;
 use serde_json::Value;
 
 use crate::kustomize::object::ObjectId;
@@ -171,7 +172,7 @@ impl Object {
     /// delete it.
     pub fn kept(&self) -> bool {
         self.value
-            .pointer("/metadata/annotations/helm.sh~1resource-policy")
+            .at_pointer("/metadata/annotations/helm.sh~1resource-policy")
             .and_then(Value::as_str)
             == Some("keep")
     }

@@ -20,6 +20,7 @@
 //! build of the environment makes, and a template that reads a Static provider's `id`
 //! (the operator derives it from the provider's UID in the cluster).
 
+use crate::pointer::Pointer;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -106,7 +107,7 @@ pub fn reconciled(set: &Value) -> bool {
 }
 
 fn annotation<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.pointer("/metadata/annotations")?.get(key)?.as_str()
+    v.at_pointer("/metadata/annotations")?.get(key)?.as_str()
 }
 
 /// What ResourceSet `set` (`id`, as its build holds it) makes, given the input providers its
@@ -129,11 +130,11 @@ pub fn render(id: &ObjectId, set: &Value, providers: &[&Value]) -> Made {
         meta.insert("namespace".into(), Value::String(id.namespace.clone()));
     }
     let reads_providers = set
-        .pointer("/spec/inputsFrom")
+        .at_pointer("/spec/inputsFrom")
         .and_then(Value::as_array)
         .is_some_and(|refs| !refs.is_empty());
     let inline = set
-        .pointer("/spec/inputs")
+        .at_pointer("/spec/inputs")
         .and_then(Value::as_array)
         .is_some_and(|i| !i.is_empty());
     // Providers that give no inputs: the operator reconciles an empty set, which deletes
@@ -233,7 +234,7 @@ fn selected<'a>(
         .collect();
     let mut chosen: Vec<&Value> = Vec::new();
     let refs = set
-        .pointer("/spec/inputsFrom")
+        .at_pointer("/spec/inputsFrom")
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default();
@@ -270,7 +271,7 @@ fn selected<'a>(
     }
     for p in &chosen {
         let kind = p
-            .pointer("/spec/type")
+            .at_pointer("/spec/type")
             .and_then(Value::as_str)
             .unwrap_or("");
         if kind != "Static" {
@@ -285,11 +286,11 @@ fn selected<'a>(
 }
 
 fn name_of(v: &Value) -> Option<&str> {
-    v.pointer("/metadata/name").and_then(Value::as_str)
+    v.at_pointer("/metadata/name").and_then(Value::as_str)
 }
 
 fn namespace_of(v: &Value) -> Option<&str> {
-    v.pointer("/metadata/namespace").and_then(Value::as_str)
+    v.at_pointer("/metadata/namespace").and_then(Value::as_str)
 }
 
 /// Whether label selector `selector` (`matchLabels`, `matchExpressions`) selects object `v`,
@@ -297,7 +298,7 @@ fn namespace_of(v: &Value) -> Option<&str> {
 fn selects(selector: &Value, v: &Value) -> Result<bool, String> {
     let empty = Map::new();
     let labels = v
-        .pointer("/metadata/labels")
+        .at_pointer("/metadata/labels")
         .and_then(Value::as_object)
         .unwrap_or(&empty);
     let label = |k: &str| labels.get(k).and_then(Value::as_str);

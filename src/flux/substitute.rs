@@ -21,6 +21,7 @@
 //!
 //! The syntax itself is in `envsubst`.
 
+use crate::pointer::Pointer;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -80,7 +81,7 @@ impl Source {
     pub fn made_by(id: &ObjectId, v: &Value) -> Option<(ObjectId, Source)> {
         let name = match (id.group.as_str(), id.kind.as_str()) {
             ("external-secrets.io", "ExternalSecret") => v
-                .pointer("/spec/target/name")
+                .at_pointer("/spec/target/name")
                 .and_then(Value::as_str)
                 .filter(|n| !n.is_empty())
                 .unwrap_or(&id.name),
@@ -360,7 +361,7 @@ pub fn variables(
     admission: Option<&Admission>,
     find: &mut dyn FnMut(&ObjectId) -> Option<Source>,
 ) -> Result<Variables, SubstituteError> {
-    let post = owner.pointer("/spec/postBuild");
+    let post = owner.at_pointer("/spec/postBuild");
     let mut vars = Variables::default();
     let refs = post
         .and_then(|p| p.get("substituteFrom"))

@@ -17,6 +17,7 @@
 //! read from the chart (a pulled one) or the artifact (this repository's), as source-controller
 //! reads them, then merged into the chart's default values (see `with_values_files`).
 
+use crate::pointer::Pointer;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -86,12 +87,12 @@ pub fn oci_chart_name(url: &str) -> &str {
 
 pub fn resolve(hr: &Value, namespace: &str, inv: &Inventory) -> Result<Resolved, ChartError> {
     let text = |v: &Value, p: &str| {
-        v.pointer(p)
+        v.at_pointer(p)
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string()
     };
-    if let Some(r) = hr.pointer("/spec/chartRef") {
+    if let Some(r) = hr.at_pointer("/spec/chartRef") {
         let (kind, name) = (text(r, "/kind"), text(r, "/name"));
         let ns = match text(r, "/namespace") {
             n if n.is_empty() => namespace.to_string(),
@@ -128,7 +129,7 @@ pub fn resolve(hr: &Value, namespace: &str, inv: &Inventory) -> Result<Resolved,
                     host,
                     name: chart_name,
                     version,
-                    plain_http: src.pointer("/spec/insecure").and_then(Value::as_bool)
+                    plain_http: src.at_pointer("/spec/insecure").and_then(Value::as_bool)
                         == Some(true),
                 };
                 Ok(Resolved {
@@ -146,7 +147,7 @@ pub fn resolve(hr: &Value, namespace: &str, inv: &Inventory) -> Result<Resolved,
             "" => Err(ChartError::ChartRefNoKind),
             other => Err(ChartError::UnreadKind(other.into())),
         }
-    } else if let Some(spec) = hr.pointer("/spec/chart/spec") {
+    } else if let Some(spec) = hr.at_pointer("/spec/chart/spec") {
         from_chart_spec(spec, namespace, inv)
     } else {
         Err(ChartError::NoChartSpec)
@@ -156,7 +157,7 @@ pub fn resolve(hr: &Value, namespace: &str, inv: &Inventory) -> Result<Resolved,
 /// A HelmChart's spec (`spec.chart.spec` of a HelmRelease, or a HelmChart object's spec).
 fn from_chart_spec(spec: &Value, namespace: &str, inv: &Inventory) -> Result<Resolved, ChartError> {
     let text = |p: &str| {
-        spec.pointer(p)
+        spec.at_pointer(p)
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string()
@@ -212,7 +213,7 @@ fn from_chart_spec(spec: &Value, namespace: &str, inv: &Inventory) -> Result<Res
                     host,
                     name: chart,
                     version,
-                    plain_http: src.pointer("/spec/insecure").and_then(Value::as_bool)
+                    plain_http: src.at_pointer("/spec/insecure").and_then(Value::as_bool)
                         == Some(true),
                 }
             } else {
@@ -246,7 +247,7 @@ fn from_chart_spec(spec: &Value, namespace: &str, inv: &Inventory) -> Result<Res
 }
 
 fn text_of(v: &Value, p: &str) -> String {
-    v.pointer(p)
+    v.at_pointer(p)
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string()

@@ -21,6 +21,7 @@ mod semver;
 mod validate;
 pub(crate) mod values;
 
+use crate::pointer::Pointer;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -163,7 +164,7 @@ pub fn source_hosts(tree: &FileTree) -> BTreeSet<String> {
             {
                 continue;
             }
-            if let Some(url) = doc.pointer("/spec/url").and_then(Value::as_str) {
+            if let Some(url) = doc.at_pointer("/spec/url").and_then(Value::as_str) {
                 hosts.extend(validate::url(url, scheme).ok());
             }
         }
@@ -412,7 +413,7 @@ fn inputs(j: &Job, tree: &FileTree) -> String {
         Ok(_) => j.values.json.clone(),
         Err(e) => e.to_string(),
     };
-    let spec = |p: &str| j.hr.pointer(p).map(Value::to_string).unwrap_or_default();
+    let spec = |p: &str| j.hr.at_pointer(p).map(Value::to_string).unwrap_or_default();
     for part in [
         chart,
         values,
@@ -432,7 +433,7 @@ fn inputs(j: &Job, tree: &FileTree) -> String {
 
 fn job(id: &ObjectId, hr: &Arc<Value>, inv: &Inventory, tree: &FileTree) -> Job {
     let text = |p: &str| {
-        hr.pointer(p)
+        hr.at_pointer(p)
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
             .map(str::to_string)
@@ -544,7 +545,7 @@ fn render_one(
         "/spec/upgrade/disableSchemaValidation",
     ]
     .iter()
-    .any(|p| j.hr.pointer(p) == Some(&Value::Bool(true)));
+    .any(|p| j.hr.at_pointer(p) == Some(&Value::Bool(true)));
     let unchecked = if disabled {
         Some("its values are not checked against the chart's schema: the HelmRelease sets disableSchemaValidation".to_string())
     } else {
@@ -640,7 +641,7 @@ enum PostRenderStrategy {
 
 impl PostRenderStrategy {
     fn of(hr: &Value) -> Result<PostRenderStrategy, Error> {
-        match hr.pointer("/spec/postRenderStrategy") {
+        match hr.at_pointer("/spec/postRenderStrategy") {
             None | Some(Value::Null) => Ok(PostRenderStrategy::Combined),
             Some(Value::String(s)) => match s.as_str() {
                 "" | "combined" => Ok(PostRenderStrategy::Combined),
@@ -657,7 +658,7 @@ impl PostRenderStrategy {
 
 /// Whether `v` is a Helm hook (Helm's `SortManifests` reads the `helm.sh/hook` annotation).
 fn is_hook(v: &Value) -> bool {
-    v.pointer("/metadata/annotations")
+    v.at_pointer("/metadata/annotations")
         .and_then(Value::as_object)
         .is_some_and(|a| a.contains_key("helm.sh/hook"))
 }
@@ -726,7 +727,7 @@ fn finish(j: &Job, output: &str, label: &str) -> Result<Vec<Object>, Error> {
             .to_string();
         let namespaced = !CLUSTER_SCOPED.contains(&kind.as_str()) && !cluster_kinds.contains(&kind);
         let has_ns = v
-            .pointer("/metadata/namespace")
+            .at_pointer("/metadata/namespace")
             .and_then(Value::as_str)
             .is_some_and(|s| !s.is_empty());
         if namespaced && !has_ns {
@@ -759,7 +760,7 @@ fn post_render(j: &Job, objects: Vec<(String, Value)>) -> Result<Vec<(String, Va
     let (templates, mut values): (Vec<String>, Vec<Value>) = objects.into_iter().unzip();
     let empty = FileTree::from_files([]);
     for (i, r) in
-        j.hr.pointer("/spec/postRenderers")
+        j.hr.at_pointer("/spec/postRenderers")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
@@ -789,10 +790,10 @@ fn post_render(j: &Job, objects: Vec<(String, Value)>) -> Result<Vec<(String, Va
         }
     }
     let labels =
-        j.hr.pointer("/spec/commonMetadata/labels")
+        j.hr.at_pointer("/spec/commonMetadata/labels")
             .and_then(Value::as_object);
     let annotations =
-        j.hr.pointer("/spec/commonMetadata/annotations")
+        j.hr.at_pointer("/spec/commonMetadata/annotations")
             .and_then(Value::as_object);
     for v in &mut values {
         for (field, extra) in [("labels", labels), ("annotations", annotations)] {

@@ -6,6 +6,7 @@
 //! all (`MergeMaps`: mappings merge key by key, anything else replaces). An `optional`
 //! reference that is missing, or lacks its key, is skipped.
 
+use crate::pointer::Pointer;
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
@@ -30,7 +31,7 @@ fn references<'a>(
     id: &'a ObjectId,
 ) -> impl Iterator<Item = (&'a Value, ObjectId)> + 'a {
     let refs = hr
-        .pointer("/spec/valuesFrom")
+        .at_pointer("/spec/valuesFrom")
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default();
@@ -152,7 +153,7 @@ pub fn compose(
             }
         }
     }
-    if let Some(values) = hr.pointer("/spec/values") {
+    if let Some(values) = hr.at_pointer("/spec/values") {
         if values.is_object() {
             merge(&mut out.values, values.clone());
         }

@@ -3,6 +3,7 @@
 //! differ from fluxwave's defaults, and the decryption an environment's patch gives it.
 //! `wait` and `timeout` stay fluxwave's: they make each wave a health gate.
 
+use crate::pointer::Pointer;
 use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
@@ -145,7 +146,7 @@ impl SpecDraft {
 fn patched_decryption(inventories: &[Inventory], id: &ObjectId) -> Option<(String, String, Value)> {
     inventories.iter().find_map(|inv| {
         let built = inv.owners.get(id)?;
-        let dec = built.object.pointer("/spec/decryption")?.clone();
+        let dec = built.object.at_pointer("/spec/decryption")?.clone();
         Some((inv.env.clone(), inv.env_path.clone(), dec))
     })
 }

@@ -4,6 +4,7 @@
 //! by that display; its API group and version; the kinds that are never namespaced and those
 //! a CRD defines; and a digest of its value.
 
+use crate::pointer::Pointer;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -146,7 +147,7 @@ pub const CLUSTER_SCOPED: &[&str] = &[
 /// The string entries of the mapping at a JSON pointer (labels, annotations, substitutions);
 /// empty when there is none. Non-string values are left out.
 pub fn string_map_at(v: &Value, pointer: &str) -> std::collections::BTreeMap<String, String> {
-    v.pointer(pointer)
+    v.at_pointer(pointer)
         .and_then(Value::as_object)
         .map(|m| {
             m.iter()

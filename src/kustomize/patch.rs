@@ -1,6 +1,7 @@
 //! Patches: strategic merge (a deep merge of mappings with lists replaced, `$patch:
 //! delete`/`replace`) and JSON 6902, applied to the objects a target selects.
 
+use crate::pointer::Pointer;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -95,7 +96,7 @@ impl Builder<'_> {
             let by_name = match &target {
                 Some(t) => t.exact_name(),
                 None => Some(
-                    doc.pointer("/metadata/name")
+                    doc.at_pointer("/metadata/name")
                         .and_then(Value::as_str)
                         .unwrap_or(""),
                 ),
@@ -135,7 +136,7 @@ impl Builder<'_> {
             }
             let delete = doc.get("$patch").and_then(Value::as_str) == Some("delete");
             if target.is_none() && selected.len() != 1 {
-                let field = |p: &str| doc.pointer(p).and_then(Value::as_str).unwrap_or("?");
+                let field = |p: &str| doc.at_pointer(p).and_then(Value::as_str).unwrap_or("?");
                 let (kind, name) = (
                     field("/kind").to_string(),
                     field("/metadata/name").to_string(),
@@ -234,7 +235,7 @@ pub(super) struct Allow {
 impl Allow {
     pub(super) fn of(entry: &Value) -> Allow {
         let option =
-            |key: &str| entry.pointer(&format!("/options/{key}")) == Some(&Value::Bool(true));
+            |key: &str| entry.at_pointer(&format!("/options/{key}")) == Some(&Value::Bool(true));
         Allow {
             name_change: option("allowNameChange"),
             kind_change: option("allowKindChange"),
@@ -375,9 +376,9 @@ mod tests {
         assert_eq!(out.len(), n - 1);
         assert!(out
             .iter()
-            .all(|o| o.pointer("/spec/decryption/provider") == Some(&"sops".into())));
-        assert_eq!(out[0].pointer("/metadata/name"), Some(&"renamed".into()));
-        assert_eq!(out[0].pointer("/spec/suspend"), Some(&true.into()));
+            .all(|o| o.at_pointer("/spec/decryption/provider") == Some(&"sops".into())));
+        assert_eq!(out[0].at_pointer("/metadata/name"), Some(&"renamed".into()));
+        assert_eq!(out[0].at_pointer("/spec/suspend"), Some(&true.into()));
         // One question per patch of its own name, and the targeted patch asks every object.
         assert!(
             builder.patch_checks <= 3 * n,

@@ -2,6 +2,7 @@
 //! transformer renamed it, and, until a patch needs it whole, only its head and what the
 //! build's caller keeps of the rest (`Keep`).
 
+use crate::pointer::Pointer;
 use serde_json::{Map, Value};
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -200,7 +201,7 @@ impl Resource {
     /// namespace, names no object. (The object a strategic-merge patch without a target
     /// patches, and the one a generator's `merge` or `replace` meets.)
     pub(super) fn had_id_of(&self, header: &Value) -> bool {
-        let s = |p: &str| header.pointer(p).and_then(Value::as_str).unwrap_or("");
+        let s = |p: &str| header.at_pointer(p).and_then(Value::as_str).unwrap_or("");
         let api = s("/apiVersion");
         let (kind, name) = (s("/kind"), s("/metadata/name"));
         if kind != self.kind() || api != self.api_version() || name.is_empty() {

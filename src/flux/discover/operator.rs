@@ -12,6 +12,7 @@
 //! a Flux Operator `ResourceSet`'s `spec.resources` is read as written. The sync of an OCI
 //! artifact is found in the folder the artifact is made of (`located`).
 
+use crate::pointer::Pointer;
 use std::collections::BTreeSet;
 use std::sync::{Arc, OnceLock};
 
@@ -71,7 +72,7 @@ fn patched(tree: &FileTree, file: &str, root: Value, patches: &[Value]) -> Value
     let ours: Vec<Value> = patches
         .iter()
         .filter(|p| {
-            let kind = p.pointer("/target/kind").and_then(Value::as_str);
+            let kind = p.at_pointer("/target/kind").and_then(Value::as_str);
             let text = p.get("patch").and_then(Value::as_str).unwrap_or("");
             match kind {
                 Some(kind) => kind == "Kustomization",
@@ -262,7 +263,7 @@ fn resource_set_items(doc: &Value) -> Option<&[Value]> {
     if doc.get("kind")?.as_str()? != "ResourceSet" || !api.starts_with("fluxcd.controlplane.io/") {
         return None;
     }
-    doc.pointer("/spec/resources")?
+    doc.at_pointer("/spec/resources")?
         .as_array()
         .map(Vec::as_slice)
 }
@@ -280,7 +281,7 @@ fn declared_in(doc: &Value) -> Option<Declared> {
     };
     let object = |v: Option<&Value>| v.and_then(Value::as_object).cloned().unwrap_or_default();
     if kind == "FluxInstance" && api.starts_with("fluxcd.controlplane.io/") {
-        doc.pointer("/spec/sync")?;
+        doc.at_pointer("/spec/sync")?;
         let spec = object(doc.get("spec"));
         let inline = spec
             .into_iter()
@@ -289,7 +290,7 @@ fn declared_in(doc: &Value) -> Option<Declared> {
         return Some(Declared {
             inline,
             values_from: Vec::new(),
-            namespace: namespace(doc.pointer("/metadata/namespace")),
+            namespace: namespace(doc.at_pointer("/metadata/namespace")),
             what: "a FluxInstance",
         });
     }
@@ -297,7 +298,7 @@ fn declared_in(doc: &Value) -> Option<Declared> {
         return None;
     }
     let values_from: Vec<(String, String, String)> = doc
-        .pointer("/spec/valuesFrom")
+        .at_pointer("/spec/valuesFrom")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -308,14 +309,14 @@ fn declared_in(doc: &Value) -> Option<Declared> {
             Some((text("kind")?, text("name")?, key))
         })
         .collect();
-    let inline = doc.pointer("/spec/values/instance");
-    if doc.pointer("/spec/values/instance/sync").is_none() && values_from.is_empty() {
+    let inline = doc.at_pointer("/spec/values/instance");
+    if doc.at_pointer("/spec/values/instance/sync").is_none() && values_from.is_empty() {
         return None;
     }
     // The chart makes the FluxInstance in the release's namespace.
     let ns = doc
-        .pointer("/spec/targetNamespace")
-        .or(doc.pointer("/metadata/namespace"));
+        .at_pointer("/spec/targetNamespace")
+        .or(doc.at_pointer("/metadata/namespace"));
     Some(Declared {
         inline: object(inline),
         values_from,
@@ -364,7 +365,7 @@ fn generated_instance(
     static READ: PerText<Option<Map<String, Value>>> = PerText::new();
     let sync = READ.get(&text, || {
         let docs = yaml::parse_all(&file, &text).ok()?;
-        docs.first()?.pointer("/instance")?.as_object().cloned()
+        docs.first()?.at_pointer("/instance")?.as_object().cloned()
     });
     sync.as_ref().clone().map(Arc::new)
 }

@@ -4,6 +4,7 @@
 //! in vain is made again (`build_with`); the owners that read ExternalArtifacts are built
 //! over their files (`flux::artifact`).
 
+use crate::pointer::Pointer;
 use std::borrow::Cow;
 use std::collections::{btree_map, BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -725,12 +726,12 @@ fn operate(cx: &Context, found: &mut Found) -> bool {
     });
     // Its own file, and those of the providers it may read.
     let files = |id: &ObjectId, e: &Entry, set: &Value| {
-        let reads = set.pointer("/spec/inputsFrom").is_some();
+        let reads = set.at_pointer("/spec/inputsFrom").is_some();
         let mut files: Vec<String> = providers
             .iter()
             .filter(|_| reads)
             .filter(|(_, p)| {
-                p.pointer("/metadata/namespace").and_then(Value::as_str) == Some(&id.namespace)
+                p.at_pointer("/metadata/namespace").and_then(Value::as_str) == Some(&id.namespace)
             })
             .map(|(f, _)| f.to_string())
             .chain(std::iter::once(e.file.to_string()))
@@ -932,7 +933,7 @@ fn written_sources(file: &str, text: &Text) -> Arc<Vec<(String, String, Option<S
             .unwrap_or_default()
             .iter()
             .filter_map(|doc| {
-                let field = |p: &str| doc.pointer(p).and_then(Value::as_str);
+                let field = |p: &str| doc.at_pointer(p).and_then(Value::as_str);
                 let kind = field("/kind").filter(|k| matches!(*k, "ConfigMap" | "Secret"))?;
                 (field("/apiVersion") == Some("v1")).then_some(())?;
                 Some((

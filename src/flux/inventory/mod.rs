@@ -8,6 +8,7 @@
 
 mod build;
 
+use crate::pointer::Pointer;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -289,7 +290,7 @@ pub fn flux_id(namespace: &str, name: &str) -> ObjectId {
 /// that name the same object reach the same cluster; others are taken as distinct. A
 /// cluster inside another is named through it: `<outer> > <inner>`.
 pub fn target_cluster(v: &Value, id: &ObjectId) -> Option<Cluster> {
-    let Some(kc) = v.pointer("/spec/kubeConfig") else {
+    let Some(kc) = v.at_pointer("/spec/kubeConfig") else {
         return id.cluster.clone();
     };
     let name = |r: &str| {
@@ -300,7 +301,7 @@ pub fn target_cluster(v: &Value, id: &ObjectId) -> Option<Cluster> {
     };
     let here = match (name("secretRef"), name("configMapRef")) {
         (Some(n), _) => {
-            let key = kc.pointer("/secretRef/key").and_then(Value::as_str);
+            let key = kc.at_pointer("/secretRef/key").and_then(Value::as_str);
             match key.filter(|k| !k.is_empty()) {
                 Some(k) => format!("Secret/{}/{n}:{k}", id.namespace),
                 None => format!("Secret/{}/{n}", id.namespace),

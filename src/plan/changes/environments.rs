@@ -6,6 +6,7 @@
 //! the edited kustomization is built again: a wave that would still end without decryption
 //! is an error, never a wrong edit.
 
+use crate::pointer::Pointer;
 use std::collections::BTreeSet;
 
 use serde_json::Value;
@@ -261,7 +262,7 @@ impl Run<'_> {
                 now.owners
                     .iter()
                     .find(|o| o.id.name == *w)
-                    .is_none_or(|o| o.object.pointer(&format!("/spec/{key}")) == Some(value))
+                    .is_none_or(|o| o.object.at_pointer(&format!("/spec/{key}")) == Some(value))
             })
         };
         let mut warnings = Vec::new();
