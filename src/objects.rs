@@ -6,7 +6,6 @@
 //! revision by its objects' prints (`Keep::Prints`), not by the objects: it reads again only
 //! the objects that change, and must come to what comparing whole objects comes to.
 
-use crate::pointer::Pointer;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -21,6 +20,7 @@ use crate::flux::inventory::{self, Entry, Inventory, Keep, Owner, Print, Prints}
 use crate::flux::release::{self, Release, Rendered};
 use crate::flux::substitute::Source;
 use crate::kustomize::object::{digest, ObjectId};
+use crate::pointer::Pointer;
 use crate::redact::Secrets;
 
 /// One object as its owner applies it, its Secret values masked: what is printed of it.

@@ -4,13 +4,13 @@
 //! ImagePolicy no environment builds is never updated either; both fail in silence, the image
 //! simply stays old. Every YAML file of the repository is read for markers.
 
-use crate::pointer::Pointer;
 use serde_json::Value;
 
 use super::{Finding, FluxView, Place};
 use crate::diag::Code;
 use crate::flux::normalize_path;
 use crate::kustomize::object::ObjectId;
+use crate::pointer::Pointer;
 
 pub const UNCOVERED: Code = Code::UncoveredImagePolicy;
 pub const UNKNOWN: Code = Code::UnknownImagePolicy;

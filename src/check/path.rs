@@ -5,12 +5,12 @@
 //! judged. A folder that holds no manifest (a README, templates) exists: it builds nothing,
 //! which is no business of this lint.
 
-use crate::pointer::Pointer;
 use std::path::Path;
 use std::process::Stdio;
 
 use super::{flux_name, Finding, FluxView};
 use crate::diag::Code;
+use crate::pointer::Pointer;
 
 pub const CODE: Code = Code::MissingPath;
 

@@ -15,13 +15,13 @@
 //! (one that is not base64 is judged as written: a reference there is resolved before the
 //! Secret is applied). A Secret is plain text when one of its values is none of these.
 
-use crate::pointer::Pointer;
 use serde_json::Value;
 
 use super::{locate, Finding, FluxView};
 use crate::diag::Code;
 use crate::flux::facts::is_sops;
 use crate::plural::count;
+use crate::pointer::Pointer;
 
 pub const CODE: Code = Code::PlaintextSecret;
 

@@ -10,7 +10,6 @@
 //! `clusters/<env>/flux-system/gotk-sync.yaml`) exists by definition: Flux runs from it; so
 //! does the source of a root nested in the environment's entry (`Environment::nested`).
 
-use crate::pointer::Pointer;
 use serde_json::Value;
 
 use super::build::Failures;
@@ -19,6 +18,7 @@ use crate::diag::Code;
 use crate::flux::artifact::is_generator;
 use crate::flux::inventory::Inventory;
 use crate::flux::SourceKind;
+use crate::pointer::Pointer;
 
 pub const CODE: Code = Code::UnknownSource;
 

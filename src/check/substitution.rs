@@ -9,7 +9,6 @@
 //! objects marked `kustomize.toolkit.fluxcd.io/substitute: disabled` are left alone, as Flux
 //! leaves them.
 
-use crate::pointer::Pointer;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
@@ -19,6 +18,7 @@ use crate::diag::Code;
 use crate::flux::admission::Admitted;
 use crate::flux::inventory::Inventory;
 use crate::kustomize::object::ObjectId;
+use crate::pointer::Pointer;
 
 pub const UNDEFINED: Code = Code::UndefinedVariable;
 pub const UNKNOWABLE: Code = Code::UnknowableVariable;

@@ -3,7 +3,6 @@
 //! (it is what the cluster holds when the removal lands); the *new* spec decides what a
 //! surviving owner prunes. Every deletion carries the rule that causes it and its reason.
 
-use crate::pointer::Pointer;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -18,6 +17,7 @@ use crate::flux::inventory::{Entry, Inventory, Owner};
 use crate::flux::release::Release;
 use crate::flux::resource_set;
 use crate::kustomize::object::{crd_kind, ObjectId};
+use crate::pointer::Pointer;
 
 /// Why Flux deletes an object. Serialised as its code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -14,13 +14,13 @@
 //! cannot read sets nothing. A ConfigMap the values `create` is made by the chart, with the
 //! values' `data`.
 
-use crate::pointer::Pointer;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
 use super::substitute::Source;
 use crate::kustomize::object::ObjectId;
+use crate::pointer::Pointer;
 
 /// The chart's name, as a HelmRelease's `chart.spec.chart` or the last segment of the OCI
 /// repository it comes from.

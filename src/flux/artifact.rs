@@ -13,7 +13,6 @@
 //! files of each artifact copied into a folder of its own, and the paths in what it built
 //! given back as the repository files they copy (`build_artifacts`).
 
-use crate::pointer::Pointer;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -22,6 +21,7 @@ use serde_json::Value;
 use super::inventory::Inventory;
 use super::{SourceKind, SourceRef};
 use crate::kustomize::object::ObjectId;
+use crate::pointer::Pointer;
 use crate::tree::FileTree;
 
 /// The API group of source-watcher's ArtifactGenerator.

@@ -5,7 +5,6 @@
 //! that is not is judged by its values, and when they do not settle the question it *may*
 //! hold data: a third answer, never counted as data loss.
 
-use crate::pointer::Pointer;
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
@@ -13,6 +12,7 @@ use serde_json::{Map, Value};
 use super::inventory::Entry;
 use super::release::{Release, Rendered};
 use crate::kustomize::object::{Cluster, ObjectId};
+use crate::pointer::Pointer;
 
 /// What an object holds. The evidence names where the answer comes from: a kind, a values
 /// path (`spec.values.persistence.config`), or the object inside a Namespace.

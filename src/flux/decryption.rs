@@ -5,11 +5,11 @@
 //! an entry gives a Kustomization decryption, asked of the builder's own patch code
 //! (`gives_decryption`). What `apply` writes is in `emit::decryption_patch_item`.
 
-use crate::pointer::Pointer;
 use serde_json::{json, Map, Value};
 
 use super::KUSTOMIZE_GROUP;
 use crate::kustomize::{resolve, Builder};
+use crate::pointer::Pointer;
 use crate::tree::FileTree;
 
 /// The fields of a kustomization that hold patches.

@@ -1,10 +1,10 @@
 //! What a HelmRelease installs, as the `helm` layer renders it: the inventory keeps it on the
 //! HelmRelease's entry, and `data` and the commands read it.
 
-use crate::pointer::Pointer;
 use serde_json::Value;
 
 use crate::kustomize::object::ObjectId;
+use crate::pointer::Pointer;
 use crate::redact::Secrets;
 
 /// What a HelmRelease installs, or why that is not known, with a digest of what decides it.

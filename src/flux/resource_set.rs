@@ -20,7 +20,6 @@
 //! build of the environment makes, and a template that reads a Static provider's `id`
 //! (the operator derives it from the provider's UID in the cluster).
 
-use crate::pointer::Pointer;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -29,6 +28,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::kustomize::object::ObjectId;
+use crate::pointer::Pointer;
 use crate::process::Limits;
 
 /// The API group of the Flux Operator.

@@ -21,7 +21,6 @@
 //!
 //! The syntax itself is in `envsubst`.
 
-use crate::pointer::Pointer;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -31,6 +30,7 @@ use super::admission::{Admission, Admitted};
 use super::facts::SUBSTITUTE;
 use crate::envsubst::{self, Lookup, ParseError, Unresolved};
 use crate::kustomize::object::{digest, ObjectId};
+use crate::pointer::Pointer;
 
 /// Why Flux's substitution fails a Kustomization's build (and Flux applies nothing of it).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

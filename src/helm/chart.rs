@@ -17,7 +17,6 @@
 //! read from the chart (a pulled one) or the artifact (this repository's), as source-controller
 //! reads them, then merged into the chart's default values (see `with_values_files`).
 
-use crate::pointer::Pointer;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -32,6 +31,7 @@ use super::validate::{self, Scheme};
 use super::Options;
 use crate::flux::inventory::Inventory;
 use crate::flux::{normalize_path, SourceKind, SourceRef};
+use crate::pointer::Pointer;
 use crate::tree::FileTree;
 
 /// Where a chart comes from.

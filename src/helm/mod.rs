@@ -21,7 +21,6 @@ mod semver;
 mod validate;
 pub(crate) mod values;
 
-use crate::pointer::Pointer;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -35,6 +34,7 @@ pub use crate::flux::release::{Object, Release, Render, Rendered, Target};
 use crate::flux::substitute::Source;
 use crate::kustomize::object::{crd_kind, Cluster, ObjectId, CLUSTER_SCOPED};
 use crate::kustomize::Builder;
+use crate::pointer::Pointer;
 use crate::tree::FileTree;
 
 pub use chart::Chart;

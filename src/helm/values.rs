@@ -6,7 +6,6 @@
 //! all (`MergeMaps`: mappings merge key by key, anything else replaces). An `optional`
 //! reference that is missing, or lacks its key, is skipped.
 
-use crate::pointer::Pointer;
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
@@ -14,6 +13,7 @@ use serde_json::{Map, Value};
 use super::error::{PathError, ReadError, ValuesError};
 use crate::flux::substitute::Source;
 use crate::kustomize::object::ObjectId;
+use crate::pointer::Pointer;
 use crate::redact::Secrets;
 
 /// The values composed, and the strings that came from Secrets (masked, in every form a

@@ -3,7 +3,6 @@
 //! differ from fluxwave's defaults, and the decryption an environment's patch gives it.
 //! `wait` and `timeout` stay fluxwave's: they make each wave a health gate.
 
-use crate::pointer::Pointer;
 use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
@@ -11,6 +10,7 @@ use serde_json::{json, Map, Value};
 use crate::config::Config;
 use crate::flux::inventory::Inventory;
 use crate::kustomize::object::ObjectId;
+use crate::pointer::Pointer;
 use crate::yaml;
 
 use super::app_tier::{AppTierFound, Layout};

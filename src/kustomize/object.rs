@@ -4,13 +4,14 @@
 //! by that display; its API group and version; the kinds that are never namespaced and those
 //! a CRD defines; and a digest of its value.
 
-use crate::pointer::Pointer;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
 use serde_json::Value;
+
+use crate::pointer::Pointer;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ObjectId {

@@ -1,7 +1,6 @@
 //! Patches: strategic merge (a deep merge of mappings with lists replaced, `$patch:
 //! delete`/`replace`) and JSON 6902, applied to the objects a target selects.
 
-use crate::pointer::Pointer;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,6 +9,7 @@ use super::error::{BuildError, PatchProblem, TargetError};
 use super::resource::{Built, Resource};
 use super::target::PatchTarget;
 use super::{resolve, Builder, Ref};
+use crate::pointer::Pointer;
 use crate::tree::FileTree;
 use crate::yaml;
 

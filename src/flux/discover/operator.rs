@@ -12,7 +12,6 @@
 //! a Flux Operator `ResourceSet`'s `spec.resources` is read as written. The sync of an OCI
 //! artifact is found in the folder the artifact is made of (`located`).
 
-use crate::pointer::Pointer;
 use std::collections::BTreeSet;
 use std::sync::{Arc, OnceLock};
 
@@ -21,6 +20,7 @@ use serde_json::{json, Map, Value};
 use super::{last_folder, Environment, Root};
 use crate::flux::{normalize_path, SourceKind};
 use crate::fs::join;
+use crate::pointer::Pointer;
 use crate::tree::FileTree;
 use crate::yaml::{self, PerText, Text};
 

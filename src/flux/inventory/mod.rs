@@ -8,7 +8,6 @@
 
 mod build;
 
-use crate::pointer::Pointer;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -23,6 +22,7 @@ use crate::flux::packed::Packed;
 use crate::flux::resource_set;
 use crate::kustomize::object::{digest, Cluster, ObjectId};
 use crate::kustomize::{Resource, Shared, Warning};
+use crate::pointer::Pointer;
 
 pub use build::{
     build, build_as, build_remembering, build_whole, footprint, owners, unchanged, Memory, Owners,

@@ -6,7 +6,6 @@
 //! the edited kustomization is built again: a wave that would still end without decryption
 //! is an error, never a wrong edit.
 
-use crate::pointer::Pointer;
 use std::collections::BTreeSet;
 
 use serde_json::Value;
@@ -19,6 +18,7 @@ use crate::flux::inventory::{self, Owners};
 use crate::flux::{emit, normalize_path};
 use crate::kustomize::Builder;
 use crate::plan::Plan;
+use crate::pointer::Pointer;
 use crate::repo::Repo;
 use crate::tree::FileTree;
 use crate::yaml::edit;
