@@ -147,6 +147,34 @@ pub struct Rewrite {
     pub outcome: Box<dyn Any + Send + Sync>,
 }
 
+/// The objects a build of a folder emitted in the revision before, which no build of this
+/// revision replays (the files it read changed): an object the folder's new build emits the
+/// same as one of them is taken over with its cell, so what later layers derived from it
+/// (its facts, id, the Flux Kustomization it declares, its substitution) is not derived again.
+#[derive(Default)]
+struct Stale {
+    emitted: Vec<Option<(Resource, Shared)>>,
+    /// Where each is in `emitted`, by file and document.
+    at: HashMap<(String, usize), Vec<usize>>,
+}
+
+impl Stale {
+    /// `r` with the cell of the same object emitted before, or a new one.
+    fn take(&mut self, r: Resource) -> (Resource, Shared) {
+        let same = self
+            .at
+            .get(&(r.file.clone(), r.index))
+            .into_iter()
+            .flatten()
+            .copied()
+            .find(|&i| self.emitted[i].as_ref().is_some_and(|(e, _)| e.same_as(&r)));
+        match same.and_then(|i| self.emitted[i].take()) {
+            Some(kept) => kept,
+            None => (r, Shared::default()),
+        }
+    }
+}
+
 /// Each of these asks `cell` when the build handed one on with `r` and `r` is still the
 /// object it was made for (borrowed from the kept build, not changed on the way, by
 /// substitution say); otherwise it asks `r`.
@@ -248,6 +276,31 @@ impl Shared {
 }
 
 impl Remembered {
+    /// The objects of the builds of folder `dir` kept here that no build replays over
+    /// `changes` (`Stale`), taken out.
+    fn stale(&mut self, dir: &str, changes: &Changes) -> Stale {
+        let Some(kept) = self.builds.get_mut(dir) else {
+            return Stale::default();
+        };
+        let mut stale = Stale::default();
+        let mut i = 0;
+        while i < kept.len() {
+            if kept[i].footprint.holds_over(changes) {
+                i += 1;
+                continue;
+            }
+            for (r, shared) in kept.swap_remove(i).emitted {
+                stale
+                    .at
+                    .entry((r.file.clone(), r.index))
+                    .or_default()
+                    .push(stale.emitted.len());
+                stale.emitted.push(Some((r, shared)));
+            }
+        }
+        stale
+    }
+
     /// The tree the builds were made over (an artifact view), when any were kept.
     pub fn tree(&self) -> Option<&FileTree> {
         self.tree.as_ref()
@@ -435,9 +488,10 @@ impl<'a> Builder<'a> {
         }
         let warned = self.warnings.len();
         let mut emitted = Vec::new();
+        let mut before = memo.before.stale(dir, changes);
         let lent = self.loads.replace(memo.now.loads.clone());
         let built = build(self, &mut |r: Resource| {
-            emitted.push((r, Shared::default()));
+            emitted.push(before.take(r));
             if let Some((r, shared)) = emitted.last() {
                 emit(Cow::Borrowed(r), Some(shared));
             }

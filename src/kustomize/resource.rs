@@ -2,7 +2,6 @@
 //! transformer renamed it, and, until a patch needs it whole, only its head and what the
 //! build's caller keeps of the rest (`Keep`).
 
-use crate::pointer::Pointer;
 use serde_json::{Map, Value};
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -13,6 +12,7 @@ use super::object::{
     effective_namespace, group_of, string_map, version_of, ObjectId, CLUSTER_SCOPED,
 };
 use super::target::{ObjectRef, PatchTarget};
+use crate::pointer::Pointer;
 use crate::tree::FileTree;
 use crate::yaml;
 
@@ -69,6 +69,24 @@ struct Rest {
 const HEAD: [&str; 3] = ["apiVersion", "kind", "metadata"];
 
 impl Resource {
+    /// Whether `self` is `other` as built: the same object from the same place, with the same
+    /// names before and the same rest (the one loaded once, not an equal one: what was kept
+    /// of it is read no further).
+    pub fn same_as(&self, other: &Resource) -> bool {
+        let rest = match (&self.rest, &other.rest) {
+            (None, None) => true,
+            (Some(a), Some(b)) => a.item == b.item && Arc::ptr_eq(&a.kept, &b.kept),
+            _ => false,
+        };
+        rest && self.index == other.index
+            && self.hash == other.hash
+            && self.file == other.file
+            && self.previous == other.previous
+            && self.prefixes == other.prefixes
+            && self.suffixes == other.suffixes
+            && self.value == other.value
+    }
+
     /// An object as loaded from document `index` of `file` (item `item` of a List): split
     /// into its head and what `keep` takes of the rest, unless `keep` holds it whole (or
     /// there is no `keep`: every object whole).

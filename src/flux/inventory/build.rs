@@ -4,7 +4,6 @@
 //! in vain is made again (`build_with`); the owners that read ExternalArtifacts are built
 //! over their files (`flux::artifact`).
 
-use crate::pointer::Pointer;
 use std::borrow::Cow;
 use std::collections::{btree_map, BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -26,6 +25,7 @@ use crate::flux::{Kustomization, SourceKind, SourceRef, KUSTOMIZE_GROUP};
 use crate::kustomize::object::{Cluster, ObjectId};
 use crate::kustomize::{Builder, Resource, Warning};
 use crate::kustomize::{Loads, Remembered, Remembering, Rewrite, Shared};
+use crate::pointer::Pointer;
 use crate::tree::{FileTree, Footprint};
 use crate::yaml::{PerText, Text};
 
@@ -1417,6 +1417,64 @@ mod tests {
             .changes_to(&b.artifact_after("", None, None))
             .unwrap();
         assert!(changes.is_empty(), "{changes:?}");
+    }
+
+    /// A build made again because one of its files changed hands on the objects it builds
+    /// as before with what was derived from them before (`Remembered::stale`): the release
+    /// of the file that stayed is the same object, shared, and the Kustomization it declares
+    /// the same owner; the edited release is a new object.
+    #[test]
+    fn a_build_made_again_keeps_what_it_builds_as_before() {
+        let ks = |name: &str, path: &str| {
+            format!("apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {{name: {name}, namespace: flux-system}}\nspec:\n  path: ./{path}\n  prune: true\n  sourceRef: {{kind: GitRepository, name: flux-system}}\n")
+        };
+        let hr = |name: &str, chart: &str| {
+            format!("apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata: {{name: {name}, namespace: apps}}\nspec:\n  chart: {{spec: {{chart: {chart}, sourceRef: {{kind: HelmRepository, name: charts}}}}}}\n")
+        };
+        let a = FileTree::from_files([
+            (
+                "clusters/dev/kustomization.yaml",
+                "resources: [apps.yaml]\n",
+            ),
+            ("clusters/dev/apps.yaml", ks("apps", "apps").leak()),
+            ("apps/a.yaml", hr("a", "web").leak()),
+            ("apps/b.yaml", hr("b", "web").leak()),
+            ("apps/c.yaml", ks("c", "c").leak()),
+            (
+                "c/cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: apps}\n",
+            ),
+        ]);
+        let env = Environment::configured(&a, "dev", "clusters/dev", "");
+        let (old, memory) = build_remembering(&a, &env, Memory::default());
+        let b = a.with_file("apps/b.yaml", &hr("b", "web2"));
+        let (new, _) = build_remembering(&b, &env, memory);
+        let whole = |inv: &Inventory, name: &str| {
+            let id = ObjectId {
+                group: HELM_GROUP.into(),
+                kind: "HelmRelease".into(),
+                namespace: "apps".into(),
+                name: name.into(),
+                cluster: None,
+            };
+            inv.objects[&id].whole.clone().unwrap()
+        };
+        assert!(Arc::ptr_eq(&whole(&old, "a"), &whole(&new, "a")));
+        assert!(!Arc::ptr_eq(&whole(&old, "b"), &whole(&new, "b")));
+        assert_eq!(
+            whole(&new, "b").pointer("/spec/chart/spec/chart"),
+            Some(&Value::from("web2"))
+        );
+        // `c`, declared in a file that stayed, is the same owner and builds the same.
+        let c = |inv: &Inventory| {
+            inv.owners
+                .iter()
+                .find(|(id, _)| id.name == "c")
+                .map(|(_, o)| o.clone())
+                .unwrap()
+        };
+        assert_eq!(c(&old).object, c(&new).object);
+        assert_eq!(new.objects.len(), old.objects.len());
     }
 
     #[test]
