@@ -509,6 +509,52 @@ fn passes_of_steps_as_their_own_cutovers(repo: &TestRepo, start: &str) -> (Vec<u
     (counts.iter().map(|c| c[3]).collect(), doc)
 }
 
+/// The ids of what each step of a `cutover --each` report deletes.
+fn deleted_by_step(doc: &Value) -> Vec<Vec<String>> {
+    doc["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            crate::common::deletions(s)
+                .iter()
+                .map(crate::common::deletion_id)
+                .collect()
+        })
+        .collect()
+}
+
+/// What `apps` writes to read `cluster-secrets`.
+const SUBSTITUTES: &str = "postBuild: {substituteFrom: [{kind: Secret, name: cluster-secrets}]}";
+
+/// An environment `prod` applying `resources` (`apps.yaml`, the Flux Kustomization `apps`,
+/// and `secrets.yaml`, the one of `secrets/`, which makes `cluster-secrets`): `apps/` holds a
+/// Namespace named from the Secret's `TEAM` (a team renamed deletes it) and `web.yaml`.
+fn team_repo(resources: &str, apps: &str, web: &str) -> TestRepo {
+    let repo = TestRepo::empty();
+    repo.write(
+        "clusters/prod/kustomization.yaml",
+        &format!("resources: {resources}\n"),
+    )
+    .write("clusters/prod/apps.yaml", apps)
+    .write(
+        "clusters/prod/secrets.yaml",
+        &ks("secrets", "./secrets", &[]),
+    )
+    .write("secrets/secret.yaml", &cluster_secrets("a"))
+    .write(
+        "apps/kustomization.yaml",
+        "resources: [team.yaml, web.yaml]\n",
+    )
+    .write(
+        "apps/team.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-${TEAM}\n",
+    )
+    .write("apps/web.yaml", web)
+    .write("README.md", "one cluster\n");
+    repo
+}
+
 /// The Secret `cluster-secrets` in `secrets/`, setting `TEAM`.
 fn cluster_secrets(team: &str) -> String {
     format!("apiVersion: v1\nkind: Secret\nmetadata:\n  name: cluster-secrets\n  namespace: flux-system\nstringData:\n  TEAM: {team}\n")
@@ -522,33 +568,9 @@ fn cluster_secrets(team: &str) -> String {
 /// them all. Every step's report is the one its own cutover gives.
 #[test]
 fn a_step_after_two_passes_makes_one_while_the_sources_it_reads_stay() {
-    let repo = TestRepo::empty();
-    let substitutes = "postBuild: {substituteFrom: [{kind: Secret, name: cluster-secrets}]}";
-    repo.write(
-        "clusters/prod/kustomization.yaml",
-        "resources: [apps.yaml, secrets.yaml]\n",
-    )
-    .write(
-        "clusters/prod/apps.yaml",
-        &ks("apps", "./apps", &[substitutes]),
-    )
-    .write(
-        "clusters/prod/secrets.yaml",
-        &ks("secrets", "./secrets", &[]),
-    )
-    .write("secrets/secret.yaml", &cluster_secrets("a"))
-    .write(
-        "apps/kustomization.yaml",
-        "resources: [team.yaml, web.yaml]\n",
-    )
-    // A name that comes from the Secret: a team renamed deletes its namespace.
-    .write(
-        "apps/team.yaml",
-        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-${TEAM}\n",
-    )
-    .write("apps/web.yaml", &ks("web", "./web", &[]))
-    .write("web/cm.yaml", &config_map("web", "a"))
-    .write("README.md", "one cluster\n");
+    let apps = ks("apps", "./apps", &[SUBSTITUTES]);
+    let repo = team_repo("[apps.yaml, secrets.yaml]", &apps, &ks("web", "./web", &[]));
+    repo.write("web/cm.yaml", &config_map("web", "a"));
     repo.commit_all("init");
     let start = repo.git(&["rev-parse", "HEAD"]).trim().to_string();
     repo.write("web/cm.yaml", &config_map("web-2", "a"));
@@ -559,20 +581,10 @@ fn a_step_after_two_passes_makes_one_while_the_sources_it_reads_stay() {
     repo.commit_all("web renames its ConfigMap again");
 
     let (passes, doc) = passes_of_steps_as_their_own_cutovers(&repo, &start);
-    let steps = doc["steps"].as_array().unwrap();
     // Two passes in the first revision, one in the second; then two where the Secret the
     // pass read changed, and one again.
     assert_eq!(passes, [3, 2, 1], "{doc:#}");
-    let gone: Vec<Vec<String>> = steps
-        .iter()
-        .map(|s| {
-            crate::common::deletions(s)
-                .iter()
-                .map(crate::common::deletion_id)
-                .collect()
-        })
-        .collect();
-    assert_eq!(gone[1], ["Namespace//team-a"], "{doc:#}");
+    assert_eq!(deleted_by_step(&doc)[1], ["Namespace//team-a"], "{doc:#}");
 }
 
 /// The same over the files of an ExternalArtifact an ArtifactGenerator makes of this
@@ -583,38 +595,14 @@ fn a_step_after_two_passes_makes_one_while_the_sources_it_reads_stay() {
 /// Secret `apps` reads changed. Every step's report is the one its own cutover gives.
 #[test]
 fn a_step_over_an_external_artifact_makes_one_pass_while_the_sources_it_reads_stay() {
-    let repo = TestRepo::empty();
     let generator = "apiVersion: source.extensions.fluxcd.io/v1beta1\nkind: ArtifactGenerator\nmetadata:\n  name: flux-system\n  namespace: flux-system\nspec:\n  sources:\n    - alias: monorepo\n      kind: GitRepository\n      name: flux-system\n  artifacts:\n    - name: apps\n      originRevision: \"@monorepo\"\n      copy:\n        - from: \"@monorepo/apps/**\"\n          to: \"@artifact/\"\n";
-    let apps = ks(
-        "apps",
-        "./",
-        &["postBuild: {substituteFrom: [{kind: Secret, name: cluster-secrets}]}"],
-    )
-    .replace(
+    let apps = ks("apps", "./", &[SUBSTITUTES]).replace(
         "kind: GitRepository\n    name: flux-system",
         "kind: ExternalArtifact\n    name: apps",
     );
-    repo.write(
-        "clusters/prod/kustomization.yaml",
-        "resources: [artifacts.yaml, apps.yaml, secrets.yaml]\n",
-    )
-    .write("clusters/prod/artifacts.yaml", generator)
-    .write("clusters/prod/apps.yaml", &apps)
-    .write(
-        "clusters/prod/secrets.yaml",
-        &ks("secrets", "./secrets", &[]),
-    )
-    .write("secrets/secret.yaml", &cluster_secrets("a"))
-    .write(
-        "apps/kustomization.yaml",
-        "resources: [team.yaml, web.yaml]\n",
-    )
-    .write(
-        "apps/team.yaml",
-        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-${TEAM}\n",
-    )
-    .write("apps/web.yaml", &config_map("web", "a"))
-    .write("README.md", "one cluster\n");
+    let entry = "[artifacts.yaml, apps.yaml, secrets.yaml]";
+    let repo = team_repo(entry, &apps, &config_map("web", "a"));
+    repo.write("clusters/prod/artifacts.yaml", generator);
     repo.commit_all("init");
     let start = repo.git(&["rev-parse", "HEAD"]).trim().to_string();
     repo.write("apps/web.yaml", &config_map("web-2", "a"));
@@ -629,17 +617,7 @@ fn a_step_over_an_external_artifact_makes_one_pass_while_the_sources_it_reads_st
     // (`cluster-secrets` is built after `apps` reads it); the second: one and one. Then two
     // over the artifact's where the Secret changed, and one again.
     assert_eq!(passes, [5, 3, 2], "{doc:#}");
-    let gone: Vec<Vec<String>> = doc["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| {
-            crate::common::deletions(s)
-                .iter()
-                .map(crate::common::deletion_id)
-                .collect()
-        })
-        .collect();
+    let gone = deleted_by_step(&doc);
     assert_eq!(gone[0], ["ConfigMap/apps/web"], "{doc:#}");
     assert_eq!(gone[1], ["Namespace//team-a"], "{doc:#}");
 }
