@@ -380,7 +380,7 @@ def main():
     ap.add_argument("--oracle", default=str(ROOT / "target" / "flux-oracle" / "flux-oracle"))
     ap.add_argument("--list", default=str(ROOT / "bench" / "corpus.txt"))
     ap.add_argument("--commits", type=int, default=300)
-    ap.add_argument("--repeat", type=int, default=3,
+    ap.add_argument("--repeat", type=int, default=5,
                     help="runs of each timed command; its CPU is the least of them")
     ap.add_argument("--oracle-steps", type=int, default=12)
     ap.add_argument("--only", action="append", default=[])
