@@ -113,27 +113,21 @@ fn is_webhook<'a>(
     hr: &Value,
     whole: &mut impl FnMut(&ObjectId) -> Option<&'a Value>,
 ) -> bool {
-    // Read for every HelmRelease of a pass: by keys, not by pointers (each parsed anew).
-    let text = |path: &[&str]| {
-        path.iter()
-            .try_fold(hr, |v, k| v.get(k))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-    };
-    if text(&["spec", "chart", "spec", "chart"]) == CHART {
+    let text = |p: &str| hr.at_pointer(p).and_then(Value::as_str).unwrap_or("");
+    if text("/spec/chart/spec/chart") == CHART {
         return true;
     }
-    if text(&["spec", "chartRef", "kind"]) != "OCIRepository" {
+    if text("/spec/chartRef/kind") != "OCIRepository" {
         return false;
     }
     let repo = ObjectId {
         group: super::source::SOURCE_GROUP.into(),
         kind: "OCIRepository".into(),
-        namespace: match text(&["spec", "chartRef", "namespace"]) {
+        namespace: match text("/spec/chartRef/namespace") {
             "" => id.namespace.clone(),
             n => n.into(),
         },
-        name: text(&["spec", "chartRef", "name"]).into(),
+        name: text("/spec/chartRef/name").into(),
         cluster: id.cluster.clone(),
     };
     whole(&repo)

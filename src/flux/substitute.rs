@@ -246,11 +246,13 @@ impl Variables {
     /// not known is taken to set only what nothing else sets (the variables a Kustomization
     /// names itself are its own, not the cluster-wide ones the webhook adds).
     pub fn lookup(&self, name: &str) -> Lookup {
+        // Flux takes the newlines out of each value it substitutes.
+        let set = |v: &String| Lookup::Set(v.replace('\n', ""));
         for (_, source) in self.admitted.iter().rev() {
             match source {
                 Read::Known(vars) => {
                     if let Some(v) = vars.get(name) {
-                        return Lookup::Set(v.replace('\n', ""));
+                        return set(v);
                     }
                 }
                 Read::Unknown(_, Some(keys)) if keys.contains(name) => return Lookup::Unknown,
@@ -258,13 +260,13 @@ impl Variables {
             }
         }
         if let Some(v) = self.inline.get(name) {
-            return Lookup::Set(v.replace('\n', ""));
+            return set(v);
         }
         for (_, source) in self.from.iter().rev() {
             match source {
                 Read::Known(vars) => {
                     if let Some(v) = vars.get(name) {
-                        return Lookup::Set(v.replace('\n', ""));
+                        return set(v);
                     }
                 }
                 Read::Unknown(_, None) => return Lookup::Unknown,

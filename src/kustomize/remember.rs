@@ -154,8 +154,8 @@ pub struct Rewrite {
 #[derive(Default)]
 struct Stale {
     emitted: Vec<Option<(Resource, Shared)>>,
-    /// Where each is in `emitted`, by file and document.
-    at: HashMap<(String, usize), Vec<usize>>,
+    /// Where each is in `emitted`, by file.
+    at: HashMap<String, Vec<usize>>,
 }
 
 impl Stale {
@@ -163,7 +163,7 @@ impl Stale {
     fn take(&mut self, r: Resource) -> (Resource, Shared) {
         let same = self
             .at
-            .get(&(r.file.clone(), r.index))
+            .get(&r.file)
             .into_iter()
             .flatten()
             .copied()
@@ -292,7 +292,7 @@ impl Remembered {
             for (r, shared) in kept.swap_remove(i).emitted {
                 stale
                     .at
-                    .entry((r.file.clone(), r.index))
+                    .entry(r.file.clone())
                     .or_default()
                     .push(stale.emitted.len());
                 stale.emitted.push(Some((r, shared)));
