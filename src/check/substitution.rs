@@ -250,9 +250,14 @@ fn outside_builds(flux: &FluxView, id: &ObjectId) -> Option<Outside> {
     None
 }
 
-/// The keys of a ConfigMap or Secret: of the copy environment `inv` builds, else of one another
-/// environment builds; `None` when none does.
+/// The keys of a ConfigMap or Secret: as environment `inv`'s builds make it, read as
+/// `cutover` reads it (`Inventory::sources`: two owners' different copies give the keys of
+/// either, a SOPS Secret its keys, an ExternalSecret's the keys its template writes), else
+/// of the copy another environment builds; `None` when they are not known.
 fn keys_of(flux: &FluxView, inv: &Inventory, id: &ObjectId) -> Option<BTreeSet<String>> {
+    if let Some(source) = inv.sources.get(id) {
+        return source.keys();
+    }
     // The environment's own copy: two clusters often hold one ConfigMap name
     // (`cluster-settings`) with different keys.
     let entry = inv

@@ -150,7 +150,7 @@ impl Seen {
             if !selected {
                 continue;
             }
-            if let Some(e) = o.build_error.as_ref().or(o.substitution_error.as_ref()) {
+            if let Some(e) = o.failure() {
                 self.failed.push((
                     env.name.clone(),
                     format!("{}/{}", id.namespace, id.name),

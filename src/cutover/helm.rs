@@ -27,7 +27,14 @@ fn is_suspended(e: &Entry) -> bool {
     e.whole.as_deref().is_some_and(suspended)
 }
 
-/// What Helm deletes inside the HelmReleases that stay (neither side suspended): with both
+/// Whether Flux applies HelmRelease entry `e` of `new`: not when its owner's build fails
+/// (the cluster keeps the HelmRelease as it was, and helm-controller does nothing new).
+fn applied(new: &Inventory, e: &Entry) -> bool {
+    new.owners.get(&*e.owner).is_none_or(|o| o.built)
+}
+
+/// What Helm deletes inside the HelmReleases that stay (neither side suspended, and applied:
+/// `applied`): with both
 /// sides rendered, the objects an upgrade no longer renders, or, when the release's target
 /// changes, every object of the old release, uninstalled before the new one is installed.
 /// When a side is not rendered, a target that surely changes still uninstalls the old
@@ -40,7 +47,11 @@ pub(super) fn deletions(env: &Arc<str>, old: &Inventory, new: &Inventory) -> Vec
         if !id.is(HELM_GROUP, "HelmRelease") || is_suspended(e) {
             continue;
         }
-        let Some(now) = new.objects.get(id).filter(|n| !is_suspended(n)) else {
+        let Some(now) = new
+            .objects
+            .get(id)
+            .filter(|n| !is_suspended(n) && applied(new, n))
+        else {
             continue;
         };
         let (Some(before), Some(after)) = (e.release.as_deref(), now.release.as_deref()) else {
@@ -189,7 +200,11 @@ fn uninstalled(
 pub(super) fn unjudged(env: &str, old: &Inventory, new: &Inventory) -> Vec<Incomplete> {
     let mut out = Vec::new();
     // Only HelmReleases carry a release: the others are passed over without a lookup.
-    for (id, e) in new.objects.iter().filter(|(_, e)| e.release.is_some()) {
+    for (id, e) in new
+        .objects
+        .iter()
+        .filter(|(_, e)| e.release.is_some() && applied(new, e))
+    {
         let Some(was) = old.objects.get(id) else {
             continue;
         };

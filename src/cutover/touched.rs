@@ -33,7 +33,7 @@ struct Known {
     index: usize,
     footprint: Footprint,
     /// Whether a file it reads or lists declares a Flux Kustomization other than the owner
-    /// (`declares_kustomization`), once asked: it reads only what the footprint covers.
+    /// (`declares_owner`), once asked: it reads only what the footprint covers.
     declares: OnceLock<bool>,
 }
 
@@ -49,12 +49,11 @@ impl Known {
         changed.iter().any(|c| self.footprint.covers(c))
     }
 
-    /// `declares_kustomization` of any file its build reads or lists, in `tree`.
+    /// `declares_owner` of any file its build reads or lists, in `tree`.
     fn declares(&self, tree: &FileTree) -> bool {
         *self.declares.get_or_init(|| {
-            let declares = |file: &str| {
-                declares_kustomization(tree, file, (file == self.file).then_some(self.index))
-            };
+            let declares =
+                |file: &str| declares_owner(tree, file, (file == self.file).then_some(self.index));
             self.footprint.files.iter().any(|f| declares(f))
                 || self
                     .footprint
@@ -147,20 +146,24 @@ impl<'a> Side<'a> {
     }
 }
 
-/// Whether `file` of `tree` declares a Flux Kustomization, by its objects as
-/// kustomize-controller reads them (`ssautil.ReadObjects`: apiVersion
-/// `kustomize.toolkit.fluxcd.io/*`, kind `Kustomization`; the items of a `List` too), the
+/// Whether `file` of `tree` declares a Flux Kustomization or a ResourceSet (which makes
+/// them), by its objects as kustomize-controller reads them (`ssautil.ReadObjects`:
+/// apiVersion `kustomize.toolkit.fluxcd.io/*`, kind `Kustomization`; the items of a `List`
+/// too), the
 /// document at `own` (an owner's own, counted as the builds do: non-empty documents from 0)
 /// left out. A manifest that cannot be parsed in this revision may have declared one in the
 /// revision an earlier build read: it counts.
-fn declares_kustomization(tree: &FileTree, file: &str, own: Option<usize>) -> bool {
+fn declares_owner(tree: &FileTree, file: &str, own: Option<usize>) -> bool {
     let Some(text) = tree.read(file) else {
         return false;
     };
     let Ok(docs) = crate::yaml::parse_all(file, &text) else {
         return crate::fs::is_manifest(file);
     };
-    let is = |v: &Value| crate::flux::Kustomization::is(v);
+    let is = |v: &Value| {
+        crate::flux::Kustomization::is(v)
+            || ObjectId::of(v).is_some_and(|id| crate::flux::resource_set::is(&id))
+    };
     docs.iter().enumerate().any(|(i, doc)| {
         Some(i) != own && is(doc)
             || doc
@@ -183,6 +186,9 @@ fn declares_kustomization(tree: &FileTree, file: &str, own: Option<usize>) -> bo
 ///   Flux Kustomizations: when anything changes (`Side::hides_what_it_applies`);
 /// - and for every one when the root's own file changes (its source's `spec.ignore` decides
 ///   what each build of the artifact sees).
+///
+/// One the change touches is judged all the same when its newer build surely fails and it
+/// applies no other owner (`fails_alone`): Flux applies and prunes nothing of it.
 ///
 /// `known` holds the footprints worked out over `old_tree` (in a history, by the step
 /// before), and is left holding those over `new_tree`, for the next step.
@@ -231,11 +237,59 @@ pub(super) fn unseen<'a>(
             // Added or removed by the change.
             _ => true,
         };
-        if let Some(o) = pair[1].or(pair[0]).filter(|_| touched) {
-            out.push(incomplete(new, id, pair, o));
+        let Some(o) = pair[1].or(pair[0]).filter(|_| touched) else {
+            continue;
+        };
+        if fails_alone(&sides, id, pair, before.by_owner.get(id), known) {
+            continue;
         }
+        out.push(incomplete(new, id, pair, o));
     }
     out
+}
+
+/// Whether owner `id` (`pair`: old, new) is judged though the change touches it: its newer
+/// build surely fails (`Owner::surely_fails`), so Flux applies and prunes nothing of it
+/// (kustomize-controller `reconcile` returns on a build error before `apply` and `prune`),
+/// and it applies no Flux Kustomization or ResourceSet in either revision, so nothing
+/// reconciles on from what it applied before. Its objects stay as the cluster has them;
+/// what it would apply is reported as the failure it is (a warning), not as unknown.
+///
+/// One whose older build fails and whose newer one does not stays unjudged: what Flux
+/// applied of it last is listed only in the cluster's inventory.
+fn fails_alone(
+    [old, new]: &[Side; 2],
+    id: &ObjectId,
+    [a, b]: [Option<&Owner>; 2],
+    before: Option<&Arc<Known>>,
+    known: &mut Footprints,
+) -> bool {
+    // A build of an ExternalArtifact reads a tree made as fluxwave models the
+    // ArtifactGenerator's copy: a file missing there may be in Flux's.
+    let Some(b) = b.filter(|b| b.surely_fails && b.made_of.is_empty()) else {
+        return false;
+    };
+    let applies = |side: &Side| {
+        side.inv
+            .owners
+            .values()
+            .any(|c| c.parent.as_ref() == Some(id))
+    };
+    if applies(old) || applies(new) {
+        return false;
+    }
+    // A build that fails lists none: what it reads tells whether it would. The footprint
+    // over the newer tree is the one this step worked out, if it did.
+    let declares = |side: &Side, o: &Owner, k: Option<&Arc<Known>>| {
+        let k = side.known(o, k);
+        (k.declares(side.tree), k)
+    };
+    if a.is_some_and(|a| !a.built && declares(old, a, before).0) {
+        return false;
+    }
+    let (declared, kb) = declares(new, b, known.by_owner.get(id));
+    known.by_owner.insert(id.clone(), kb);
+    !declared
 }
 
 /// Whether the change touches owner `a` (old) / `b` (new), whose objects are the same, by
@@ -278,13 +332,28 @@ fn touches(
 }
 
 /// The entry of partial owner `id` (`o`, of the newer revision when it is there) of `new`'s
-/// environment, with every reason of either side.
+/// environment, with every reason of either side. A build that fails only in the older
+/// revision is said to for what it leaves unknown: what Flux applied last.
 fn incomplete(new: &Inventory, id: &ObjectId, pair: [Option<&Owner>; 2], o: &Owner) -> Incomplete {
-    let mut why: Vec<String> = pair
-        .iter()
-        .flatten()
-        .flat_map(|o| o.unmodelled.iter().cloned())
-        .collect();
+    let mut why: Vec<String> = match pair {
+        [Some(a), Some(b)] if b.failure().is_none() && a.failure().is_some() => {
+            let older = a.failure().map_or(String::new(), |e| match &a.build_error {
+                Some(_) => format!("{id} cannot be built ({e})"),
+                None => e.to_string(),
+            });
+            let mut why = vec![format!(
+                "build failure in the older revision: {older}; what Flux applied of it last is listed only in the cluster's inventory, so what the newer build prunes is not known ({})",
+                a.file
+            )];
+            why.extend(b.unmodelled.iter().cloned());
+            why
+        }
+        _ => pair
+            .iter()
+            .flatten()
+            .flat_map(|o| o.unmodelled.iter().cloned())
+            .collect(),
+    };
     why.sort();
     why.dedup();
     Incomplete {

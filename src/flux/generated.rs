@@ -71,6 +71,18 @@ pub enum FluxBuildError {
     ComponentNotLocal { what: String, path: String },
 }
 
+impl FluxBuildError {
+    /// Whether Flux surely fails the same way (see `BuildError::is_certain`).
+    pub fn is_certain(&self) -> bool {
+        match self {
+            FluxBuildError::Build(e) => e.is_certain(),
+            FluxBuildError::NoPath(_)
+            | FluxBuildError::ComponentNotAString { .. }
+            | FluxBuildError::ComponentNotLocal { .. } => true,
+        }
+    }
+}
+
 impl From<BuildError> for FluxBuildError {
     fn from(e: BuildError) -> Self {
         FluxBuildError::Build(Box::new(e))

@@ -155,6 +155,34 @@ impl Source {
     }
 }
 
+impl Source {
+    /// The variables it may set, when they are known.
+    pub fn keys(&self) -> Option<BTreeSet<String>> {
+        match self {
+            Source::Data(vars) => Some(vars.keys().cloned().collect()),
+            Source::Unknown { keys, .. } => keys.clone(),
+        }
+    }
+
+    /// The source two owners of one build apply under one id, `self` recorded first: when
+    /// they differ, the cluster holds whichever applied last, which is not known before the
+    /// merge, so no value is known, only that the keys are one of the two's.
+    pub fn either(&self, other: &Source, why: impl FnOnce() -> String) -> Source {
+        if self == other {
+            return self.clone();
+        }
+        let seen = |s: &Source| match s {
+            Source::Data(vars) => serde_json::json!(&**vars),
+            Source::Unknown { from, keys, .. } => serde_json::json!([from, keys]),
+        };
+        Source::Unknown {
+            why: why(),
+            from: Some(digest(&serde_json::json!([seen(self), seen(other)]))),
+            keys: self.keys().zip(other.keys()).map(|(a, b)| &a | &b),
+        }
+    }
+}
+
 /// The keys of the Secret an ExternalSecret writes, when its spec says them all
 /// (external-secrets `Reconciler.applyTemplate`): with `creationPolicy: Merge` the Secret keeps
 /// keys it had, so they are not known; without a `template.data` or `templateFrom` it holds

@@ -73,6 +73,10 @@ pub enum BuildError {
     /// `merge`/`replace` with nothing to merge into.
     #[error("{what}: {why}")]
     Generator { what: String, why: String },
+    /// A generator's input file that is not there (kustomize's loader: "no such file or
+    /// directory").
+    #[error("{what}: `{entry}`: file not found")]
+    GeneratorInputMissing { what: String, entry: String },
     /// A folder listed under `resources` whose kustomization is a Component, or one listed
     /// under `components` whose kustomization is not (kustomize's
     /// `KustTarget.accumulateDirectory`: "expected kind != 'Component' for path", "expected
@@ -143,6 +147,48 @@ pub enum BuildError {
 }
 
 impl BuildError {
+    /// Whether kustomize surely fails the same way: the failure follows from which files
+    /// and folders there are, what kind of kustomization each is, and which keys and ids
+    /// they hold, never from how a transformation (a patch, a replacement, a name
+    /// reference, a selector's regular expression, a generator's merge) or the YAML reader
+    /// is ported. `cutover` judges an owner whose newer build surely fails as deleting
+    /// nothing; any other failure leaves what it deletes unknown.
+    pub fn is_certain(&self) -> bool {
+        use BuildError::*;
+        match self {
+            FileNotFound(_)
+            | NoKustomization(_)
+            | ManyKustomizations { .. }
+            | Cycle { .. }
+            | Escapes { .. }
+            | MissingResource { .. }
+            | DuplicateId { .. }
+            | NamespaceConflict { .. }
+            | NotAnObject { .. }
+            | Directive { .. }
+            | WrongKind { .. }
+            | Empty(_)
+            | NotAMapping(_)
+            | NotAString { .. }
+            | NotAList { .. }
+            | UnknownField { .. }
+            | EntryNotAString { .. }
+            | DocumentNotAMapping { .. }
+            | ComponentWithoutKustomization { .. }
+            | NoComponent { .. }
+            | HelmDisabled { .. }
+            | GeneratorInputMissing { .. } => true,
+            Patch { problem, .. } => problem.is_certain(),
+            Undecodable { .. }
+            | Yaml(_)
+            | Generator { .. }
+            | DocumentGone { .. }
+            | Replacement { .. }
+            | NameReference { .. }
+            | Target(_) => false,
+        }
+    }
+
     /// `problem` of the patch named `what`.
     pub(super) fn patch(what: &str, problem: impl Into<PatchProblem>) -> BuildError {
         BuildError::Patch {
@@ -188,6 +234,26 @@ pub enum PatchProblem {
     FileEscapes,
     #[error(transparent)]
     Operation(#[from] OperationError),
+}
+
+impl PatchProblem {
+    /// Whether kustomize surely fails on it too (see `BuildError::is_certain`): how the
+    /// patch is written and which object it names, not what applying it meets.
+    fn is_certain(&self) -> bool {
+        use PatchProblem::*;
+        match self {
+            NeedsTarget
+            | NotAPatch
+            | TargetNotBuilt { .. }
+            | SeveralTargets { .. }
+            | NeedsPatchOrPath
+            | NotAString
+            | FileNotFound(_)
+            | Escapes(_)
+            | FileEscapes => true,
+            NotYaml(_) | FileUndecodable { .. } | Operation(_) => false,
+        }
+    }
 }
 
 /// Why a JSON 6902 operation cannot be applied to an object.

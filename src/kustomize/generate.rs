@@ -124,10 +124,13 @@ pub(super) fn make(
         match resolve(dir, entry) {
             Ref::Local(path) => match tree.bytes(&path) {
                 Some(bytes) => Ok(Some(bytes.to_vec())),
-                None => Err(fail(match tree.unreadable(&path) {
-                    Some(why) => why.located(&tree.shown(&path)),
-                    None => format!("`{entry}`: file not found"),
-                })),
+                None => Err(match tree.unreadable(&path) {
+                    Some(why) => fail(why.located(&tree.shown(&path))),
+                    None => BuildError::GeneratorInputMissing {
+                        what: what.to_string(),
+                        entry: entry.to_string(),
+                    },
+                }),
             },
             Ref::Remote => Ok(None),
             Ref::Escapes => Err(BuildError::Escapes {

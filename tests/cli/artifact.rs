@@ -77,8 +77,8 @@ fn a_file_a_sourceignore_hides_is_pruned() {
 
 /// The bootstrap GitRepository's `spec.ignore` counts, after every `.sourceignore`: the
 /// Flux docs' "exclude all, include what Flux reads" shape. A kustomization that lists a
-/// file the artifact lacks fails to build, and Flux deletes nothing of it until it is fixed:
-/// the change the failure comes from is incomplete, not safe.
+/// file the artifact lacks fails to build, and Flux applies and deletes nothing of it until
+/// it is fixed: the change is safe, and the failure is said.
 #[test]
 fn the_bootstrap_gitrepositorys_spec_ignore_counts() {
     let repo = repo();
@@ -87,8 +87,8 @@ fn the_bootstrap_gitrepositorys_spec_ignore_counts() {
         &gotk_sync(Some("# exclude all\n/*\n# include what Flux reads\n!/clusters/\n!/db/\n!/web/\n/db/pg.yaml\n")),
     );
     let (code, doc) = cutover(&repo);
-    assert_eq!((code, deleted(&doc)), (1, vec![]));
-    assert_eq!(doc["verdict"], "incomplete");
+    assert_eq!((code, deleted(&doc)), (0, vec![]));
+    assert_eq!(doc["verdict"], "safe");
     assert!(
         warnings(&doc).contains("db/kustomization.yaml")
             && warnings(&doc).contains("cannot be built"),
@@ -145,8 +145,8 @@ fn yaml_1_1_words_read_as_kustomize_reads_them() {
         "namespace: no\nresources: [app.yaml, config.yaml, word.yaml]\n",
     );
     let (code, doc) = cutover(&repo);
-    assert_eq!((code, deleted(&doc)), (1, vec![]));
-    assert_eq!(doc["verdict"], "incomplete");
+    assert_eq!((code, deleted(&doc)), (0, vec![]));
+    assert_eq!(doc["verdict"], "safe");
     assert!(
         warnings(&doc)
             .contains("cannot unmarshal bool into Go struct field Kustomization.namespace"),

@@ -355,10 +355,10 @@ fn an_undefined_variable_fails_the_build_and_deletes_nothing() {
         );
     repo.write("app/objects.yaml", &broken);
     let (code, doc) = cutover(&repo);
-    // Flux deletes nothing while the build fails; what it deletes once it is fixed is
-    // unknown, so the verdict is incomplete, not safe.
-    assert_eq!((code, deleted(&doc)), (1, vec![]));
-    assert_eq!(doc["verdict"], "incomplete");
+    // Flux applies and deletes nothing while the build fails (the claim stays): safe, with
+    // the failure said.
+    assert_eq!((code, deleted(&doc)), (0, vec![]));
+    assert_eq!(doc["verdict"], "safe");
     let w = warnings(&doc);
     assert_eq!(w.len(), 1, "{w:?}");
     assert_eq!(w[0].0, "build failure");
@@ -847,4 +847,99 @@ fn a_mutating_webhook_adds_its_variables_to_the_kustomizations_it_admits() {
         "{doc:#}"
     );
     assert_eq!((code, doc["verdict"].as_str()), (1, Some("deletes")));
+}
+
+/// `cluster-settings` applied by two Kustomizations with different data (a cluster folder
+/// that also applies a sibling cluster's folder, as some multi-cluster layouts do): each
+/// applies its own copy, and the cluster holds the copy applied last, which is not known
+/// before the merge. A variable either copy sets is unknown, not undefined: no strict
+/// substitution failure is claimed, and a name made of it is not judged. A variable neither
+/// sets still fails the build.
+#[test]
+fn a_source_two_owners_apply_differently_holds_either() {
+    let settings = |data: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: cluster-settings, namespace: flux-system}}\ndata: {{{data}}}\n")
+    };
+    let repo = TestRepo::empty();
+    repo.write(
+        "clusters/dev/kustomization.yaml",
+        "resources: [settings.yaml, shared.yaml, app.yaml]\n",
+    )
+    .write("clusters/dev/settings.yaml", &settings("ZONE: dev"))
+    .write(
+        "clusters/dev/shared.yaml",
+        &ks("shared", "./clusters/shared", ""),
+    )
+    .write(
+        "clusters/shared/kustomization.yaml",
+        "resources: [settings.yaml]\n",
+    )
+    .write(
+        "clusters/shared/settings.yaml",
+        &settings("ZONE: prod, STORE: vault"),
+    )
+    .write(
+        "clusters/dev/app.yaml",
+        &ks(
+            "app",
+            "./app",
+            "  postBuild:\n    substituteFrom: [{kind: ConfigMap, name: cluster-settings}]\n",
+        ),
+    )
+    .write(
+        "app/store.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: \"store-${STORE}\", namespace: web}\n",
+    );
+    repo.commit_all("init");
+    // Nothing changes: no failure is claimed, and `check` finds no undefined variable.
+    let (code, doc) = cutover_json(&repo, &["--from", "HEAD", "--to", "HEAD"]);
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (0, Some("safe")),
+        "{doc:#}"
+    );
+    assert!(
+        warnings(&doc).iter().all(|(f, _)| f != "build failure"),
+        "{doc:#}"
+    );
+    let check = repo.run(&["check", "--format", "json"]);
+    assert!(
+        !check.stdout.contains("undefined-variable"),
+        "{}",
+        check.stdout
+    );
+    // A change to what the app builds: its name comes from a value only the cluster knows.
+    repo.write(
+        "app/store.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: \"store-${STORE}\", namespace: web}\ndata: {a: b}\n",
+    );
+    let (code, doc) = cutover(&repo);
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (1, Some("incomplete")),
+        "{doc:#}"
+    );
+    assert!(
+        doc["incomplete"]
+            .to_string()
+            .contains("may come from ConfigMap/cluster-settings, which cannot be read"),
+        "{doc:#}"
+    );
+    assert!(
+        warnings(&doc).iter().any(|(f, m)| f == "two owners"
+            && m.contains("ConfigMap/flux-system/cluster-settings is applied by both")),
+        "{doc:#}"
+    );
+    // A variable neither copy sets fails Flux's build, whichever applied last.
+    repo.write(
+        "app/store.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: store, namespace: web}\ndata: {a: \"${REGION}\"}\n",
+    );
+    let (_, doc) = cutover(&repo);
+    assert!(
+        warnings(&doc)
+            .iter()
+            .any(|(f, m)| f == "build failure" && m.contains("needs `${REGION}`")),
+        "{doc:#}"
+    );
 }

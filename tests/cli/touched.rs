@@ -33,6 +33,12 @@ fn verdict(repo: &TestRepo) -> (i32, String, Vec<String>) {
 /// The Kustomization `broken` fails to build (a resource is missing) in both revisions; the
 /// ConfigMap it reads carries Flux's own labels (`kustomize.toolkit.fluxcd.io/ssa`,
 /// `.../prune`), as manifests commonly do.
+/// A kustomization at `broken/` whose build fails on applying its patch (a JSON 6902
+/// `remove` of a key its ConfigMap lacks: evanphx/json-patch "Unable to remove nonexistent
+/// key"): a failure of a ported transformation, which fluxwave does not call certain
+/// (`BuildError::is_certain`), so what Flux does with it stays unknown.
+const FAILING_PATCH: &str = "resources: [cm.yaml]\npatches:\n  - target: {kind: ConfigMap}\n    patch: '[{\"op\": \"remove\", \"path\": \"/data/missing\"}]'\n";
+
 fn failing_build_repo() -> TestRepo {
     let repo = TestRepo::empty();
     repo.write(
@@ -65,10 +71,36 @@ fn a_failing_build_that_declares_no_kustomization_hides_nothing() {
     let repo = failing_build_repo();
     repo.write("apps/web.yaml", &config_map("web", "c"));
     assert_eq!(verdict(&repo), (0, "safe".to_string(), vec![]));
-    // A change to a file it reads still reaches it: what it applies once fixed is unknown.
+    // A change to a file it reads reaches it, but its build surely fails still (a resource
+    // is missing): Flux applies and deletes nothing of it.
     repo.write(
         "broken/cm.yaml",
         &repo.read("broken/cm.yaml").replace("name: cm", "name: cm2"),
+    );
+    assert_eq!(verdict(&repo), (0, "safe".to_string(), vec![]));
+    // The change that fixes it: Flux prunes what it applied last, which only the cluster's
+    // inventory lists.
+    repo.write("broken/missing.yaml", &config_map("missing", "b"));
+    let (code, doc) = cutover_json(&repo, &["--from", "HEAD"]);
+    assert_eq!(
+        (code, incomplete(&doc)),
+        (1, vec!["flux-system/broken".into()])
+    );
+    let why = doc["incomplete"][0]["why"].to_string();
+    assert!(
+        why.contains("build failure in the older revision")
+            && why.contains("listed only in the cluster's inventory"),
+        "{why}"
+    );
+    // A failure fluxwave does not call certain: a change to a file the build reads leaves
+    // what Flux does unknown.
+    repo.write("broken/kustomization.yaml", FAILING_PATCH);
+    repo.remove("broken/missing.yaml");
+    repo.commit_all("a patch that fails");
+    assert_eq!(verdict(&repo), (0, "safe".to_string(), vec![]));
+    repo.write(
+        "broken/cm.yaml",
+        &repo.read("broken/cm.yaml").replace("name: cm2", "name: cm"),
     );
     assert_eq!(
         verdict(&repo),
@@ -139,7 +171,7 @@ fn a_failing_root_hides_the_kustomizations_its_own_file_declares() {
 #[test]
 fn a_change_to_another_document_of_its_file_does_not_touch_a_kustomization() {
     // One `ks.yaml` declares two Kustomizations (onedr0p/cluster-template's per-app layout):
-    // `web`, seen whole, and `broken`, whose build fails. What `broken` applies depends on
+    // `web`, seen whole, and `broken`, whose build fails (not surely: `FAILING_PATCH`). What `broken` applies depends on
     // its own object (its spec, as its parent's build holds it) and the files its build
     // reads, not on its neighbour in the file: a new `timeout` for `web` leaves it alone.
     let repo = TestRepo::empty();
@@ -149,10 +181,7 @@ fn a_change_to_another_document_of_its_file_does_not_touch_a_kustomization() {
     repo.write("clusters/dev/kustomization.yaml", "resources: [ks.yaml]\n")
         .write("clusters/dev/ks.yaml", &both(&[], &[]))
         .write("web/cm.yaml", &config_map("web", "b"))
-        .write(
-            "broken/kustomization.yaml",
-            "resources: [cm.yaml, missing.yaml]\n",
-        )
+        .write("broken/kustomization.yaml", FAILING_PATCH)
         .write("broken/cm.yaml", &config_map("broken", "b"));
     repo.commit_all("two Kustomizations in one file");
     repo.write("clusters/dev/ks.yaml", &both(&["timeout: 5m"], &[]));
@@ -268,7 +297,8 @@ fn a_step_parses_only_the_files_it_changes() {
         repo.commit_all(&format!("{a}: c"));
     }
     let (costs, verdicts) = step_costs(&repo, "HEAD~3..HEAD");
-    assert_eq!(verdicts, ["safe", "incomplete", "safe"], "{costs:?}");
+    // `broken` surely fails (a resource is missing): Flux applies nothing of it.
+    assert_eq!(verdicts, ["safe", "safe", "safe"], "{costs:?}");
     // The first step loads both revisions. After it, each step builds the folder again and
     // parses one file, whatever else it builds again or works out (its failing build names
     // the revision it read, so it is never replayed; its footprint is worked out anew).
@@ -671,4 +701,33 @@ fn a_step_whose_guessed_sources_feed_a_source_makes_every_pass() {
     // Two passes in the first revision; in the second, the one begun with the guess and
     // two more; none is begun so after it.
     assert_eq!(passes, [5, 2], "{doc:#}");
+}
+
+#[test]
+fn a_build_that_surely_fails_after_applying_a_kustomization_hides_it() {
+    // `broken` built in the older revision and applied `child`; its newer build surely fails
+    // (a resource is missing), so `child` stays in the cluster as that build applied it and
+    // reconciles the newer revision (kustomize-controller `reconcile` keeps the inventory of
+    // a failing build): what it prunes there is not judged.
+    let repo = failing_build_repo();
+    repo.write(
+        "broken/kustomization.yaml",
+        "resources: [cm.yaml, child.yaml]\n",
+    )
+    .write("broken/child.yaml", &ks("child", "./child", &[]))
+    .write("child/cm.yaml", &config_map("child", "b"));
+    repo.commit_all("broken builds, with a child");
+    repo.write(
+        "broken/kustomization.yaml",
+        "resources: [cm.yaml, child.yaml, missing.yaml]\n",
+    );
+    repo.remove("child/cm.yaml");
+    assert_eq!(
+        verdict(&repo),
+        (
+            1,
+            "incomplete".to_string(),
+            vec!["flux-system/broken".into()]
+        )
+    );
 }

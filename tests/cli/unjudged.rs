@@ -228,3 +228,41 @@ fn an_unknown_accepted_gap_is_bad_input_with_its_place() {
         );
     }
 }
+
+/// A chart upgrade in a Kustomization whose newer build surely fails (the same change adds a
+/// `${VARIABLE}` nothing sets, which Flux's strict substitution fails on): Flux applies none
+/// of the build, so the HelmRelease in the cluster stays as it was and helm-controller
+/// upgrades nothing (kustomize-controller `reconcile` returns on a build error before
+/// `apply`). Judged: safe, with the failure said. Without the variable, the same upgrade is
+/// not seen.
+#[test]
+fn an_upgrade_in_a_build_that_surely_fails_is_not_applied() {
+    let repo = repo(&release("store", "1.0.0", ""), None);
+    repo.write(
+        "clusters/dev/apps.yaml",
+        &ks("apps", "./apps", &["postBuild: {substitute: {ZONE: eu}}"]),
+    );
+    repo.commit_all("substitutes");
+    let upgraded = release("store", "1.1.0", "");
+    repo.write(
+        "apps/store.yaml",
+        &upgraded.replace("size: 1Gi", "size: '${SIZE}'"),
+    );
+    let (code, doc) = cutover_json(&repo, &["--from", "HEAD", "--no-helm"]);
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (0, Some("safe")),
+        "{doc:#}"
+    );
+    assert!(
+        doc["warnings"].to_string().contains("needs `${SIZE}`"),
+        "{doc:#}"
+    );
+    repo.write("apps/store.yaml", &upgraded);
+    let (code, doc) = cutover_json(&repo, &["--from", "HEAD", "--no-helm"]);
+    assert_eq!(
+        (code, gaps(&doc, "incomplete")),
+        (1, vec![("flux-system/apps".into(), "helm-upgrades".into())]),
+        "{doc:#}"
+    );
+}

@@ -616,7 +616,7 @@ fn build_owner(
     }
     let vars = match vars {
         Ok(vars) => vars,
-        Err(e) => return found.fail(&owner.id, where_, e.to_string()),
+        Err(e) => return found.fail(&owner.id, where_, e.to_string(), true),
     };
     if let Some(o) = found.inv.owners.get_mut(&owner.id) {
         o.reads.clone_from(&vars);
@@ -659,15 +659,16 @@ fn build_owner(
         record(found, &mut building, r, shared);
     });
     let undefined = std::mem::take(&mut building.undefined);
+    // A substitution Flux cannot parse fails as surely as the files do.
     let built = built
-        .map_err(|e| e.to_string())
-        .and_then(|()| building.failure.map_or(Ok(()), Err));
-    if let Err(e) = built {
+        .map_err(|e| (e.to_string(), e.is_certain()))
+        .and_then(|()| building.failure.map_or(Ok(()), |e| Err((e, true))));
+    if let Err((e, certain)) = built {
         // Nothing of a build that fails is applied: what it recorded is taken back.
         if recorded > 0 {
             found.take_back(&shared_id, mark);
         }
-        return found.fail(&owner.id, where_, e);
+        return found.fail(&owner.id, where_, e, certain);
     }
     // Flux fails these builds too; what they would apply is kept for the lints.
     if undefined.is_empty() {
@@ -682,6 +683,7 @@ fn build_owner(
         found.unbuilt(&owner.id, w);
         if let Some(o) = found.inv.owners.get_mut(&owner.id) {
             o.substitution_error = Some(needs);
+            o.surely_fails = true;
         }
     }
 }
@@ -747,7 +749,7 @@ fn operate(cx: &Context, found: &mut Found) -> bool {
         let objects = match made {
             resource_set::Made::Objects(objects) => objects,
             resource_set::Made::Fails(why) => {
-                found.fail(&id, e.file.to_string(), why);
+                found.fail(&id, e.file.to_string(), why, false);
                 continue;
             }
             resource_set::Made::Unknown(why) => {
@@ -877,11 +879,13 @@ impl Found {
         self.warnings.push(w);
     }
 
-    /// Marks `owner`, written in `path`, as one whose build fails with `e`.
-    fn fail(&mut self, owner: &ObjectId, path: String, e: String) {
+    /// Marks `owner`, written in `path`, as one whose build fails with `e`, `certain` when
+    /// Flux's surely fails too (`Owner::surely_fails`).
+    fn fail(&mut self, owner: &ObjectId, path: String, e: String, certain: bool) {
         let w = build_failure(path, owner, &e);
         if let Some(o) = self.inv.owners.get_mut(owner) {
             o.build_error = Some(e);
+            o.surely_fails = certain;
         }
         self.unbuilt(owner, w);
     }
@@ -1140,10 +1144,19 @@ fn record(
     };
     if let Some((secret, source)) = provided {
         let at = secret.as_ref().unwrap_or(&id);
-        if !found.sources.contains_key(at) {
-            found
-                .sources
-                .insert(at.clone(), (owner.clone(), source.clone()));
+        match found.sources.get_mut(at) {
+            None => {
+                found
+                    .sources
+                    .insert(at.clone(), (owner.clone(), source.clone()));
+            }
+            // Another owner applies it too: what it holds is the one applied last.
+            Some((first, was)) if !Arc::ptr_eq(first, owner) => {
+                *was = was.either(source, || {
+                    format!("applied by both {first} and {owner}, differently: the cluster holds the one applied last")
+                });
+            }
+            Some(_) => {}
         }
     }
     found.add_entry(building, id, r, shared, written);

@@ -64,6 +64,11 @@ pub struct Owner {
     /// default), when it does: kept apart from `build_error`, as `check` reports each such
     /// variable where it is written (`undefined-variable`).
     pub substitution_error: Option<String>,
+    /// Whether its build fails from what the repository holds alone, in a way fluxwave
+    /// reproduces exactly (a file or folder missing, a kustomization of the wrong kind, an
+    /// id built twice, a variable nothing sets: see `FluxBuildError::is_certain`): Flux
+    /// applies and prunes nothing of it at this revision, whatever the cluster holds.
+    pub surely_fails: bool,
     /// The repository files what it applies is made of when that is not a build of this
     /// repository's source, sorted: for one that reads an ExternalArtifact made from this
     /// repository, the files the artifact is made of and its ArtifactGenerator's; for a
@@ -128,6 +133,7 @@ impl Owner {
             unmodelled: Vec::new(),
             build_error: None,
             substitution_error: None,
+            surely_fails: false,
             made_of: Vec::new(),
             written: Arc::new(written(&k.object)),
             object: Arc::new(k.object),
@@ -135,6 +141,13 @@ impl Owner {
             reads: None,
             id,
         })
+    }
+
+    /// Why Flux's build of it fails, when it does (`build_error`, else `substitution_error`).
+    pub fn failure(&self) -> Option<&str> {
+        self.build_error
+            .as_deref()
+            .or(self.substitution_error.as_deref())
     }
 
     /// Whether it is a Flux Operator ResourceSet, not a Flux Kustomization.
@@ -224,6 +237,7 @@ fn resource_set_owner(
         unmodelled: Vec::new(),
         build_error: None,
         substitution_error: None,
+        surely_fails: false,
         made_of: Vec::new(),
         object: v.clone(),
         written: Arc::default(),
@@ -606,6 +620,7 @@ fn unreachable_owner(env_path: &str) -> Owner {
         unmodelled: Vec::new(),
         build_error: None,
         substitution_error: None,
+        surely_fails: false,
         made_of: Vec::new(),
         object: Arc::new(Value::Null),
         written: Arc::default(),
