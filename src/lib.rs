@@ -13,8 +13,9 @@
 //! blocks, `cutover` judges what Flux deletes between two revisions, `check` lints, `objects`
 //! gives the objects each Kustomization applies and what changes in them (with `unified`
 //! diffs), and `cli`, the only module that prints, runs the commands. `plain` (the fast
-//! reader of plain block YAML), `envsubst` (Flux's variable syntax) and `pointer` (JSON
-//! Pointer lookups) are leaves: they import nothing of the crate.
+//! reader of plain block YAML), `envsubst` (Flux's variable syntax), `goregex` (Go's regular
+//! expressions) and `pointer` (JSON Pointer lookups) are leaves: they import nothing of the
+//! crate.
 //!
 //! Only `cli` is the library's interface (with `process`'s guard over children, for `main`);
 //! `testing` hands the integration tests and the fuzz targets the parts they drive directly.
@@ -33,6 +34,7 @@ pub(crate) mod envsubst;
 pub(crate) mod error;
 pub(crate) mod flux;
 pub(crate) mod fs;
+pub(crate) mod goregex;
 pub(crate) mod graph;
 pub(crate) mod helm;
 pub(crate) mod init;

@@ -273,7 +273,8 @@ pub(crate) fn opt_str(
     }
 }
 
-/// The pattern `re` matching whole strings, as kustomize matches a target's fields. Compiled
+/// The pattern `re` matching whole strings, as kustomize matches a target's fields (Go's
+/// regexp, `goregex`). Compiled
 /// once for each pattern: a parent's `patches` are written into every child it applies, so
 /// one pattern is read by each of their builds, at every step of a history. The patterns kept
 /// are bounded (a repository may write any number of them): past the bound they are let go.
@@ -286,11 +287,12 @@ fn anchored(re: &str, what: &str) -> Result<Regex, TargetError> {
     if let Some(kept) = lock().get_or_insert_default().get(re) {
         return Ok(kept.clone());
     }
-    let compiled = Regex::new(&format!("^(?:{re})$")).map_err(|e| TargetError::Regex {
-        what: what.to_string(),
-        pattern: re.to_string(),
-        error: e.to_string(),
-    })?;
+    let compiled =
+        crate::goregex::compile(&format!("^(?:{re})$")).map_err(|e| TargetError::Regex {
+            what: what.to_string(),
+            pattern: re.to_string(),
+            error: e.to_string(),
+        })?;
     let mut kept = lock();
     let kept = kept.get_or_insert_default();
     if kept.len() >= KEPT {

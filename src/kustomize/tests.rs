@@ -431,6 +431,28 @@ fn a_patch_targets_kinds_by_pattern() {
     );
 }
 
+/// A target's patterns are Go's (`goregex`): a name written `${CLUSTER}` (a variable
+/// nothing substitutes in a Flux Kustomization's own `spec.patches`) is `$`, then the text
+/// `{CLUSTER}`, which names no object: `kubectl kustomize` (v5.5.0) builds the folder and
+/// patches nothing. A pattern Go refuses (`a**`) fails the build as kustomize fails it.
+#[test]
+fn a_patch_targets_names_by_go_patterns() {
+    let kustomization = |name: &str| {
+        format!("resources: [a.yaml]\npatches:\n- target: {{name: '{name}'}}\n  patch: |\n    - op: add\n      path: /metadata/labels\n      value: {{patched: \"yes\"}}\n")
+    };
+    let build = |name: &str| {
+        let tree = FileTree::from_files([
+            ("k/kustomization.yaml", kustomization(name).as_str()),
+            ("k/a.yaml", CM),
+        ]);
+        Builder::new(&tree).build_dir("k")
+    };
+    let out = build("${CLUSTER}").unwrap();
+    assert!(out[0].value["metadata"].get("labels").is_none());
+    let err = build("a**").unwrap_err().to_string();
+    assert!(err.contains("invalid nested repetition operator"), "{err}");
+}
+
 /// `replacements` run after `namespace` and `namePrefix`, and select sources and targets by
 /// the names objects had before them too (kustomize's `utils.MakeResIds`); an entry's `path`
 /// names a file of one replacement. `kubectl kustomize` (v5.5.0) on these files moves the

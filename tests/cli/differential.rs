@@ -495,6 +495,7 @@ fn upstream_tables_are_the_libraries_answers() {
         ("replacements", "replacements.tsv"),
         ("kustomize", "generators.tsv"),
         ("kustomize", "namereference.tsv"),
+        ("regexp", "regexp.tsv"),
     ];
     use std::io::Write;
     use std::process::Stdio;

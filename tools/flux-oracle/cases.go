@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -35,10 +36,11 @@ var cases = map[string]func(columns []string) (string, error){
 	"ignore":       ignoreCase,
 	"replacements": replacementsCase,
 	"kustomize":    kustomizeCase,
+	"regexp":       regexpCase,
 }
 
 // inputs is how many input columns each subcommand reads (two unless said).
-var inputs = map[string]int{"json6902": 2, "envsubst": 2, "semver": 2, "ignore": 3, "replacements": 2, "kustomize": 2}
+var inputs = map[string]int{"json6902": 2, "envsubst": 2, "semver": 2, "ignore": 3, "replacements": 2, "kustomize": 2, "regexp": 2}
 
 // runCases answers every line of in; a line whose input is malformed is an error, so a typo
 // in a table cannot pass as an expected failure.
@@ -128,6 +130,26 @@ func envsubstCase(columns []string) (string, error) {
 	}
 	answer, err := json.Marshal(out)
 	return string(answer), err
+}
+
+// regexpCase matches a text (column 2, a JSON string) against a pattern (column 1, a JSON
+// string) as kustomize matches a patch or replacement target's name, namespace, kind and
+// the rest (api/types/selector.go `NewSelectorRegex`: Go's regexp.Compile of the pattern
+// anchored as `^(?:PATTERN)$`). The answer is `true`, `false`, or `error` when it does not
+// compile.
+func regexpCase(columns []string) (string, error) {
+	var pattern, text string
+	if err := json.Unmarshal([]byte(columns[0]), &pattern); err != nil {
+		return "", fmt.Errorf("pattern: %w", err)
+	}
+	if err := json.Unmarshal([]byte(columns[1]), &text); err != nil {
+		return "", fmt.Errorf("text: %w", err)
+	}
+	re, err := regexp.Compile("^(?:" + pattern + ")$")
+	if err != nil {
+		return "error", nil
+	}
+	return fmt.Sprint(re.MatchString(text)), nil
 }
 
 // semverCase checks a version (column 2) against a constraint (column 1) as
