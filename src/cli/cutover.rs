@@ -191,9 +191,20 @@ fn text(r: &Report) -> String {
     group(&mut s, "May hold data (chart not rendered)", &may);
     group(&mut s, "Deleted", &other);
     incomplete(&mut s, r, "delete");
-    if !r.warnings.is_empty() {
-        s.push_str("\nNot modelled (check by hand)\n");
-        for w in &r.warnings {
+    // A build that fails is Flux's failure, said apart from what fluxwave does not model.
+    let (failing, unmodelled): (Vec<_>, Vec<_>) = r
+        .warnings
+        .iter()
+        .partition(|w| w.feature == crate::flux::inventory::BUILD_FAILURE);
+    for (title, warnings) in [
+        ("Fails to build (fix before merging)", failing),
+        ("Not modelled (check by hand)", unmodelled),
+    ] {
+        if warnings.is_empty() {
+            continue;
+        }
+        s.push_str(&format!("\n{title}\n"));
+        for w in warnings {
             s.push_str(&format!(
                 "  {}: {}: {}: {}\n",
                 w.environment, w.path, w.feature, w.message

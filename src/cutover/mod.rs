@@ -692,7 +692,13 @@ impl Builds {
                 })
             });
             freeing.push(crate::par::Freeing::start(objects));
-            for w in o.warnings.iter().chain(&n.warnings) {
+            // An older build's failure is no warning of the change (what it leaves unknown
+            // is said with the Kustomization, `touched`).
+            let older = o
+                .warnings
+                .iter()
+                .filter(|w| w.feature != crate::flux::inventory::BUILD_FAILURE);
+            for w in older.chain(&n.warnings) {
                 let w = EnvWarning {
                     environment: o.env.clone(),
                     path: w.path.clone(),

@@ -78,8 +78,15 @@ fn a_failing_build_that_declares_no_kustomization_hides_nothing() {
         &repo.read("broken/cm.yaml").replace("name: cm", "name: cm2"),
     );
     assert_eq!(verdict(&repo), (0, "safe".to_string(), vec![]));
+    // The report says the failure apart from what fluxwave does not model.
+    let text = repo.run(&["cutover", "--from", "HEAD"]).stdout;
+    let failing = text.find("Fails to build (fix before merging)\n");
+    assert!(
+        failing.is_some_and(|at| text[at..].contains("resource `missing.yaml` not found")),
+        "{text}"
+    );
     // The change that fixes it: Flux prunes what it applied last, which only the cluster's
-    // inventory lists.
+    // inventory lists. The older revision's failure is no warning of this change.
     repo.write("broken/missing.yaml", &config_map("missing", "b"));
     let (code, doc) = cutover_json(&repo, &["--from", "HEAD"]);
     assert_eq!(
@@ -91,6 +98,10 @@ fn a_failing_build_that_declares_no_kustomization_hides_nothing() {
         why.contains("build failure in the older revision")
             && why.contains("listed only in the cluster's inventory"),
         "{why}"
+    );
+    assert!(
+        !doc["warnings"].to_string().contains("build failure"),
+        "{doc}"
     );
     // A failure fluxwave does not call certain: a change to a file the build reads leaves
     // what Flux does unknown.

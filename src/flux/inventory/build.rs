@@ -677,7 +677,7 @@ fn build_owner(
         let needs = format!("{} needs {}, which nothing sets and which has no default: Flux's strict substitution fails the build", owner.id, dollars(&undefined));
         let w = Warning {
             path: where_,
-            feature: "build failure".into(),
+            feature: BUILD_FAILURE.into(),
             message: format!("{needs}, and deletes nothing of it"),
         };
         found.unbuilt(&owner.id, w);
@@ -953,7 +953,7 @@ fn written_sources(file: &str, text: &Text) -> Arc<Vec<(String, String, Option<S
 fn build_failure(path: String, owner: &ObjectId, e: &str) -> Warning {
     Warning {
         path,
-        feature: "build failure".into(),
+        feature: BUILD_FAILURE.into(),
         message: format!(
             "{owner} cannot be built ({e}); Flux stops there and deletes nothing of it"
         ),
@@ -1313,6 +1313,10 @@ impl Found {
 /// The warning feature of an object two owners apply: Flux's behaviour is known (see
 /// `Inventory::duplicates`), so it leaves nothing unseen.
 const TWO_OWNERS: &str = "two owners";
+
+/// The warning feature of a Flux Kustomization whose build fails as Flux's does: Flux
+/// applies and prunes nothing of it.
+pub const BUILD_FAILURE: &str = "build failure";
 
 /// A `substituteFrom` source in no build: a note, not a part of the build fluxwave cannot
 /// see (what it may set is, where an object reads it).

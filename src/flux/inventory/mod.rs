@@ -26,6 +26,7 @@ use crate::pointer::Pointer;
 
 pub use build::{
     build, build_as, build_remembering, build_whole, footprint, owners, unchanged, Memory, Owners,
+    BUILD_FAILURE,
 };
 
 /// A Flux Kustomization as the cluster would hold it after this revision is applied.
