@@ -196,10 +196,7 @@ fn group(chars: &[char], i: usize, out: &mut String) -> Result<usize, String> {
     let mut any = false;
     loop {
         match chars.get(j) {
-            Some(c @ ('i' | 'm' | 's' | 'U')) => {
-                any = true;
-                let _ = c;
-            }
+            Some('i' | 'm' | 's' | 'U') => any = true,
             Some('-') if !negated => negated = true,
             Some(':' | ')') if any || !negated => break,
             _ => return Err("invalid or unsupported Perl syntax".into()),

@@ -149,9 +149,8 @@ impl<'a> Side<'a> {
 /// Whether `file` of `tree` declares a Flux Kustomization or a ResourceSet (which makes
 /// them), by its objects as kustomize-controller reads them (`ssautil.ReadObjects`:
 /// apiVersion `kustomize.toolkit.fluxcd.io/*`, kind `Kustomization`; the items of a `List`
-/// too), the
-/// document at `own` (an owner's own, counted as the builds do: non-empty documents from 0)
-/// left out. A manifest that cannot be parsed in this revision may have declared one in the
+/// too), the document at `own` (an owner's own, counted as the builds do: non-empty
+/// documents from 0) left out. A manifest that cannot be parsed in this revision may have declared one in the
 /// revision an earlier build read: it counts.
 fn declares_owner(tree: &FileTree, file: &str, own: Option<usize>) -> bool {
     let Some(text) = tree.read(file) else {
@@ -332,11 +331,11 @@ fn touches(
 }
 
 /// The entry of partial owner `id` (`o`, of the newer revision when it is there) of `new`'s
-/// environment, with every reason of either side. A build that fails only in the older
-/// revision is said to for what it leaves unknown: what Flux applied last.
+/// environment, with every reason of either side. A build that surely fails only in the
+/// older revision is said for what it leaves unknown: what Flux applied last.
 fn incomplete(new: &Inventory, id: &ObjectId, pair: [Option<&Owner>; 2], o: &Owner) -> Incomplete {
     let mut why: Vec<String> = match pair {
-        [Some(a), Some(b)] if b.failure().is_none() && a.failure().is_some() => {
+        [Some(a), Some(b)] if b.failure().is_none() && a.surely_fails => {
             let older = a.failure().map_or(String::new(), |e| match &a.build_error {
                 Some(_) => format!("{id} cannot be built ({e})"),
                 None => e.to_string(),

@@ -153,9 +153,7 @@ impl Source {
         }
         Some(Source::Data(Arc::new(vars)))
     }
-}
 
-impl Source {
     /// The variables it may set, when they are known.
     pub fn keys(&self) -> Option<BTreeSet<String>> {
         match self {
