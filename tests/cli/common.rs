@@ -421,3 +421,10 @@ pub fn lab() -> TestRepo {
         .write("deploy/lab/apps.yaml", &flux_ks("apps", "./apps", &[]));
     repo
 }
+
+/// A kustomization (beside its `cm.yaml`, a ConfigMap with `data`) whose build fails on
+/// applying its patch (a JSON 6902 `remove` of a key the ConfigMap lacks: evanphx/json-patch
+/// "Unable to remove nonexistent key"): a failure of a ported transformation, which fluxwave
+/// does not call certain (`BuildError::is_certain`), so what Flux does with it stays
+/// unknown.
+pub const FAILING_PATCH: &str = "resources: [cm.yaml]\npatches:\n  - target: {kind: ConfigMap}\n    patch: '[{\"op\": \"remove\", \"path\": \"/data/missing\"}]'\n";

@@ -7,7 +7,9 @@
 
 use serde_json::Value;
 
-use crate::common::{assert_steps_are_their_own_cutovers, cutover_json, flux_ks as ks, TestRepo};
+use crate::common::{
+    assert_steps_are_their_own_cutovers, cutover_json, flux_ks as ks, TestRepo, FAILING_PATCH,
+};
 
 fn config_map(name: &str, value: &str) -> String {
     format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: apps\ndata:\n  a: {value}\n")
@@ -33,12 +35,6 @@ fn verdict(repo: &TestRepo) -> (i32, String, Vec<String>) {
 /// The Kustomization `broken` fails to build (a resource is missing) in both revisions; the
 /// ConfigMap it reads carries Flux's own labels (`kustomize.toolkit.fluxcd.io/ssa`,
 /// `.../prune`), as manifests commonly do.
-/// A kustomization at `broken/` whose build fails on applying its patch (a JSON 6902
-/// `remove` of a key its ConfigMap lacks: evanphx/json-patch "Unable to remove nonexistent
-/// key"): a failure of a ported transformation, which fluxwave does not call certain
-/// (`BuildError::is_certain`), so what Flux does with it stays unknown.
-const FAILING_PATCH: &str = "resources: [cm.yaml]\npatches:\n  - target: {kind: ConfigMap}\n    patch: '[{\"op\": \"remove\", \"path\": \"/data/missing\"}]'\n";
-
 fn failing_build_repo() -> TestRepo {
     let repo = TestRepo::empty();
     repo.write(
@@ -182,9 +178,10 @@ fn a_failing_root_hides_the_kustomizations_its_own_file_declares() {
 #[test]
 fn a_change_to_another_document_of_its_file_does_not_touch_a_kustomization() {
     // One `ks.yaml` declares two Kustomizations (onedr0p/cluster-template's per-app layout):
-    // `web`, seen whole, and `broken`, whose build fails (not surely: `FAILING_PATCH`). What `broken` applies depends on
-    // its own object (its spec, as its parent's build holds it) and the files its build
-    // reads, not on its neighbour in the file: a new `timeout` for `web` leaves it alone.
+    // `web`, seen whole, and `broken`, whose build fails (not surely: `FAILING_PATCH`). What
+    // `broken` applies depends on its own object (its spec, as its parent's build holds it)
+    // and the files its build reads, not on its neighbour in the file: a new `timeout` for
+    // `web` leaves it alone.
     let repo = TestRepo::empty();
     let both = |web_extra: &[&str], broken_extra: &[&str]| {
         ks("web", "./web", web_extra) + "---\n" + &ks("broken", "./broken", broken_extra)

@@ -6,7 +6,9 @@
 
 use serde_json::Value;
 
-use crate::common::{cutover_json, deletion_id, deletions, flux_ks as ks, lab, TestRepo, SYNC};
+use crate::common::{
+    cutover_json, deletion_id, deletions, flux_ks as ks, lab, TestRepo, FAILING_PATCH, SYNC,
+};
 
 fn config_map(name: &str, namespace: &str) -> String {
     format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  a: b\n")
@@ -225,10 +227,7 @@ fn a_failing_build_the_change_touches_is_incomplete() {
         "resources: [apps.yaml, broken.yaml]\n",
     )
     .write("clusters/prod/broken.yaml", &ks("broken", "./broken", &[]))
-    .write(
-        "broken/kustomization.yaml",
-        "resources: [cm.yaml]\npatches:\n  - target: {kind: ConfigMap}\n    patch: '[{\"op\": \"remove\", \"path\": \"/data/missing\"}]'\n",
-    )
+    .write("broken/kustomization.yaml", FAILING_PATCH)
     .write("broken/cm.yaml", &config_map("cm", "b"));
     repo.commit_all("a build that fails");
     // Untouched, it applies what it applied before.
