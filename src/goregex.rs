@@ -378,6 +378,29 @@ fn class_char(t: &[char]) -> Result<(Item, usize), String> {
 mod tests {
     use super::*;
 
+    /// A repository writes any pattern: every one of up to three characters of Go's syntax
+    /// compiles or is refused, never panics.
+    #[test]
+    fn no_pattern_panics() {
+        let alphabet: Vec<char> = r"\{}[]()^$.|*+?-:,<>PQEx0179aZ_&~é".chars().collect();
+        let mut pattern = Vec::new();
+        fn all(alphabet: &[char], pattern: &mut Vec<char>, left: usize) {
+            let _ = compile(&pattern.iter().collect::<String>());
+            if left == 0 {
+                return;
+            }
+            for &c in alphabet {
+                pattern.push(c);
+                all(alphabet, pattern, left - 1);
+                pattern.pop();
+            }
+        }
+        all(&alphabet, &mut pattern, 3);
+        for tail in ["\\x{", "\\p{", "[[:", "(?P<", "{1,", "\\Qa"] {
+            let _ = compile(tail);
+        }
+    }
+
     /// Every case of the upstream table (tests/fixtures/upstream/regexp.tsv: Go's regexp,
     /// each pattern anchored as kustomize anchors a target's).
     #[test]
