@@ -30,12 +30,22 @@ fn translate(pattern: &str) -> Result<String, String> {
         let c = chars[i];
         let was_repeat = std::mem::take(&mut repeated);
         match c {
-            '*' | '+' | '?' => {
+            '*' | '+' | '?' | '{' => {
+                let op = match c {
+                    '{' => repeat(&chars[i..])?,
+                    _ => Some((c.to_string(), 1)),
+                };
+                let Some((op, len)) = op else {
+                    // A `{` that starts no repetition is itself.
+                    literal(&mut out, '{');
+                    i += 1;
+                    continue;
+                };
                 if was_repeat {
-                    return Err(format!("invalid nested repetition operator: `{c}`"));
+                    return Err(format!("invalid nested repetition operator: `{op}`"));
                 }
-                out.push(c);
-                i += 1;
+                out.push_str(&op);
+                i += len;
                 // A lazy marker belongs to the operator.
                 if chars.get(i) == Some(&'?') {
                     out.push('?');
@@ -43,24 +53,6 @@ fn translate(pattern: &str) -> Result<String, String> {
                 }
                 repeated = true;
             }
-            '{' => match repeat(&chars[i..])? {
-                Some((text, len)) => {
-                    if was_repeat {
-                        return Err(format!("invalid nested repetition operator: `{text}`"));
-                    }
-                    out.push_str(&text);
-                    i += len;
-                    if chars.get(i) == Some(&'?') {
-                        out.push('?');
-                        i += 1;
-                    }
-                    repeated = true;
-                }
-                None => {
-                    literal(&mut out, '{');
-                    i += 1;
-                }
-            },
             '}' | ']' => {
                 literal(&mut out, c);
                 i += 1;
@@ -78,20 +70,14 @@ fn translate(pattern: &str) -> Result<String, String> {
                     rest[..end].iter().for_each(|&q| literal(&mut out, q));
                     i += 2 + (end + 2).min(rest.len());
                 }
-                Some('b') => {
-                    out.push_str(r"(?-u:\b)");
-                    i += 2;
-                }
-                Some('B') => {
-                    out.push_str(r"(?-u:\B)");
-                    i += 2;
-                }
-                Some('A') => {
-                    out.push_str(r"\A");
-                    i += 2;
-                }
-                Some('z') => {
-                    out.push_str(r"\z");
+                // Assertions; Go's word boundaries are ASCII.
+                Some(&e @ ('b' | 'B' | 'A' | 'z')) => {
+                    out.push_str(match e {
+                        'b' => r"(?-u:\b)",
+                        'B' => r"(?-u:\B)",
+                        'A' => r"\A",
+                        _ => r"\z",
+                    });
                     i += 2;
                 }
                 _ => {
@@ -129,44 +115,33 @@ fn literal(out: &mut String, c: char) {
 /// The repetition `{n}`, `{n,}` or `{n,m}` at the start of `t` (Go's `parseRepeat`), in the
 /// regex crate's syntax with its length; `None` when `{` starts none (Go reads it as itself).
 fn repeat(t: &[char]) -> Result<Option<(String, usize)>, String> {
-    let digits = |from: usize| t[from..].iter().take_while(|c| c.is_ascii_digit()).count();
-    let n = digits(1);
-    if n == 0 {
+    let Some(close) = t.iter().position(|&c| c == '}') else {
         return Ok(None);
-    }
-    let mut at = 1 + n;
-    let max = match t.get(at) {
-        Some('}') => Some(1 + n..1 + n),
-        Some(',') => {
-            let m = digits(at + 1);
-            let range = at + 1..at + 1 + m;
-            at += 1 + m;
-            Some(range)
-        }
-        _ => None,
     };
-    let Some(max) = max else { return Ok(None) };
-    if t.get(at) != Some(&'}') {
+    let inner: String = t[1..close].iter().collect();
+    let (min, max) = match inner.split_once(',') {
+        Some((min, max)) => (min, Some(max)),
+        None => (inner.as_str(), None),
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(min) || max.is_some_and(|m| !m.is_empty() && !digits(m)) {
         return Ok(None);
     }
-    let number = |r: std::ops::Range<usize>| t[r].iter().collect::<String>();
+    let bad = || {
+        let text: String = t[..=close].iter().collect();
+        format!("invalid repeat count: `{text}`")
+    };
     let count = |s: &str| s.parse::<u32>().ok().filter(|&v| v <= MAX_REPEAT);
-    let min = number(1..1 + n);
-    let max = number(max);
-    let text: String = t[..=at].iter().collect();
-    let bad = || format!("invalid repeat count: `{text}`");
-    let lo = count(&min).ok_or_else(bad)?;
-    if !max.is_empty() && count(&max).is_none_or(|hi| hi < lo) {
-        return Err(bad());
-    }
-    let written = if t[1 + n] == '}' {
-        format!("{{{lo}}}")
-    } else if max.is_empty() {
-        format!("{{{lo},}}")
-    } else {
-        format!("{{{lo},{max}}}")
+    let lo = count(min).ok_or_else(bad)?;
+    let written = match max {
+        None => format!("{{{lo}}}"),
+        Some("") => format!("{{{lo},}}"),
+        Some(max) => match count(max).filter(|&hi| hi >= lo) {
+            Some(hi) => format!("{{{lo},{hi}}}"),
+            None => return Err(bad()),
+        },
     };
-    Ok(Some((written, at + 1)))
+    Ok(Some((written, close + 1)))
 }
 
 /// The group starting at `chars[i]` (`(`): its flags checked as Go checks them, written to

@@ -336,10 +336,11 @@ fn touches(
 fn incomplete(new: &Inventory, id: &ObjectId, pair: [Option<&Owner>; 2], o: &Owner) -> Incomplete {
     let mut why: Vec<String> = match pair {
         [Some(a), Some(b)] if b.failure().is_none() && a.surely_fails => {
-            let older = a.failure().map_or(String::new(), |e| match &a.build_error {
-                Some(_) => format!("{id} cannot be built ({e})"),
-                None => e.to_string(),
-            });
+            let older = match (&a.build_error, &a.substitution_error) {
+                (Some(e), _) => format!("{id} cannot be built ({e})"),
+                (None, Some(needs)) => needs.clone(),
+                (None, None) => String::new(),
+            };
             let mut why = vec![format!(
                 "build failure in the older revision: {older}; what Flux applied of it last is listed only in the cluster's inventory, so what the newer build prunes is not known ({})",
                 a.file
