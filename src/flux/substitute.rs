@@ -60,11 +60,14 @@ pub enum Source {
     /// ExternalSecret that makes it), so that a change of that object is seen; `None` when
     /// no object of the build makes it. `keys` are its keys when the repository says which
     /// they are though not their values (SOPS encrypts values only; an ExternalSecret's
-    /// template names the keys it writes): no other variable can come from it.
+    /// template names the keys it writes): no other variable can come from it. `agreed`
+    /// are the values it holds whichever way it is (two owners apply it with these in
+    /// common), each key among `keys`.
     Unknown {
         why: String,
         from: Option<[u8; 32]>,
         keys: Option<BTreeSet<String>>,
+        agreed: Arc<BTreeMap<String, String>>,
     },
 }
 
@@ -105,6 +108,7 @@ impl Source {
                 why: format!("made in the cluster by {id}"),
                 from: Some(digest(v)),
                 keys,
+                agreed: Default::default(),
             },
         ))
     }
@@ -125,6 +129,7 @@ impl Source {
                 why: "SOPS-encrypted".into(),
                 from: Some(digest(v)),
                 keys: Some(keys),
+                agreed: Default::default(),
             });
         }
         let map = |k: &str| v.get(k).and_then(Value::as_object);
@@ -162,21 +167,40 @@ impl Source {
         }
     }
 
+    /// The values it holds whichever way it is.
+    fn known(&self) -> &BTreeMap<String, String> {
+        match self {
+            Source::Data(vars) | Source::Unknown { agreed: vars, .. } => vars,
+        }
+    }
+
     /// The source two owners of one build apply under one id, `self` recorded first: when
-    /// they differ, the cluster holds whichever applied last, which is not known before the
-    /// merge, so no value is known, only that the keys are one of the two's.
+    /// they differ, the cluster holds whichever applied last (both apply with
+    /// kustomize-controller's field manager, so the last one's fields replace the other's),
+    /// which is not known before the merge: its keys are one of the two's, and only a value
+    /// both hold alike is known.
     pub fn either(&self, other: &Source, why: impl FnOnce() -> String) -> Source {
         if self == other {
             return self.clone();
         }
         let seen = |s: &Source| match s {
             Source::Data(vars) => serde_json::json!(&**vars),
-            Source::Unknown { from, keys, .. } => serde_json::json!([from, keys]),
+            Source::Unknown {
+                from, keys, agreed, ..
+            } => serde_json::json!([from, keys, &**agreed]),
         };
+        let theirs = other.known();
+        let agreed = self
+            .known()
+            .iter()
+            .filter(|(k, v)| theirs.get(*k) == Some(*v))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         Source::Unknown {
             why: why(),
             from: Some(digest(&serde_json::json!([seen(self), seen(other)]))),
             keys: self.keys().zip(other.keys()).map(|(a, b)| &a | &b),
+            agreed: Arc::new(agreed),
         }
     }
 }
@@ -239,8 +263,40 @@ enum Read {
     /// Its variables, as the source holds them: Flux takes the newlines out of each value.
     Known(Arc<BTreeMap<String, String>>),
     /// It cannot be read (see `Source::Unknown`): it may set any variable, or any of its
-    /// keys when they are known.
-    Unknown(Option<[u8; 32]>, Option<BTreeSet<String>>),
+    /// keys when they are known, those it holds whichever way it is to their values.
+    Unknown(
+        Option<[u8; 32]>,
+        Option<BTreeSet<String>>,
+        Arc<BTreeMap<String, String>>,
+    ),
+}
+
+impl Read {
+    fn of(source: Source) -> Read {
+        match source {
+            Source::Data(vars) => Read::Known(vars),
+            Source::Unknown {
+                from, keys, agreed, ..
+            } => Read::Unknown(from, keys, agreed),
+        }
+    }
+
+    /// What it says of variable `name`: its value, that it is unknown, or `None` when it
+    /// does not set it; `anything`: whether one whose keys are not known may set it.
+    fn get(&self, name: &str, anything: bool) -> Option<Lookup> {
+        // Flux takes the newlines out of each value it substitutes.
+        let set = |v: &String| Lookup::Set(v.replace('\n', ""));
+        match self {
+            Read::Known(vars) => vars.get(name).map(set),
+            Read::Unknown(_, keys, agreed) => match agreed.get(name) {
+                Some(v) => Some(set(v)),
+                None if keys.as_ref().map_or(anything, |k| k.contains(name)) => {
+                    Some(Lookup::Unknown)
+                }
+                None => None,
+            },
+        }
+    }
 }
 
 /// The variables an owner substitutes with, in Flux's precedence. Two are equal when every
@@ -272,41 +328,20 @@ impl Variables {
     /// not known is taken to set only what nothing else sets (the variables a Kustomization
     /// names itself are its own, not the cluster-wide ones the webhook adds).
     pub fn lookup(&self, name: &str) -> Lookup {
-        // Flux takes the newlines out of each value it substitutes.
-        let set = |v: &String| Lookup::Set(v.replace('\n', ""));
-        for (_, source) in self.admitted.iter().rev() {
-            match source {
-                Read::Known(vars) => {
-                    if let Some(v) = vars.get(name) {
-                        return set(v);
-                    }
-                }
-                Read::Unknown(_, Some(keys)) if keys.contains(name) => return Lookup::Unknown,
-                Read::Unknown(..) => {}
-            }
+        let mut admitted = self.admitted.iter().rev();
+        if let Some(found) = admitted.find_map(|(_, s)| s.get(name, false)) {
+            return found;
         }
         if let Some(v) = self.inline.get(name) {
-            return set(v);
+            return Lookup::Set(v.replace('\n', ""));
         }
-        for (_, source) in self.from.iter().rev() {
-            match source {
-                Read::Known(vars) => {
-                    if let Some(v) = vars.get(name) {
-                        return set(v);
-                    }
-                }
-                Read::Unknown(_, None) => return Lookup::Unknown,
-                Read::Unknown(_, Some(keys)) => {
-                    if keys.contains(name) {
-                        return Lookup::Unknown;
-                    }
-                }
-            }
+        if let Some(found) = self.from.iter().rev().find_map(|(_, s)| s.get(name, true)) {
+            return found;
         }
         if self
             .admitted
             .iter()
-            .any(|(_, s)| matches!(s, Read::Unknown(_, None)))
+            .any(|(_, s)| matches!(s, Read::Unknown(_, None, _)))
         {
             return Lookup::Unknown;
         }
@@ -342,8 +377,9 @@ impl Variables {
                         h.update([0]);
                         map(&mut h, m);
                     }
-                    Read::Unknown(from, keys) => {
+                    Read::Unknown(from, keys, agreed) => {
                         h.update([1]);
+                        map(&mut h, agreed);
                         h.update(from.map_or([0; 33], |d| {
                             let mut b = [1; 33];
                             b[1..].copy_from_slice(&d);
@@ -411,14 +447,12 @@ pub fn variables(
         };
         let label = format!("{kind}/{name}");
         match find(&id) {
-            Some(Source::Data(data)) => vars.from.push((label, Read::Known(data))),
-            Some(Source::Unknown { from, keys, .. }) => {
-                vars.from.push((label, Read::Unknown(from, keys)))
-            }
+            Some(source) => vars.from.push((label, Read::of(source))),
             None if optional => {}
             None => {
                 vars.missing.push(label.clone());
-                vars.from.push((label, Read::Unknown(None, None)));
+                vars.from
+                    .push((label, Read::Unknown(None, None, Arc::default())));
             }
         }
     }
@@ -435,7 +469,7 @@ pub fn variables(
                 .chain(&vars.admitted)
                 .flat_map(|(_, s)| match s {
                     Read::Known(m) => Box::new(m.keys()) as Box<dyn Iterator<Item = &String>>,
-                    Read::Unknown(_, keys) => Box::new(keys.iter().flatten()),
+                    Read::Unknown(_, keys, _) => Box::new(keys.iter().flatten()),
                 }),
         );
     for name in names {
@@ -464,7 +498,7 @@ fn admitted(
     find: &mut dyn FnMut(&ObjectId) -> Option<Source>,
 ) -> Vec<(String, Read)> {
     let Some(sources) = &a.sources else {
-        return vec![(a.describe(), Read::Unknown(None, None))];
+        return vec![(a.describe(), Read::Unknown(None, None, Arc::default()))];
     };
     sources
         .iter()
@@ -474,11 +508,7 @@ fn admitted(
                 Read::Known(Arc::new(data.clone())),
             ),
             Admitted::Object(id) => {
-                let read = match find(id) {
-                    Some(Source::Data(data)) => Read::Known(data),
-                    Some(Source::Unknown { from, keys, .. }) => Read::Unknown(from, keys),
-                    None => Read::Unknown(None, None),
-                };
+                let read = find(id).map_or(Read::Unknown(None, None, Arc::default()), Read::of);
                 (format!("{id} (read by {})", a.describe()), read)
             }
         })
@@ -800,6 +830,7 @@ mod tests {
                     why: "SOPS-encrypted".into(),
                     from: None,
                     keys: None,
+                    agreed: Default::default(),
                 },
             ),
         ];
@@ -893,6 +924,7 @@ mod tests {
                     why: "SOPS-encrypted".into(),
                     from: None,
                     keys: None,
+                    agreed: Default::default(),
                 },
             )],
         )
@@ -954,6 +986,7 @@ mod tests {
             why: "SOPS-encrypted".into(),
             from: None,
             keys,
+            agreed: Default::default(),
         };
         let sources = [
             ("ConfigMap/settings", data(&[("TZ", "UTC")])),

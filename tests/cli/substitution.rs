@@ -854,7 +854,9 @@ fn a_mutating_webhook_adds_its_variables_to_the_kustomizations_it_admits() {
 /// applies its own copy, and the cluster holds the copy applied last, which is not known
 /// before the merge. A variable either copy sets is unknown, not undefined: no strict
 /// substitution failure is claimed, and a name made of it is not judged. A variable neither
-/// sets still fails the build.
+/// sets still fails the build, and one both set alike is known whichever applied last
+/// (both apply with kustomize-controller's field manager, so the last apply's data is the
+/// whole of it).
 #[test]
 fn a_source_two_owners_apply_differently_holds_either() {
     let settings = |data: &str| {
@@ -865,7 +867,10 @@ fn a_source_two_owners_apply_differently_holds_either() {
         "clusters/dev/kustomization.yaml",
         "resources: [settings.yaml, shared.yaml, app.yaml]\n",
     )
-    .write("clusters/dev/settings.yaml", &settings("ZONE: dev"))
+    .write(
+        "clusters/dev/settings.yaml",
+        &settings("ZONE: dev, TEAM: a"),
+    )
     .write(
         "clusters/dev/shared.yaml",
         &ks("shared", "./clusters/shared", ""),
@@ -876,7 +881,7 @@ fn a_source_two_owners_apply_differently_holds_either() {
     )
     .write(
         "clusters/shared/settings.yaml",
-        &settings("ZONE: prod, STORE: vault"),
+        &settings("ZONE: prod, STORE: vault, TEAM: a"),
     )
     .write(
         "clusters/dev/app.yaml",
@@ -940,6 +945,28 @@ fn a_source_two_owners_apply_differently_holds_either() {
         warnings(&doc)
             .iter()
             .any(|(f, m)| f == "build failure" && m.contains("needs `${REGION}`")),
+        "{doc:#}"
+    );
+
+    // A name made of a value both copies hold alike is judged: its rename deletes the old.
+    repo.write(
+        "app/store.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: \"team-${TEAM}\", namespace: web}\n",
+    );
+    repo.commit_all("team");
+    repo.write(
+        "app/store.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: \"crew-${TEAM}\", namespace: web}\n",
+    );
+    let (code, doc) = cutover(&repo);
+    assert_eq!(
+        (code, doc["verdict"].as_str()),
+        (1, Some("deletes")),
+        "{doc:#}"
+    );
+    assert_eq!(
+        deleted(&doc),
+        ["ConfigMap/web/team-a identity-changed Kustomization/flux-system/app"],
         "{doc:#}"
     );
 }

@@ -842,6 +842,7 @@ fn variables(
                 why: format!("written outside every build, in {file}, and applied by hand"),
                 from: None,
                 keys: None,
+                agreed: Default::default(),
             });
         }
         s.cloned()
@@ -995,6 +996,7 @@ pub fn owners(tree: &FileTree, env_path: &str) -> std::result::Result<Owners, Fl
                 why: "not read".into(),
                 from: None,
                 keys: None,
+                agreed: Default::default(),
             })
         })
         .unwrap_or_default()
