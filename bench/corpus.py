@@ -233,6 +233,17 @@ def candidates(clone, commits):
     return out
 
 
+def reported_as(o, reported):
+    """Whether the oracle's removed object `o` is among fluxwave's `reported` ones. The oracle
+    builds without the cluster's API mapping, so a custom cluster-scoped object keeps the
+    namespace kustomize's `namespace:` gives it (kustomize knows only built-in kinds' scope);
+    Flux's client drops it for a cluster-scoped resource (controller-runtime
+    `NamespaceIfScoped`), and fluxwave reports the object without one when it knows the kind
+    is cluster-scoped: the same object."""
+    group, kind, _, name = o.split("/", 3)
+    return o in reported or f"{group}/{kind}//{name}" in reported
+
+
 def against_oracle(a, clone, commits, envs, steps):
     by_to = {s["to"]: s for s in steps}
     out = {"candidates": 0, "compared": 0, "oracle_failed": 0, "removed": 0, "reported": 0,
@@ -256,7 +267,7 @@ def against_oracle(a, clone, commits, envs, steps):
             reported = {f'{d["group"]}/{d["kind"]}/{d["namespace"]}/{d["name"]}' for d in step["deletions"]
                         if d.get("environment", env["name"]) == env["name"]}
             for o in sorted(removed):
-                if o in reported:
+                if reported_as(o, reported):
                     out["reported"] += 1
                 elif step["verdict"] == "incomplete":
                     out["covered_by_incomplete"] += 1
