@@ -1,13 +1,16 @@
 //! The `ExternalArtifact`s an `ArtifactGenerator` (source.extensions.fluxcd.io, Flux 2.7's
 //! source-watcher) makes out of this repository: a Kustomization whose `sourceRef` is such an
 //! artifact is built from the files the generator copies into it. The copy rules follow
-//! source-watcher's spec (docs/spec/v1beta1/artifactgenerators.md, "Copy Operations"):
-//! operations run in order, later ones overwrite; `@alias/dir/**` copies the contents of
-//! `dir` recursively, `@alias/dir/` copies `dir` itself as a sub-folder, a glob copies the
-//! files it matches relative to its non-glob prefix, a file copies to `to` (into it when
-//! `to` ends with `/`); `exclude` patterns are matched relative to the non-glob prefix of
-//! `from`, and one without a `/` matches a file name at any depth. The `Merge` and `Extract`
-//! strategies are not modelled.
+//! source-watcher's spec (docs/spec/v1beta1/artifactgenerators.md, "Copy Operations") and
+//! its builder (`internal/builder`): operations run in order, later ones overwrite;
+//! `@alias/dir/**` copies the contents of `dir` recursively, `@alias/dir/` copies `dir`
+//! itself as a sub-folder, a file copies to `to` (into it when `to` ends with `/`);
+//! `exclude` patterns are matched relative to the non-glob prefix of `from`, and one without
+//! a `/` matches a file name at any depth. Other globs (the builder matches them with Go's
+//! `fs.Glob`, one level per `**`, and keeps each match's path below `to`) and the `Merge`
+//! and `Extract` strategies are not modelled. The artifacts are built in order, and the
+//! first copy that fails stops the generator: that artifact and the later ones keep what
+//! it made last (`files`).
 //!
 //! An environment whose Kustomizations read such artifacts is built a second time, with the
 //! files of each artifact copied into a folder of its own, and the paths in what it built
@@ -67,50 +70,139 @@ pub fn files(
     let artifact = array(generator.at_pointer("/spec/artifacts"))
         .find(|a| a.get("name").and_then(Value::as_str) == Some(name))
         .ok_or_else(|| format!("its ArtifactGenerator declares no artifact `{name}`"))?;
+    // The root of the source's artifact in the repository (an OCI root's folder).
+    let rooted = |pattern: &str| match artifact_root {
+        "" => pattern.to_string(),
+        root => format!("{root}/{pattern}"),
+    };
+    // source-watcher builds the artifacts in order and stops at the first that fails
+    // (`ArtifactGeneratorReconciler.reconcile`): that one and every later one keep what it
+    // made last, which only the cluster knows.
+    for built in array(generator.at_pointer("/spec/artifacts")) {
+        let built_name = built.get("name").and_then(Value::as_str).unwrap_or("");
+        let this = built_name == name;
+        for op in array(built.get("copy")) {
+            let from = op.get("from").and_then(Value::as_str).unwrap_or("");
+            let excludes: Vec<&str> = array(op.get("exclude")).filter_map(Value::as_str).collect();
+            let to = op.get("to").and_then(Value::as_str).unwrap_or("");
+            let strategy = op.get("strategy").and_then(Value::as_str).unwrap_or("");
+            let outcome = match copy_source(from) {
+                Some(_) if !matches!(strategy, "" | "Overwrite") => {
+                    CopyOutcome::Unknown(format!("a copy with strategy {strategy}"))
+                }
+                None => CopyOutcome::Fails(format!("`{from}` is not `@alias/pattern`")),
+                Some(_) if !to.starts_with("@artifact/") => CopyOutcome::Fails(format!(
+                    "destination `{to}` does not start with '@artifact/'"
+                )),
+                Some((alias, _)) if !aliases.contains_key(alias) => {
+                    CopyOutcome::Fails(format!("source alias '{alias}' not found"))
+                }
+                Some((alias, _)) if !aliases[alias] => CopyOutcome::Unknown(format!(
+                    "a copy from @{alias}, a source that is not this repository"
+                )),
+                Some((_, pattern)) => copy_outcome(tree, &rooted(pattern), &excludes),
+            };
+            match outcome {
+                CopyOutcome::Copies => {}
+                CopyOutcome::Fails(why) => return Err(format!("its ArtifactGenerator fails to build artifact `{built_name}` (copy from `{from}`: {why}), and source-watcher keeps `{name}` as it made it last, which only the cluster knows")),
+                CopyOutcome::Unknown(what) if this => return Err(format!("{what} is not modelled")),
+                CopyOutcome::Unknown(what) => return Err(format!("artifact `{built_name}`, built before it, has {what}: whether source-watcher fails to build it, and keeps `{name}` as it made it last, is not known")),
+            }
+        }
+        if this {
+            break;
+        }
+    }
     let mut out = Files::new();
     for op in array(artifact.get("copy")) {
         let text = |k: &str| op.get(k).and_then(Value::as_str).unwrap_or("");
-        if !matches!(text("strategy"), "" | "Overwrite") {
-            return Err(format!(
-                "a copy with strategy {} is not modelled",
-                text("strategy")
-            ));
-        }
         let (from, to) = (text("from"), text("to"));
-        let (alias, pattern) = from
-            .strip_prefix('@')
-            .and_then(|f| f.split_once('/').or(Some((f, ""))))
-            .ok_or_else(|| format!("copy from `{from}` does not start with @alias"))?;
-        match aliases.get(alias) {
-            Some(true) => {}
-            Some(false) => {
-                return Err(format!(
-                    "it copies from @{alias}, a source that is not this repository"
-                ))
-            }
-            None => return Err(format!("copy from `{from}` names no source alias")),
-        }
+        // Every copy is checked above: it names this repository.
+        let Some((_, pattern)) = copy_source(from) else {
+            continue;
+        };
         let dest = to
             .strip_prefix("@artifact")
             .map(|d| d.trim_start_matches('/'))
             .ok_or_else(|| format!("copy to `{to}` does not start with @artifact"))?;
         let excludes: Vec<&str> = array(op.get("exclude")).filter_map(Value::as_str).collect();
-        // The source's artifact is the repository's folder `artifact_root` (an OCI root).
-        let pattern = match artifact_root {
-            "" => pattern.to_string(),
-            root => format!("{root}/{pattern}"),
-        };
-        copy(tree, &pattern, dest, &excludes, &mut out);
+        copy(tree, &rooted(pattern), dest, &excludes, &mut out);
     }
     Ok(out)
+}
+
+/// The source alias and the pattern of a copy's `from` (`@alias/pattern`,
+/// `builder.parseCopySource`).
+fn copy_source(from: &str) -> Option<(&str, &str)> {
+    from.strip_prefix('@').and_then(|f| f.split_once('/'))
+}
+
+/// How source-watcher's copy of `pattern` goes (`builder.applyCopyOperation`).
+enum CopyOutcome {
+    Copies,
+    /// It fails: a path that does not exist, a glob that matches nothing.
+    Fails(String),
+    /// What it does is not modelled.
+    Unknown(String),
+}
+
+/// How the copy of `pattern` goes. The builder matches a glob with Go's `fs.Glob`, where
+/// `**` is `*`, one level deep, and keeps a match's path below `to` unless the pattern is
+/// `dir/**`: only `dir/**` (and `**`) is modelled, the rest is not (a glob whose every
+/// match is excluded fails too, by rules of exclusion held here only as the spec words
+/// them: not known either).
+fn copy_outcome(tree: &FileTree, pattern: &str, excludes: &[&str]) -> CopyOutcome {
+    let glob_chars = ['*', '?', '[', ']'];
+    let Some(at) = pattern.find(glob_chars) else {
+        let path = pattern.trim_end_matches('/');
+        return if path.is_empty() || tree.is_file(path) || tree.is_dir(path) {
+            CopyOutcome::Copies
+        } else {
+            CopyOutcome::Fails(format!("source '{path}' does not exist"))
+        };
+    };
+    let base = pattern[..at].trim_end_matches('/');
+    if pattern != format!("{base}/**").trim_start_matches('/') || base.contains(glob_chars) {
+        return CopyOutcome::Unknown(format!(
+            "a copy from the glob `{pattern}` (only `dir/**` is modelled)"
+        ));
+    }
+    let mut files = tree.files_under(base).peekable();
+    if files.peek().is_none() {
+        return CopyOutcome::Fails(format!("no files match pattern '{pattern}'"));
+    }
+    let rel = |f: &'_ str| -> String {
+        match base {
+            "" => f.to_string(),
+            b => f[b.len() + 1..].to_string(),
+        }
+    };
+    if files.all(|f| excluded(excludes, &rel(f))) {
+        return CopyOutcome::Unknown(format!(
+            "a copy from `{pattern}` whose every file is excluded"
+        ));
+    }
+    CopyOutcome::Copies
+}
+
+/// Whether a copy's `exclude` patterns leave out `rel` (relative to the copy's prefix): one
+/// with a `/` matches the path, one without a file name at any depth.
+fn excluded(excludes: &[&str], rel: &str) -> bool {
+    excludes.iter().any(|x| {
+        if x.contains('/') {
+            glob(x, rel)
+        } else {
+            glob(x, rel.rsplit('/').next().unwrap_or(rel))
+        }
+    })
 }
 
 fn array(v: Option<&Value>) -> impl Iterator<Item = &Value> {
     v.and_then(Value::as_array).into_iter().flatten()
 }
 
-/// One copy operation of `pattern` (relative to the source root) to `dest` (relative to the
-/// artifact root).
+/// One copy operation of `pattern` (relative to the source root, a path or `dir/**`, as
+/// `copy_outcome` allows) to `dest` (relative to the artifact root).
 fn copy(tree: &FileTree, pattern: &str, dest: &str, excludes: &[&str], out: &mut Files) {
     let into = |rel: &str| {
         if dest.is_empty() || dest.ends_with('/') {
@@ -119,26 +211,14 @@ fn copy(tree: &FileTree, pattern: &str, dest: &str, excludes: &[&str], out: &mut
             format!("{dest}/{rel}")
         }
     };
-    let glob_at = pattern.find(['*', '?', '[']);
-    let (base, matching): (&str, Option<&str>) = match glob_at {
-        Some(at) => (
-            pattern[..at].rsplit_once('/').map_or("", |(b, _)| b),
-            Some(pattern),
-        ),
-        None => (pattern.trim_end_matches('/'), None),
+    // `dir/**` copies the folder's contents; `dir/` (or `dir`) the folder itself.
+    let (base, contents) = match pattern.strip_suffix("**") {
+        Some(base) => (base.trim_end_matches('/'), true),
+        None => (pattern.trim_end_matches('/'), false),
     };
-    let excluded = |rel: &str| {
-        excludes.iter().any(|x| {
-            if x.contains('/') {
-                glob(x, rel)
-            } else {
-                glob(x, rel.rsplit('/').next().unwrap_or(rel))
-            }
-        })
-    };
-    if matching.is_none() && tree.is_file(base) {
+    if !contents && tree.is_file(base) {
         let name = base.rsplit('/').next().unwrap_or(base);
-        if !excluded(name) {
+        if !excluded(excludes, name) {
             let to = if dest.is_empty() || dest.ends_with('/') {
                 format!("{dest}{name}")
             } else {
@@ -148,8 +228,6 @@ fn copy(tree: &FileTree, pattern: &str, dest: &str, excludes: &[&str], out: &mut
         }
         return;
     }
-    // `dir/` (or `dir`) copies the folder itself; a glob its matches below the prefix.
-    let keep_folder = matching.is_none();
     let folder_name = base.rsplit('/').next().unwrap_or(base);
     let files: Vec<&str> = tree.files_under(base).collect();
     for file in files {
@@ -158,10 +236,10 @@ fn copy(tree: &FileTree, pattern: &str, dest: &str, excludes: &[&str], out: &mut
         } else {
             &file[base.len() + 1..]
         };
-        if matching.is_some_and(|p| !glob(p, file)) || excluded(rel) {
+        if excluded(excludes, rel) {
             continue;
         }
-        let rel = if keep_folder && !folder_name.is_empty() {
+        let rel = if !contents && !folder_name.is_empty() {
             format!("{folder_name}/{rel}")
         } else {
             rel.to_string()
@@ -482,10 +560,9 @@ mod tests {
                 ("production/testdata/x.yaml".into(), "apps/prod/testdata/x.yaml".into()),
             ]
         );
-        // A glob copies its matches below its prefix; excludes by name at any depth or by
-        // path below the prefix.
+        // Excludes by name at any depth or by path below the prefix.
         assert_eq!(
-            paths("        - {from: \"@repo/apps/**/*.yaml\", to: \"@artifact/all/\", exclude: [\"README*\", \"prod/testdata/**\"]}\n"),
+            paths("        - {from: \"@repo/apps/**\", to: \"@artifact/all/\", exclude: [\"README*\", \"prod/testdata/**\"]}\n"),
             [
                 ("all/base/web/deploy.yaml".into(), "apps/base/web/deploy.yaml".into()),
                 ("all/base/web/kustomization.yaml".into(), "apps/base/web/kustomization.yaml".into()),
@@ -525,6 +602,55 @@ mod tests {
         .unwrap_err();
         assert!(err.contains("Merge"), "{err}");
         assert!(files(&generator(""), "nope", &tree(), &this_repo, "").is_err());
+    }
+
+    /// source-watcher builds the artifacts in order and stops at the first copy that fails
+    /// (`builder.applyCopyOperation`: a path that does not exist, a glob that matches
+    /// nothing, an alias no source has): that artifact and every later one keep what it
+    /// made last, which only the cluster knows; one built before it is made. Go's `fs.Glob`
+    /// reads `**` as `*` and the builder keeps a glob match's path, so a glob other than
+    /// `dir/**` is not modelled, nor, in an artifact built before, a copy whose outcome is
+    /// not known.
+    #[test]
+    fn a_failing_copy_keeps_its_artifact_and_later_ones_as_made_last() {
+        let two = |first: &str| {
+            let mut g = generator(&format!(
+                "        - {{from: \"{first}\", to: \"@artifact/\"}}\n"
+            ));
+            g["spec"]["artifacts"]
+                .as_array_mut()
+                .unwrap()
+                .push(serde_json::json!({"name": "later", "copy": [{"from": "@repo/apps/prod/**", "to": "@artifact/"}]}));
+            g
+        };
+        let made = |g: &Value, name: &str| files(g, name, &tree(), &this_repo, "");
+        for (from, why) in [
+            ("@repo/apps/gone/", "source 'apps/gone' does not exist"),
+            (
+                "@repo/apps/gone/**",
+                "no files match pattern 'apps/gone/**'",
+            ),
+            ("@nope/apps/", "source alias 'nope' not found"),
+        ] {
+            let g = two(from);
+            for name in ["apps", "later"] {
+                let err = made(&g, name).unwrap_err();
+                assert!(
+                    err.contains(why) && err.contains("only the cluster knows"),
+                    "{err}"
+                );
+            }
+        }
+        let g = two("@repo/apps/base/**");
+        assert!(made(&g, "apps").is_ok() && made(&g, "later").is_ok());
+        // A copy fluxwave cannot follow, in an artifact built before: not known.
+        for from in ["@other/chart/**", "@repo/apps/*/kustomization.yaml"] {
+            let err = made(&two(from), "later").unwrap_err();
+            assert!(err.contains("is not known"), "{err}");
+            assert!(made(&two(from), "apps")
+                .unwrap_err()
+                .contains("not modelled"));
+        }
     }
 
     #[test]
