@@ -40,7 +40,8 @@ makes is judged by fluxwave alone (tests/cli/resource_set.rs holds it to the ope
 Results are kept in target/corpus/<owner+name>.json; --report-only writes CORPUS.md from them.
 --refresh measures discovery, `check` and `cutover --each` again with --bin, keeping each
 saved oracle comparison when `cutover --each` of --previous-bin (the binary that comparison
-was made with) reports every step exactly as --bin does: the comparison reads nothing else.
+was made with) reports every step exactly as --bin does (the comparison reads nothing else),
+and making it again where they differ.
 """
 
 import argparse
@@ -289,11 +290,14 @@ def refresh(a, name, pin, saved):
     r["discovery"] = discovery_and_check(a, clone, pin)
     r["each"], steps = each(a, clone, commits)
     before = json.loads(previous[1])["steps"] if previous[0] in (0, 1) else None
-    if "oracle" in saved and before != steps:
-        del r["oracle"]
-        r["oracle_dropped"] = "the steps' reports differ from those the oracle comparison was made with"
-    elif "oracle" in saved:
+    envs = r["discovery"].get("environments", [])
+    if before == steps and "oracle" in saved:
         r["oracle_with"] = saved.get("oracle_with", saved.get("fluxwave", "unrecorded"))
+    elif a.oracle and envs and steps:
+        r["oracle"] = against_oracle(a, clone, commits, envs, steps)
+        r.pop("oracle_with", None)
+    else:
+        r.pop("oracle", None)
     return r
 
 
