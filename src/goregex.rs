@@ -3,8 +3,9 @@
 //! with Go's `regexp` (api/types/selector.go `NewSelectorRegex`), and the two libraries read
 //! some patterns differently: Go takes a `{` that starts no repetition (`${VAR}`) as itself,
 //! `\d`, `\w`, `\s` and `\b` as ASCII only, `\Q...\E` as quoted text, `\123` as an octal
-//! code and `\<` as `<`, and refuses `(?x)`, `\e`, `\C`, a repetition of a repetition (`a**`)
-//! and a count past 1000, where the regex crate does the opposite. `compile` rewrites a
+//! code and `\<` as `<`, and refuses `(?x)`, `\e`, `\C`, a repetition of a repetition (`a**`),
+//! a count past 1000 and nested counts that multiply past 1000 (`(a{2}){501}`), where the
+//! regex crate does the opposite. `compile` rewrites a
 //! pattern into the regex crate's syntax with Go's meaning, or fails where Go's parser does.
 //! A leaf: it imports nothing of the crate.
 
@@ -26,6 +27,7 @@ fn translate(pattern: &str) -> Result<String, String> {
     let mut i = 0;
     // Whether the last thing read was a repetition operator: Go refuses another after it.
     let mut repeated = false;
+    let mut copies = Copies::default();
     while i < chars.len() {
         let c = chars[i];
         let was_repeat = std::mem::take(&mut repeated);
@@ -33,16 +35,20 @@ fn translate(pattern: &str) -> Result<String, String> {
             '*' | '+' | '?' | '{' => {
                 let op = match c {
                     '{' => repeat(&chars[i..])?,
-                    _ => Some((c.to_string(), 1)),
+                    _ => Some((c.to_string(), 1, None)),
                 };
-                let Some((op, len)) = op else {
+                let Some((op, len, counts)) = op else {
                     // A `{` that starts no repetition is itself.
+                    copies.atom();
                     literal(&mut out, '{');
                     i += 1;
                     continue;
                 };
                 if was_repeat {
                     return Err(format!("invalid nested repetition operator: `{op}`"));
+                }
+                if let Some((min, max)) = counts {
+                    copies.repeat(min, max, &op)?;
                 }
                 out.push_str(&op);
                 i += len;
@@ -54,11 +60,31 @@ fn translate(pattern: &str) -> Result<String, String> {
                 repeated = true;
             }
             '}' | ']' => {
+                copies.atom();
                 literal(&mut out, c);
                 i += 1;
             }
-            '(' => i = group(&chars, i, &mut out)?,
-            '[' => i = class(&chars, i, &mut out)?,
+            '(' => {
+                let (next, opened) = group(&chars, i, &mut out)?;
+                if opened {
+                    copies.open();
+                }
+                i = next;
+            }
+            '[' => {
+                copies.atom();
+                i = class(&chars, i, &mut out)?;
+            }
+            '|' => {
+                copies.alternative();
+                out.push(c);
+                i += 1;
+            }
+            ')' => {
+                copies.close();
+                out.push(c);
+                i += 1;
+            }
             '\\' => match chars.get(i + 1) {
                 Some('Q') => {
                     // Quoted to `\E` or to the end of the pattern.
@@ -67,11 +93,15 @@ fn translate(pattern: &str) -> Result<String, String> {
                         .windows(2)
                         .position(|w| w == ['\\', 'E'])
                         .unwrap_or(rest.len());
-                    rest[..end].iter().for_each(|&q| literal(&mut out, q));
+                    rest[..end].iter().for_each(|&q| {
+                        copies.atom();
+                        literal(&mut out, q)
+                    });
                     i += 2 + (end + 2).min(rest.len());
                 }
                 // Assertions; Go's word boundaries are ASCII.
                 Some(&e @ ('b' | 'B' | 'A' | 'z')) => {
+                    copies.atom();
                     out.push_str(match e {
                         'b' => r"(?-u:\b)",
                         'B' => r"(?-u:\B)",
@@ -81,6 +111,7 @@ fn translate(pattern: &str) -> Result<String, String> {
                     i += 2;
                 }
                 _ => {
+                    copies.atom();
                     let (item, len) = escape(&chars[i..])?;
                     match item {
                         Item::Char(ch) => literal(&mut out, ch),
@@ -90,8 +121,9 @@ fn translate(pattern: &str) -> Result<String, String> {
                 }
             },
             _ => {
-                // `.`, `^`, `$`, `|`, `)` mean the same; anything else is itself.
-                if matches!(c, '.' | '^' | '$' | '|' | ')') {
+                // `.`, `^`, `$` mean the same; anything else is itself.
+                copies.atom();
+                if matches!(c, '.' | '^' | '$') {
                     out.push(c);
                 } else {
                     literal(&mut out, c);
@@ -103,6 +135,71 @@ fn translate(pattern: &str) -> Result<String, String> {
     Ok(out)
 }
 
+/// Go's `repeatIsValid`: a counted repetition `{n,m}` stands for `m` copies of what it
+/// repeats (`n` when unbounded, none for `{0}`), nested ones multiply, and Go refuses one
+/// with a count of 2 or more over which any path needs more than `MAX_REPEAT` copies.
+/// Each item's need is the largest product of the counts on a path through it.
+struct Copies {
+    /// The needs of the open groups' items so far, outermost first.
+    open: Vec<u32>,
+    /// The need of the items of the group being read, but the last.
+    before: u32,
+    /// The need of its last item, the one a repetition applies to.
+    last: u32,
+}
+
+impl Default for Copies {
+    fn default() -> Self {
+        Copies {
+            open: Vec::new(),
+            before: 1,
+            last: 1,
+        }
+    }
+}
+
+impl Copies {
+    /// An item that repeats nothing inside.
+    fn atom(&mut self) {
+        self.before = self.before.max(self.last);
+        self.last = 1;
+    }
+
+    fn alternative(&mut self) {
+        self.atom();
+    }
+
+    fn open(&mut self) {
+        self.atom();
+        self.open.push(self.before);
+        self.before = 1;
+    }
+
+    fn close(&mut self) {
+        let inside = self.before.max(self.last);
+        // An unmatched `)` is refused by the regex crate as by Go.
+        self.before = self.open.pop().unwrap_or(1);
+        self.last = inside;
+    }
+
+    /// `{min,max}` (`max` `None` when unbounded), written `op`, applied to the last item.
+    fn repeat(&mut self, min: u32, max: Option<u32>, op: &str) -> Result<(), String> {
+        let count = match max {
+            Some(0) => {
+                self.last = 1;
+                return Ok(());
+            }
+            Some(max) => max,
+            None => min,
+        };
+        self.last = self.last.saturating_mul(count.max(1));
+        if (min >= 2 || max.is_some_and(|m| m >= 2)) && self.last > MAX_REPEAT {
+            return Err(format!("invalid repeat size: `{op}`"));
+        }
+        Ok(())
+    }
+}
+
 /// Pushes character `c` as a literal.
 fn literal(out: &mut String, c: char) {
     if c.is_ascii_alphanumeric() || c == '_' || !c.is_ascii() && !c.is_whitespace() {
@@ -112,9 +209,13 @@ fn literal(out: &mut String, c: char) {
     }
 }
 
-/// The repetition `{n}`, `{n,}` or `{n,m}` at the start of `t` (Go's `parseRepeat`), in the
-/// regex crate's syntax with its length; `None` when `{` starts none (Go reads it as itself).
-fn repeat(t: &[char]) -> Result<Option<(String, usize)>, String> {
+/// A repetition in the regex crate's syntax, its length, and its counts (`None` for `*`,
+/// `+`, `?`): the least, and the most when bounded.
+type Repeat = (String, usize, Option<(u32, Option<u32>)>);
+
+/// The repetition `{n}`, `{n,}` or `{n,m}` at the start of `t` (Go's `parseRepeat`); `None`
+/// when `{` starts none (Go reads it as itself).
+fn repeat(t: &[char]) -> Result<Option<Repeat>, String> {
     let Some(close) = t.iter().position(|&c| c == '}') else {
         return Ok(None);
     };
@@ -133,23 +234,23 @@ fn repeat(t: &[char]) -> Result<Option<(String, usize)>, String> {
     };
     let count = |s: &str| s.parse::<u32>().ok().filter(|&v| v <= MAX_REPEAT);
     let lo = count(min).ok_or_else(bad)?;
-    let written = match max {
-        None => format!("{{{lo}}}"),
-        Some("") => format!("{{{lo},}}"),
+    let (written, hi) = match max {
+        None => (format!("{{{lo}}}"), Some(lo)),
+        Some("") => (format!("{{{lo},}}"), None),
         Some(max) => match count(max).filter(|&hi| hi >= lo) {
-            Some(hi) => format!("{{{lo},{hi}}}"),
+            Some(hi) => (format!("{{{lo},{hi}}}"), Some(hi)),
             None => return Err(bad()),
         },
     };
-    Ok(Some((written, close + 1)))
+    Ok(Some((written, close + 1, Some((lo, hi)))))
 }
 
 /// The group starting at `chars[i]` (`(`): its flags checked as Go checks them, written to
-/// `out`; the index after what was read.
-fn group(chars: &[char], i: usize, out: &mut String) -> Result<usize, String> {
+/// `out`; the index after what was read, and whether a group opened (`(?i)` opens none).
+fn group(chars: &[char], i: usize, out: &mut String) -> Result<(usize, bool), String> {
     if chars.get(i + 1) != Some(&'?') {
         out.push('(');
-        return Ok(i + 1);
+        return Ok((i + 1, true));
     }
     let rest: String = chars[i + 2..].iter().take(3).collect();
     if rest.starts_with("P<") || rest.starts_with('<') {
@@ -163,7 +264,7 @@ fn group(chars: &[char], i: usize, out: &mut String) -> Result<usize, String> {
             return Err(format!("invalid named capture: `{name}`"));
         }
         out.push_str(&format!("(?P<{name}>"));
-        return Ok(start + len + 1);
+        return Ok((start + len + 1, true));
     }
     // Flags: Go knows `i`, `m`, `s` and `U`, a `-` once, then `:` or `)`.
     let mut j = i + 2;
@@ -179,7 +280,7 @@ fn group(chars: &[char], i: usize, out: &mut String) -> Result<usize, String> {
         j += 1;
     }
     out.extend(&chars[i..=j]);
-    Ok(j + 1)
+    Ok((j + 1, chars[j] == ':'))
 }
 
 /// What an escape reads as.
