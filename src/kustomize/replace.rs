@@ -832,7 +832,8 @@ fn matched_made(
     }
     if let Some(index) = list_index(part) {
         let (key, pattern) = index?;
-        let re = regex::Regex::new(pattern).map_err(|e| e.to_string())?;
+        // kyaml matches the value with Go's regexp, unanchored (`PathMatcher.visitElem`).
+        let re = crate::goregex::compile(pattern)?;
         let Value::Array(list) = v else {
             return if v.is_null() {
                 Ok(())
