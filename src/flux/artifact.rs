@@ -57,6 +57,9 @@ pub fn files(
     if generator.at_pointer("/spec/pathPattern").is_some() {
         return Err("its ArtifactGenerator uses pathPattern, which is not modelled".into());
     }
+    if let Some(why) = invalid(generator) {
+        return Err(format!("its ArtifactGenerator is invalid ({why}): source-watcher stalls it, and `{name}` keeps what it made last, which only the cluster knows"));
+    }
     let mut aliases: BTreeMap<&str, bool> = BTreeMap::new();
     for s in array(generator.at_pointer("/spec/sources")) {
         let field = |k: &str| s.get(k).and_then(Value::as_str).unwrap_or("");
@@ -129,6 +132,53 @@ pub fn files(
         copy(tree, &rooted(pattern), dest, &excludes, &mut out);
     }
     Ok(out)
+}
+
+/// Why source-watcher refuses a generator's spec (`validateSpec`), stalling it with every
+/// artifact as it made it last: a source alias twice, an artifact name twice or not a
+/// DNS subdomain, a `revision` naming no alias.
+fn invalid(generator: &Value) -> Option<String> {
+    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let mut aliases = std::collections::BTreeSet::new();
+    for s in array(generator.at_pointer("/spec/sources")) {
+        let alias = text(s, "alias");
+        if !aliases.insert(alias.clone()) {
+            return Some(format!("duplicate source alias '{alias}' found"));
+        }
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for a in array(generator.at_pointer("/spec/artifacts")) {
+        let name = text(a, "name");
+        if !names.insert(name.clone()) {
+            return Some(format!("duplicate artifact name '{name}' found"));
+        }
+        if !dns_subdomain(&name) {
+            return Some(format!(
+                "artifact name {name:?} is not a valid Kubernetes object name"
+            ));
+        }
+        let revision = text(a, "revision");
+        let alias = revision.strip_prefix('@').unwrap_or(&revision);
+        if !revision.is_empty() && !aliases.contains(alias) {
+            return Some(format!(
+                "artifact {name} revision source alias '{alias}' not found"
+            ));
+        }
+    }
+    None
+}
+
+/// Kubernetes' `IsDNS1123Subdomain`: at most 253 characters, dot-separated labels of
+/// lower-case letters, digits and `-`, each starting and ending with a letter or digit.
+fn dns_subdomain(name: &str) -> bool {
+    let alnum = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    name.len() <= 253
+        && name.split('.').all(|label| {
+            let b = label.as_bytes();
+            b.first().is_some_and(|&c| alnum(c))
+                && b.last().is_some_and(|&c| alnum(c))
+                && b.iter().all(|&c| alnum(c) || c == b'-')
+        })
 }
 
 /// The source alias and the pattern of a copy's `from` (`@alias/pattern`,
@@ -650,6 +700,50 @@ mod tests {
             assert!(made(&two(from), "apps")
                 .unwrap_err()
                 .contains("not modelled"));
+        }
+    }
+
+    /// source-watcher refuses an invalid spec (`validateSpec`) and stalls the whole
+    /// generator: every artifact, the first too, keeps what it made last.
+    #[test]
+    fn an_invalid_generator_keeps_every_artifact_as_made_last() {
+        let copy = "        - {from: \"@repo/apps/base/**\", to: \"@artifact/\"}\n";
+        let with = |f: &dyn Fn(&mut Value)| {
+            let mut g = generator(copy);
+            f(&mut g);
+            files(&g, "apps", &tree(), &this_repo, "")
+        };
+        assert!(with(&|_| {}).is_ok());
+        for (change, why) in [
+            (
+                &(|g: &mut Value| {
+                    g["spec"]["sources"][1]["alias"] = "repo".into();
+                }) as &dyn Fn(&mut Value),
+                "duplicate source alias 'repo'",
+            ),
+            (
+                &|g: &mut Value| {
+                    let again = g["spec"]["artifacts"][0].clone();
+                    g["spec"]["artifacts"].as_array_mut().unwrap().push(again);
+                },
+                "duplicate artifact name 'apps'",
+            ),
+            (
+                &|g: &mut Value| g["spec"]["artifacts"][0]["revision"] = "@nope".into(),
+                "revision source alias 'nope' not found",
+            ),
+        ] {
+            let err = with(change).unwrap_err();
+            assert!(err.contains(why) && err.contains("stalls it"), "{err}");
+        }
+        for (name, ok) in [
+            ("apps", true),
+            ("a.b-c", true),
+            ("Apps", false),
+            ("-a", false),
+            ("a..b", false),
+        ] {
+            assert_eq!(dns_subdomain(name), ok, "{name}");
         }
     }
 
